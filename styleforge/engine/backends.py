@@ -1,0 +1,81 @@
+"""Execution backends for the style network: one model, several ways to run it.
+
+- reference: the plain PyTorch modules (any device, any precision).
+- compile:   `torch.compile(mode="reduce-overhead")` of the reference, channels_last (CUDA).
+- fused:     our CUDA kernels + cuDNN convolutions + CUDA graphs (`engine.fused`).
+`auto` picks fused on CUDA when the kernels are available, reference otherwise.
+A runner maps a float tensor in 0–255, (N, 3, H, W) with H, W multiples of 4, on the runner's
+device, to the raw network output in float32 (not clamped).
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Callable
+
+import torch
+
+from ..models.transformer_net import TransformerNet
+
+Runner = Callable[[torch.Tensor], torch.Tensor]
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("--device cuda was asked for, but PyTorch sees no CUDA device")
+    return torch.device(name)
+
+
+def resolve_dtype(precision: str, device: torch.device) -> torch.dtype:
+    if precision == "auto":
+        if device.type != "cuda":
+            return torch.float32
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
+
+
+def fused_available(device: torch.device) -> tuple[bool, str]:
+    """(usable, reason) for the fused backend on this device."""
+    if device.type != "cuda":
+        return False, "the fused backend needs a CUDA device"
+    try:
+        from ..kernels import ops
+    except ImportError as exc:  # the kernels package is optional at this layer
+        return False, f"kernels unavailable ({exc})"
+    return ops.cuda_kernels_available()
+
+
+def resolve_backend(backend: str, device: torch.device) -> str:
+    if backend == "auto":
+        ok, _ = fused_available(device)
+        return "fused" if ok else "reference"
+    if backend in ("fused", "compile") and device.type != "cuda":
+        raise RuntimeError(f"--backend {backend} needs --device cuda")
+    if backend == "fused":
+        ok, reason = fused_available(device)
+        if not ok:
+            raise RuntimeError(f"--backend fused is unavailable: {reason}")
+    return backend
+
+
+def make_runner(model: TransformerNet, device: torch.device, dtype: torch.dtype, backend: str) -> Runner:
+    model = model.eval().requires_grad_(False)
+    if backend == "fused":
+        from .fused import FusedRunner
+        return FusedRunner(model, device, dtype)
+    memory_format = torch.channels_last if device.type == "cuda" else torch.contiguous_format
+    model = model.to(device=device, dtype=dtype, memory_format=memory_format)
+    forward = model
+    if backend == "compile":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            forward = torch.compile(model, mode="reduce-overhead", dynamic=False)
+
+    @torch.inference_mode()
+    def run(x: torch.Tensor) -> torch.Tensor:
+        x = x.to(device=device, dtype=dtype).contiguous(memory_format=memory_format)
+        out = forward(x)
+        return out.float().clone() if backend == "compile" else out.float()
+
+    return run

@@ -1,0 +1,65 @@
+"""The one options object shared by the CLI and the Python API (every CLI flag is a field)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEVICES = ("auto", "cpu", "cuda")
+PRECISIONS = ("auto", "fp32", "fp16", "bf16")
+BACKENDS = ("auto", "reference", "fused", "compile")
+
+
+def parse_blend(spec: str) -> tuple[tuple[str, float], ...]:
+    """'candy:0.6,mosaic:0.4' → (('candy', 0.6), ('mosaic', 0.4)); weights are normalised later."""
+    items = []
+    for part in spec.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, sep, weight = part.rpartition(":")
+        if not sep:
+            name, weight = part, "1"
+        try:
+            value = float(weight)
+        except ValueError:
+            raise ValueError(f"--blend: weight {weight!r} of {name!r} is not a number") from None
+        if value < 0:
+            raise ValueError(f"--blend: weight of {name!r} is negative")
+        items.append((name, value))
+    if not items or sum(w for _, w in items) <= 0:
+        raise ValueError("--blend needs at least one style with a positive weight, e.g. candy:0.6,mosaic:0.4")
+    return tuple(items)
+
+
+@dataclass(frozen=True)
+class StylizeOptions:
+    style: str | None = None          # built-in name or checkpoint path; None = the default style
+    checkpoint: str | None = None     # explicit checkpoint path (wins over style)
+    blend: tuple[tuple[str, float], ...] = ()  # weight-space mix of several styles
+    strength: float = 1.0             # 0 = the photo, 1 = full stylization
+    preserve_color: bool = False      # keep the photo's colours (luminance transfer)
+    max_side: int | None = None       # downscale inputs whose longer side exceeds this
+    device: str = "auto"
+    precision: str = "auto"
+    backend: str = "auto"
+    batch_size: int = 1
+    overwrite: bool = False
+    quality: int = 95                 # JPEG/WebP quality of written files
+    max_pixels: int = 20_000 * 20_000  # refuse larger images before decoding them
+
+    def __post_init__(self):
+        if not 0.0 <= self.strength <= 1.0:
+            raise ValueError(f"strength must be in [0, 1], got {self.strength}")
+        if self.device not in DEVICES:
+            raise ValueError(f"device must be one of {DEVICES}, got {self.device!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be ≥ 1, got {self.batch_size}")
+        if self.max_side is not None and self.max_side < 1:
+            raise ValueError(f"max_side must be ≥ 1, got {self.max_side}")
+        if not 1 <= self.quality <= 100:
+            raise ValueError(f"quality must be in 1..100, got {self.quality}")
+        if isinstance(self.blend, str):
+            object.__setattr__(self, "blend", parse_blend(self.blend))

@@ -1,0 +1,60 @@
+"""The built-in styles: safetensors files shipped in `styleforge/styles/`.
+
+A style is found by its file stem (`candy` → `styles/candy.safetensors`); its metadata
+(painting, artist, licence status, training settings) is read from the file itself, so the
+weights and what is said about them cannot drift apart.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .checkpoint import Checkpoint, CheckpointError, load_checkpoint
+
+STYLES_DIR = Path(__file__).resolve().parent.parent / "styles"
+DEFAULT_STYLE = "candy"
+
+
+@dataclass(frozen=True)
+class StyleInfo:
+    name: str
+    path: Path
+    painting: str = ""
+    artist: str = ""
+    licence: str = ""
+
+
+def _info(path: Path) -> StyleInfo:
+    from safetensors import safe_open
+    with safe_open(str(path), framework="pt") as f:
+        meta = f.metadata() or {}
+    return StyleInfo(path.stem, path, meta.get("painting", ""), meta.get("artist", ""),
+                     meta.get("licence", ""))
+
+
+def list_styles(styles_dir: Path = STYLES_DIR) -> list[StyleInfo]:
+    return [_info(p) for p in sorted(styles_dir.glob("*.safetensors"))]
+
+
+def default_style(styles_dir: Path = STYLES_DIR) -> str:
+    names = [s.name for s in list_styles(styles_dir)]
+    if not names:
+        raise CheckpointError("no built-in styles are installed; pass --checkpoint PATH")
+    return DEFAULT_STYLE if DEFAULT_STYLE in names else names[0]
+
+
+def resolve_style(name_or_path: str, styles_dir: Path = STYLES_DIR) -> Path:
+    """A built-in name, or a path to a .safetensors/.pth checkpoint."""
+    candidate = styles_dir / f"{name_or_path}.safetensors"
+    if candidate.is_file():
+        return candidate
+    path = Path(name_or_path).expanduser()
+    if path.is_file():
+        return path
+    known = ", ".join(s.name for s in list_styles(styles_dir)) or "none installed"
+    raise CheckpointError(f"unknown style {name_or_path!r} (built-in styles: {known}; "
+                          "or give the path of a checkpoint file)")
+
+
+def load_style(name_or_path: str, styles_dir: Path = STYLES_DIR) -> Checkpoint:
+    return load_checkpoint(resolve_style(name_or_path, styles_dir))

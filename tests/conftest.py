@@ -1,0 +1,77 @@
+"""Shared test policy: the `gpu` marker, the one tolerance rule, and tiny random-weight styles.
+
+Tolerance policy (STYLE.md): compare with a float64 reference by relative L2 error
+‖out − ref‖ / ‖ref‖. fp32 kernels must land under `FP32_REL_TOL`; low-precision kernels
+must be at most 2× the error of PyTorch's own computation in that dtype (flash-attention's
+rule), with a small floor so a PyTorch path that happens to be exact does not demand exactness.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+FP32_REL_TOL = 1e-5
+LOW_PRECISION_FLOOR = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    out64, ref64 = out.detach().double().cpu(), ref.detach().double().cpu()
+    assert not torch.isnan(out64).any(), "output has NaN"
+    return float((out64 - ref64).norm() / ref64.norm().clamp_min(1e-300))
+
+
+def assert_matches_reference(out: torch.Tensor, ref64: torch.Tensor,
+                             torch_same_dtype: torch.Tensor | None = None) -> float:
+    """out vs a float64 reference under the policy above; returns the error for reporting."""
+    assert out.shape == ref64.shape, f"shape {tuple(out.shape)} != reference {tuple(ref64.shape)}"
+    err = rel_error(out, ref64)
+    if out.dtype == torch.float32:
+        limit = FP32_REL_TOL
+    else:
+        limit = LOW_PRECISION_FLOOR[out.dtype]
+        if torch_same_dtype is not None:
+            limit = max(limit, 2 * rel_error(torch_same_dtype, ref64))
+    assert err <= limit, f"relative error {err:.3g} > {limit:.3g} ({out.dtype})"
+    return err
+
+
+def psnr(a: torch.Tensor, b: torch.Tensor, peak: float = 255.0) -> float:
+    mse = float(((a.double() - b.double()) ** 2).mean())
+    return float("inf") if mse == 0 else 10 * torch.log10(torch.tensor(peak * peak / mse)).item()
+
+
+def random_style_state(seed: int) -> dict[str, torch.Tensor]:
+    """A TransformerNet state dict with random weights and non-trivial norm affines."""
+    from styleforge.models import TransformerNet
+    torch.manual_seed(seed)
+    model = TransformerNet()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if ".weight" in name and p.dim() == 1:      # InstanceNorm scale
+                p.uniform_(0.5, 1.5)
+            elif p.dim() == 1:                           # biases
+                p.uniform_(-0.5, 0.5)
+        model.deconv3.conv2d.bias.fill_(127.0)          # centre the output in 0–255
+        model.deconv3.conv2d.weight.mul_(20.0)          # and give it visible contrast
+    return model.state_dict()
+
+
+@pytest.fixture(scope="session")
+def tiny_styles(tmp_path_factory):
+    """Two random-weight styles, 'alpha' and 'beta', as a styles folder of safetensors files."""
+    from styleforge.models.checkpoint import save_checkpoint
+    folder = tmp_path_factory.mktemp("styles")
+    for seed, name in enumerate(["alpha", "beta"]):
+        save_checkpoint(folder / f"{name}.safetensors", random_style_state(seed),
+                        {"style": name, "painting": f"test painting {name}", "artist": "nobody",
+                         "licence": "test"}, dtype=torch.float32)
+    return folder
