@@ -19,9 +19,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        module = importlib.import_module(f"styleforge.commands.{name}")
-        module.register(sub)
+        module = _command_module(name)
+        if module is not None:
+            module.register(sub)
     return parser
+
+
+def _command_module(name: str):
+    """The subcommand's module, or None while that module has not been written yet.
+
+    Only the module's own absence is forgiven: an ImportError raised inside it is a real bug.
+    """
+    qualified = f"styleforge.commands.{name}"
+    try:
+        return importlib.import_module(qualified)
+    except ModuleNotFoundError as exc:
+        if exc.name == qualified:
+            return None
+        raise
 
 
 def _version() -> str:
@@ -35,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return 2
-    module = importlib.import_module(f"styleforge.commands.{args.command}")
+    module = _command_module(args.command)
     try:
         return module.run(args)
     except KeyboardInterrupt:

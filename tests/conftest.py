@@ -75,3 +75,13 @@ def tiny_styles(tmp_path_factory):
                         {"style": name, "painting": f"test painting {name}", "artist": "nobody",
                          "licence": "test"}, dtype=torch.float32)
     return folder
+
+
+@pytest.fixture
+def styles_env(tiny_styles, monkeypatch):
+    """Point the style registry at `tiny_styles` (as the CLI and API see it) for one test."""
+    from styleforge.api import clear_cache
+    from styleforge.models.registry import STYLES_DIR_ENV
+    monkeypatch.setenv(STYLES_DIR_ENV, str(tiny_styles))
+    yield tiny_styles
+    clear_cache()

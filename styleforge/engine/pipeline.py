@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from ..models.checkpoint import Checkpoint, build_model
+from ..models.checkpoint import Checkpoint, build_model, load_checkpoint
 from ..models.registry import default_style, load_style
 from .backends import make_runner, resolve_backend, resolve_device, resolve_dtype
 from .blending import apply_strength, blend_state_dicts, preserve_color
@@ -45,7 +45,9 @@ def load_weights(options: StylizeOptions) -> Checkpoint:
         state = blend_state_dicts([(ck.state_dict, w) for ck, w in parts])
         names = ",".join(f"{name}:{weight:g}" for name, weight in options.blend)
         return Checkpoint(state, {"style": f"blend({names})"})
-    return load_style(options.checkpoint or options.style or default_style())
+    if options.checkpoint:  # a path, never looked up among the built-in names
+        return load_checkpoint(options.checkpoint)
+    return load_style(options.style or default_style())
 
 
 @dataclass

@@ -105,6 +105,7 @@ def save_checkpoint(path: str | os.PathLike, state_dict: dict[str, torch.Tensor]
     os.close(fd)
     try:
         save_file(tensors, tmp, metadata=meta)
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a checkpoint is meant to be shared
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

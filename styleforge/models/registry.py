@@ -2,10 +2,13 @@
 
 A style is found by its file stem (`candy` → `styles/candy.safetensors`); its metadata
 (painting, artist, licence status, training settings) is read from the file itself, so the
-weights and what is said about them cannot drift apart.
+weights and what is said about them cannot drift apart. `STYLEFORGE_STYLES_DIR` points the
+registry at another folder (tests, private style collections); it is read at each call.
 """
 from __future__ import annotations
 
+import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +16,12 @@ from .checkpoint import Checkpoint, CheckpointError, load_checkpoint
 
 STYLES_DIR = Path(__file__).resolve().parent.parent / "styles"
 DEFAULT_STYLE = "candy"
+STYLES_DIR_ENV = "STYLEFORGE_STYLES_DIR"
+
+
+def current_styles_dir() -> Path:
+    override = os.environ.get(STYLES_DIR_ENV)
+    return Path(override).expanduser() if override else STYLES_DIR
 
 
 @dataclass(frozen=True)
@@ -32,19 +41,29 @@ def _info(path: Path) -> StyleInfo:
                      meta.get("licence", ""))
 
 
-def list_styles(styles_dir: Path = STYLES_DIR) -> list[StyleInfo]:
-    return [_info(p) for p in sorted(styles_dir.glob("*.safetensors"))]
+def list_styles(styles_dir: Path | None = None) -> list[StyleInfo]:
+    """Every readable style file; an unreadable one is skipped with a warning, not fatal."""
+    styles_dir = styles_dir or current_styles_dir()
+    found = []
+    for path in sorted(styles_dir.glob("*.safetensors")):
+        try:
+            found.append(_info(path))
+        except Exception as exc:  # safetensors raises several types for a damaged header
+            warnings.warn(f"skipping unreadable style file {path}: {exc}", stacklevel=2)
+    return found
 
 
-def default_style(styles_dir: Path = STYLES_DIR) -> str:
+def default_style(styles_dir: Path | None = None) -> str:
+    styles_dir = styles_dir or current_styles_dir()
     names = [s.name for s in list_styles(styles_dir)]
     if not names:
         raise CheckpointError("no built-in styles are installed; pass --checkpoint PATH")
     return DEFAULT_STYLE if DEFAULT_STYLE in names else names[0]
 
 
-def resolve_style(name_or_path: str, styles_dir: Path = STYLES_DIR) -> Path:
+def resolve_style(name_or_path: str, styles_dir: Path | None = None) -> Path:
     """A built-in name, or a path to a .safetensors/.pth checkpoint."""
+    styles_dir = styles_dir or current_styles_dir()
     candidate = styles_dir / f"{name_or_path}.safetensors"
     if candidate.is_file():
         return candidate
@@ -56,5 +75,5 @@ def resolve_style(name_or_path: str, styles_dir: Path = STYLES_DIR) -> Path:
                           "or give the path of a checkpoint file)")
 
 
-def load_style(name_or_path: str, styles_dir: Path = STYLES_DIR) -> Checkpoint:
+def load_style(name_or_path: str, styles_dir: Path | None = None) -> Checkpoint:
     return load_checkpoint(resolve_style(name_or_path, styles_dir))

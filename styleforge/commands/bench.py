@@ -1,0 +1,102 @@
+"""`styleforge bench`: end-to-end, per-op and training benchmarks, rows to CSV, plots.
+
+With no mode flag it runs the end-to-end table; `--ops`, `--training`, `--plot` and `--report`
+(re-print the latest stored tables) select those parts instead, and `--e2e` adds the end-to-end
+table back to them. Every flag is a field of `styleforge.bench.BenchConfig`; this module parses,
+calls `run_suite`, and prints the tables last.
+Exit status: 0 when nothing failed, 1 when any provider failed its gate or crashed, 2 for bad flags.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "bench", help="benchmark stylization, kernels and training; append rows to CSV",
+        description="Measure end-to-end stylization (every provider gated against the fp32 "
+                    "reference before it is timed), per-op kernels against the measured copy-bandwidth "
+                    "and matmul ceilings, and training throughput. Rows go to OUTPUT/*.csv.")
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--sizes", default=None,
+                   help="comma list: a number is a square, WxH, or 720p/1080p/1440p/4k "
+                        "(default: 256,512,1080p,4k on CUDA, 256 on CPU)")
+    p.add_argument("--batch-size", type=int, default=1)
+    p.add_argument("--providers", default=None,
+                   help="comma list of eager-fp32,eager-bf16,compile,fused-bf16,fused-fp16,fused-fp32 "
+                        "(default: all; unavailable ones are skipped with the reason)")
+    p.add_argument("--reps", type=int, default=None,
+                   help="timed repetitions per provider (default: 30 e2e / 50 ops on CUDA, 5 on CPU)")
+    p.add_argument("--warmup", type=int, default=3, help="untimed calls before timing (at least)")
+    p.add_argument("--style", default=None,
+                   help="built-in style or checkpoint path (default: the default style, or random "
+                        "weights when none is installed)")
+    p.add_argument("--output", default="benchmarks/results", help="folder for the CSV rows and plots")
+    p.add_argument("--e2e", action="store_true", help="run the end-to-end table (the default unless "
+                                                      "--ops/--training/--plot/--report is given)")
+    p.add_argument("--ops", action="store_true", help="run every styleforge/bench/op_*.py case")
+    p.add_argument("--quick", action="store_true", help="fewer op cases and smaller ceiling probes")
+    p.add_argument("--training", action="store_true", help="images/s of training steps")
+    p.add_argument("--train-batch-size", type=int, default=8)
+    p.add_argument("--train-size", type=int, default=256)
+    p.add_argument("--train-steps", type=int, default=50)
+    p.add_argument("--train-warmup", type=int, default=10)
+    p.add_argument("--train-compile", action="store_true", help="torch.compile the training step")
+    p.add_argument("--vgg-weights", default=None, help="VGG16 weights for --training (default: random)")
+    p.add_argument("--plot", action="store_true", help="draw throughput.png and roofline.png from the rows")
+    p.add_argument("--report", action="store_true",
+                   help="print the tables of the latest stored run of each kind (nothing is measured)")
+    p.add_argument("--markdown", default=None, metavar="FILE",
+                   help="also write the end-to-end table as Markdown (for the README)")
+
+
+def config_from_args(args: argparse.Namespace):
+    from ..bench import BenchConfig
+    modes = args.ops or args.training or args.plot or args.report
+    return BenchConfig(
+        device=args.device, sizes=args.sizes, batch_size=args.batch_size, providers=args.providers,
+        reps=args.reps, warmup=args.warmup, style=args.style, output=args.output,
+        e2e=args.e2e or not modes, ops=args.ops, training=args.training, plot=args.plot, report=args.report,
+        markdown=args.markdown, quick=args.quick,
+        train_batch_size=args.train_batch_size, train_size=args.train_size, train_steps=args.train_steps,
+        train_warmup=args.train_warmup, train_compile=args.train_compile, vgg_weights=args.vgg_weights)
+
+
+def make_console():
+    from rich.console import Console
+    # A log file or a remote pipe is not a terminal: give tables room instead of 80 columns.
+    return Console(width=None if sys.stdout.isatty() else 180, highlight=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..bench import run_suite
+    from ..bench.report import e2e_table, ops_table, training_table
+    from ..models.checkpoint import CheckpointError
+    console = make_console()
+    try:
+        config = config_from_args(args)
+        result = run_suite(config, log=console.print)
+    except (ValueError, CheckpointError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return 2
+    except RuntimeError as exc:  # e.g. --device cuda without a GPU
+        console.print(f"[red]error:[/] {exc}")
+        return 1
+    console.rule("results")
+    # End-to-end last: it is the table people read first, and a log is read from its end.
+    for rows, table in ((result.ops, ops_table), (result.training, training_table), (result.e2e, e2e_table)):
+        if rows:
+            console.print(table(rows))
+    for note in result.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    for path in result.files + result.plots:
+        console.print(f"wrote {path}")
+    if result.plot_error:
+        console.print(f"[red]plot:[/] {result.plot_error}")
+        if not (config.e2e or config.ops or config.training or config.report):
+            return 1
+    if result.failed:
+        console.print(f"[bold red]{len(result.failed)} failed[/] (see the status and note columns)")
+        return 1
+    return 0

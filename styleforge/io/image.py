@@ -1,0 +1,194 @@
+"""Safe image reading and writing, and the one place where tensors, PIL images and arrays meet.
+
+Reading takes any file Pillow can open (grey, RGBA, LA, palette with or without transparency,
+CMYK, 16-bit, WebP, …), applies the EXIF orientation, refuses absurd pixel counts from the
+header before anything is decoded, and turns every way a file can be bad (empty, truncated,
+corrupt, not an image, decompression bomb) into one `ImageError` that names the file. Writing is
+atomic: a temp file in the destination folder, then `os.replace`, so a partial output never
+exists under the final name. This module does no stylization; the value-range contract it
+serves is the engine's: float (N, 3, H, W) in 0–255 (`styleforge.engine.pipeline`).
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image, ImageOps
+
+# Suffixes picked up when a folder is scanned; an explicitly named file may have any suffix.
+SCAN_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff", ".gif",
+                           ".ppm", ".pgm", ".pbm", ".pnm", ".tga", ".jp2", ".j2k"})
+_ALPHA_FORMATS = frozenset({"PNG", "WEBP", "TIFF", "GIF", "TGA", "JPEG2000"})
+_SIXTEEN_BIT_MODES = frozenset({"I;16", "I;16L", "I;16B", "I;16N", "I"})
+
+
+def _creation_mode() -> int:
+    # mkstemp makes 0600 files; outputs should get the permissions a plain open() would give.
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+_FILE_MODE = _creation_mode()
+
+
+class ImageError(ValueError):
+    """An input or output image that cannot be used; the message names the file and the reason."""
+
+
+@dataclass
+class LoadedImage:
+    """A decoded image split into what the network sees and what it must not touch."""
+    rgb: Image.Image                  # mode "RGB", EXIF orientation applied
+    alpha: Image.Image | None         # mode "L", same size, or None when the source had none
+    source_mode: str                  # the file's own Pillow mode, e.g. "P", "I;16", "CMYK"
+    icc_profile: bytes | None = None  # kept only for RGB sources, where it still describes the pixels
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return self.rgb.size
+
+    def resized(self, max_side: int | None) -> LoadedImage:
+        """Downscale (Lanczos, aspect kept) so the longer side is at most `max_side`."""
+        width, height = self.size
+        if max_side is None or max(width, height) <= max_side:
+            return self
+        scale = max_side / max(width, height)
+        size = (max(1, round(width * scale)), max(1, round(height * scale)))
+        alpha = self.alpha.resize(size, Image.LANCZOS) if self.alpha is not None else None
+        return LoadedImage(self.rgb.resize(size, Image.LANCZOS), alpha, self.source_mode,
+                           self.icc_profile)
+
+    def merged(self, rgb: Image.Image) -> Image.Image:
+        """`rgb` (same size) with this image's alpha re-attached, if it had one."""
+        if self.alpha is None:
+            return rgb
+        out = rgb.convert("RGBA")
+        out.putalpha(self.alpha)
+        return out
+
+
+def split_alpha(image: Image.Image) -> tuple[Image.Image, Image.Image | None]:
+    """Any Pillow mode → (RGB image, L alpha or None)."""
+    mode = image.mode
+    if mode in ("RGBA", "LA", "PA", "RGBa", "La") or "transparency" in image.info:
+        rgba = image.convert("RGBA")
+        return rgba.convert("RGB"), rgba.getchannel("A")
+    if mode in _SIXTEEN_BIT_MODES:
+        # Pillow's I;16 → L conversion clips at 255 instead of scaling; scale 0–65535 → 0–255.
+        wide = np.asarray(image, dtype=np.float64)
+        grey = np.clip(np.rint(wide / 257.0), 0, 255).astype(np.uint8)
+        return Image.fromarray(grey).convert("RGB"), None
+    if mode == "RGB":
+        return image, None
+    return image.convert("RGB"), None
+
+
+def load_image(path: str | os.PathLike, max_pixels: int | None = None) -> LoadedImage:
+    """Decode `path` safely; every failure is an `ImageError` naming the file."""
+    path = Path(path)
+    try:
+        if path.stat().st_size == 0:
+            raise ImageError(f"{path}: empty file")
+    except OSError as exc:
+        raise ImageError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        with warnings.catch_warnings():
+            # We enforce our own pixel limit below; Pillow's warning would only be noise.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(path) as image:  # lazy: reads the header only
+                width, height = image.size
+                if width < 1 or height < 1:
+                    raise ImageError(f"{path}: image has no pixels ({width}×{height})")
+                if max_pixels is not None and width * height > max_pixels:
+                    raise ImageError(f"{path}: {width}×{height} = {width * height:,} pixels is over "
+                                     f"the limit of {max_pixels:,} pixels; refused before decoding")
+                image.load()
+                source_mode = image.mode
+                icc = image.info.get("icc_profile") if source_mode in ("RGB", "RGBA") else None
+                oriented = ImageOps.exif_transpose(image)
+                rgb, alpha = split_alpha(oriented)
+    except ImageError:
+        raise
+    except Image.DecompressionBombError as exc:
+        raise ImageError(f"{path}: refused as a decompression bomb ({exc})") from None
+    except Image.UnidentifiedImageError:
+        raise ImageError(f"{path}: not an image file Pillow can read") from None
+    except MemoryError:
+        raise ImageError(f"{path}: not enough memory to decode this image") from None
+    except Exception as exc:  # Pillow's decoders raise OSError, SyntaxError, ValueError, EOFError…
+        raise ImageError(f"{path}: truncated or corrupt image ({type(exc).__name__}: {exc})") from None
+    return LoadedImage(rgb, alpha, source_mode, icc)
+
+
+def format_for(path: str | os.PathLike) -> str:
+    """The Pillow format name that the output suffix asks for, e.g. '.jpg' → 'JPEG'."""
+    suffix = Path(path).suffix.lower()
+    fmt = Image.registered_extensions().get(suffix)
+    if fmt is None or fmt not in Image.SAVE:
+        raise ImageError(f"{path}: cannot write images with suffix {suffix!r}")
+    return fmt
+
+
+def holds_alpha(fmt: str) -> bool:
+    return fmt in _ALPHA_FORMATS
+
+
+def save_image(image: Image.Image, path: str | os.PathLike, quality: int = 95,
+               icc_profile: bytes | None = None) -> Path:
+    """Write atomically in the format of the suffix; alpha is dropped where the format has none.
+
+    Returns the path written. Raises `ImageError` (unknown suffix, encoder failure, disk full)
+    and leaves neither a partial file nor a temp file behind.
+    """
+    path = Path(path)
+    fmt = format_for(path)
+    if image.mode == "RGBA" and not holds_alpha(fmt):
+        image = image.convert("RGB")
+    params: dict = {}
+    if fmt in ("JPEG", "WEBP"):
+        params["quality"] = quality
+    if icc_profile:
+        params["icc_profile"] = icc_profile
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            image.save(handle, format=fmt, **params)
+        os.chmod(tmp, _FILE_MODE)
+        os.replace(tmp, path)
+    except Exception as exc:
+        raise ImageError(f"{path}: could not write ({type(exc).__name__}: {exc})") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+# --- conversions: PIL / numpy uint8 HWC ↔ engine tensors (float, N×3×H×W, 0–255) ------------
+
+def pil_to_tensor(image: Image.Image) -> torch.Tensor:
+    """RGB PIL image → float32 (1, 3, H, W) in 0–255."""
+    return array_to_tensor(np.asarray(image.convert("RGB")))
+
+
+def tensor_to_pil(tensor: torch.Tensor) -> Image.Image:
+    """(1, 3, H, W) or (3, H, W) in 0–255 → RGB PIL image (rounded, clamped)."""
+    return Image.fromarray(tensor_to_array(tensor))
+
+
+def array_to_tensor(array: np.ndarray) -> torch.Tensor:
+    """uint8 (H, W, 3) → float32 (1, 3, H, W) in 0–255 (copied: PIL's arrays are read-only)."""
+    return torch.tensor(array).permute(2, 0, 1).unsqueeze(0).float()
+
+
+def tensor_to_array(tensor: torch.Tensor) -> np.ndarray:
+    """(1, 3, H, W) or (3, H, W) float in 0–255 → uint8 (H, W, 3)."""
+    if tensor.dim() == 4:
+        tensor = tensor[0]
+    return tensor.detach().round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0).cpu().numpy()
