@@ -1,0 +1,108 @@
+"""`styleforge train --style-image PAINTING --content-dir DIR --out NAME.safetensors [...]`.
+
+Parses flags into one `TrainConfig` (every flag is a field) and calls `styleforge.training.train`.
+The loop, losses and checkpoints live in `styleforge.training`; this module only parses and
+reports. Exit codes: 0 trained, 2 bad input (missing files, VGG weights, bad settings).
+"""
+from __future__ import annotations
+
+import argparse
+
+from ..training.config import DEVICES, PRECISIONS, TrainConfig
+
+_D = TrainConfig()
+
+
+def _style_size(text: str) -> int | None:
+    if text.lower() in ("none", "0", "original"):
+        return None
+    return int(text)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "train", help="train a style network on a painting",
+        description="Train a Johnson et al. style network (perceptual losses on VGG16).")
+    p.add_argument("--style-image", required=True, metavar="PAINTING", help="the style image")
+    p.add_argument("--content-dir", required=True, metavar="DIR", help="folder of training photos")
+    p.add_argument("--out", required=True, metavar="NAME.safetensors", help="final weights (fp16)")
+    p.add_argument("--vgg-weights", metavar="PATH",
+                   help="VGG16 state dict with torchvision key names (default: torchvision's download)")
+    length = p.add_mutually_exclusive_group()
+    length.add_argument("--steps", type=int, default=_D.steps, help=f"optimizer steps (default {_D.steps})")
+    length.add_argument("--epochs", type=float, help="passes over the content set (overrides --steps)")
+    p.add_argument("--batch-size", type=int, default=_D.batch_size)
+    p.add_argument("--image-size", type=int, default=_D.image_size, help="training crop side")
+    p.add_argument("--lr", type=float, default=_D.lr)
+    p.add_argument("--content-weight", type=float, default=_D.content_weight)
+    p.add_argument("--style-weight", type=float, default=_D.style_weight)
+    p.add_argument("--tv-weight", type=float, default=_D.tv_weight, help="total variation (0 = off)")
+    p.add_argument("--style-size", type=_style_size, default=_D.style_size, metavar="PX",
+                   help=f"painting's longer side in training; 'none' = its own size (default {_D.style_size})")
+    p.add_argument("--seed", type=int, default=_D.seed)
+    p.add_argument("--checkpoint-every", type=int, default=_D.checkpoint_every, metavar="N")
+    p.add_argument("--checkpoint-dir", metavar="DIR", help="default: OUT without suffix + .train/")
+    p.add_argument("--keep-checkpoints", type=int, default=_D.keep_checkpoints, metavar="K")
+    p.add_argument("--resume", metavar="STEP.pt", help="continue a run exactly from its checkpoint")
+    p.add_argument("--sample-every", type=int, default=_D.sample_every, metavar="N")
+    p.add_argument("--sample-photo", dest="sample_photos", action="append", default=[], metavar="PHOTO",
+                   help="photo for the sample sheets (repeatable; default: the shipped assets)")
+    p.add_argument("--log-every", type=int, default=_D.log_every, metavar="N")
+    p.add_argument("--device", choices=DEVICES, default=_D.device)
+    p.add_argument("--precision", choices=PRECISIONS, default=_D.precision,
+                   help="auto = bf16 autocast on CUDA, fp32 on CPU")
+    p.add_argument("--no-channels-last", dest="channels_last", action="store_false")
+    p.add_argument("--compile", action="store_true", help="torch.compile the loss computation")
+    p.add_argument("--deterministic", action="store_true", help="deterministic CUDA kernels (slower)")
+    p.add_argument("--max-seconds", type=float, metavar="S", help="stop cleanly after S seconds")
+    p.add_argument("--max-content", type=int, metavar="N", help="use only the first N photos")
+    p.add_argument("--no-progress", dest="progress", action="store_false")
+    meta = p.add_argument_group("metadata written into the weights file")
+    for flag in ("name", "painting", "artist", "year", "licence"):
+        meta.add_argument(f"--{flag}", dest=f"meta_{flag}", default=None, metavar="TEXT")
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    metadata = {("style" if k == "name" else k): getattr(args, f"meta_{k}")
+                for k in ("name", "painting", "artist", "year", "licence") if getattr(args, f"meta_{k}")}
+    return TrainConfig(
+        style_image=args.style_image, content_dir=args.content_dir, out=args.out,
+        vgg_weights=args.vgg_weights, steps=args.steps, epochs=args.epochs, batch_size=args.batch_size,
+        image_size=args.image_size, lr=args.lr, content_weight=args.content_weight,
+        style_weight=args.style_weight, tv_weight=args.tv_weight, style_size=args.style_size,
+        seed=args.seed, checkpoint_every=args.checkpoint_every, checkpoint_dir=args.checkpoint_dir,
+        keep_checkpoints=args.keep_checkpoints, resume=args.resume, sample_every=args.sample_every,
+        sample_photos=tuple(args.sample_photos), log_every=args.log_every, device=args.device,
+        precision=args.precision, channels_last=args.channels_last, compile=args.compile,
+        deterministic=args.deterministic, max_seconds=args.max_seconds, max_content=args.max_content,
+        progress=args.progress, metadata=metadata)
+
+
+def run(args: argparse.Namespace) -> int:
+    import logging
+
+    from rich import get_console
+    from rich.console import Console
+    from rich.logging import RichHandler
+
+    from ..models.vgg import VGGWeightsError
+    from ..training import train
+
+    console = Console(stderr=True, highlight=False)
+    logger = logging.getLogger("styleforge")
+    if not logger.handlers:
+        # The progress bar draws on rich's global console; logging through the same console
+        # prints the loss lines above the bar instead of tearing it.
+        logger.addHandler(RichHandler(console=get_console(), show_path=False))
+        logger.setLevel(logging.INFO)
+    try:
+        config = config_from_args(args)
+        result = train(config)
+    except (VGGWeightsError, FileNotFoundError, ValueError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return 2
+    losses = "  ".join(f"{k} {v:.4g}" for k, v in result.losses.items())
+    stop = " (stopped at the time budget)" if result.stopped_early else ""
+    console.print(f"wrote {result.out}: {result.steps} steps in {result.seconds:.0f} s, "
+                  f"{result.images_per_s:.0f} images/s{stop}; {losses}")
+    return 0

@@ -1,0 +1,113 @@
+"""`TrainConfig`: every setting of a training run, shared by `styleforge train` and the Python API.
+
+Every CLI flag is a field (house rule), so a run is fully described by `asdict(config)`, which is
+what the checkpoints and the shipped style's metadata record. This module only describes and
+checks settings; `trainer.py` acts on them.
+
+Default loss weights follow pytorch/examples fast_neural_style (content 1e5, style 1e10), which
+uses the same normalisation as ours: input /255 then ImageNet mean/std, Gram matrices divided by
+C·H·W, mean-squared errors, so its balance carries over unchanged. A CPU check with the real VGG
+and photos (candy, 96² crops, batch 4) gave weighted style ≈ 45× content at step 10, the style
+term falling steadily (4.0e7 → 1.8e7 by step 90) while the content term first rises (8.7e5 →
+1.5e6) as the network learns the painting's texture — the usual start of Johnson et al. training.
+`style_size=512`: the painting's longer side during training. Brush strokes come out at the scale
+they have in the painting at that size, so 512 on 256² crops gives visible strokes without
+turning a photo into pure texture; pytorch/examples' default (the painting's full size, often
+1000+ px) makes strokes smaller.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+PRECISIONS = ("auto", "fp32", "bf16")
+DEVICES = ("auto", "cpu", "cuda")
+
+
+@dataclass
+class TrainConfig:
+    style_image: str = ""                   # the painting
+    content_dir: str = ""                   # folder of training photos
+    out: str = ""                           # final weights, NAME.safetensors (fp16)
+    vgg_weights: str | None = None          # torchvision-key VGG16 file; None = torchvision download
+    steps: int = 4000                       # optimizer steps (batches)
+    epochs: float | None = None             # if set, overrides steps: passes over the content set
+    batch_size: int = 8
+    image_size: int = 256                   # training crops are image_size²
+    lr: float = 1e-3
+    content_weight: float = 1e5
+    style_weight: float = 1e10
+    tv_weight: float = 0.0                  # total variation of the output in [0, 1]; 0 = off
+    style_size: int | None = 512            # painting's longer side; None = its own size
+    seed: int = 42
+    checkpoint_every: int = 1000            # 0 = only at the end
+    checkpoint_dir: str | None = None       # default: <out without suffix>.train/
+    keep_checkpoints: int = 2               # older step_*.pt files are deleted
+    resume: str | None = None               # a step_*.pt checkpoint to continue exactly
+    sample_every: int = 1000                # 0 = only at the end
+    sample_photos: tuple[str, ...] = ()     # empty = the photos in styleforge/assets/
+    log_every: int = 50                     # losses are read back (a host sync) only this often
+    device: str = "auto"
+    precision: str = "auto"                 # auto = bf16 autocast on CUDA, fp32 on CPU
+    channels_last: bool = True              # CUDA only
+    compile: bool = False                   # torch.compile the loss computation
+    deterministic: bool = False             # deterministic kernels where PyTorch has them (slower)
+    max_seconds: float | None = None        # stop cleanly (checkpoint + weights) at this budget
+    max_content: int | None = None          # use only the first N photos (sorted by name)
+    progress: bool = True                   # rich progress bar
+    metadata: dict[str, str] = field(default_factory=dict)  # style, painting, artist, licence…
+
+    def __post_init__(self):
+        self.sample_photos = tuple(self.sample_photos)
+        positive = {"batch_size": self.batch_size, "image_size": self.image_size, "lr": self.lr,
+                    "log_every": self.log_every, "keep_checkpoints": self.keep_checkpoints}
+        for name, value in positive.items():
+            if value <= 0:
+                raise ValueError(f"{name} must be > 0, got {value}")
+        if self.steps < 0:
+            raise ValueError(f"steps must be ≥ 0, got {self.steps}")
+        if self.epochs is not None and self.epochs <= 0:
+            raise ValueError(f"epochs must be > 0, got {self.epochs}")
+        if self.image_size % 4:
+            raise ValueError(f"image_size must be a multiple of 4 (the network's stride), got {self.image_size}")
+        for name in ("content_weight", "style_weight", "tv_weight", "checkpoint_every", "sample_every"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be ≥ 0, got {getattr(self, name)}")
+        if self.style_size is not None and self.style_size < 16:
+            raise ValueError(f"style_size must be ≥ 16 (or None for the painting's size), got {self.style_size}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        if self.device not in DEVICES:
+            raise ValueError(f"device must be one of {DEVICES}, got {self.device!r}")
+        if self.max_seconds is not None and self.max_seconds <= 0:
+            raise ValueError(f"max_seconds must be > 0, got {self.max_seconds}")
+
+    def check_paths(self) -> None:
+        """Input paths exist and the output is a .safetensors file (checked before any heavy work)."""
+        if not self.style_image or not Path(self.style_image).is_file():
+            raise FileNotFoundError(f"style image {self.style_image!r} does not exist")
+        if not self.content_dir or not Path(self.content_dir).is_dir():
+            raise FileNotFoundError(f"content folder {self.content_dir!r} does not exist")
+        if not self.out.endswith(".safetensors"):
+            raise ValueError(f"--out must name a .safetensors file, got {self.out!r}")
+        if self.resume is not None and not Path(self.resume).is_file():
+            raise FileNotFoundError(f"--resume checkpoint {self.resume!r} does not exist")
+
+    @property
+    def run_dir(self) -> Path:
+        if self.checkpoint_dir:
+            return Path(self.checkpoint_dir)
+        return Path(self.out).with_suffix(".train")
+
+    def settings(self) -> dict:
+        """What shaped the weights (recorded in the shipped file); paths reduced to file names."""
+        skip = {"out", "checkpoint_dir", "keep_checkpoints", "resume", "sample_every", "sample_photos",
+                "log_every", "progress", "metadata", "checkpoint_every"}
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+        for key in ("style_image", "content_dir", "vgg_weights"):
+            if out[key]:
+                out[key] = Path(out[key]).name
+        return out
+
+    def to_dict(self) -> dict:
+        return asdict(self)

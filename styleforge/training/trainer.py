@@ -1,0 +1,278 @@
+"""The training loop: Adam on the Johnson et al. perceptual losses, checkpoints, exact resume.
+
+One `Trainer` trains one style. `step()` is one optimizer step and never waits on the GPU:
+batches come from the device-resident content set, the weighted losses are summed on the device,
+and they are read back only every `log_every` steps. On CUDA the style network runs under bf16
+autocast in channels_last, the frozen VGG is stored in bf16, Adam is the fused kernel, and the
+loss computation can be `torch.compile`d (one graph, shared by every Trainer in the process).
+
+A checkpoint (`step_0001000.pt`) holds the weights, the optimizer state, the RNG states, the
+step count and the history; loading it with `weights_only=True` works, and a resumed run
+matches the uninterrupted one bit for bit on the CPU (batches depend only on the step number,
+see `data.py`). The final weights go out through `models.checkpoint.save_checkpoint` as fp16
+safetensors with the painting's metadata and the training settings. Not here: the CLI
+(`commands/train.py`), the built-in style list (`catalogue.py`), multi-GPU training.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from ..engine.backends import resolve_device
+from ..models.checkpoint import save_checkpoint
+from ..models.transformer_net import TransformerNet
+from ..models.vgg import VGG16Features, load_vgg16
+from . import samples
+from .config import TrainConfig
+from .data import ContentBatches, load_content, load_style_image, place
+from .losses import LossTerms, loss_terms, style_targets
+
+log = logging.getLogger(__name__)
+
+STATE_FORMAT = "styleforge-train-state/1"
+# Settings that must match for --resume to reproduce the uninterrupted run.
+RESUME_KEYS = ("style_image", "content_dir", "batch_size", "image_size", "lr", "content_weight",
+               "style_weight", "tv_weight", "style_size", "seed", "max_content", "precision")
+
+
+@dataclass
+class TrainResult:
+    out: Path | None
+    steps: int
+    seconds: float                       # wall time of the loop in this process (incl. samples)
+    images_per_s: float
+    losses: dict[str, float]             # weighted, mean over the last logging window
+    stopped_early: bool = False
+    history: list[dict] = field(default_factory=list)
+
+
+def fresh_model(seed: int) -> TransformerNet:
+    """PyTorch's default init drawn from `seed` without touching the global RNG stream."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return TransformerNet()
+
+
+def amp_dtype_for(precision: str, device: torch.device) -> torch.dtype | None:
+    if precision == "fp32" or (precision == "auto" and device.type != "cuda"):
+        return None
+    if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise RuntimeError("bf16 training needs a GPU with bf16 support; use --precision fp32")
+    return torch.bfloat16
+
+
+@functools.lru_cache(maxsize=1)
+def compiled_loss_terms():
+    """One compiled graph per process, so the styles trained in one run share it."""
+    return torch.compile(loss_terms, dynamic=False)
+
+
+def _to_cpu(obj):
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().cpu()
+    if isinstance(obj, dict):
+        return {k: _to_cpu(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_cpu(v) for v in obj)
+    return obj
+
+
+class Trainer:
+    """Trains one style. `vgg` and `content` (uint8 N×3×S×S) may be passed in to share them
+    between styles; `painting` (float 1×3×H×W, 0–255) replaces reading `config.style_image`."""
+
+    def __init__(self, config: TrainConfig, *, vgg: VGG16Features | None = None,
+                 content: torch.Tensor | None = None, painting: torch.Tensor | None = None):
+        self.config = cfg = config
+        self.device = resolve_device(cfg.device)
+        self.amp_dtype = amp_dtype_for(cfg.precision, self.device)
+        cuda = self.device.type == "cuda"
+        self.memory_format = torch.channels_last if cuda and cfg.channels_last else torch.contiguous_format
+        if cuda:
+            torch.backends.cudnn.benchmark = not cfg.deterministic
+            torch.backends.cudnn.deterministic = cfg.deterministic
+        if cfg.deterministic:
+            # warn_only: reflection-pad backward has no deterministic CUDA kernel; PyTorch warns.
+            torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.manual_seed(cfg.seed)
+
+        self.vgg = vgg if vgg is not None else load_vgg16(cfg.vgg_weights, self.device,
+                                                          self.amp_dtype or torch.float32)
+        if content is None:
+            content = load_content(cfg.content_dir, cfg.image_size, cfg.seed, cfg.max_content)
+        if tuple(content.shape[1:]) != (3, cfg.image_size, cfg.image_size):
+            raise ValueError(f"content tensor has shape {tuple(content.shape)}, "
+                             f"expected (N, 3, {cfg.image_size}, {cfg.image_size})")
+        self.data = ContentBatches(place(content, self.device), cfg.batch_size, cfg.seed, self.device)
+        if painting is None:
+            painting = load_style_image(cfg.style_image, cfg.style_size)
+        self.targets = style_targets(self.vgg, painting)
+
+        self.model = fresh_model(cfg.seed).to(self.device, memory_format=self.memory_format).train()
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, fused=cuda)
+        self.total_steps = (math.ceil(cfg.epochs * self.data.steps_per_epoch)
+                            if cfg.epochs is not None else cfg.steps)
+        self.step_count = 0
+        self.history: list[dict] = []
+        self._loss_fn = compiled_loss_terms() if cfg.compile else loss_terms
+        self._weights = (cfg.content_weight, cfg.style_weight, cfg.tv_weight)
+        self._window = torch.zeros(3, device=self.device)     # Σ weighted terms since last log
+        self._window_steps = 0
+        self._window_start = time.perf_counter()
+        self._sample_photos: list[torch.Tensor] | None = None
+        if cfg.resume:
+            self.load_state(cfg.resume)
+
+    # -- one step -----------------------------------------------------------------------------
+    def losses(self, content: torch.Tensor) -> LossTerms:
+        x = content.float().contiguous(memory_format=self.memory_format)
+        with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None):
+            return self._loss_fn(self.model, self.vgg, x, self.targets, self._weights[2] > 0)
+
+    def step(self) -> None:
+        """One Adam step on the batch of the current step number. No host sync."""
+        terms = self.losses(self.data.batch(self.step_count))
+        weighted = torch.stack([w * t for w, t in zip(self._weights, terms)])
+        self.optimizer.zero_grad(set_to_none=True)
+        weighted.sum().backward()
+        self.optimizer.step()
+        self._window += weighted.detach()
+        self._window_steps += 1
+        self.step_count += 1
+
+    def flush_log(self) -> dict | None:
+        """Read back the losses of the steps since the last call (one sync), record a history row."""
+        if not self._window_steps:
+            return None
+        content, style, tv = (self._window / self._window_steps).tolist()
+        now = time.perf_counter()
+        row = {"step": self.step_count, "content": content, "style": style, "tv": tv,
+               "total": content + style + tv,
+               "images_per_s": self._window_steps * self.config.batch_size / max(now - self._window_start, 1e-9)}
+        self.history.append(row)
+        self._window.zero_()
+        self._window_steps, self._window_start = 0, now
+        log.info("step %d/%d  content %.4g  style %.4g  tv %.3g  %.0f img/s", row["step"],
+                 self.total_steps, content, style, tv, row["images_per_s"])
+        return row
+
+    # -- state --------------------------------------------------------------------------------
+    def state(self) -> dict:
+        rng = {"torch": torch.get_rng_state()}
+        if self.device.type == "cuda":
+            rng["cuda"] = torch.cuda.get_rng_state_all()
+        return _to_cpu({"format": STATE_FORMAT, "step": self.step_count, "model": self.model.state_dict(),
+                        "optimizer": self.optimizer.state_dict(), "rng": rng,
+                        "config": self.config.settings(), "history": self.history})
+
+    def save_state(self, path: str | Path | None = None) -> Path:
+        path = Path(path) if path else self.config.run_dir / f"step_{self.step_count:07d}.pt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        torch.save(self.state(), tmp)
+        os.replace(tmp, path)
+        if path.parent == self.config.run_dir:
+            old = sorted(self.config.run_dir.glob("step_*.pt"))[:-self.config.keep_checkpoints]
+            for stale in old:
+                stale.unlink(missing_ok=True)
+        return path
+
+    def load_state(self, path: str | Path) -> None:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+            raise ValueError(f"{path}: not a styleforge training checkpoint")
+        saved, now = state.get("config", {}), self.config.settings()
+        changed = [k for k in RESUME_KEYS if saved.get(k) != now.get(k)]
+        if changed:
+            log.warning("resuming %s with changed settings (%s): the run will not match an "
+                        "uninterrupted one", path, ", ".join(f"{k}: {saved.get(k)!r} → {now.get(k)!r}"
+                                                             for k in changed))
+        self.model.load_state_dict(state["model"], strict=True)
+        self.optimizer.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["rng"]["torch"])
+        if self.device.type == "cuda" and "cuda" in state["rng"]:
+            torch.cuda.set_rng_state_all(state["rng"]["cuda"])
+        self.step_count = int(state["step"])
+        self.history = list(state.get("history", []))
+        log.info("resumed from %s at step %d", path, self.step_count)
+
+    # -- outputs ------------------------------------------------------------------------------
+    def save_samples(self) -> Path:
+        if self._sample_photos is None:
+            paths = list(self.config.sample_photos) or samples.default_photos()
+            self._sample_photos = samples.load_photos(paths)
+        self.model.eval()
+        outputs = samples.stylize_photos(self.model, self._sample_photos, self.amp_dtype)
+        self.model.train()
+        return samples.save_sheet(self._sample_photos, outputs,
+                                  self.config.run_dir / "samples" / f"step_{self.step_count:07d}.png")
+
+    def export(self, seconds: float, images_per_s: float) -> Path:
+        cfg = self.config
+        last = self.history[-1] if self.history else {}
+        metadata = {"style": Path(cfg.out).stem, **cfg.metadata,
+                    "training": cfg.settings(), "steps": str(self.step_count),
+                    "final_losses": {k: last.get(k) for k in ("content", "style", "tv", "total")},
+                    "train_seconds": f"{seconds:.1f}", "images_per_s": f"{images_per_s:.1f}",
+                    "device": torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu",
+                    "torch": torch.__version__}
+        return save_checkpoint(cfg.out, self.model.state_dict(), metadata, dtype=torch.float16)
+
+    # -- the loop -----------------------------------------------------------------------------
+    def run(self) -> TrainResult:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        cfg = self.config
+        first_step, stopped_early, idle = self.step_count, False, 0.0
+        start = self._window_start = time.perf_counter()
+        columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[stats]}"), TimeRemainingColumn())
+        with Progress(*columns, disable=not cfg.progress, transient=False) as progress:
+            task = progress.add_task(Path(cfg.out).stem or "train", total=self.total_steps,
+                                     completed=self.step_count, stats="")
+            while self.step_count < self.total_steps:
+                if cfg.max_seconds is not None and time.perf_counter() - start >= cfg.max_seconds:
+                    stopped_early = True
+                    log.info("time budget of %.0f s reached at step %d", cfg.max_seconds, self.step_count)
+                    break
+                self.step()
+                progress.advance(task)
+                step = self.step_count
+                if step % cfg.log_every == 0:
+                    row = self.flush_log()
+                    progress.update(task, stats=f"content {row['content']:.3g}  style {row['style']:.3g}  "
+                                                f"{row['images_per_s']:.0f} img/s")
+                pause = time.perf_counter()
+                if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and step < self.total_steps:
+                    self.save_state()
+                if cfg.sample_every and step % cfg.sample_every == 0 and step < self.total_steps:
+                    self.save_samples()
+                paused = time.perf_counter() - pause      # side work is not training speed
+                self._window_start += paused
+                idle += paused
+            self.flush_log()
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        seconds = time.perf_counter() - start
+        done = self.step_count - first_step
+        images_per_s = done * cfg.batch_size / max(seconds - idle, 1e-9) if done else 0.0
+        self.save_state()
+        self.save_samples()
+        out = self.export(seconds, images_per_s)
+        last = self.history[-1] if self.history else {}
+        return TrainResult(out, self.step_count, seconds, images_per_s,
+                           {k: last[k] for k in ("content", "style", "tv", "total") if k in last},
+                           stopped_early, list(self.history))
+
+
+def train(config: TrainConfig, **shared) -> TrainResult:
+    """The Python entry: check the paths, train, write `config.out`. `shared`: vgg=, content=."""
+    config.check_paths()
+    return Trainer(config, **shared).run()

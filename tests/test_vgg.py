@@ -1,0 +1,91 @@
+"""VGG16 loss network: torchvision key loading, output shapes, normalisation, clear errors.
+
+Uses narrow random VGGs in torchvision's key layout (the real 15 MB weights are checked only
+when the shared data folder is present).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from styleforge.models.vgg import (CONV_INDICES, IMAGENET_MEAN, IMAGENET_STD, VGG16Features,
+                                   VGGWeightsError, load_vgg16)
+
+WIDTHS = (4, 8, 8, 16)
+SHARED_VGG = Path("/work/shared/data/vgg16_relu4_3.fp16.pth")
+
+
+@pytest.fixture()
+def vgg_file(tmp_path):
+    torch.manual_seed(0)
+    path = tmp_path / "vgg.pth"
+    torch.save({k: v.half() for k, v in VGG16Features(WIDTHS).state_dict().items()}, path)
+    return path
+
+
+def test_state_dict_has_exactly_torchvision_keys():
+    keys = set(VGG16Features().state_dict())
+    assert keys == {f"features.{i}.{p}" for i in CONV_INDICES for p in ("weight", "bias")}
+
+
+def test_output_shapes_and_widths(vgg_file):
+    vgg = load_vgg16(vgg_file)
+    assert not any(p.requires_grad for p in vgg.parameters())
+    out = vgg(torch.rand(2, 3, 32, 40) * 255)
+    assert [tuple(t.shape) for t in out] == [(2, 4, 32, 40), (2, 8, 16, 20), (2, 8, 8, 10), (2, 16, 4, 5)]
+    early = vgg(torch.rand(1, 3, 32, 32) * 255, last="relu2_2")
+    assert early.relu3_3 is None and early.relu4_3 is None and early.relu2_2.shape == (1, 8, 16, 16)
+
+
+def test_normalisation_inside(vgg_file):
+    vgg = load_vgg16(vgg_file)
+    x = torch.rand(1, 3, 16, 16) * 255
+    mean = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1)
+    std = torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)
+    h = (x / 255 - mean) / std
+    f = vgg.features
+    want = F.relu(f[2](F.relu(f[0](h))))
+    torch.testing.assert_close(vgg(x, last="relu1_2").relu1_2, want, rtol=1e-5, atol=1e-5)
+
+
+def test_full_torchvision_dict_and_bare_keys_load(tmp_path):
+    torch.manual_seed(1)
+    state = VGG16Features(WIDTHS).state_dict()
+    full = {**state, "features.24.weight": torch.zeros(1), "classifier.0.weight": torch.zeros(2, 2)}
+    torch.save(full, tmp_path / "full.pth")
+    torch.save({k.removeprefix("features."): v for k, v in state.items()}, tmp_path / "bare.pth")
+    for name in ("full.pth", "bare.pth"):
+        loaded = load_vgg16(tmp_path / name).state_dict()
+        assert all(torch.equal(loaded[k], state[k]) for k in state)
+
+
+def test_missing_key_is_named(tmp_path):
+    state = VGG16Features(WIDTHS).state_dict()
+    del state["features.21.bias"]
+    torch.save(state, tmp_path / "cut.pth")
+    with pytest.raises(VGGWeightsError, match="features.21.bias"):
+        load_vgg16(tmp_path / "cut.pth")
+
+
+def test_missing_file_says_where_to_get_weights(tmp_path):
+    with pytest.raises(VGGWeightsError, match="does not exist.*--vgg-weights"):
+        load_vgg16(tmp_path / "nope.pth")
+
+
+def test_no_file_no_torchvision(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torchvision", None)
+    monkeypatch.setitem(sys.modules, "torchvision.models", None)
+    with pytest.raises(VGGWeightsError, match="torchvision is not installed"):
+        load_vgg16(None)
+
+
+@pytest.mark.skipif(not SHARED_VGG.is_file(), reason="shared VGG weights not present")
+def test_shared_weights_load():
+    vgg = load_vgg16(SHARED_VGG)
+    out = vgg(torch.full((1, 3, 32, 32), 128.0))
+    assert [t.shape[1] for t in out] == [64, 128, 256, 512]
+    assert all(torch.isfinite(t).all() for t in out)
