@@ -1,0 +1,127 @@
+"""Run the real instance_norm.cu on the CPU through a small CUDA emulator (cuda_emu.h).
+
+`build()` rewrites the kernel source's `<<<grid, block, smem, stream>>>` launches into
+`emu::launch(...)` calls and its 16-byte stores into alignment-checked ones (loads go through
+`__ldg`, which the emulator checks), then
+compiles it with the driver using g++ (C++20, AddressSanitizer). `run(...)` executes one op call
+and returns the output as a torch tensor in the op's layout. Used by tests/test_cuda_compile.py;
+this is a development tool for a machine without a GPU, not part of the package.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[3]
+CU = REPO / "styleforge" / "kernels" / "csrc" / "cuda" / "instance_norm.cu"
+HEADER = REPO / "styleforge" / "kernels" / "csrc" / "instance_norm.h"
+CUDA_INCLUDE_CANDIDATES = ("/usr/local/cuda/include", "/usr/local/cuda-13.0/include", "/usr/include")
+DTYPE_KIND = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+
+LAUNCH = re.compile(r"(\w+(?:<[^;{}()]*?>)?)<<<(.*?)>>>\((.*?)\);", re.DOTALL)
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts, depth, current = [], 0, []
+    for ch in text:
+        if ch in "(<[":
+            depth += 1
+        elif ch in ")>]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(current).strip())
+            current = []
+        else:
+            current.append(ch)
+    parts.append("".join(current).strip())
+    return parts
+
+
+def transform(source: str) -> str:
+    def launch(m: re.Match) -> str:
+        config = _split_top_level(m.group(2))
+        return f"emu::launch(dim3({config[0]}), dim3({config[1]}), [&]() {{ {m.group(1)}({m.group(3)}); }});"
+
+    out, count = LAUNCH.subn(launch, source)
+    if count == 0:
+        raise RuntimeError("emulate: found no kernel launches to rewrite")
+    # Loads go through __ldg, which cuda_emu.h checks; stores are rewritten to checked ones.
+    out, stores = re.subn(r"\*reinterpret_cast<uint4\*>\((\w+)\) = (.*?);", r"emu::store16(\1, \2);", out)
+    if stores == 0 or "__ldg(reinterpret_cast<const uint4*>" not in out:
+        raise RuntimeError("emulate: the 16-byte accesses changed shape; update transform()")
+    return out.replace('#include "../instance_norm.h"', f'#include "{HEADER}"')
+
+
+def cuda_include() -> str | None:
+    for candidate in CUDA_INCLUDE_CANDIDATES:
+        if (Path(candidate) / "cuda_bf16.h").is_file():
+            return candidate
+    return None
+
+
+def build(workdir: Path, sanitize: bool = True) -> Path:
+    include = cuda_include()
+    compiler = shutil.which("g++")
+    if include is None or compiler is None:
+        raise RuntimeError("emulate: needs g++ and the CUDA headers (cuda_bf16.h)")
+    workdir.mkdir(parents=True, exist_ok=True)
+    src = workdir / "instance_norm_emulated.inc"
+    src.write_text(transform(CU.read_text()))
+    exe = workdir / "instance_norm_emu"
+    cmd = [compiler, "-std=c++20", "-O1", "-g", "-pthread", "-isystem", include,
+           f'-DINSTANCE_NORM_SOURCE="{src}"', "-I", str(HERE), str(HERE / "driver.cpp"), "-o", str(exe)]
+    if sanitize:
+        cmd[2:2] = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return exe
+
+
+def _write(path: Path, t: torch.Tensor) -> None:
+    path.write_bytes(t.contiguous().view(torch.uint8).numpy().tobytes())
+
+
+def run(exe: Path, x: torch.Tensor, weight=None, bias=None, residual=None, eps: float = 1e-5,
+        relu: bool = False, pad: int = 0, upsample: int = 1, num_sms: int = 4,
+        x_offset: int = 0, return_plan: bool = False):
+    """One op call on the emulator. x's layout decides NCHW vs channels_last (as the op does);
+    x_offset shifts x by that many elements inside its buffer to test misaligned starts.
+    With return_plan, also returns the launcher's plan (chunks, vector widths, tiles) as a dict."""
+    n, c, h, w = x.shape
+    channels_last = x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
+    dense = x.permute(0, 2, 3, 1) if channels_last else x
+    flat = dense.contiguous().reshape(-1)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        _write(tmp / "x.bin", torch.cat([torch.zeros(x_offset, dtype=x.dtype), flat]))
+        argv = [str(exe), f"dtype={DTYPE_KIND[x.dtype]}", f"channels_last={int(channels_last)}",
+                f"N={n}", f"C={c}", f"H={h}", f"W={w}", f"pad={pad}", f"upsample={upsample}",
+                f"relu={int(relu)}", f"eps={eps!r}", f"num_sms={num_sms}", f"x_offset={x_offset}",
+                f"x={tmp / 'x.bin'}", f"out={tmp / 'out.bin'}"]
+        if weight is not None:
+            _write(tmp / "w.bin", weight.float())
+            argv.append(f"weight={tmp / 'w.bin'}")
+        if bias is not None:
+            _write(tmp / "b.bin", bias.float())
+            argv.append(f"bias={tmp / 'b.bin'}")
+        if residual is not None:
+            storage = torch.empty(0, dtype=residual.dtype).set_(residual.untyped_storage())
+            _write(tmp / "r.bin", storage)
+            argv += [f"residual={tmp / 'r.bin'}", f"res_offset={residual.storage_offset()}",
+                     *(f"rs{i}={s}" for i, s in enumerate(residual.stride()))]
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"emulated kernel failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+        raw = (tmp / "out.bin").read_bytes()
+    ho, wo = h * upsample + 2 * pad, w * upsample + 2 * pad
+    out = torch.frombuffer(bytearray(raw), dtype=x.dtype)
+    out = out.view(n, ho, wo, c).permute(0, 3, 1, 2) if channels_last else out.view(n, c, ho, wo)
+    if not return_plan:
+        return out
+    plan = dict(item.split("=") for item in proc.stdout.split())
+    return out, {k: int(v) for k, v in plan.items()}

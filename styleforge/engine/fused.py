@@ -1,0 +1,167 @@
+"""The fused inference engine: cuDNN convolutions + StyleForge's InstanceNorm op + CUDA graphs.
+
+`FusedRunner(model, device, dtype)` runs the parameters of a `TransformerNet` (never a second
+copy of the network's structure: it reads the modules' weights) as a fixed plan in which
+every convolution uses padding=0 and reads a channels_last tensor that the preceding norm op
+wrote already reflection-padded (and, in the decoder, already ×2 upsampled), so no pad or
+upsample pass is ever materialised. One CUDA graph is captured per input shape and dtype
+(warm-up on a side stream first, as the `torch.cuda.graphs` docs prescribe) and replayed;
+inputs that live on the CPU go through a pinned staging buffer. It follows the runner
+contract of `engine.backends`: float (N, 3, H, W) in 0–255, H and W multiples of 4 → the raw
+network output in float32. It is not a training path (inference only, no autograd). On a CPU
+device it runs the same plan eagerly, without graphs, through the op's reference twin: slow,
+but it lets CI check the plan against the reference model.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from .. import kernels
+from ..models.transformer_net import TransformerNet
+
+MIN_SIDE = 8          # the 1/4-scale planes must be ≥ 2 px for their reflection pad of 1
+MAX_GRAPHS = 8        # captured shapes kept (each holds its own activation memory)
+WARMUP_ITERS = 3
+
+
+@dataclass
+class _Norm:
+    weight: torch.Tensor    # fp32: the op reads fp32 affines, and fp32 keeps them exact
+    bias: torch.Tensor
+
+
+@dataclass
+class _Graph:
+    graph: torch.cuda.CUDAGraph
+    static_in: torch.Tensor
+    static_out: torch.Tensor
+    pinned: torch.Tensor | None = None
+    copied: torch.cuda.Event | None = None
+
+
+class FusedRunner:
+    def __init__(self, model: TransformerNet, device: torch.device, dtype: torch.dtype,
+                 use_graphs: bool = True):
+        device = torch.device(device)
+        if device.type == "cuda":
+            if device.index is None:
+                device = torch.device("cuda", torch.cuda.current_device())
+            kernels.ensure_cuda_kernels()   # build/load now: a graph capture cannot compile
+        self.device, self.dtype = device, dtype
+        self.use_graphs = use_graphs and device.type == "cuda"
+        self._graphs: OrderedDict[tuple, _Graph] = OrderedDict()
+        self.captures = 0
+
+        def conv(layer) -> tuple[torch.Tensor, int]:
+            conv2d = layer.conv2d
+            weight = conv2d.weight.detach().to(device, dtype).contiguous(memory_format=torch.channels_last)
+            return weight, conv2d.stride[0]
+
+        def norm(layer) -> _Norm:
+            return _Norm(layer.weight.detach().to(device, torch.float32).contiguous(),
+                         layer.bias.detach().to(device, torch.float32).contiguous())
+
+        m = model
+        # The bias of a convolution followed by InstanceNorm is a per-channel constant that the
+        # mean subtraction removes exactly, so those convolutions run without one; only the last
+        # convolution (deconv3, no norm after it) keeps its bias.
+        self.encoder = [(conv(m.conv1), norm(m.in1)), (conv(m.conv2), norm(m.in2)), (conv(m.conv3), norm(m.in3))]
+        self.residual = [(conv(b.conv1), norm(b.in1), conv(b.conv2), norm(b.in2)) for b in m.residual_blocks()]
+        self.decoder = [(conv(m.deconv1), norm(m.in4)), (conv(m.deconv2), norm(m.in5))]
+        self.head_weight, _ = conv(m.deconv3)
+        self.head_bias = m.deconv3.conv2d.bias.detach().to(device, dtype)
+        self.head_pad = m.deconv3.reflection_pad.padding[0]   # 4: the 9×9 head convolution
+        self.input_pad = m.conv1.reflection_pad.padding[0]     # 4: the 9×9 first convolution
+
+    # ---- the plan --------------------------------------------------------------------------
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(N, 3, H, W) on self.device, any float dtype → (N, 3, H, W) float32."""
+        p = self.input_pad
+        x = x.to(self.dtype).contiguous(memory_format=torch.channels_last)
+        y = F.pad(x, (p, p, p, p), mode="reflect")      # the only pad the op cannot fold: the input's
+        for (weight, stride), n in self.encoder:
+            y = F.conv2d(y, weight, None, stride)
+            y = kernels.instance_norm(y, n.weight, n.bias, relu=True, pad=1)
+        # y: (N, 128, H/4 + 2, W/4 + 2), reflection-padded: its interior is the residual input.
+        last = len(self.residual) - 1
+        for i, ((w1, _), n1, (w2, _), n2) in enumerate(self.residual):
+            h = F.conv2d(y, w1)
+            h = kernels.instance_norm(h, n1.weight, n1.bias, relu=True, pad=1)
+            h = F.conv2d(h, w2)
+            # The last block's output feeds deconv1, which upsamples ×2 and pads: fold both in.
+            y = kernels.instance_norm(h, n2.weight, n2.bias, residual=y[..., 1:-1, 1:-1], pad=1,
+                                      upsample=2 if i == last else 1)
+        (w4, _), n4 = self.decoder[0]
+        y = kernels.instance_norm(F.conv2d(y, w4), n4.weight, n4.bias, relu=True, pad=1, upsample=2)
+        (w5, _), n5 = self.decoder[1]
+        y = kernels.instance_norm(F.conv2d(y, w5), n5.weight, n5.bias, relu=True, pad=self.head_pad)
+        return F.conv2d(y, self.head_weight, self.head_bias).float()
+
+    # ---- the runner contract ----------------------------------------------------------------
+
+    def check_input(self, x: torch.Tensor) -> None:
+        if x.dim() != 4 or x.shape[1] != 3:
+            raise ValueError(f"FusedRunner: expected (N, 3, H, W), got shape {tuple(x.shape)}")
+        h, w = x.shape[-2:]
+        if h % 4 or w % 4 or h < MIN_SIDE or w < MIN_SIDE:
+            raise ValueError(f"FusedRunner: H and W must be multiples of 4 and ≥ {MIN_SIDE}, got {h}x{w} "
+                             "(styleforge.engine.pipeline pads any image to such a size)")
+
+    @torch.inference_mode()
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        self.check_input(x)
+        if not self.use_graphs or torch.cuda.is_current_stream_capturing():
+            return self.forward(x.to(self.device, non_blocking=True))
+        entry = self._graph_for(x)
+        if x.device.type == "cpu":
+            if entry.copied is not None:
+                entry.copied.synchronize()     # the previous upload has left the pinned buffer
+            entry.pinned.copy_(x)
+            entry.static_in.copy_(entry.pinned, non_blocking=True)
+            entry.copied.record()
+        else:
+            entry.static_in.copy_(x)
+        entry.graph.replay()
+        return entry.static_out.clone()
+
+    def _graph_for(self, x: torch.Tensor) -> _Graph:
+        key = (tuple(x.shape), x.dtype, x.device.type)
+        entry = self._graphs.get(key)
+        if entry is not None:
+            self._graphs.move_to_end(key)
+            return entry
+        with torch.cuda.device(self.device):
+            static_in = torch.empty(x.shape, dtype=x.dtype, device=self.device)
+            static_in.copy_(x)
+            entry = self._capture(static_in)
+        if x.device.type == "cpu":
+            entry.pinned = torch.empty(x.shape, dtype=x.dtype, pin_memory=True)
+            entry.copied = torch.cuda.Event()
+        self._graphs[key] = entry
+        while len(self._graphs) > MAX_GRAPHS:
+            self._graphs.popitem(last=False)
+        return entry
+
+    def _capture(self, static_in: torch.Tensor) -> _Graph:
+        benchmark = torch.backends.cudnn.benchmark
+        # Let cuDNN time its algorithms during warm-up; capture then records the chosen ones.
+        torch.backends.cudnn.benchmark = True
+        try:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(WARMUP_ITERS):
+                    self.forward(static_in)
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                static_out = self.forward(static_in)
+        finally:
+            torch.backends.cudnn.benchmark = benchmark
+        self.captures += 1
+        return _Graph(graph, static_in, static_out)

@@ -1,0 +1,113 @@
+"""Just-in-time build of the CUDA kernels with `torch.utils.cpp_extension.load` (ninja, nvcc).
+
+The choice is JIT, not an ahead-of-time `setup.py` extension: the wheel stays pure Python
+(CPU installs need no compiler), and the build targets exactly the GPU, PyTorch and CUDA it
+runs on. The first use takes about a minute; the library is cached under
+`~/.cache/styleforge/kernels/<key>/` (or `$STYLEFORGE_CACHE_DIR`, or `$XDG_CACHE_HOME`), where
+the key hashes the sources, the flags, the GPU architecture and the PyTorch/CUDA versions, so
+a change in any of them rebuilds instead of loading a stale library. `styleforge build`
+prebuilds. This module does not register ops (ops.py does) and does not decide fallbacks.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import torch
+
+log = logging.getLogger(__name__)
+
+CSRC = Path(__file__).resolve().parent / "csrc"
+SOURCES = ("bindings.cpp", "cuda/instance_norm.cu")
+HEADERS = ("instance_norm.h",)
+EXTENSION_NAME = "styleforge_kernels"
+# No --use_fast_math: it flushes denormals and buys nothing for these memory-bound kernels.
+CUDA_FLAGS = ("-O3", "-lineinfo")
+CXX_FLAGS = ("-O3",)
+
+
+def arch_flags(capability: tuple[int, int]) -> list[str]:
+    """nvcc code generation for exactly this GPU: sm_90a on Hopper, sm_XY elsewhere."""
+    major, minor = capability
+    arch = f"{major}{minor}" + ("a" if (major, minor) == (9, 0) else "")
+    return [f"-gencode=arch=compute_{arch},code=sm_{arch}"]
+
+
+def device_capability(capability: tuple[int, int] | None = None) -> tuple[int, int]:
+    if capability is not None:
+        return capability
+    if not torch.cuda.is_available():
+        raise RuntimeError("no CUDA device to build for (pass an explicit architecture, e.g. --arch 9.0)")
+    return torch.cuda.get_device_capability()
+
+
+def cache_root() -> Path:
+    if os.environ.get("STYLEFORGE_CACHE_DIR"):
+        return Path(os.environ["STYLEFORGE_CACHE_DIR"]).expanduser() / "kernels"
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "styleforge" / "kernels"
+
+
+def build_key(capability: tuple[int, int]) -> str:
+    digest = hashlib.sha256()
+    for name in (*SOURCES, *HEADERS):
+        digest.update(name.encode())
+        digest.update((CSRC / name).read_bytes())
+    for part in (torch.__version__, str(torch.version.cuda), sys.version.split()[0],
+                 *CUDA_FLAGS, *CXX_FLAGS, *arch_flags(capability)):
+        digest.update(part.encode())
+    return digest.hexdigest()[:16]
+
+
+def build_directory(capability: tuple[int, int]) -> Path:
+    major, minor = capability
+    return cache_root() / f"sm{major}{minor}-{build_key(capability)}"
+
+
+def library_path(capability: tuple[int, int]) -> Path:
+    return build_directory(capability) / f"{EXTENSION_NAME}.so"
+
+
+def _status(message: str):
+    """A rich spinner on stderr; a logged line where rich is missing (a bare GPU box)."""
+    try:
+        from rich.console import Console
+    except ImportError:
+        import contextlib
+        log.warning(message)
+        return contextlib.nullcontext()
+    return Console(stderr=True).status(message)
+
+
+def build_and_load(capability: tuple[int, int] | None = None, verbose: bool = False,
+                   force: bool = False) -> Path:
+    """Compile if needed, load into this process (registers the CUDA kernels), return the .so path."""
+    from torch.utils import cpp_extension
+
+    capability = device_capability(capability)
+    directory = build_directory(capability)
+    if force and directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    fresh = not library_path(capability).exists()
+    kwargs = dict(
+        name=EXTENSION_NAME,
+        sources=[str(CSRC / s) for s in SOURCES],
+        extra_cflags=list(CXX_FLAGS),
+        extra_cuda_cflags=[*CUDA_FLAGS, *arch_flags(capability)],
+        build_directory=str(directory),
+        verbose=verbose,
+        is_python_module=False,
+    )
+    if fresh and not verbose:
+        with _status("building StyleForge CUDA kernels (first use, ~1 min)…"):
+            cpp_extension.load(**kwargs)
+    else:
+        cpp_extension.load(**kwargs)
+    path = library_path(capability)
+    log.info("StyleForge CUDA kernels %s %s", "built at" if fresh else "loaded from", path)
+    return path
