@@ -7,6 +7,7 @@ runs the network, crops back to exactly H×W, clamps, then applies strength and 
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -68,6 +69,17 @@ class Stylizer:
     def describe(self) -> str:
         return f"{self.style_name} on {self.device} ({self.dtype}, {self.backend})"
 
+    def _run(self, padded: torch.Tensor) -> torch.Tensor:
+        out = self.runner(padded)
+        if self.dtype == torch.float16 and not bool(torch.isfinite(out).all()):
+            # fp16 tops out at 65504; a checkpoint with unusually large activations can reach it.
+            # Switch this Stylizer to fp32 for good rather than return garbage.
+            warnings.warn(f"{self.style_name}: fp16 overflowed; running in fp32 from now on", stacklevel=3)
+            self.dtype = torch.float32
+            self.runner = make_runner(build_model(self.checkpoint), self.device, self.dtype, self.backend)
+            out = self.runner(padded)
+        return out
+
     @torch.inference_mode()
     def __call__(self, content: torch.Tensor) -> torch.Tensor:
         """content: float (N, 3, H, W) in 0–255 on any device → same shape, float32, on CPU."""
@@ -75,7 +87,7 @@ class Stylizer:
             raise ValueError(f"expected (N, 3, H, W) RGB, got shape {tuple(content.shape)}")
         height, width = content.shape[-2:]
         content = content.to(self.device, torch.float32)
-        out = self.runner(pad_for_network(content))[..., :height, :width].clamp(0, 255)
+        out = self._run(pad_for_network(content))[..., :height, :width].clamp(0, 255)
         if self.options.preserve_color:
             out = preserve_color(content, out)
         return apply_strength(content, out, self.options.strength).cpu()

@@ -50,7 +50,7 @@ class TrainConfig:
     device: str = "auto"
     precision: str = "auto"                 # auto = bf16 autocast on CUDA, fp32 on CPU
     channels_last: bool = True              # CUDA only
-    compile: bool = False                   # torch.compile the loss computation
+    compile: bool | None = None             # torch.compile the loss computation; None = on CUDA
     deterministic: bool = False             # deterministic kernels where PyTorch has them (slower)
     max_seconds: float | None = None        # stop cleanly (checkpoint + weights) at this budget
     max_content: int | None = None          # use only the first N photos (sorted by name)

@@ -121,7 +121,8 @@ class Trainer:
                             if cfg.epochs is not None else cfg.steps)
         self.step_count = 0
         self.history: list[dict] = []
-        self._loss_fn = compiled_loss_terms() if cfg.compile else loss_terms
+        use_compile = cfg.compile if cfg.compile is not None else cuda
+        self._loss_fn = compiled_loss_terms() if use_compile else loss_terms
         self._weights = (cfg.content_weight, cfg.style_weight, cfg.tv_weight)
         self._window = torch.zeros(3, device=self.device)     # Σ weighted terms since last log
         self._window_steps = 0

@@ -1,0 +1,30 @@
+"""fp16 overflow never reaches the user: the pipeline reruns in fp32 and says so once."""
+import pytest
+import torch
+
+from styleforge.engine.options import StylizeOptions
+from styleforge.engine.pipeline import Stylizer
+from styleforge.models.checkpoint import save_checkpoint
+
+from conftest import random_style_state
+
+
+def test_fp16_overflow_falls_back_to_fp32(tmp_path):
+    state = random_style_state(3)
+    state["deconv3.conv2d.bias"] = torch.full((3,), 1e5)   # past fp16's 65504 on every pixel
+    path = save_checkpoint(tmp_path / "loud.safetensors", state, {"style": "loud"}, dtype=torch.float32)
+    content = torch.rand(1, 3, 24, 20) * 255
+    expected = Stylizer(StylizeOptions(checkpoint=str(path), device="cpu", precision="fp32"))(content)
+
+    stylizer = Stylizer(StylizeOptions(checkpoint=str(path), device="cpu", precision="fp16"))
+    with pytest.warns(UserWarning, match="fp16 overflowed"):
+        out = stylizer(content)
+    assert stylizer.dtype == torch.float32
+    assert torch.isfinite(out).all()
+    torch.testing.assert_close(out, expected)
+
+
+def test_auto_precision_is_fp32_on_cpu():
+    from styleforge.engine.backends import resolve_dtype
+    assert resolve_dtype("auto", torch.device("cpu")) == torch.float32
+    assert resolve_dtype("auto", torch.device("cuda")) == torch.float16
