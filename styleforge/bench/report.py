@@ -88,10 +88,36 @@ def training_table(rows: list[Row]) -> Table:
     return table
 
 
+SUMMARY_PROVIDERS = ("eager-fp32", "eager-bf16", "compile", "fused-bf16", "fused-fp16")
+
+
+def e2e_summary_markdown(rows: list[Row]) -> str:
+    """Sizes × providers (ms/frame, median), then each fused precision over compile: the README's table."""
+    by_size: dict[str, dict[str, Row]] = {}
+    for r in rows:
+        by_size.setdefault(r.size, {})[r.provider] = r
+    providers = [p for p in SUMMARY_PROVIDERS if any(p in cells for cells in by_size.values())]
+    fused = [p for p in providers if p.startswith("fused")]
+    header = ["size", *providers, *[f"{p} × compile" for p in fused]]
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    for size, cells in by_size.items():
+        def ms(provider: str) -> str:
+            r = cells.get(provider)
+            if r is None or r.status != "ok":
+                return "–" if r is None else r.status
+            batch = r.batch if isinstance(r.batch, int) and r.batch > 0 else 1
+            return f"{_per_frame(r.median_ms, batch):.3f}"
+        ratios = [_num(cells[p].speedup_vs_compile, ".2f") if p in cells and cells[p].status == "ok" else "–"
+                  for p in fused]
+        lines.append("| " + " | ".join([size, *(ms(p) for p in providers), *ratios]) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def e2e_markdown(rows: list[Row]) -> str:
-    """The end-to-end rows as a Markdown table with where and when they were measured (for the README)."""
+    """The end-to-end rows as Markdown with where and when they were measured (for the README):
+    the summary pivot first, then every row."""
     r = rows[0]
-    lines = [f"Measured {r.timestamp[:10]} UTC: {_where(rows)}; batch {r.batch}, "
+    lines = [e2e_summary_markdown(rows), f"Measured {r.timestamp[:10]} UTC: {_where(rows)}; batch {r.batch}, "
              f"style `{r.notes.get('style', '?')}`. ms/frame is the median of {r.reps or '?'} reps "
              f"(p20–p80 in brackets); every provider was gated against fp32 before timing. Run `{r.run_id}`.",
              "",
