@@ -210,7 +210,11 @@ def test_bench_command_end_to_end_on_cpu(tmp_path, capsys):
     printed = capsys.readouterr().out                                   # re-printed, nothing measured
     assert "eager-bf16" in printed and "End to end" in printed
     table = markdown.read_text().splitlines()
-    assert table[2].startswith("| size | provider |") and table[4].startswith("| 32 | eager-fp32 |")
+    assert table[0] == "| size | eager-fp32 | eager-bf16 |"           # the summary pivot first
+    assert table[2].startswith("| 32 | ") and float(table[2].split("|")[2]) > 0
+    detail = table.index("| size | provider | ms/frame | frames/s | TFLOP/s | peak MB | × eager-fp32 | "
+                         "× compile | status |")
+    assert table[detail + 2].startswith("| 32 | eager-fp32 |")
     assert len(results.read_rows(tmp_path, "e2e")) == 2
 
 
