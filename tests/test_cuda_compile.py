@@ -101,9 +101,9 @@ MORE = (lambda v: v > 1)
 # label: (shape, dtype, channels_last, options, emulated SM count, x offset in elements,
 #         what the launcher's plan must show for the case to test what its label says)
 EMULATED = {
-    "nchw fp32 split plane, odd size": ((1, 2, 101, 91), torch.float32, False, dict(relu=True, pad=1), 1, 0,
+    "nchw fp32 split plane, odd size": ((1, 2, 181, 191), torch.float32, False, dict(relu=True, pad=1), 1, 0,
                                         dict(chunks=MORE)),
-    "nchw bf16 split plane, misaligned": ((1, 1, 130, 131), torch.bfloat16, False, dict(pad=3, upsample=2), 1, 1,
+    "nchw bf16 split plane, misaligned": ((1, 1, 190, 191), torch.bfloat16, False, dict(pad=3, upsample=2), 1, 1,
                                           dict(chunks=MORE)),
     "nchw fp16 tiny planes, offset 3": ((3, 3, 5, 3), torch.float16, False, dict(relu=True, pad=2), 4, 3, {}),
     "nchw 1x1 planes": ((2, 3, 1, 1), torch.float32, False, dict(relu=True), 4, 0, {}),
@@ -127,6 +127,10 @@ EMULATED = {
                                     dict(stats_vec=1, apply_vec=1)),
     "cl wide rows, column tiles": ((1, 3, 2, 800), torch.float32, True, dict(pad=1), 132, 0, dict(col_tiles=MORE)),
     "cl large mean fp32": ((1, 8, 40, 36), torch.float32, True, dict(mean=1000.0), 2, 0, {}),
+    "cl bf16 C=128 (16 groups per warp row)": ((1, 128, 20, 24), torch.bfloat16, True, dict(relu=True, pad=1), 1, 0,
+                                                dict(chunks=MORE, stats_vec=8)),
+    "cl fp32 C=4 (one group, shuffles over all lanes)": ((1, 4, 30, 40), torch.float32, True, dict(mean=1000.0), 1,
+                                                          0, dict(stats_vec=4)),
 }
 
 

@@ -7,29 +7,29 @@
 //
 // Design:
 //   1. stats:    every (n, c) plane is split over several blocks, since N·C can be 32 on a
-//                GPU of 132 SMs. Threads accumulate sums of (x − shift) and (x − shift)² in
-//                fp32, where `shift` is the mean of 16 samples of the plane: the network works
-//                in 0–255, and shifting near the mean keeps E[d²] − E[d]² from cancelling.
-//                Each block writes its (Σd, Σd²) to a partials array: no atomics, no memset,
-//                and the result is bitwise deterministic.
+//                GPU of 132 SMs. Each thread sums x − shift and (x − shift)² in fp32 with its
+//                own first value as the shift, turns them into moments (n, mean, M2), and the
+//                moments are merged with Chan et al.'s pairwise formula: across lanes by
+//                shuffles, across warps in shared memory. Each block writes one (n, shift,
+//                mean − shift, M2) per channel to a partials array: no atomics, no memset, and
+//                the result is bitwise deterministic. A large mean (the network works in 0–255)
+//                costs no precision: see Moments.
 //                NCHW: a block reduces a contiguous chunk of one plane with 16-byte loads
 //                (scalar head/tail for misaligned starts). channels_last: a block takes a
 //                range of pixels × a tile of up to 32 channel groups, one group of 16 bytes
 //                (8 half/bf16 or 4 fp32 channels) per thread when C allows, else one channel.
-//   2. finalize: one warp per plane sums the partials in fp64 and stores
+//   2. finalize: one warp per plane merges the partials (Chan, fp64) and stores
 //                (mean_hi, scale, offset) so that y = (x − mean_hi)·scale + offset, where
 //                mean_hi is the mean rounded to fp32 and offset absorbs the rounding: x − mean_hi
 //                is exact near the mean, so a large mean costs no precision.
 //   3. apply:    iterates over OUTPUT pixels (coalesced writes); each output row/column maps
 //                to its source by reflection then ÷upsample; the residual is read through
 //                its own strides. channels_last writes 16 bytes per thread.
-// The shift is computed by the chunk-0 block of each plane and handed to finalize through the
-// workspace, so every number that finalize combines was formed from the same shift.
 // L2: the statistics pass streams x from its start to its end, so when it finishes the L2
 // cache holds the END of x; the apply pass therefore walks output rows from last to first and
 // finds its first ~L2-size of input there instead of in DRAM. Tensors that fit in L2 are read
 // from DRAM once; larger ones cost one read, one write and (size − L2) of re-read.
-// Length: ~660 lines, over STYLE.md's 600, because the host planner that sizes the grids must
+// Length: ~750 lines, over STYLE.md's 600, because the host planner that sizes the grids must
 // stay in the same file as the kernels whose indexing it mirrors.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -45,11 +45,12 @@ namespace styleforge {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kShiftSamples = 16;
-constexpr int kMaxTileGroups = 32;   // channel groups per channels_last block
+constexpr int kMaxTileGroups = 32;   // channel groups per channels_last block (a power of two)
+constexpr int kMaxVec = 8;          // elements per 16-byte access (half/bf16)
+constexpr int kStatsLoads = 8;      // 16-byte loads in flight per thread in the statistics kernels
 constexpr int kMaxChunks = 4096;     // blocks per plane in the statistics pass
 constexpr int kMaxGridY = 65535;
-constexpr int kUnroll = 4;           // loads in flight per thread in the apply kernels
+constexpr int kUnroll = 4;           // loads in flight per thread in the apply kernels (×2 without residual)
 
 // ---- element access: fp32 math on fp32/fp16/bf16 storage ------------------------------------
 
@@ -58,6 +59,7 @@ template <typename T> struct Elem;
 template <> struct Elem<float> {
   static constexpr int kPerWord = 1;
   __device__ __forceinline__ static float load(const float* p) { return __ldg(p); }
+  __device__ __forceinline__ static float unpack_one(float v) { return v; }
   __device__ __forceinline__ static void store(float* p, float v) { *p = v; }
   __device__ __forceinline__ static float unpack(uint32_t w, int) { return __uint_as_float(w); }
   __device__ __forceinline__ static uint32_t pack(const float* v) { return __float_as_uint(v[0]); }
@@ -66,6 +68,7 @@ template <> struct Elem<float> {
 template <> struct Elem<__half> {
   static constexpr int kPerWord = 2;
   __device__ __forceinline__ static float load(const __half* p) { return __half2float(__ldg(p)); }
+  __device__ __forceinline__ static float unpack_one(__half v) { return __half2float(v); }
   __device__ __forceinline__ static void store(__half* p, float v) { *p = __float2half_rn(v); }
   __device__ __forceinline__ static float unpack(uint32_t w, int i) {
     return __half2float(__ushort_as_half(static_cast<unsigned short>(i ? (w >> 16) : (w & 0xffffu))));
@@ -79,6 +82,7 @@ template <> struct Elem<__half> {
 template <> struct Elem<__nv_bfloat16> {
   static constexpr int kPerWord = 2;
   __device__ __forceinline__ static float load(const __nv_bfloat16* p) { return __bfloat162float(__ldg(p)); }
+  __device__ __forceinline__ static float unpack_one(__nv_bfloat16 v) { return __bfloat162float(v); }
   __device__ __forceinline__ static void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
   // bf16 is the top half of an fp32: widening is a shift, exact.
   __device__ __forceinline__ static float unpack(uint32_t w, int i) {
@@ -90,20 +94,38 @@ template <> struct Elem<__nv_bfloat16> {
   }
 };
 
-// VEC elements at p: one 16-byte access when VEC·sizeof(T) == 16 (p must be 16-byte aligned),
-// a scalar access when VEC == 1. Loads take the read-only path (__ldg): x and the residual are
-// never written by these kernels, and the compiler cannot prove that on its own.
+// VEC elements at p as loaded: one 16-byte word when VEC·sizeof(T) == 16 (p must be 16-byte
+// aligned), one element when VEC == 1. Loads take the read-only path (__ldg): x and the residual
+// are never written by these kernels, and the compiler cannot prove that on its own. Kernels that
+// keep several loads in flight hold them packed (4 registers per 16 bytes, not 8 floats) and
+// widen each just before use.
+template <typename T, int VEC> struct Packed { uint4 w; };
+template <typename T> struct Packed<T, 1> { T w; };
+
 template <typename T, int VEC>
-__device__ __forceinline__ void load_vec(const T* p, float (&v)[VEC]) {
+__device__ __forceinline__ Packed<T, VEC> load_packed(const T* p) {
   if constexpr (VEC == 1) {
-    v[0] = Elem<T>::load(p);
+    return Packed<T, 1>{__ldg(p)};
   } else {
     static_assert(VEC * sizeof(T) == 16, "vector accesses are 16 bytes");
-    const uint4 raw = __ldg(reinterpret_cast<const uint4*>(p));
-    const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+    return Packed<T, VEC>{__ldg(reinterpret_cast<const uint4*>(p))};
+  }
+}
+
+template <typename T, int VEC>
+__device__ __forceinline__ void unpack(const Packed<T, VEC>& raw, float (&v)[VEC]) {
+  if constexpr (VEC == 1) {
+    v[0] = Elem<T>::unpack_one(raw.w);
+  } else {
+    const uint32_t w[4] = {raw.w.x, raw.w.y, raw.w.z, raw.w.w};
 #pragma unroll
     for (int k = 0; k < VEC; ++k) v[k] = Elem<T>::unpack(w[k / Elem<T>::kPerWord], k % Elem<T>::kPerWord);
   }
+}
+
+template <typename T, int VEC>
+__device__ __forceinline__ void load_vec(const T* p, float (&v)[VEC]) {
+  unpack<T, VEC>(load_packed<T, VEC>(p), v);
 }
 
 template <typename T, int VEC>
@@ -120,38 +142,64 @@ __device__ __forceinline__ void store_vec(T* p, const float (&v)[VEC]) {
   }
 }
 
-// Mean of kShiftSamples values spread over a plane of hw pixels, `stride` elements apart.
-// Every block of a plane runs this same code on the same data, so all get the same float.
-template <typename T>
-__device__ float sample_shift(const T* plane, int64_t stride, int64_t hw) {
-  float s = 0.f;
-#pragma unroll
-  for (int j = 0; j < kShiftSamples; ++j) {
-    const int64_t i = ((2 * j + 1) * hw) / (2 * kShiftSamples);
-    s += Elem<T>::load(plane + i * stride);
+// Moments of a set of values: n of them, mean shift + mean, Σ(x − mean)² = m2. Each thread
+// takes its own first value as the shift (no shared sampling phase, no barrier) and sums
+// d = x − shift and d² in fp32: d is of the order of σ, so q − s·s/n does not cancel even when
+// |mean|/σ is 1000. Two sets merge by Chan et al.'s pairwise update with the difference of the
+// means formed as (shift_b − shift_a) + (mean_b − mean_a): the shifts are data values of one
+// plane, so their difference is exact or nearly, and the mean never rounds at its magnitude.
+struct Moments {
+  float n, shift, mean, m2;
+};
+
+__device__ __forceinline__ Moments moments_of(int count, float shift, float s, float q) {
+  Moments m{static_cast<float>(count), shift, 0.f, 0.f};
+  if (count > 0) {
+    m.mean = s / static_cast<float>(count);
+    m.m2 = fmaxf(fmaf(-s, m.mean, q), 0.f);
   }
-  return s * (1.0f / kShiftSamples);
+  return m;
 }
 
-// Σ over the block of (a, b), in a fixed order; the result is valid in thread 0 only.
-__device__ __forceinline__ float2 block_sum2(float a, float b) {
-  __shared__ float2 warp_sums[kThreads / 32];
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    a += __shfl_xor_sync(0xffffffffu, a, o);
-    b += __shfl_xor_sync(0xffffffffu, b, o);
-  }
-  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = make_float2(a, b);
-  __syncthreads();
-  float2 total = make_float2(0.f, 0.f);
-  if (threadIdx.x == 0) {
-    for (int w = 0; w < kThreads / 32; ++w) {
-      total.x += warp_sums[w].x;
-      total.y += warp_sums[w].y;
-    }
-  }
-  return total;
+// a then b; keeps a's shift. Empty sets (n = 0) are the identity on either side.
+__device__ __forceinline__ Moments merge(Moments a, const Moments& b) {
+  if (b.n == 0.f) return a;
+  if (a.n == 0.f) return b;
+  const float n = a.n + b.n;
+  const float delta = (b.shift - a.shift) + (b.mean - a.mean);
+  const float fb = b.n / n;
+  a.mean = fmaf(delta, fb, a.mean);
+  a.m2 = a.m2 + b.m2 + delta * delta * a.n * fb;
+  a.n = n;
+  return a;
 }
+
+// Merge with the lane `o` away, lower lane first, so both lanes of a pair hold the same bits.
+__device__ __forceinline__ Moments merge_lane(const Moments& m, int o) {
+  Moments other;
+  other.n = __shfl_xor_sync(0xffffffffu, m.n, o);
+  other.shift = __shfl_xor_sync(0xffffffffu, m.shift, o);
+  other.mean = __shfl_xor_sync(0xffffffffu, m.mean, o);
+  other.m2 = __shfl_xor_sync(0xffffffffu, m.m2, o);
+  return (threadIdx.x & o) ? merge(other, m) : merge(m, other);
+}
+
+__device__ __forceinline__ float4 as_float4(const Moments& m) { return make_float4(m.n, m.shift, m.mean, m.m2); }
+__device__ __forceinline__ Moments as_moments(const float4& v) { return Moments{v.x, v.y, v.z, v.w}; }
+
+// Per-thread running sums against the thread's first value (see Moments).
+struct Accum {
+  float shift = 0.f, s = 0.f, q = 0.f;
+  int count = 0;
+  __device__ __forceinline__ void add(float x) {
+    if (count == 0) shift = x;
+    const float d = x - shift;
+    s += d;
+    q = fmaf(d, d, q);
+    ++count;
+  }
+  __device__ __forceinline__ Moments moments() const { return moments_of(count, shift, s, q); }
+};
 
 // Output index o along a side of `len` (already upsampled) source pixels padded by `pad`
 // → source index before the upsample. Needs pad < len, so one reflection suffices.
@@ -168,70 +216,75 @@ __device__ __forceinline__ float relu_nan(float y) { return y < 0.f ? 0.f : y; }
 // ---- pass 1: statistics ------------------------------------------------------------------
 
 // grid.x = planes × chunks; block (plane, chunk) reduces elements [chunk·len, +len) of a plane.
+// Each thread issues kStatsLoads 16-byte loads before it uses the first.
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
 stats_nchw_kernel(const T* __restrict__ x, int64_t hw, int chunks, int64_t chunk_len,
-                  float2* __restrict__ partials, float* __restrict__ shifts) {
+                  float4* __restrict__ partials) {
   constexpr int VEC = 16 / sizeof(T);
   const int64_t plane = blockIdx.x / chunks;
   const int chunk = static_cast<int>(blockIdx.x % chunks);
-  const T* base = x + plane * hw;
-
-  __shared__ float s_shift;
-  if (threadIdx.x == 0) {
-    const float s = sample_shift(base, 1, hw);
-    s_shift = s;
-    if (chunk == 0) shifts[plane] = s;
-  }
-  __syncthreads();
-  const float shift = s_shift;
-
   const int64_t begin = static_cast<int64_t>(chunk) * chunk_len;
   const int64_t count = min(chunk_len, hw - begin);
-  const T* p = base + begin;
+  const T* p = x + plane * hw + begin;
   // Elements before the first 16-byte boundary (planes of odd size start misaligned).
   const int misaligned = static_cast<int>((reinterpret_cast<uintptr_t>(p) & 15) / sizeof(T));
   const int64_t head = min(static_cast<int64_t>((VEC - misaligned) % VEC), count);
   const int64_t vectors = (count - head) / VEC;
   const int64_t tail = head + vectors * VEC;
 
-  float sum = 0.f, sq = 0.f;
-  if (threadIdx.x < head) {
-    const float d = Elem<T>::load(p + threadIdx.x) - shift;
-    sum += d;
-    sq = fmaf(d, d, sq);
-  }
+  Accum acc;
+  if (threadIdx.x < head) acc.add(Elem<T>::load(p + threadIdx.x));
   const T* body = p + head;
-#pragma unroll 4
-  for (int64_t i = threadIdx.x; i < vectors; i += kThreads) {
-    float v[VEC];
-    load_vec<T, VEC>(body + i * VEC, v);
-    float s = 0.f, q = 0.f;
+  for (int64_t i0 = threadIdx.x; i0 < vectors; i0 += kStatsLoads * kThreads) {
+    Packed<T, VEC> raw[kStatsLoads];
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) {
-      const float d = v[k] - shift;
-      s += d;
-      q = fmaf(d, d, q);
+    for (int u = 0; u < kStatsLoads; ++u) {
+      if (i0 + u * kThreads < vectors) raw[u] = load_packed<T, VEC>(body + (i0 + u * kThreads) * VEC);
     }
-    sum += s;
-    sq += q;
+#pragma unroll
+    for (int u = 0; u < kStatsLoads; ++u) {
+      if (i0 + u * kThreads < vectors) {
+        float v[VEC];
+        unpack<T, VEC>(raw[u], v);
+        if (acc.count == 0) acc.shift = v[0];
+        float s = 0.f, q = 0.f;
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+          const float d = v[k] - acc.shift;
+          s += d;
+          q = fmaf(d, d, q);
+        }
+        acc.s += s;
+        acc.q += q;
+        acc.count += VEC;
+      }
+    }
   }
-  if (tail + threadIdx.x < count) {
-    const float d = Elem<T>::load(p + tail + threadIdx.x) - shift;
-    sum += d;
-    sq = fmaf(d, d, sq);
+  if (tail + threadIdx.x < count) acc.add(Elem<T>::load(p + tail + threadIdx.x));
+
+  Moments m = acc.moments();
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = merge_lane(m, o);
+  __shared__ float4 warp_m[kThreads / 32];
+  if ((threadIdx.x & 31) == 0) warp_m[threadIdx.x >> 5] = as_float4(m);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    Moments total = as_moments(warp_m[0]);
+    for (int w = 1; w < kThreads / 32; ++w) total = merge(total, as_moments(warp_m[w]));
+    partials[plane * chunks + chunk] = as_float4(total);
   }
-  const float2 total = block_sum2(sum, sq);
-  if (threadIdx.x == 0) partials[plane * chunks + chunk] = total;
 }
 
 // grid.x = N × tiles × chunks. Thread t handles channel group (tile·tile_groups + t % tile_groups)
 // of pixels chunk_begin + t / tile_groups, + rows, ... (rows = kThreads / tile_groups).
+// tile_groups is a power of two ≤ 32, so the lanes of a warp that share a channel group are
+// g, g + tile_groups, ...: they merge by shuffles, then the 8 warps through shared memory.
 template <typename T, int VEC>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
 stats_nhwc_kernel(const T* __restrict__ x, int64_t hw, int C, int groups, int tile_groups, int tiles,
-                  int chunks, int64_t chunk_len, float2* __restrict__ partials,
-                  float* __restrict__ shifts) {
+                  int chunks, int64_t chunk_len, float4* __restrict__ partials) {
+  constexpr int kLoads = VEC == 1 ? kStatsLoads / 2 : kStatsLoads;
   const int chunk = static_cast<int>(blockIdx.x % chunks);
   const int64_t rest = blockIdx.x / chunks;
   const int tile = static_cast<int>(rest % tiles);
@@ -241,85 +294,102 @@ stats_nhwc_kernel(const T* __restrict__ x, int64_t hw, int C, int groups, int ti
   const int r = threadIdx.x / tile_groups;
   const int tile_c0 = tile * tile_groups * VEC;
   const int width = min(tile_groups, groups - tile * tile_groups) * VEC;   // channels in this tile
-  const bool active = r < rows && g * VEC < width;
-  const T* xn = x + n * hw * C;
-
-  __shared__ float s_shift[kMaxTileGroups * VEC];
-  __shared__ float s_red[2][kThreads * VEC];
-  for (int i = threadIdx.x; i < width; i += kThreads) {
-    const float s = sample_shift(xn + tile_c0 + i, C, hw);
-    s_shift[i] = s;
-    if (chunk == 0) shifts[n * C + tile_c0 + i] = s;
-  }
-  __syncthreads();
+  const bool active = g * VEC < width;
 
   float shift[VEC], sum[VEC], sq[VEC];
 #pragma unroll
-  for (int k = 0; k < VEC; ++k) {
-    shift[k] = active ? s_shift[g * VEC + k] : 0.f;
-    sum[k] = 0.f;
-    sq[k] = 0.f;
-  }
+  for (int k = 0; k < VEC; ++k) shift[k] = sum[k] = sq[k] = 0.f;
+  int count = 0;
   if (active) {
     const int64_t p0 = static_cast<int64_t>(chunk) * chunk_len;
     const int64_t p1 = min(p0 + chunk_len, hw);
-    const T* col = xn + tile_c0 + g * VEC;
-#pragma unroll 4
-    for (int64_t pix = p0 + r; pix < p1; pix += rows) {
-      float v[VEC];
-      load_vec<T, VEC>(col + pix * C, v);
+    const T* col = x + n * hw * C + tile_c0 + g * VEC;
+    for (int64_t pix0 = p0 + r; pix0 < p1; pix0 += static_cast<int64_t>(kLoads) * rows) {
+      Packed<T, VEC> raw[kLoads];
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) {
-        const float d = v[k] - shift[k];
-        sum[k] += d;
-        sq[k] = fmaf(d, d, sq[k]);
+      for (int u = 0; u < kLoads; ++u) {
+        if (pix0 + u * rows < p1) raw[u] = load_packed<T, VEC>(col + (pix0 + u * rows) * C);
+      }
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) {
+        if (pix0 + u * rows < p1) {
+          float v[VEC];
+          unpack<T, VEC>(raw[u], v);
+          if (count == 0) {
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) shift[k] = v[k];
+          }
+#pragma unroll
+          for (int k = 0; k < VEC; ++k) {
+            const float d = v[k] - shift[k];
+            sum[k] += d;
+            sq[k] = fmaf(d, d, sq[k]);
+          }
+          ++count;
+        }
       }
     }
   }
-  // Row r, column g·VEC + k of a [rows][tile_groups·VEC] table is entry t·VEC + k.
+  // [warp][channel in tile]; warp w's entry for group g comes from its lane g after the shuffles.
+  __shared__ float4 s_red[kThreads / 32][kMaxTileGroups * kMaxVec];
+  const int lane = threadIdx.x & 31;
 #pragma unroll
   for (int k = 0; k < VEC; ++k) {
-    s_red[0][threadIdx.x * VEC + k] = sum[k];
-    s_red[1][threadIdx.x * VEC + k] = sq[k];
+    Moments m = moments_of(count, shift[k], sum[k], sq[k]);
+    for (int o = 16; o >= tile_groups; o >>= 1) m = merge_lane(m, o);   // uniform trip count
+    if (lane < tile_groups && active) s_red[threadIdx.x >> 5][g * VEC + k] = as_float4(m);
   }
   __syncthreads();
-  const int row_width = tile_groups * VEC;
+  // A warp holds 32 / tile_groups rows, so with tile_groups = 32 ... 1 all 8 warps hold partials
+  // of every channel of the tile.
   for (int i = threadIdx.x; i < width; i += kThreads) {
-    float s = 0.f, q = 0.f;
-    for (int rr = 0; rr < rows; ++rr) {
-      s += s_red[0][rr * row_width + i];
-      q += s_red[1][rr * row_width + i];
-    }
-    partials[(n * C + tile_c0 + i) * chunks + chunk] = make_float2(s, q);
+    Moments total = as_moments(s_red[0][i]);
+    for (int w = 1; w < kThreads / 32; ++w) total = merge(total, as_moments(s_red[w][i]));
+    partials[(n * C + tile_c0 + i) * chunks + chunk] = as_float4(total);
   }
 }
 
 // ---- pass 2: per-plane coefficients --------------------------------------------------------
 
 // One warp per plane: coef = (mean_hi, scale, offset, 0) with y = (x − mean_hi)·scale + offset.
+// The partials are combined exactly as Chan's formula does for many sets at once, in fp64 and two
+// sweeps: mean = Σ nᵢ·meanᵢ / n, then M2 = Σ M2ᵢ + nᵢ·(meanᵢ − mean)² (no per-merge division;
+// the second sweep re-reads a few KB from L1). Lane l takes partials l, l + 32, ...; the lane
+// sums are butterflies, whose additions commute, so every lane holds the same bits.
+__device__ __forceinline__ double warp_sum(double v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// shift + (mean − shift) of a partial in fp64: exact, no rounding at the mean's magnitude.
+__device__ __forceinline__ double partial_mean(const float4& p) {
+  return static_cast<double>(p.y) + static_cast<double>(p.z);
+}
+
 __global__ void __launch_bounds__(kThreads)
-finalize_kernel(const float2* __restrict__ partials, const float* __restrict__ shifts,
-                const float* __restrict__ weight, const float* __restrict__ bias,
-                float4* __restrict__ coef, int64_t planes, int64_t C, int chunks, double inv_count,
-                double eps) {
+finalize_kernel(const float4* __restrict__ partials, const float* __restrict__ weight,
+                const float* __restrict__ bias, float4* __restrict__ coef, int64_t planes, int64_t C,
+                int chunks, double inv_count, double eps) {
   const int lane = threadIdx.x & 31;
   const int64_t plane = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + (threadIdx.x >> 5);
   if (plane >= planes) return;   // uniform per warp
-  double s = 0.0, q = 0.0;
+  const float4* mine = partials + plane * chunks;
+  double weighted = 0.0;
   for (int i = lane; i < chunks; i += 32) {
-    const float2 p = partials[plane * chunks + i];
-    s += p.x;
-    q += p.y;
+    const float4 p = mine[i];
+    weighted = fma(static_cast<double>(p.x), partial_mean(p), weighted);
   }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    s += __shfl_xor_sync(0xffffffffu, s, o);
-    q += __shfl_xor_sync(0xffffffffu, q, o);
+  const double mean = warp_sum(weighted) * inv_count;
+  double m2 = 0.0;
+  for (int i = lane; i < chunks; i += 32) {
+    const float4 p = mine[i];
+    const double d = partial_mean(p) - mean;
+    m2 += fma(static_cast<double>(p.x) * d, d, static_cast<double>(p.w));
   }
+  m2 = warp_sum(m2);
   if (lane == 0) {
-    const double centred_mean = s * inv_count;   // mean of x − shift
-    const double var = fmax(q * inv_count - centred_mean * centred_mean, 0.0);
-    const double mean = static_cast<double>(shifts[plane]) + centred_mean;
+    const double var = m2 * inv_count;
     const int64_t c = plane % C;
     const double scale = (weight ? static_cast<double>(weight[c]) : 1.0) / sqrt(var + eps);
     const float mean_hi = static_cast<float>(mean);
@@ -399,6 +469,7 @@ __global__ void __launch_bounds__(kThreads) apply_nchw_kernel(ApplyParams p) {
 // kUnroll loads in flight.
 template <typename T, int VEC, bool HAS_RES>
 __global__ void __launch_bounds__(kThreads) apply_nhwc_kernel(ApplyParams p) {
+  constexpr int U = HAS_RES ? kUnroll : 2 * kUnroll;
   const T* x = static_cast<const T*>(p.x);
   T* out = static_cast<T*>(p.out);
   const T* res = static_cast<const T*>(p.res);
@@ -434,29 +505,33 @@ __global__ void __launch_bounds__(kThreads) apply_nhwc_kernel(ApplyParams p) {
     const T* xrow = x + (n * p.H + ih) * p.W * p.C + c0;
     T* orow = out + (n * p.Ho + oh) * p.Wo * p.C + c0;
     const T* rrow = HAS_RES ? res + n * p.rs_n + ih * p.rs_h + c0 * p.rs_c : nullptr;
-    for (int ow0 = col_begin + r; ow0 < col1; ow0 += kUnroll * rows_per_sweep) {
-      float v[kUnroll][VEC];
-      float rv[HAS_RES ? kUnroll : 1][VEC];
+    for (int ow0 = col_begin + r; ow0 < col1; ow0 += U * rows_per_sweep) {
+      Packed<T, VEC> raw[U];
+      Packed<T, VEC> raw_res[HAS_RES ? U : 1];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
+      for (int u = 0; u < U; ++u) {
         const int ow = ow0 + u * rows_per_sweep;
         if (ow < col1) {
           const int iw = source_index(ow, p.pad, wu, p.up_shift);
-          load_vec<T, VEC>(xrow + static_cast<int64_t>(iw) * p.C, v[u]);
-          if constexpr (HAS_RES) load_vec<T, VEC>(rrow + iw * p.rs_w, rv[u]);
+          raw[u] = load_packed<T, VEC>(xrow + static_cast<int64_t>(iw) * p.C);
+          if constexpr (HAS_RES) raw_res[u] = load_packed<T, VEC>(rrow + iw * p.rs_w);
         }
       }
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
+      for (int u = 0; u < U; ++u) {
         const int ow = ow0 + u * rows_per_sweep;
         if (ow < col1) {
+          float v[VEC];
+          unpack<T, VEC>(raw[u], v);
+          float rv[VEC];
+          if constexpr (HAS_RES) unpack<T, VEC>(raw_res[u], rv);
 #pragma unroll
           for (int k = 0; k < VEC; ++k) {
-            float y = fmaf(v[u][k] - mean[k], scale[k], offset[k]);
-            if constexpr (HAS_RES) y += rv[u][k];
-            v[u][k] = p.relu ? relu_nan(y) : y;
+            float y = fmaf(v[k] - mean[k], scale[k], offset[k]);
+            if constexpr (HAS_RES) y += rv[k];
+            v[k] = p.relu ? relu_nan(y) : y;
           }
-          store_vec<T, VEC>(orow + static_cast<int64_t>(ow) * p.C, v[u]);
+          store_vec<T, VEC>(orow + static_cast<int64_t>(ow) * p.C, v);
         }
       }
     }
@@ -481,14 +556,16 @@ struct Plan {
   int cols_per_tile = 1, col_tiles = 1;
   int64_t rows = 0;
   // workspace byte offsets
-  size_t coef_offset = 0, partials_offset = 0, shifts_offset = 0, bytes = 0;
+  size_t coef_offset = 0, partials_offset = 0, bytes = 0;
 };
 
-// Blocks per streaming pass: with 2–4 resident blocks per SM, ~24–32 blocks per SM are 8+ waves,
-// so the last, partly filled wave costs little (one block per row would leave 4.1 waves at
-// 1080p: a fifth of the time spent on a tenth of the work).
-constexpr int kStatsBlocksPerSm = 24;
-constexpr int kApplyBlocksPerSm = 32;
+// Blocks per streaming pass. Statistics: ~2 resident blocks per SM (registers for kStatsLoads
+// vectors in flight, 32 KB of shared memory), so 4 per SM are two full waves of blocks that each
+// stream ≥ kStatsLoads vectors per thread; the per-block cost (reduction, one barrier, one partial
+// per channel) is then paid ~4 times per SM, not ~24. Apply has no per-block reduction and walks
+// rows with a grid stride; 8 per SM keeps the tail wave short without tiny blocks.
+constexpr int kStatsBlocksPerSm = 4;
+constexpr int kApplyBlocksPerSm = 8;
 int64_t target_blocks(const InstanceNormArgs& a, int per_sm) {
   return per_sm * static_cast<int64_t>(std::max(a.num_sms, 1));
 }
@@ -504,8 +581,8 @@ Plan make_plan(const InstanceNormArgs& a, int elem_size) {
 
   if (!a.channels_last) {
     // Chunks are multiples of 64 elements so they start 16-byte aligned whenever the plane does,
-    // and hold ≥ 4 vectors per thread.
-    const int64_t min_len = static_cast<int64_t>(kThreads) * vec * 4;
+    // and hold ≥ kStatsLoads vectors per thread.
+    const int64_t min_len = static_cast<int64_t>(kThreads) * vec * kStatsLoads;
     const int64_t want = std::min<int64_t>(ceil_div(stats_target, plan.planes), kMaxChunks);
     const int64_t most = std::max<int64_t>(1, hw / min_len);
     const int64_t chunks = std::max<int64_t>(1, std::min(want, most));
@@ -519,11 +596,13 @@ Plan make_plan(const InstanceNormArgs& a, int elem_size) {
     const bool x_vec = a.C % vec == 0 && aligned16(a.x);
     plan.stats_vec = x_vec ? vec : 1;
     const int64_t stats_groups = a.C / plan.stats_vec;
-    plan.stats_tile_groups = static_cast<int>(std::min<int64_t>(stats_groups, kMaxTileGroups));
+    // A power of two, for the shuffle reduction; lanes past the last group idle (C = 3, 33, ...).
+    plan.stats_tile_groups = 1;
+    while (plan.stats_tile_groups < std::min<int64_t>(stats_groups, kMaxTileGroups)) plan.stats_tile_groups *= 2;
     plan.stats_tiles = static_cast<int>(ceil_div(stats_groups, plan.stats_tile_groups));
     const int64_t rows_per_sweep = kThreads / plan.stats_tile_groups;
     const int64_t want = std::min<int64_t>(ceil_div(stats_target, a.N * plan.stats_tiles), kMaxChunks);
-    const int64_t most = std::max<int64_t>(1, hw / (rows_per_sweep * 4));
+    const int64_t most = std::max<int64_t>(1, hw / (rows_per_sweep * kStatsLoads));
     const int64_t chunks = std::max<int64_t>(1, std::min(want, most));
     plan.chunk_len = ceil_div(hw, chunks);
     plan.chunks = static_cast<int>(ceil_div(hw, plan.chunk_len));
@@ -546,8 +625,7 @@ Plan make_plan(const InstanceNormArgs& a, int elem_size) {
   }
   plan.coef_offset = 0;
   plan.partials_offset = static_cast<size_t>(plan.planes) * sizeof(float4);
-  plan.shifts_offset = plan.partials_offset + static_cast<size_t>(plan.planes) * plan.chunks * sizeof(float2);
-  plan.bytes = plan.shifts_offset + static_cast<size_t>(plan.planes) * sizeof(float);
+  plan.bytes = plan.partials_offset + static_cast<size_t>(plan.planes) * plan.chunks * sizeof(float4);
   return plan;
 }
 
@@ -567,8 +645,7 @@ InstanceNormArgs normalised(const InstanceNormArgs& in) {
 template <typename T>
 cudaError_t launch_typed(const InstanceNormArgs& a, const Plan& plan, char* ws, cudaStream_t stream) {
   float4* coef = reinterpret_cast<float4*>(ws + plan.coef_offset);
-  float2* partials = reinterpret_cast<float2*>(ws + plan.partials_offset);
-  float* shifts = reinterpret_cast<float*>(ws + plan.shifts_offset);
+  float4* partials = reinterpret_cast<float4*>(ws + plan.partials_offset);
   const T* x = static_cast<const T*>(a.x);
   const int64_t hw = a.H * a.W;
   constexpr int kVec = 16 / sizeof(T);
@@ -577,7 +654,7 @@ cudaError_t launch_typed(const InstanceNormArgs& a, const Plan& plan, char* ws, 
     const int64_t blocks = plan.planes * plan.chunks;
     if (blocks > INT_MAX) return cudaErrorInvalidConfiguration;
     stats_nchw_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-        x, hw, plan.chunks, plan.chunk_len, partials, shifts);
+        x, hw, plan.chunks, plan.chunk_len, partials);
   } else {
     const int64_t blocks = a.N * plan.stats_tiles * plan.chunks;
     if (blocks > INT_MAX) return cudaErrorInvalidConfiguration;
@@ -585,11 +662,11 @@ cudaError_t launch_typed(const InstanceNormArgs& a, const Plan& plan, char* ws, 
     if (plan.stats_vec == kVec) {
       stats_nhwc_kernel<T, kVec><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
           x, hw, static_cast<int>(a.C), groups, plan.stats_tile_groups, plan.stats_tiles, plan.chunks,
-          plan.chunk_len, partials, shifts);
+          plan.chunk_len, partials);
     } else {
       stats_nhwc_kernel<T, 1><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
           x, hw, static_cast<int>(a.C), groups, plan.stats_tile_groups, plan.stats_tiles, plan.chunks,
-          plan.chunk_len, partials, shifts);
+          plan.chunk_len, partials);
     }
   }
   cudaError_t err = cudaPeekAtLastError();
@@ -598,7 +675,7 @@ cudaError_t launch_typed(const InstanceNormArgs& a, const Plan& plan, char* ws, 
   const int64_t finalize_blocks = ceil_div(plan.planes, kThreads / 32);
   if (finalize_blocks > INT_MAX) return cudaErrorInvalidConfiguration;
   finalize_kernel<<<static_cast<unsigned>(finalize_blocks), kThreads, 0, stream>>>(
-      partials, shifts, a.weight, a.bias, coef, plan.planes, a.C, plan.chunks,
+      partials, a.weight, a.bias, coef, plan.planes, a.C, plan.chunks,
       1.0 / static_cast<double>(hw), a.eps);
   err = cudaPeekAtLastError();
   if (err != cudaSuccess) return err;
