@@ -6,7 +6,10 @@ every convolution uses padding=0 and reads a channels_last tensor that the prece
 wrote already reflection-padded (and, in the decoder, already ×2 upsampled), so no pad or
 upsample pass is ever materialised. One CUDA graph is captured per input shape and dtype
 (warm-up on a side stream first, as the `torch.cuda.graphs` docs prescribe) and replayed;
-inputs that live on the CPU go through a pinned staging buffer. It follows the runner
+inputs that live on the CPU go through a pinned staging buffer. The two 9×9 convolutions
+(conv1, deconv3) can also run on StyleForge's tensor-core op (`kernels.conv9x9`): for each
+shape, outside capture, both it and cuDNN are timed on the real input with CUDA events and the
+faster is kept (`layer_choices` records which and why). It follows the runner
 contract of `engine.backends`: float (N, 3, H, W) in 0–255, H and W multiples of 4 → the raw
 network output in float32. It is not a training path (inference only, no autograd). On a CPU
 device it runs the same plan eagerly, without graphs, through the op's reference twin: slow,
@@ -14,6 +17,7 @@ but it lets CI check the plan against the reference model.
 """
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -26,6 +30,18 @@ from ..models.transformer_net import TransformerNet
 MIN_SIDE = 8          # the 1/4-scale planes must be ≥ 2 px for their reflection pad of 1
 MAX_GRAPHS = 8        # captured shapes kept (each holds its own activation memory)
 WARMUP_ITERS = 3
+CHOICE_REPS = 5       # timed calls per provider when choosing a 9×9 convolution
+CHOICE_REL_TOL = 5e-2  # the op must agree with cuDNN this well before it may be chosen
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LayerChoice:
+    provider: str                   # "styleforge" (the conv9x9 op) or "cudnn"
+    reason: str                     # "faster", "slower", or why the op was not tried
+    op_ms: float | None = None      # median of CHOICE_REPS calls
+    cudnn_ms: float | None = None
 
 
 @dataclass
@@ -55,6 +71,8 @@ class FusedRunner:
         self.use_graphs = use_graphs and device.type == "cuda"
         self._graphs: OrderedDict[tuple, _Graph] = OrderedDict()
         self.captures = 0
+        # (layer, input shape) → which implementation runs the 9×9 convolution there.
+        self.layer_choices: dict[tuple[str, tuple[int, ...]], LayerChoice] = {}
 
         def conv(layer) -> tuple[torch.Tensor, int]:
             conv2d = layer.conv2d
@@ -74,6 +92,7 @@ class FusedRunner:
         self.decoder = [(conv(m.deconv1), norm(m.in4)), (conv(m.deconv2), norm(m.in5))]
         self.head_weight, _ = conv(m.deconv3)
         self.head_bias = m.deconv3.conv2d.bias.detach().to(device, dtype)
+        self.head_bias32 = m.deconv3.conv2d.bias.detach().to(device, torch.float32)
         self.head_pad = m.deconv3.reflection_pad.padding[0]   # 4: the 9×9 head convolution
         self.input_pad = m.conv1.reflection_pad.padding[0]     # 4: the 9×9 first convolution
 
@@ -84,8 +103,8 @@ class FusedRunner:
         p = self.input_pad
         x = x.to(self.dtype).contiguous(memory_format=torch.channels_last)
         y = F.pad(x, (p, p, p, p), mode="reflect")      # the only pad the op cannot fold: the input's
-        for (weight, stride), n in self.encoder:
-            y = F.conv2d(y, weight, None, stride)
+        for i, ((weight, stride), n) in enumerate(self.encoder):
+            y = self._conv9x9("conv1", y, weight) if i == 0 else F.conv2d(y, weight, None, stride)
             y = kernels.instance_norm(y, n.weight, n.bias, relu=True, pad=1)
         # y: (N, 128, H/4 + 2, W/4 + 2), reflection-padded: its interior is the residual input.
         last = len(self.residual) - 1
@@ -100,7 +119,60 @@ class FusedRunner:
         y = kernels.instance_norm(F.conv2d(y, w4), n4.weight, n4.bias, relu=True, pad=1, upsample=2)
         (w5, _), n5 = self.decoder[1]
         y = kernels.instance_norm(F.conv2d(y, w5), n5.weight, n5.bias, relu=True, pad=self.head_pad)
-        return F.conv2d(y, self.head_weight, self.head_bias).float()
+        return self._conv9x9("deconv3", y, self.head_weight, self.head_bias)
+
+    # ---- the two 9×9 convolutions: cuDNN or the conv9x9 op, whichever is faster -------------
+
+    def _conv9x9(self, name: str, y: torch.Tensor, weight: torch.Tensor,
+                 bias: torch.Tensor | None = None) -> torch.Tensor:
+        """conv1 (bias None: the norm after it cancels it) or deconv3 (→ float32) on padded y."""
+        head = name == "deconv3"
+        key = (name, tuple(y.shape))
+        choice = self.layer_choices.get(key)
+        if choice is None:
+            choice = self._choose(name, y, weight, bias)
+            if choice.reason != "capturing":    # decide again outside the caller's capture
+                self.layer_choices[key] = choice
+        if choice.provider == "styleforge":
+            return torch.ops.styleforge.conv9x9(y, weight, self.head_bias32 if head else None, head)
+        out = F.conv2d(y, weight, bias)
+        return out.float() if head else out
+
+    def _op_call(self, name: str, y: torch.Tensor, weight: torch.Tensor):
+        head = name == "deconv3"
+        bias = self.head_bias32 if head else None
+        if y.device.type != "cuda" or self.dtype not in (torch.float16, torch.bfloat16):
+            return None, "needs a CUDA device and fp16/bf16"
+        if kernels.current_mode() == "reference":
+            return None, "kernels in reference mode"
+        if not kernels.conv9x9_supported(y, weight, bias, head):
+            return None, "shape or dtype not supported by the op"
+        ok, why = kernels.cuda_kernels_available()
+        if not ok:
+            return None, why
+        return (lambda: torch.ops.styleforge.conv9x9(y, weight, bias, head)), ""
+
+    def _choose(self, name: str, y: torch.Tensor, weight: torch.Tensor,
+                bias: torch.Tensor | None) -> LayerChoice:
+        op, why = self._op_call(name, y, weight)
+        if op is None:
+            return LayerChoice("cudnn", why)
+        if torch.cuda.is_current_stream_capturing():
+            return LayerChoice("cudnn", "capturing")
+        cudnn = (lambda: F.conv2d(y, weight, bias))
+        want, got = cudnn().double(), op().double()       # the first calls also warm both up
+        err = float((got - want).norm() / want.norm().clamp_min(1e-30))
+        if not err <= CHOICE_REL_TOL:
+            log.warning("conv9x9 op disagrees with cuDNN on %s %s (rel err %.3g): keeping cuDNN",
+                        name, tuple(y.shape), err)
+            return LayerChoice("cudnn", f"op disagrees with cuDNN (rel err {err:.3g})")
+        op_ms, cudnn_ms = _median_ms(op), _median_ms(cudnn)
+        faster = op_ms < cudnn_ms
+        choice = LayerChoice("styleforge" if faster else "cudnn", "faster" if faster else "slower",
+                             op_ms, cudnn_ms)
+        log.info("%s %s: conv9x9 op %.3f ms, cuDNN %.3f ms → %s", name, tuple(y.shape), op_ms, cudnn_ms,
+                 choice.provider)
+        return choice
 
     # ---- the runner contract ----------------------------------------------------------------
 
@@ -148,12 +220,13 @@ class FusedRunner:
         return entry
 
     def _capture(self, static_in: torch.Tensor) -> _Graph:
-        benchmark, tf32 = torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32
+        benchmark = torch.backends.cudnn.benchmark
         # Let cuDNN time its algorithms during warm-up; capture then records the chosen ones.
-        torch.backends.cudnn.benchmark = True
-        # fp32 means fp32: TF32 convolutions put the output ~1e-3 (relative) off the fp32
-        # reference (measured on an H200 at 512²), which is bf16-class error at fp32 cost.
-        torch.backends.cudnn.allow_tf32 = self.dtype != torch.float32
+        # fp32 is the exception: it follows PyTorch's own rules like the reference backend
+        # (TF32 unless torch.backends.cudnn.allow_tf32 is False) with cuDNN's heuristic choice,
+        # because the autotuned TF32 algorithm landed 8.8e-4 (relative) off exact fp32 at 512² on
+        # an H200, 5× the reference backend's TF32 error, while exact fp32 ran 4.5× slower.
+        torch.backends.cudnn.benchmark = self.dtype != torch.float32
         try:
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
@@ -165,6 +238,20 @@ class FusedRunner:
             with torch.cuda.graph(graph):
                 static_out = self.forward(static_in)
         finally:
-            torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = benchmark, tf32
+            torch.backends.cudnn.benchmark = benchmark
         self.captures += 1
         return _Graph(graph, static_in, static_out)
+
+
+def _median_ms(fn) -> float:
+    """Median of CHOICE_REPS calls of fn on the current stream, by CUDA events (synchronises)."""
+    fn()
+    times = []
+    for _ in range(CHOICE_REPS):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return sorted(times)[len(times) // 2]
