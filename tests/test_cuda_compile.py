@@ -51,7 +51,8 @@ def _cuda_include() -> Path | None:
 
 @pytest.mark.skipif(shutil.which("g++") is None or _torch_cuda_headers() is None or _cuda_include() is None,
                     reason="needs g++, torch's c10/cuda headers and the CUDA headers")
-def test_bindings_pass_a_syntax_check(tmp_path):
+@pytest.mark.parametrize("bindings", ["bindings.cpp", "bindings_conv.cpp"])
+def test_bindings_pass_a_syntax_check(tmp_path, bindings):
     include = _torch_cuda_headers()
     # CPU wheels ship c10/cuda headers but not this generated one; an empty stand-in suffices.
     stub = tmp_path / "c10" / "cuda" / "impl"
@@ -60,7 +61,7 @@ def test_bindings_pass_a_syntax_check(tmp_path):
         (stub / "cuda_cmake_macros.h").write_text("#pragma once\n")
     cmd = ["g++", "-std=c++20", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-isystem", str(tmp_path),
            "-isystem", str(include), "-isystem", str(include / "torch" / "csrc" / "api" / "include"),
-           "-isystem", str(_cuda_include()), str(CSRC / "bindings.cpp")]
+           "-isystem", str(_cuda_include()), str(CSRC / bindings)]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
 

@@ -18,6 +18,7 @@ but it lets CI check the plan against the reference model.
 from __future__ import annotations
 
 import logging
+import os
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -93,6 +94,8 @@ class FusedRunner:
         self.head_weight, _ = conv(m.deconv3)
         self.head_bias = m.deconv3.conv2d.bias.detach().to(device, dtype)
         self.head_bias32 = m.deconv3.conv2d.bias.detach().to(device, torch.float32)
+        # The conv9x9 op reads (Cout, Cin, 9, 9)-contiguous weights: keep copies, not per-call ones.
+        self.op_weights = {"conv1": self.encoder[0][0][0].contiguous(), "deconv3": self.head_weight.contiguous()}
         self.head_pad = m.deconv3.reflection_pad.padding[0]   # 4: the 9×9 head convolution
         self.input_pad = m.conv1.reflection_pad.padding[0]     # 4: the 9×9 first convolution
 
@@ -134,17 +137,19 @@ class FusedRunner:
             if choice.reason != "capturing":    # decide again outside the caller's capture
                 self.layer_choices[key] = choice
         if choice.provider == "styleforge":
-            return torch.ops.styleforge.conv9x9(y, weight, self.head_bias32 if head else None, head)
+            return torch.ops.styleforge.conv9x9(y, self.op_weights[name], self.head_bias32 if head else None, head)
         out = F.conv2d(y, weight, bias)
         return out.float() if head else out
 
-    def _op_call(self, name: str, y: torch.Tensor, weight: torch.Tensor):
+    def _op_call(self, name: str, y: torch.Tensor):
         head = name == "deconv3"
-        bias = self.head_bias32 if head else None
+        bias, weight = (self.head_bias32 if head else None), self.op_weights[name]
         if y.device.type != "cuda" or self.dtype not in (torch.float16, torch.bfloat16):
             return None, "needs a CUDA device and fp16/bf16"
         if kernels.current_mode() == "reference":
             return None, "kernels in reference mode"
+        if os.environ.get("STYLEFORGE_CONV9X9", "auto").lower() in ("0", "off", "cudnn"):
+            return None, "STYLEFORGE_CONV9X9=off"
         if not kernels.conv9x9_supported(y, weight, bias, head):
             return None, "shape or dtype not supported by the op"
         ok, why = kernels.cuda_kernels_available()
@@ -154,7 +159,7 @@ class FusedRunner:
 
     def _choose(self, name: str, y: torch.Tensor, weight: torch.Tensor,
                 bias: torch.Tensor | None) -> LayerChoice:
-        op, why = self._op_call(name, y, weight)
+        op, why = self._op_call(name, y)
         if op is None:
             return LayerChoice("cudnn", why)
         if torch.cuda.is_current_stream_capturing():

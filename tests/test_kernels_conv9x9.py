@@ -1,0 +1,388 @@
+"""The tensor-core 9×9 convolution op (conv1: 3→32, deconv3: 32→3) against float64 F.conv2d.
+
+CPU (CI): the twin against float64, the op's registrations (opcheck, fake, switch), named
+argument errors, a pure-Python model of the kernels' per-lane fragment index math for single
+mma.m16n8k16 steps, and the real conv9x9.cu run through the warp emulator
+(dev/kernels/conv9x9/emulator: mma/ldmatrix modelled from the PTX ISA) on tails, batches and
+persistent-grid loops. GPU: the CUDA op against float64 under conftest's low-precision rule
+(≤ 2× the error of cuDNN's own same-dtype convolution), edge and 1080p/4K shapes, poisoned
+output memory, misaligned and NCHW inputs, fp32 output, CUDA graph capture, opcheck.
+"""
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import assert_matches_reference, rel_error
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from styleforge import kernels
+from styleforge.kernels import reference_conv
+
+OP = torch.ops.styleforge.conv9x9.default
+LOW = (torch.bfloat16, torch.float16)
+LAYERS = {"conv1": (3, 32), "deconv3": (32, 3)}
+EMULATOR = Path(__file__).resolve().parents[1] / "dev" / "kernels" / "conv9x9" / "emulator"
+
+
+def make_inputs(layer, n, h, w, dtype=torch.bfloat16, device="cpu", bias=True, seed=0):
+    """A pre-padded x for an (h, w) output with the layer's realistic value range, weight, bias."""
+    cin, cout = LAYERS[layer]
+    g = torch.Generator().manual_seed(seed)
+    if layer == "conv1":    # the image in 0–255
+        x = torch.rand(n, cin, h + 8, w + 8, generator=g, dtype=torch.float64) * 255
+    else:                   # a ReLU'd InstanceNorm output: non-negative, mean ≈ 0.4
+        x = torch.relu(torch.randn(n, cin, h + 8, w + 8, generator=g, dtype=torch.float64))
+    weight = torch.randn(cout, cin, 9, 9, generator=g, dtype=torch.float64) / (cin * 81) ** 0.5
+    b = torch.randn(cout, generator=g) if bias else None
+    x = x.to(device, dtype).contiguous(memory_format=torch.channels_last)
+    return x, weight.to(device, dtype), None if b is None else b.to(device)
+
+
+def ref64(x, weight, bias):
+    return F.conv2d(x.double(), weight.double(), None if bias is None else bias.double())
+
+
+def torch_same_dtype(x, weight, bias):
+    return F.conv2d(x, weight, None if bias is None else bias.to(x.dtype))
+
+
+# ---- the twin and the op's registrations (CPU, CI) ------------------------------------------
+
+@pytest.mark.parametrize("layer", list(LAYERS))
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+def test_reference_matches_float64(layer, dtype):
+    for bias in (True, False):
+        x, w, b = make_inputs(layer, 2, 5, 7, dtype, bias=bias)
+        out = reference_conv.conv9x9(x, w, b)
+        assert out.dtype == dtype and out.is_contiguous(memory_format=torch.channels_last)
+        assert_matches_reference(out, ref64(x, w, b), torch_same_dtype(x, w, b))
+    x, w, b = make_inputs("deconv3", 1, 4, 6, dtype)
+    out = reference_conv.conv9x9(x, w, b, out_float32=True)
+    assert out.dtype == torch.float32 and rel_error(out, ref64(x, w, b)) <= 1e-5
+
+
+def _bad(**overrides):
+    x, w, b = make_inputs("deconv3", 1, 2, 2)
+    args = dict(x=x, weight=w, bias=b, out_float32=False)
+    args.update(overrides)
+    return args
+
+
+BAD_ARGS = {
+    "x not 4-D": (dict(x=torch.zeros(32, 10, 10, dtype=torch.bfloat16)), "4-D"),
+    "fp32 x": (dict(x=torch.zeros(1, 32, 10, 10)), "unsupported"),
+    "weight dtype": (dict(weight=torch.zeros(3, 32, 9, 9, dtype=torch.float16)), "weight dtype"),
+    "weight 3x3": (dict(weight=torch.zeros(3, 32, 3, 3, dtype=torch.bfloat16)), r"\(Cout, Cin, 9, 9\)"),
+    "channels mismatch": (dict(weight=torch.zeros(3, 16, 9, 9, dtype=torch.bfloat16)), "Cin=16"),
+    "unsupported channels": (dict(x=torch.zeros(1, 64, 10, 10, dtype=torch.bfloat16),
+                                  weight=torch.zeros(3, 64, 9, 9, dtype=torch.bfloat16)), "unsupported"),
+    "input smaller than 9": (dict(x=torch.zeros(1, 32, 8, 12, dtype=torch.bfloat16)), "at least 9x9"),
+    "bias shape": (dict(bias=torch.zeros(4)), "bias"),
+    "integer bias": (dict(bias=torch.zeros(3, dtype=torch.int32)), "floating"),
+    "fp32 out for conv1": (dict(x=torch.zeros(1, 3, 10, 10, dtype=torch.bfloat16),
+                                weight=torch.zeros(32, 3, 9, 9, dtype=torch.bfloat16), bias=None,
+                                out_float32=True), "out_float32"),
+}
+
+
+@pytest.mark.parametrize("label", list(BAD_ARGS))
+def test_bad_arguments_are_named(label):
+    overrides, needle = BAD_ARGS[label]
+    with pytest.raises(ValueError, match=needle):
+        OP(*_bad(**overrides).values())
+    assert not kernels.conv9x9_supported(*_bad(**overrides).values())
+
+
+def _opcheck_samples():
+    x1, w1, _ = make_inputs("conv1", 2, 3, 5, torch.bfloat16)
+    x3, w3, b3 = make_inputs("deconv3", 1, 4, 3, torch.float16)
+    xg, wg, bg = make_inputs("deconv3", 1, 2, 2, torch.bfloat16)
+    return [(x1, w1, None, False), (x3, w3, b3, True), (x3, w3, b3.half(), False),
+            (xg.requires_grad_(), wg.requires_grad_(), bg.requires_grad_(), False)]
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_opcheck(index):
+    torch.library.opcheck(OP, _opcheck_samples()[index])
+
+
+def test_fake_impl_matches_real_shape_and_strides():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    for layer, out_float32 in (("conv1", False), ("deconv3", True)):
+        x, w, b = make_inputs(layer, 2, 3, 4)
+        real = OP(x, w, b, out_float32)
+        with FakeTensorMode() as mode:
+            fake = OP(mode.from_tensor(x), mode.from_tensor(w), mode.from_tensor(b), out_float32)
+        assert fake.shape == real.shape and fake.stride() == real.stride() and fake.dtype == real.dtype
+
+
+class _Recorder(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def test_switch_routes_between_op_and_twin():
+    x, w, b = make_inputs("deconv3", 1, 2, 3)
+    with _Recorder() as rec:
+        via_op = kernels.conv9x9(x, w, b, out_float32=True)
+    assert rec.ops == ["styleforge.conv9x9.default"]
+    with kernels.using("reference"), _Recorder() as rec:
+        via_twin = kernels.conv9x9(x, w, b, out_float32=True)
+    assert "styleforge.conv9x9.default" not in rec.ops
+    torch.testing.assert_close(via_op, via_twin, rtol=0, atol=0)
+
+
+# ---- the kernels' fragment index math, modelled per lane (CPU) ------------------------------
+# The PTX tables for mma.m16n8k16 (g = lane // 4, t = lane % 4): A reg r of lane holds
+# (row, col) = (g + 8·(r & 1), 2t + 8·(r >> 1)) and +1 column in its high half; B reg r holds
+# (k, n) = (2t + 8r, g) and (2t + 8r + 1, g); C element e holds (g + 8·(e >> 1), 2t + (e & 1)).
+
+def _mma_from_fragments(a_pairs, b_pairs):
+    """D = A·B rebuilt from per-lane fragments: a_pairs[lane][r] and b_pairs[lane][r] are (lo, hi)."""
+    A, B = np.full((16, 16), np.nan), np.full((16, 8), np.nan)
+    for lane in range(32):
+        g, t = divmod(lane, 4)
+        for r in range(4):
+            row, col = g + 8 * (r & 1), 2 * t + 8 * (r >> 1)
+            A[row, col], A[row, col + 1] = a_pairs[lane][r]
+        for r in range(2):
+            B[2 * t + 8 * r, g], B[2 * t + 8 * r + 1, g] = b_pairs[lane][r]
+    assert not np.isnan(A).any() and not np.isnan(B).any(), "a fragment element was never loaded"
+    D = A @ B
+    return np.array([[D[g + 8 * (e >> 1), 2 * t + (e & 1)] for e in range(4)]
+                     for g, t in (divmod(lane, 4) for lane in range(32))])
+
+
+def test_fragment_model_rgb_kernel():
+    """conv1: A from the two staged copies of an input row (k = 3·kx + c), one mma per (ky, k-step)."""
+    rng = np.random.default_rng(0)
+    copy_len, cs, ky = 224, 48, 5
+    row = rng.standard_normal(copy_len + 1)
+    copies = np.stack([row[:copy_len], row[1:copy_len + 1]])          # copy 1 = row shifted by one
+    words = copies.reshape(-1, 2)                                     # 32-bit words (lo, hi) of the row
+    W = rng.standard_normal((32, 3, 9, 9))
+    for ks in range(2):
+        for nt in range(4):
+            a_pairs, b_pairs = [], []
+            for lane in range(32):
+                g, t = divmod(lane, 4)
+                e0 = (cs + g) * 3 + 2 * t                              # as in rgb_kernel
+                a_word = copy_len // 2 + (e0 - 1) // 2 if g & 1 else e0 // 2
+                base = a_word + ks * 8
+                a_pairs.append([tuple(words[base + off]) for off in (0, 12, 4, 16)])
+                n, k0 = nt * 8 + g, ks * 16 + 2 * t
+                bk = [W[n, k % 3, ky, k // 3] if k < 27 else 0.0 for k in (k0, k0 + 1, k0 + 8, k0 + 9)]
+                b_pairs.append([(bk[0], bk[1]), (bk[2], bk[3])])
+            got = _mma_from_fragments(a_pairs, b_pairs)
+            for lane in range(32):
+                g, t = divmod(lane, 4)
+                for e in range(4):
+                    m, ch = g + 8 * (e >> 1), nt * 8 + 2 * t + (e & 1)
+                    k = np.arange(ks * 16, ks * 16 + 16)
+                    valid = k < 27
+                    want = sum(row[(cs + m) * 3 + kk] * W[ch, kk % 3, ky, kk // 3] for kk in k[valid])
+                    assert abs(got[lane, e] - want) < 1e-9
+
+
+def test_fragment_model_head_kernel():
+    """deconv3: swizzled tile + ldmatrix.x4 for A (16 pixels × 16 channels), B per (tap, k-step)."""
+    rng = np.random.default_rng(1)
+    cols, rows = 40, 24
+    tile = rng.standard_normal((rows * cols, 32))                     # [pixel][channel]
+    smem = np.full(rows * cols * 32, np.nan)                          # 16-bit slots
+    for P in range(rows * cols):
+        for q in range(4):                                            # head_chunk_offset, in elements
+            off = (P * 64 + ((q ^ ((P >> 1) & 3)) << 4)) // 2
+            smem[off:off + 8] = tile[P, 8 * q:8 * q + 8]
+    W = rng.standard_normal((3, 32, 9, 9))
+    wr0, cs, R, kx, ky = 8, 16, 11, 7, 3
+    for ks in range(2):
+        addr = []
+        for lane in range(32):
+            P = (wr0 + R) * cols + cs + kx + (lane & 15)
+            q = ks * 2 + (lane >> 4)
+            off = P * 64 + ((q ^ ((P >> 1) & 3)) << 4)
+            assert off % 16 == 0
+            addr.append(off // 2)
+        # ldmatrix.x4: register i of lane l = word l % 4 of the row given by lane 8i + l // 4.
+        a_pairs = [[tuple(smem[addr[8 * i + lane // 4] + 2 * (lane % 4):][:2]) for i in range(4)]
+                   for lane in range(32)]
+        b_pairs = []
+        for lane in range(32):
+            n, c0 = lane >> 2, ks * 16 + (lane & 3) * 2
+            v = [W[n, c, ky, kx] if n < 3 else 0.0 for c in (c0, c0 + 1, c0 + 8, c0 + 9)]
+            b_pairs.append([(v[0], v[1]), (v[2], v[3])])
+        got = _mma_from_fragments(a_pairs, b_pairs)
+        for lane in range(32):
+            g, t = divmod(lane, 4)
+            for e in range(4):
+                m, n = g + 8 * (e >> 1), 2 * t + (e & 1)
+                P = (wr0 + R) * cols + cs + kx + m
+                want = tile[P, ks * 16:ks * 16 + 16] @ W[n, ks * 16:ks * 16 + 16, ky, kx] if n < 3 else 0.0
+                assert abs(got[lane, e] - want) < 1e-9
+
+
+def test_head_swizzle_is_bank_conflict_free():
+    """Any 8 consecutive pixels of one 16-byte chunk land in 8 distinct 4-bank groups."""
+    for P0 in range(64):
+        for q in range(4):
+            groups = {((P * 64 + ((q ^ ((P >> 1) & 3)) << 4)) // 16) % 8 for P in range(P0, P0 + 8)}
+            assert len(groups) == 8
+
+
+# ---- the real kernels on the CPU through the warp emulator ------------------------------------
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory):
+    # A unique module name: the instance_norm emulator's module is also called `emulate`.
+    spec = importlib.util.spec_from_file_location("conv9x9_emulate", EMULATOR / "emulate.py")
+    emulate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(emulate)
+    if shutil.which("g++") is None or emulate.cuda_include() is None:
+        pytest.skip("the kernel emulator needs g++ and the CUDA headers")
+    return emulate, emulate.build(tmp_path_factory.mktemp("conv9x9_emulator"))
+
+
+# label: (layer, N, H, W, dtype, bias, out_float32, emulated SM count → persistent grid of 2·SMs)
+EMULATED = {
+    "conv1 1x1 output": ("conv1", 1, 1, 1, torch.float16, False, False, 4),
+    "conv1 batch 2, tails in H and W": ("conv1", 2, 9, 67, torch.bfloat16, True, False, 1),
+    "conv1 wide, 3 tiles per block": ("conv1", 1, 7, 130, torch.float16, True, False, 1),
+    "deconv3 1x1 output": ("deconv3", 1, 1, 1, torch.bfloat16, True, False, 4),
+    "deconv3 batch 2, tails, fp32 out": ("deconv3", 2, 17, 33, torch.bfloat16, True, True, 1),
+    "deconv3 fp16 no bias, odd": ("deconv3", 1, 19, 35, torch.float16, False, False, 1),
+}
+
+
+@pytest.mark.parametrize("label", list(EMULATED))
+def test_emulated_kernel_matches_reference(emulator, label):
+    emulate, exe = emulator
+    layer, n, h, w, dtype, bias, out_float32, sms = EMULATED[label]
+    x, weight, b = make_inputs(layer, n, h, w, dtype, bias=bias, seed=len(label))
+    out = emulate.run(exe, x, weight, b, out_float32, num_sms=sms)
+    assert not torch.isnan(out).any(), "unwritten (poisoned) output elements"
+    want = reference_conv.conv9x9(x, weight, b, out_float32)
+    # Same products, fp32 vs double sums, one rounding to the output dtype: ≤ 1 ulp, rarely.
+    assert rel_error(out, want) <= (1e-6 if out_float32 else 2e-3)
+    assert_matches_reference(out.to(dtype), ref64(x, weight, b), torch_same_dtype(x, weight, b))
+
+
+# ---- the CUDA kernel (GPU) ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def cuda_op():
+    ok, reason = kernels.cuda_kernels_available()
+    assert ok, reason     # on a GPU machine a failed build is a failure, not a skip
+    return OP
+
+
+def _check_cuda(op, layer, n, h, w, dtype, bias=True, out_float32=False, seed=0):
+    x, weight, b = make_inputs(layer, n, h, w, dtype, "cuda", bias, seed)
+    out = op(x, weight, b, out_float32)
+    assert out.is_contiguous(memory_format=torch.channels_last)
+    assert out.dtype == (torch.float32 if out_float32 else dtype)
+    want = ref64(x, weight, b)
+    if out_float32:
+        assert rel_error(out, want) <= 1e-4   # fp32 tensor-core accumulation, no output rounding
+        out = out.to(dtype)
+    return assert_matches_reference(out, want, torch_same_dtype(x, weight, b))
+
+
+EDGE = [(1, 1, 1), (1, 7, 7), (2, 17, 33), (1, 33, 17), (2, 9, 65), (1, 31, 63), (3, 16, 32), (1, 1, 100),
+        (1, 100, 1)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layer", list(LAYERS))
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+def test_cuda_edge_shapes(cuda_op, layer, dtype):
+    for n, h, w in EDGE:
+        for bias in (True, False):
+            _check_cuda(cuda_op, layer, n, h, w, dtype, bias)
+    if layer == "deconv3":
+        for n, h, w in EDGE[:4]:
+            _check_cuda(cuda_op, layer, n, h, w, dtype, True, out_float32=True)
+
+
+LARGE = {"1080p": (1, 1080, 1920), "4K-ish": (1, 2160, 3840), "batch 2 at 512": (2, 512, 512)}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("label", list(LARGE))
+@pytest.mark.parametrize("layer", list(LAYERS))
+def test_cuda_large_planes(cuda_op, layer, label):
+    n, h, w = LARGE[label]
+    _check_cuda(cuda_op, layer, n, h, w, torch.bfloat16, bias=layer == "deconv3")
+    if label == "1080p":
+        _check_cuda(cuda_op, layer, n, h, w, torch.float16, bias=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layer", list(LAYERS))
+def test_cuda_poisoned_memory_is_fully_overwritten_and_deterministic(cuda_op, layer):
+    x, w, b = make_inputs(layer, 1, 133, 271, torch.bfloat16, "cuda")
+    outs = []
+    for _ in range(2):
+        poison = torch.full((64 << 20,), float("nan"), device="cuda")   # 256 MB of NaN, then freed
+        del poison
+        outs.append(cuda_op(x, w, b, False))
+        assert not torch.isnan(outs[-1]).any()
+    assert torch.equal(outs[0], outs[1]), "two runs differ: the kernel must be deterministic"
+
+
+@pytest.mark.gpu
+def test_cuda_misaligned_and_nchw_inputs(cuda_op):
+    x, w, b = make_inputs("conv1", 1, 20, 30, torch.float16, "cuda")
+    nhwc = x.permute(0, 2, 3, 1).reshape(-1)
+    base = torch.empty(nhwc.numel() + 1, dtype=x.dtype, device="cuda")
+    base[1:].copy_(nhwc)
+    view = base[1:].view(1, 28, 38, 3).permute(0, 3, 1, 2)    # channels_last at a 2-byte offset
+    assert view.data_ptr() % 16 != 0
+    for xin in (view, x.contiguous()):                         # misaligned, NCHW
+        assert_matches_reference(cuda_op(xin, w, b, False), ref64(x, w, b), torch_same_dtype(x, w, b))
+
+
+@pytest.mark.gpu
+def test_cuda_graph_capture_and_replay(cuda_op):
+    x, w, b = make_inputs("deconv3", 1, 64, 96, torch.bfloat16, "cuda")
+    static_x = x.clone()
+    cuda_op(static_x, w, b, True)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = cuda_op(static_x, w, b, True)
+    fresh, _, _ = make_inputs("deconv3", 1, 64, 96, torch.bfloat16, "cuda", seed=7)
+    static_x.copy_(fresh)
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(static_out, cuda_op(fresh, w, b, True), rtol=0, atol=0)
+
+
+@pytest.mark.gpu
+def test_cuda_opcheck(cuda_op):
+    x, w, b = make_inputs("conv1", 2, 10, 12, torch.bfloat16, "cuda")
+    torch.library.opcheck(cuda_op, (x, w, b, False))
+    x, w, b = make_inputs("deconv3", 1, 10, 12, torch.float16, "cuda")
+    torch.library.opcheck(cuda_op, (x, w, b, True))
+
+
+# ---- the fused engine's choice (CPU) -----------------------------------------------------------
+
+def test_engine_records_a_choice_per_nine_by_nine_layer():
+    from styleforge.engine.fused import FusedRunner
+    from styleforge.models import TransformerNet
+    runner = FusedRunner(TransformerNet().eval(), torch.device("cpu"), torch.bfloat16)
+    runner(torch.rand(1, 3, 16, 20) * 255)
+    choices = {name: c for (name, _), c in runner.layer_choices.items()}
+    assert set(choices) == {"conv1", "deconv3"}
+    assert all(c.provider == "cudnn" and "CUDA" in c.reason for c in choices.values())
