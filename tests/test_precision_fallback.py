@@ -28,3 +28,10 @@ def test_auto_precision_is_fp32_on_cpu():
     from styleforge.engine.backends import resolve_dtype
     assert resolve_dtype("auto", torch.device("cpu")) == torch.float32
     assert resolve_dtype("auto", torch.device("cuda")) == torch.float16
+
+
+def test_auto_backend_keeps_fp32_on_the_reference_path():
+    from styleforge.engine.backends import resolve_backend
+    cpu = torch.device("cpu")
+    assert resolve_backend("auto", cpu, torch.float32) == "reference"
+    assert resolve_backend("auto", cpu, torch.float16) == "reference"   # no CUDA: never fused

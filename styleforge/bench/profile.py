@@ -65,7 +65,7 @@ def profile_stylization(size: Size, device: str = "auto", backend: str = "auto",
                         output: str | Path = "trace.json", warmup: int = 3, top: int = 15) -> ProfileResult:
     dev = resolve_device(device)
     dtype = resolve_dtype(precision, dev)
-    chosen = resolve_backend(backend, dev)
+    chosen = resolve_backend(backend, dev, dtype)
     checkpoint, note = load_bench_style(style)
     runner = make_runner(build_model(checkpoint), dev, dtype, chosen)
     x = random_images(1, batch, size.height, size.width, dev, seed=7)[0]

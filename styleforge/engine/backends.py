@@ -47,8 +47,12 @@ def fused_available(device: torch.device) -> tuple[bool, str]:
     return ops.cuda_kernels_available()
 
 
-def resolve_backend(backend: str, device: torch.device) -> str:
+def resolve_backend(backend: str, device: torch.device, dtype: torch.dtype | None = None) -> str:
     if backend == "auto":
+        # fp32 stays on the reference backend: the fused engine's fp32 is exact (no TF32) and
+        # 2× slower than PyTorch's TF32 convolutions; fp16/bf16 are where the fused engine wins.
+        if dtype == torch.float32:
+            return "reference"
         ok, _ = fused_available(device)
         return "fused" if ok else "reference"
     if backend in ("fused", "compile") and device.type != "cuda":

@@ -225,13 +225,13 @@ class FusedRunner:
         return entry
 
     def _capture(self, static_in: torch.Tensor) -> _Graph:
-        benchmark = torch.backends.cudnn.benchmark
+        benchmark, tf32 = torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32
         # Let cuDNN time its algorithms during warm-up; capture then records the chosen ones.
-        # fp32 is the exception: it follows PyTorch's own rules like the reference backend
-        # (TF32 unless torch.backends.cudnn.allow_tf32 is False) with cuDNN's heuristic choice,
-        # because the autotuned TF32 algorithm landed 8.8e-4 (relative) off exact fp32 at 512² on
-        # an H200, 5× the reference backend's TF32 error, while exact fp32 ran 4.5× slower.
-        torch.backends.cudnn.benchmark = self.dtype != torch.float32
+        torch.backends.cudnn.benchmark = True
+        # fp32 here means exact fp32: cuDNN's channels_last TF32 convolutions landed 8.8e-4
+        # (relative) off fp32 at 512² on an H200, 5× the error of the NCHW reference backend's
+        # TF32, autotuned or not. `--backend auto` sends fp32 to the reference backend instead.
+        torch.backends.cudnn.allow_tf32 = self.dtype != torch.float32
         try:
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
@@ -243,7 +243,7 @@ class FusedRunner:
             with torch.cuda.graph(graph):
                 static_out = self.forward(static_in)
         finally:
-            torch.backends.cudnn.benchmark = benchmark
+            torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = benchmark, tf32
         self.captures += 1
         return _Graph(graph, static_in, static_out)
 

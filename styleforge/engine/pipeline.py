@@ -58,7 +58,7 @@ class Stylizer:
     def __post_init__(self):
         self.device = resolve_device(self.options.device)
         self.dtype = resolve_dtype(self.options.precision, self.device)
-        self.backend = resolve_backend(self.options.backend, self.device)
+        self.backend = resolve_backend(self.options.backend, self.device, self.dtype)
         self.checkpoint = load_weights(self.options)
         self.runner = make_runner(build_model(self.checkpoint), self.device, self.dtype, self.backend)
 
