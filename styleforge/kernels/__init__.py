@@ -2,8 +2,10 @@
 
 `instance_norm(...)` is the fused InstanceNorm family (statistics, affine, residual, ReLU,
 ×2 nearest upsample, reflection pad in one write); `conv9x9(...)` the tensor-core kernels of
-the network's two 9×9 convolutions (conv1, deconv3) on pre-padded channels_last input.
-`use("reference" | "cuda")` and the `using(...)` context manager choose the path for both;
+the network's two 9×9 convolutions (conv1, deconv3) on pre-padded channels_last input;
+`attention(...)` flash-style attention (fp16/bf16 tensor cores, key padding mask);
+`ffn(...)` the transformer feed-forward block (Linear → GELU → Linear + residual) on cuBLASLt epilogues.
+`use("reference" | "cuda")` and the `using(...)` context manager choose the path for all;
 "cuda" (the default) runs the CUDA kernel on CUDA tensors, built just in time on first use
 (see `build.py`), and the reference on CPU tensors.
 Importing this package compiles nothing.
@@ -17,7 +19,9 @@ from .ops import (
     use,
     using,
 )
+from .ops_attention import attention
 from .ops_conv import conv9x9, conv9x9_supported
+from .ops_ffn import ffn
 
-__all__ = ["MODES", "conv9x9", "conv9x9_supported", "cuda_kernels_available", "current_mode",
-           "ensure_cuda_kernels", "instance_norm", "use", "using"]
+__all__ = ["MODES", "attention", "conv9x9", "conv9x9_supported", "cuda_kernels_available", "current_mode",
+           "ensure_cuda_kernels", "ffn", "instance_norm", "use", "using"]
