@@ -1,0 +1,843 @@
+// Fused InstanceNorm family: statistics, affine, residual, ReLU, ×2 nearest upsample and
+// reflection pad in two passes over x (statistics, then one write of the padded output).
+//
+// Pure CUDA (runtime, fp16 and bf16 headers only, no torch) so CI can compile-check it with
+// nvcc on a machine without a GPU; bindings.cpp turns tensors into InstanceNormArgs. The
+// semantics are those of styleforge/kernels/reference.py.
+//
+// Design:
+//   1. stats:    every (n, c) plane is split over several blocks, since N·C can be 32 on a
+//                GPU of 132 SMs. Each thread sums x − shift and (x − shift)² in fp32 with its
+//                own first value as the shift, turns them into moments (n, mean, M2), and the
+//                moments are merged with Chan et al.'s pairwise formula: across lanes by
+//                shuffles, across warps in shared memory. Each block writes one (n, shift,
+//                mean − shift, M2) per channel to a partials array: no atomics, no memset, and
+//                the result is bitwise deterministic. A large mean (the network works in 0–255)
+//                costs no precision: see Moments.
+//                NCHW: a block reduces a contiguous chunk of one plane with 16-byte loads
+//                (scalar head/tail for misaligned starts). channels_last: a block takes a
+//                range of pixels × a tile of up to 32 channel groups, one group of 16 bytes
+//                (8 half/bf16 or 4 fp32 channels) per thread when C allows, else one channel.
+//   2. finalize: the partials of a plane are merged (Chan, fp64) into (mean_hi, scale, offset)
+//                so that y = (x − mean_hi)·scale + offset, where mean_hi is the mean rounded to
+//                fp32 and offset absorbs the rounding: x − mean_hi is exact near the mean, so a
+//                large mean costs no precision. channels_last tensors ≤ kFuseMaxBytes whose
+//                apply blocks touch ≤ kFuseMaxPlanes planes ("fused" plans, the network's 512²
+//                and mid shapes) get ≤ 16 partials per thread of an apply block, and every apply
+//                block merges its tile's partials into shared memory at its start: 2 launches.
+//                Other tensors (many partials per plane) keep a finalize kernel, one warp per
+//                plane: 3 launches. Either way no atomics, no counters, deterministic.
+//   3. apply:    iterates over OUTPUT pixels (coalesced writes); each output row/column maps
+//                to its source by reflection then ÷upsample; the residual is read through
+//                its own strides. channels_last writes 16 bytes per thread.
+// L2: the statistics pass streams x from its start to its end, so when it finishes the L2
+// cache holds the END of x; the apply pass therefore walks output rows from last to first and
+// finds its first ~L2-size of input there instead of in DRAM. Tensors that fit in L2 are read
+// from DRAM once; larger ones cost one read, one write and (size − L2) of re-read.
+// Length: ~840 lines, over STYLE.md's 600, because the host planner that sizes the grids must
+// stay in the same file as the kernels whose indexing it mirrors.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+
+#include "../instance_norm.h"
+
+namespace styleforge {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kMaxTileGroups = 32;   // channel groups per channels_last block (a power of two)
+constexpr int kMaxVec = 8;          // elements per 16-byte access (half/bf16)
+constexpr int kStatsLoads = 8;      // 16-byte loads in flight per thread in the statistics kernels
+constexpr int kMaxChunks = 4096;     // blocks per plane in the statistics pass
+constexpr int kMaxGridY = 65535;
+constexpr int kFuseMaxPlanes = kThreads;   // (n, channel) planes per apply block when finalize is fused
+constexpr int kFuseMaxPartials = 16 * kThreads;   // partials an apply block merges when fused
+constexpr int64_t kFuseMaxBytes = 40ll << 20;     // x larger than this keeps the finalize kernel
+constexpr int kUnroll = 4;           // loads in flight per thread in the apply kernels (×2 without residual)
+
+// ---- element access: fp32 math on fp32/fp16/bf16 storage ------------------------------------
+
+template <typename T> struct Elem;
+
+template <> struct Elem<float> {
+  static constexpr int kPerWord = 1;
+  __device__ __forceinline__ static float load(const float* p) { return __ldg(p); }
+  __device__ __forceinline__ static float unpack_one(float v) { return v; }
+  __device__ __forceinline__ static void store(float* p, float v) { *p = v; }
+  __device__ __forceinline__ static float unpack(uint32_t w, int) { return __uint_as_float(w); }
+  __device__ __forceinline__ static uint32_t pack(const float* v) { return __float_as_uint(v[0]); }
+};
+
+template <> struct Elem<__half> {
+  static constexpr int kPerWord = 2;
+  __device__ __forceinline__ static float load(const __half* p) { return __half2float(__ldg(p)); }
+  __device__ __forceinline__ static float unpack_one(__half v) { return __half2float(v); }
+  __device__ __forceinline__ static void store(__half* p, float v) { *p = __float2half_rn(v); }
+  __device__ __forceinline__ static float unpack(uint32_t w, int i) {
+    return __half2float(__ushort_as_half(static_cast<unsigned short>(i ? (w >> 16) : (w & 0xffffu))));
+  }
+  __device__ __forceinline__ static uint32_t pack(const float* v) {
+    return static_cast<uint32_t>(__half_as_ushort(__float2half_rn(v[0]))) |
+           (static_cast<uint32_t>(__half_as_ushort(__float2half_rn(v[1]))) << 16);
+  }
+};
+
+template <> struct Elem<__nv_bfloat16> {
+  static constexpr int kPerWord = 2;
+  __device__ __forceinline__ static float load(const __nv_bfloat16* p) { return __bfloat162float(__ldg(p)); }
+  __device__ __forceinline__ static float unpack_one(__nv_bfloat16 v) { return __bfloat162float(v); }
+  __device__ __forceinline__ static void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+  // bf16 is the top half of an fp32: widening is a shift, exact.
+  __device__ __forceinline__ static float unpack(uint32_t w, int i) {
+    return __uint_as_float(i ? (w & 0xffff0000u) : (w << 16));
+  }
+  __device__ __forceinline__ static uint32_t pack(const float* v) {
+    return static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(v[0]))) |
+           (static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(v[1]))) << 16);
+  }
+};
+
+// VEC elements at p as loaded: one 16-byte word when VEC·sizeof(T) == 16 (p must be 16-byte
+// aligned), one element when VEC == 1. Loads take the read-only path (__ldg): x and the residual
+// are never written by these kernels, and the compiler cannot prove that on its own. Kernels that
+// keep several loads in flight hold them packed (4 registers per 16 bytes, not 8 floats) and
+// widen each just before use.
+template <typename T, int VEC> struct Packed { uint4 w; };
+template <typename T> struct Packed<T, 1> { T w; };
+
+template <typename T, int VEC>
+__device__ __forceinline__ Packed<T, VEC> load_packed(const T* p) {
+  if constexpr (VEC == 1) {
+    return Packed<T, 1>{__ldg(p)};
+  } else {
+    static_assert(VEC * sizeof(T) == 16, "vector accesses are 16 bytes");
+    return Packed<T, VEC>{__ldg(reinterpret_cast<const uint4*>(p))};
+  }
+}
+
+template <typename T, int VEC>
+__device__ __forceinline__ void unpack(const Packed<T, VEC>& raw, float (&v)[VEC]) {
+  if constexpr (VEC == 1) {
+    v[0] = Elem<T>::unpack_one(raw.w);
+  } else {
+    const uint32_t w[4] = {raw.w.x, raw.w.y, raw.w.z, raw.w.w};
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) v[k] = Elem<T>::unpack(w[k / Elem<T>::kPerWord], k % Elem<T>::kPerWord);
+  }
+}
+
+template <typename T, int VEC>
+__device__ __forceinline__ void load_vec(const T* p, float (&v)[VEC]) {
+  unpack<T, VEC>(load_packed<T, VEC>(p), v);
+}
+
+template <typename T, int VEC>
+__device__ __forceinline__ void store_vec(T* p, const float (&v)[VEC]) {
+  if constexpr (VEC == 1) {
+    Elem<T>::store(p, v[0]);
+  } else {
+    static_assert(VEC * sizeof(T) == 16, "vector accesses are 16 bytes");
+    constexpr int kPer = Elem<T>::kPerWord;
+    uint32_t w[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) w[k] = Elem<T>::pack(v + k * kPer);
+    *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+}
+
+// Moments of a set of values: n of them, mean shift + mean, Σ(x − mean)² = m2. Each thread
+// takes its own first value as the shift (no shared sampling phase, no barrier) and sums
+// d = x − shift and d² in fp32: d is of the order of σ, so q − s·s/n does not cancel even when
+// |mean|/σ is 1000. Two sets merge by Chan et al.'s pairwise update with the difference of the
+// means formed as (shift_b − shift_a) + (mean_b − mean_a): the shifts are data values of one
+// plane, so their difference is exact or nearly, and the mean never rounds at its magnitude.
+struct Moments {
+  float n, shift, mean, m2;
+};
+
+__device__ __forceinline__ Moments moments_of(int count, float shift, float s, float q) {
+  Moments m{static_cast<float>(count), shift, 0.f, 0.f};
+  if (count > 0) {
+    m.mean = s / static_cast<float>(count);
+    m.m2 = fmaxf(fmaf(-s, m.mean, q), 0.f);
+  }
+  return m;
+}
+
+// a then b; keeps a's shift. Empty sets (n = 0) are the identity on either side.
+__device__ __forceinline__ Moments merge(Moments a, const Moments& b) {
+  if (b.n == 0.f) return a;
+  if (a.n == 0.f) return b;
+  const float n = a.n + b.n;
+  const float delta = (b.shift - a.shift) + (b.mean - a.mean);
+  const float fb = b.n / n;
+  a.mean = fmaf(delta, fb, a.mean);
+  a.m2 = a.m2 + b.m2 + delta * delta * a.n * fb;
+  a.n = n;
+  return a;
+}
+
+// Merge with the lane `o` away, lower lane first, so both lanes of a pair hold the same bits.
+__device__ __forceinline__ Moments merge_lane(const Moments& m, int o) {
+  Moments other;
+  other.n = __shfl_xor_sync(0xffffffffu, m.n, o);
+  other.shift = __shfl_xor_sync(0xffffffffu, m.shift, o);
+  other.mean = __shfl_xor_sync(0xffffffffu, m.mean, o);
+  other.m2 = __shfl_xor_sync(0xffffffffu, m.m2, o);
+  return (threadIdx.x & o) ? merge(other, m) : merge(m, other);
+}
+
+__device__ __forceinline__ float4 as_float4(const Moments& m) { return make_float4(m.n, m.shift, m.mean, m.m2); }
+__device__ __forceinline__ Moments as_moments(const float4& v) { return Moments{v.x, v.y, v.z, v.w}; }
+
+// Per-thread running sums against the thread's first value (see Moments).
+struct Accum {
+  float shift = 0.f, s = 0.f, q = 0.f;
+  int count = 0;
+  __device__ __forceinline__ void add(float x) {
+    if (count == 0) shift = x;
+    const float d = x - shift;
+    s += d;
+    q = fmaf(d, d, q);
+    ++count;
+  }
+  __device__ __forceinline__ Moments moments() const { return moments_of(count, shift, s, q); }
+};
+
+// Output index o along a side of `len` (already upsampled) source pixels padded by `pad`
+// → source index before the upsample. Needs pad < len, so one reflection suffices.
+__device__ __forceinline__ int source_index(int o, int pad, int len, int up_shift) {
+  int t = o - pad;
+  t = t < 0 ? -t : t;
+  t = t >= len ? 2 * (len - 1) - t : t;
+  return t >> up_shift;
+}
+
+// ReLU that keeps NaN (as torch.relu does); fmaxf would turn NaN into 0.
+__device__ __forceinline__ float relu_nan(float y) { return y < 0.f ? 0.f : y; }
+
+// ---- pass 1: statistics ------------------------------------------------------------------
+
+// grid.x = planes × chunks; block (plane, chunk) reduces elements [chunk·len, +len) of a plane.
+// Each thread issues kStatsLoads 16-byte loads before it uses the first.
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 2)
+stats_nchw_kernel(const T* __restrict__ x, int64_t hw, int chunks, int64_t chunk_len,
+                  float4* __restrict__ partials) {
+  constexpr int VEC = 16 / sizeof(T);
+  const int64_t plane = blockIdx.x / chunks;
+  const int chunk = static_cast<int>(blockIdx.x % chunks);
+  const int64_t begin = static_cast<int64_t>(chunk) * chunk_len;
+  const int64_t count = min(chunk_len, hw - begin);
+  const T* p = x + plane * hw + begin;
+  // Elements before the first 16-byte boundary (planes of odd size start misaligned).
+  const int misaligned = static_cast<int>((reinterpret_cast<uintptr_t>(p) & 15) / sizeof(T));
+  const int64_t head = min(static_cast<int64_t>((VEC - misaligned) % VEC), count);
+  const int64_t vectors = (count - head) / VEC;
+  const int64_t tail = head + vectors * VEC;
+
+  Accum acc;
+  if (threadIdx.x < head) acc.add(Elem<T>::load(p + threadIdx.x));
+  const T* body = p + head;
+  for (int64_t i0 = threadIdx.x; i0 < vectors; i0 += kStatsLoads * kThreads) {
+    Packed<T, VEC> raw[kStatsLoads];
+#pragma unroll
+    for (int u = 0; u < kStatsLoads; ++u) {
+      if (i0 + u * kThreads < vectors) raw[u] = load_packed<T, VEC>(body + (i0 + u * kThreads) * VEC);
+    }
+#pragma unroll
+    for (int u = 0; u < kStatsLoads; ++u) {
+      if (i0 + u * kThreads < vectors) {
+        float v[VEC];
+        unpack<T, VEC>(raw[u], v);
+        if (acc.count == 0) acc.shift = v[0];
+        float s = 0.f, q = 0.f;
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+          const float d = v[k] - acc.shift;
+          s += d;
+          q = fmaf(d, d, q);
+        }
+        acc.s += s;
+        acc.q += q;
+        acc.count += VEC;
+      }
+    }
+  }
+  if (tail + threadIdx.x < count) acc.add(Elem<T>::load(p + tail + threadIdx.x));
+
+  Moments m = acc.moments();
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = merge_lane(m, o);
+  __shared__ float4 warp_m[kThreads / 32];
+  if ((threadIdx.x & 31) == 0) warp_m[threadIdx.x >> 5] = as_float4(m);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    Moments total = as_moments(warp_m[0]);
+    for (int w = 1; w < kThreads / 32; ++w) total = merge(total, as_moments(warp_m[w]));
+    partials[plane * chunks + chunk] = as_float4(total);
+  }
+}
+
+// grid.x = N × tiles × chunks. Thread t handles channel group (tile·tile_groups + t % tile_groups)
+// of pixels chunk_begin + t / tile_groups, + rows, ... (rows = kThreads / tile_groups).
+// tile_groups is a power of two ≤ 32, so the lanes of a warp that share a channel group are
+// g, g + tile_groups, ...: they merge by shuffles, then the 8 warps through shared memory.
+template <typename T, int VEC>
+__global__ void __launch_bounds__(kThreads, 2)
+stats_nhwc_kernel(const T* __restrict__ x, int64_t hw, int C, int groups, int tile_groups, int tiles,
+                  int chunks, int64_t chunk_len, float4* __restrict__ partials) {
+  constexpr int kLoads = VEC == 1 ? kStatsLoads / 2 : kStatsLoads;
+  const int chunk = static_cast<int>(blockIdx.x % chunks);
+  const int64_t rest = blockIdx.x / chunks;
+  const int tile = static_cast<int>(rest % tiles);
+  const int64_t n = rest / tiles;
+  const int rows = kThreads / tile_groups;
+  const int g = threadIdx.x % tile_groups;
+  const int r = threadIdx.x / tile_groups;
+  const int tile_c0 = tile * tile_groups * VEC;
+  const int width = min(tile_groups, groups - tile * tile_groups) * VEC;   // channels in this tile
+  const bool active = g * VEC < width;
+
+  float shift[VEC], sum[VEC], sq[VEC];
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) shift[k] = sum[k] = sq[k] = 0.f;
+  int count = 0;
+  if (active) {
+    const int64_t p0 = static_cast<int64_t>(chunk) * chunk_len;
+    const int64_t p1 = min(p0 + chunk_len, hw);
+    const T* col = x + n * hw * C + tile_c0 + g * VEC;
+    for (int64_t pix0 = p0 + r; pix0 < p1; pix0 += static_cast<int64_t>(kLoads) * rows) {
+      Packed<T, VEC> raw[kLoads];
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) {
+        if (pix0 + u * rows < p1) raw[u] = load_packed<T, VEC>(col + (pix0 + u * rows) * C);
+      }
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) {
+        if (pix0 + u * rows < p1) {
+          float v[VEC];
+          unpack<T, VEC>(raw[u], v);
+          if (count == 0) {
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) shift[k] = v[k];
+          }
+#pragma unroll
+          for (int k = 0; k < VEC; ++k) {
+            const float d = v[k] - shift[k];
+            sum[k] += d;
+            sq[k] = fmaf(d, d, sq[k]);
+          }
+          ++count;
+        }
+      }
+    }
+  }
+  // [warp][channel in tile]; warp w's entry for group g comes from its lane g after the shuffles.
+  __shared__ float4 s_red[kThreads / 32][kMaxTileGroups * kMaxVec];
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) {
+    Moments m = moments_of(count, shift[k], sum[k], sq[k]);
+    for (int o = 16; o >= tile_groups; o >>= 1) m = merge_lane(m, o);   // uniform trip count
+    if (lane < tile_groups && active) s_red[threadIdx.x >> 5][g * VEC + k] = as_float4(m);
+  }
+  __syncthreads();
+  // A warp holds 32 / tile_groups rows, so with tile_groups = 32 ... 1 all 8 warps hold partials
+  // of every channel of the tile.
+  for (int i = threadIdx.x; i < width; i += kThreads) {
+    Moments total = as_moments(s_red[0][i]);
+    for (int w = 1; w < kThreads / 32; ++w) total = merge(total, as_moments(s_red[w][i]));
+    partials[(n * C + tile_c0 + i) * chunks + chunk] = as_float4(total);
+  }
+}
+
+// ---- pass 2: per-plane coefficients --------------------------------------------------------
+
+// coef = (mean_hi, scale, offset, 0) with y = (x − mean_hi)·scale + offset, from the `chunks`
+// partials of one plane. `lanes` consecutive lanes of a warp share the plane (a power of two
+// ≤ 32, the same for the whole warp, which calls this in convergence; a lane with live = false
+// contributes nothing). One sweep in fp64 around a common reference, the mean of partial 0:
+// with dᵢ = meanᵢ − ref, n·mean = n·ref + Σnᵢdᵢ and M2 = Σ(M2ᵢ + nᵢdᵢ²) − (Σnᵢdᵢ)²/n, which is
+// Chan's formula for many sets at once; |dᵢ| is of the order of σ, so fp64 loses nothing to the
+// subtraction. Only fmas per partial: the loads do not wait for one another (the v2 loop, two
+// sweeps, waited one L2 round trip per partial). Lane sums are xor butterflies, whose additions
+// commute, so every lane of a plane holds the same bits.
+__device__ __forceinline__ double plane_sum(double v, int lanes) {
+  for (int o = lanes >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// shift + (mean − shift) of a partial in fp64: exact, no rounding at the mean's magnitude.
+__device__ __forceinline__ double partial_mean(const float4& p) {
+  return static_cast<double>(p.y) + static_cast<double>(p.z);
+}
+
+__device__ __forceinline__ float4 plane_coef(const float4* __restrict__ mine, int chunks, int sub, int lanes,
+                                             bool live, const float* __restrict__ weight,
+                                             const float* __restrict__ bias, int64_t c, double eps) {
+  double n = 0.0, s1 = 0.0, s2 = 0.0, ref = 0.0;
+  if (live) {
+    ref = partial_mean(mine[0]);
+#pragma unroll 8
+    for (int i = sub; i < chunks; i += lanes) {
+      const float4 p = mine[i];
+      const double pn = static_cast<double>(p.x);
+      const double d = partial_mean(p) - ref;
+      n += pn;
+      s1 = fma(pn, d, s1);
+      s2 += fma(pn * d, d, static_cast<double>(p.w));
+    }
+  }
+  n = plane_sum(n, lanes);
+  s1 = plane_sum(s1, lanes);
+  s2 = plane_sum(s2, lanes);
+  if (!live) return make_float4(0.f, 0.f, 0.f, 0.f);
+  const double d_mean = s1 / n;
+  const double mean = ref + d_mean;
+  const double var = fmax(s2 - s1 * d_mean, 0.0) / n;
+  const double scale = (weight ? static_cast<double>(weight[c]) : 1.0) / sqrt(var + eps);
+  const float mean_hi = static_cast<float>(mean);
+  const double offset = (bias ? static_cast<double>(bias[c]) : 0.0) - (mean - mean_hi) * scale;
+  return make_float4(mean_hi, static_cast<float>(scale), static_cast<float>(offset), 0.f);
+}
+
+// Separate pass for tensors whose planes have many partials: one warp per plane.
+__global__ void __launch_bounds__(kThreads)
+finalize_kernel(const float4* __restrict__ partials, const float* __restrict__ weight,
+                const float* __restrict__ bias, float4* __restrict__ coef, int64_t planes, int64_t C,
+                int chunks, double eps) {
+  const int lane = threadIdx.x & 31;
+  const int64_t plane = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + (threadIdx.x >> 5);
+  if (plane >= planes) return;   // uniform per warp
+  const float4 k = plane_coef(partials + plane * chunks, chunks, lane, 32, true, weight, bias, plane % C, eps);
+  if (lane == 0) coef[plane] = k;
+}
+
+// ---- pass 3: apply and write the padded/upsampled output --------------------------------------
+
+struct ApplyParams {
+  const void* x;
+  void* out;
+  const void* res;
+  int64_t rs_n, rs_c, rs_h, rs_w;
+  const float4* coef;
+  int64_t rows;          // output rows: N·C·Ho (NCHW) or N·Ho (channels_last)
+  int C, H, W, Ho, Wo;
+  int pad, up_shift;
+  bool relu;
+  int cols_per_tile;     // output columns per block
+  int tiles, tile_groups, groups;   // channels_last channel tiling
+  // Fused finalize (channels_last, plan.fused): each block merges the partials of its channel
+  // tile for every n into shared memory first; coef is then unused.
+  const float4* partials;  // null: coef holds the finalize kernel's output
+  const float* weight;
+  const float* bias;
+  double eps;
+  int N, chunks, fuse_lanes;
+};
+
+// grid = (column tiles, min(rows, 65535)); a block walks rows with a grid stride. Each thread
+// issues kUnroll loads before its first store, so enough bytes are in flight per SM.
+template <typename T>
+__global__ void __launch_bounds__(kThreads) apply_nchw_kernel(ApplyParams p) {
+  const T* x = static_cast<const T*>(p.x);
+  T* out = static_cast<T*>(p.out);
+  const T* res = static_cast<const T*>(p.res);
+  const int hu = p.H << p.up_shift, wu = p.W << p.up_shift;
+  const int col0 = blockIdx.x * p.cols_per_tile;
+  const int col1 = min(col0 + p.cols_per_tile, p.Wo);
+  for (int64_t i = blockIdx.y; i < p.rows; i += gridDim.y) {
+    const int64_t row = p.rows - 1 - i;   // last rows first: see "L2" at the top
+    const int64_t plane = row / p.Ho;
+    const int oh = static_cast<int>(row - plane * p.Ho);
+    const int ih = source_index(oh, p.pad, hu, p.up_shift);
+    const float4 k = p.coef[plane];
+    const T* xrow = x + (plane * p.H + ih) * p.W;
+    T* orow = out + (plane * p.Ho + oh) * p.Wo;
+    const T* rrow = nullptr;
+    if (res != nullptr) {
+      const int64_t n = plane / p.C;
+      rrow = res + n * p.rs_n + (plane - n * p.C) * p.rs_c + ih * p.rs_h;
+    }
+    for (int ow0 = col0 + threadIdx.x; ow0 < col1; ow0 += kUnroll * kThreads) {
+      float v[kUnroll], r[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int ow = ow0 + u * kThreads;
+        v[u] = r[u] = 0.f;
+        if (ow < col1) {
+          const int iw = source_index(ow, p.pad, wu, p.up_shift);
+          v[u] = Elem<T>::load(xrow + iw);
+          if (rrow != nullptr) r[u] = Elem<T>::load(rrow + iw * p.rs_w);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int ow = ow0 + u * kThreads;
+        if (ow < col1) {
+          float y = fmaf(v[u] - k.x, k.y, k.z) + r[u];
+          if (p.relu) y = relu_nan(y);
+          Elem<T>::store(orow + ow, y);
+        }
+      }
+    }
+  }
+}
+
+// grid = (column tiles × channel tiles, min(N·Ho, 65535)). Thread t owns channel group
+// tile·tile_groups + t % tile_groups and output columns col0 + t / tile_groups + j·rows.
+// VEC > 1 needs x, out and the residual 16-byte aligned with channel stride 1 (host checks).
+// HAS_RES is a template constant so the common no-residual case keeps its registers for the
+// kUnroll loads in flight.
+template <typename T, int VEC, bool HAS_RES>
+__global__ void __launch_bounds__(kThreads, 2) apply_nhwc_kernel(ApplyParams p) {
+  constexpr int U = HAS_RES ? kUnroll : 2 * kUnroll;
+  const T* x = static_cast<const T*>(p.x);
+  T* out = static_cast<T*>(p.out);
+  const T* res = static_cast<const T*>(p.res);
+  const int tile = blockIdx.x % p.tiles;
+  const int col_tile = blockIdx.x / p.tiles;
+  const int rows_per_sweep = kThreads / p.tile_groups;
+  const int g = threadIdx.x % p.tile_groups;
+  const int r = threadIdx.x / p.tile_groups;
+  const int group = tile * p.tile_groups + g;
+  const int tile_c0 = tile * p.tile_groups * VEC;
+  const int width = min(p.tile_groups * VEC, p.C - tile_c0);   // channels in this tile
+  // [n][channel in tile]: N·width ≤ kFuseMaxPlanes (host checks).
+  __shared__ float4 s_coef[kFuseMaxPlanes];
+  if (p.partials != nullptr) {
+    const int slot = threadIdx.x / p.fuse_lanes;
+    const bool live = slot < p.N * width;
+    const int slot_n = live ? slot / width : 0;
+    const int64_t c = tile_c0 + (live ? slot % width : 0);
+    const int64_t plane = static_cast<int64_t>(slot_n) * p.C + c;
+    const float4 k = plane_coef(p.partials + plane * p.chunks, p.chunks, threadIdx.x % p.fuse_lanes,
+                                p.fuse_lanes, live, p.weight, p.bias, c, p.eps);
+    if (live && threadIdx.x % p.fuse_lanes == 0) s_coef[slot] = k;
+    __syncthreads();
+  }
+  if (r >= rows_per_sweep || group >= p.groups) return;   // no barriers below
+  const int c0 = group * VEC;
+  const int hu = p.H << p.up_shift, wu = p.W << p.up_shift;
+  const int col_begin = col_tile * p.cols_per_tile;
+  const int col1 = min(col_begin + p.cols_per_tile, p.Wo);
+
+  int64_t current_n = -1;
+  float mean[VEC], scale[VEC], offset[VEC];
+  for (int64_t i = blockIdx.y; i < p.rows; i += gridDim.y) {
+    const int64_t row = p.rows - 1 - i;   // last rows first: see "L2" at the top
+    const int64_t n = row / p.Ho;
+    const int oh = static_cast<int>(row - n * p.Ho);
+    const int ih = source_index(oh, p.pad, hu, p.up_shift);
+    if (n != current_n) {
+      current_n = n;
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        const float4 q = p.partials != nullptr ? s_coef[n * width + (c0 - tile_c0) + k] : p.coef[n * p.C + c0 + k];
+        mean[k] = q.x;
+        scale[k] = q.y;
+        offset[k] = q.z;
+      }
+    }
+    const T* xrow = x + (n * p.H + ih) * p.W * p.C + c0;
+    T* orow = out + (n * p.Ho + oh) * p.Wo * p.C + c0;
+    const T* rrow = HAS_RES ? res + n * p.rs_n + ih * p.rs_h + c0 * p.rs_c : nullptr;
+    for (int ow0 = col_begin + r; ow0 < col1; ow0 += U * rows_per_sweep) {
+      Packed<T, VEC> raw[U];
+      Packed<T, VEC> raw_res[HAS_RES ? U : 1];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int ow = ow0 + u * rows_per_sweep;
+        if (ow < col1) {
+          const int iw = source_index(ow, p.pad, wu, p.up_shift);
+          raw[u] = load_packed<T, VEC>(xrow + static_cast<int64_t>(iw) * p.C);
+          if constexpr (HAS_RES) raw_res[u] = load_packed<T, VEC>(rrow + iw * p.rs_w);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int ow = ow0 + u * rows_per_sweep;
+        if (ow < col1) {
+          float v[VEC];
+          unpack<T, VEC>(raw[u], v);
+          float rv[VEC];
+          if constexpr (HAS_RES) unpack<T, VEC>(raw_res[u], rv);
+#pragma unroll
+          for (int k = 0; k < VEC; ++k) {
+            float y = fmaf(v[k] - mean[k], scale[k], offset[k]);
+            if constexpr (HAS_RES) y += rv[k];
+            v[k] = p.relu ? relu_nan(y) : y;
+          }
+          store_vec<T, VEC>(orow + static_cast<int64_t>(ow) * p.C, v);
+        }
+      }
+    }
+  }
+}
+
+// ---- host: planning and launch -------------------------------------------------------------
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+struct Plan {
+  int64_t planes = 0;
+  // statistics
+  int stats_vec = 1;              // channels_last: elements per thread access (1 or 16 bytes)
+  int stats_tile_groups = 1, stats_tiles = 1;
+  int chunks = 1;
+  int64_t chunk_len = 0;          // elements (NCHW) or pixels (channels_last)
+  // apply
+  int apply_vec = 1;
+  int apply_tile_groups = 1, apply_tiles = 1;
+  int cols_per_tile = 1, col_tiles = 1;
+  int64_t rows = 0;
+  int64_t grid_y = 0;             // 0: min(rows, 65535)
+  bool fused = false;             // apply merges the partials itself (2 launches, not 3)
+  int fuse_lanes = 1;             // lanes per plane in that merge
+  // workspace byte offsets
+  size_t coef_offset = 0, partials_offset = 0, bytes = 0;
+};
+
+// Blocks per streaming pass. Statistics: ~2 resident blocks per SM (registers for kStatsLoads
+// vectors in flight, 32 KB of shared memory), so 4 per SM are two full waves of blocks that each
+// stream ≥ kStatsLoads vectors per thread; the per-block cost (reduction, one barrier, one partial
+// per channel) is then paid ~4 times per SM, not ~24. Apply has no per-block reduction and walks
+// rows with a grid stride; 8 per SM keeps the tail wave short without tiny blocks.
+constexpr int kStatsBlocksPerSm = 4;
+constexpr int kApplyBlocksPerSm = 8;
+constexpr int kApplyFusedBlocksPerSm = 2;
+int64_t target_blocks(const InstanceNormArgs& a, int per_sm) {
+  return per_sm * static_cast<int64_t>(std::max(a.num_sms, 1));
+}
+
+Plan make_plan(const InstanceNormArgs& a, int elem_size) {
+  Plan plan;
+  const int vec = 16 / elem_size;
+  const int64_t hw = a.H * a.W;
+  const int64_t ho = a.H * a.upsample + 2 * a.pad, wo = a.W * a.upsample + 2 * a.pad;
+  plan.planes = a.N * a.C;
+  const int64_t stats_target = target_blocks(a, kStatsBlocksPerSm);
+  int64_t apply_target = target_blocks(a, kApplyBlocksPerSm);
+
+  if (!a.channels_last) {
+    // Chunks are multiples of 64 elements so they start 16-byte aligned whenever the plane does,
+    // and hold ≥ kStatsLoads vectors per thread.
+    const int64_t min_len = static_cast<int64_t>(kThreads) * vec * kStatsLoads;
+    const int64_t want = std::min<int64_t>(ceil_div(stats_target, plan.planes), kMaxChunks);
+    const int64_t most = std::max<int64_t>(1, hw / min_len);
+    const int64_t chunks = std::max<int64_t>(1, std::min(want, most));
+    plan.chunk_len = ceil_div(ceil_div(hw, chunks), 64) * 64;
+    plan.chunks = static_cast<int>(ceil_div(hw, plan.chunk_len));
+    plan.rows = plan.planes * ho;
+    plan.col_tiles = static_cast<int>(std::max<int64_t>(
+        1, std::min(ceil_div(apply_target, plan.rows), wo / (kUnroll * kThreads))));
+    plan.cols_per_tile = static_cast<int>(ceil_div(wo, plan.col_tiles));
+  } else {
+    const bool x_vec = a.C % vec == 0 && aligned16(a.x);
+    bool res_vec = true;
+    if (a.residual != nullptr) {
+      res_vec = a.res_stride[1] == 1 && aligned16(a.residual) && a.res_stride[0] % vec == 0 &&
+                a.res_stride[2] % vec == 0 && a.res_stride[3] % vec == 0;
+    }
+    plan.apply_vec = x_vec && aligned16(a.out) && res_vec ? vec : 1;
+    const int64_t apply_groups = a.C / plan.apply_vec;
+    plan.apply_tile_groups = static_cast<int>(std::min<int64_t>(apply_groups, kMaxTileGroups));
+    plan.apply_tiles = static_cast<int>(ceil_div(apply_groups, plan.apply_tile_groups));
+    // Fused finalize: every apply block merges chunks partials for each of its N·width planes,
+    // so chunks is capped to keep that ≤ 16 partials per thread; small tensors lose little
+    // statistics parallelism by it, and they are the ones a third launch costs most.
+    const int64_t fuse_planes = a.N * std::min<int64_t>(a.C, plan.apply_tile_groups * plan.apply_vec);
+    plan.fused = fuse_planes <= kFuseMaxPlanes && a.N * a.C * hw * elem_size <= kFuseMaxBytes;
+
+    plan.stats_vec = x_vec ? vec : 1;
+    const int64_t stats_groups = a.C / plan.stats_vec;
+    // A power of two, for the shuffle reduction; lanes past the last group idle (C = 3, 33, ...).
+    plan.stats_tile_groups = 1;
+    while (plan.stats_tile_groups < std::min<int64_t>(stats_groups, kMaxTileGroups)) plan.stats_tile_groups *= 2;
+    const int64_t max_chunks = plan.fused ? std::max<int64_t>(1, kFuseMaxPartials / fuse_planes) : kMaxChunks;
+    auto stats_chunks = [&](int tile_groups) {
+      const int64_t tiles = ceil_div(stats_groups, tile_groups);
+      const int64_t rows_per_sweep = kThreads / tile_groups;
+      const int64_t want = std::min<int64_t>(ceil_div(stats_target, a.N * tiles), max_chunks);
+      const int64_t most = std::max<int64_t>(1, hw / (rows_per_sweep * kStatsLoads));
+      return std::max<int64_t>(1, std::min(want, most));
+    };
+    // With chunks capped, narrower channel tiles give the statistics pass its blocks back
+    // (C = 128 at 128²: 16 blocks of 16 groups → 128 of 2). Two 16-byte groups are one 32-byte
+    // sector per pixel, so DRAM reads stay whole sectors.
+    while (plan.fused && plan.stats_vec > 1 && plan.stats_tile_groups > 2 &&
+           a.N * ceil_div(stats_groups, plan.stats_tile_groups) * stats_chunks(plan.stats_tile_groups) <
+               stats_target) {
+      plan.stats_tile_groups /= 2;
+    }
+    plan.stats_tiles = static_cast<int>(ceil_div(stats_groups, plan.stats_tile_groups));
+    plan.chunk_len = ceil_div(hw, stats_chunks(plan.stats_tile_groups));
+    plan.chunks = static_cast<int>(ceil_div(hw, plan.chunk_len));
+
+    plan.rows = a.N * ho;
+    const int64_t sweep = kThreads / plan.apply_tile_groups;
+    const int unroll = a.residual != nullptr ? kUnroll : 2 * kUnroll;
+    if (plan.fused) {
+      // One resident wave (2 blocks per SM at ≤ 128 registers), so each block pays the merge
+      // once. A row segment is ~one unrolled iteration per thread (cols ≈ unroll·sweep): v2
+      // sized segments by a block count and gave C = 128 at 270×480 1088 blocks of 7–8 loads per
+      // thread, each block paying launch, coefficient loads and a tail. Rows are dealt by grid
+      // stride with grid_y = rows / (rows per block, rounded up), so no block has more than one
+      // segment more than any other.
+      plan.fuse_lanes = 32;
+      while (plan.fuse_lanes > 1 && fuse_planes * plan.fuse_lanes > kThreads) plan.fuse_lanes /= 2;
+      apply_target = kApplyFusedBlocksPerSm * static_cast<int64_t>(std::max(a.num_sms, 1));
+      plan.col_tiles = static_cast<int>(std::max<int64_t>(1, (wo + unroll * sweep / 2) / (unroll * sweep)));
+      const int64_t segments = plan.rows * plan.col_tiles * plan.apply_tiles;
+      const int64_t rows_per_block = ceil_div(segments, apply_target);
+      plan.grid_y = ceil_div(plan.rows, rows_per_block);
+    } else {
+      // Each thread keeps ≥ kUnroll columns per tile (one full unrolled iteration).
+      plan.col_tiles = static_cast<int>(std::max<int64_t>(
+          1, std::min(ceil_div(apply_target, plan.rows * plan.apply_tiles), wo / (kUnroll * sweep))));
+    }
+    plan.cols_per_tile = static_cast<int>(ceil_div(wo, plan.col_tiles));
+  }
+  plan.coef_offset = 0;
+  plan.partials_offset = static_cast<size_t>(plan.planes) * sizeof(float4);
+  plan.bytes = plan.partials_offset + static_cast<size_t>(plan.planes) * plan.chunks * sizeof(float4);
+  return plan;
+}
+
+int elem_size(ScalarKind kind) { return kind == ScalarKind::kFloat32 ? 4 : 2; }
+
+// Strides of size-1 dimensions are never used; zero them so they cannot defeat vectorisation.
+InstanceNormArgs normalised(const InstanceNormArgs& in) {
+  InstanceNormArgs a = in;
+  const int64_t sizes[4] = {a.N, a.C, a.H, a.W};
+  for (int d = 0; d < 4; ++d) {
+    if (sizes[d] == 1) a.res_stride[d] = 0;
+  }
+  if (a.C == 1) a.res_stride[1] = 1;
+  return a;
+}
+
+template <typename T>
+cudaError_t launch_typed(const InstanceNormArgs& a, const Plan& plan, char* ws, cudaStream_t stream) {
+  float4* coef = reinterpret_cast<float4*>(ws + plan.coef_offset);
+  float4* partials = reinterpret_cast<float4*>(ws + plan.partials_offset);
+  const T* x = static_cast<const T*>(a.x);
+  const int64_t hw = a.H * a.W;
+  constexpr int kVec = 16 / sizeof(T);
+
+  if (!a.channels_last) {
+    const int64_t blocks = plan.planes * plan.chunks;
+    if (blocks > INT_MAX) return cudaErrorInvalidConfiguration;
+    stats_nchw_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+        x, hw, plan.chunks, plan.chunk_len, partials);
+  } else {
+    const int64_t blocks = a.N * plan.stats_tiles * plan.chunks;
+    if (blocks > INT_MAX) return cudaErrorInvalidConfiguration;
+    const int groups = static_cast<int>(a.C / plan.stats_vec);
+    if (plan.stats_vec == kVec) {
+      stats_nhwc_kernel<T, kVec><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+          x, hw, static_cast<int>(a.C), groups, plan.stats_tile_groups, plan.stats_tiles, plan.chunks,
+          plan.chunk_len, partials);
+    } else {
+      stats_nhwc_kernel<T, 1><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+          x, hw, static_cast<int>(a.C), groups, plan.stats_tile_groups, plan.stats_tiles, plan.chunks,
+          plan.chunk_len, partials);
+    }
+  }
+  cudaError_t err = cudaPeekAtLastError();
+  if (err != cudaSuccess) return err;
+
+  if (!plan.fused) {
+    const int64_t finalize_blocks = ceil_div(plan.planes, kThreads / 32);
+    if (finalize_blocks > INT_MAX) return cudaErrorInvalidConfiguration;
+    finalize_kernel<<<static_cast<unsigned>(finalize_blocks), kThreads, 0, stream>>>(
+        partials, a.weight, a.bias, coef, plan.planes, a.C, plan.chunks, a.eps);
+    err = cudaPeekAtLastError();
+    if (err != cudaSuccess) return err;
+  }
+
+  ApplyParams p{};
+  p.x = a.x;
+  p.out = a.out;
+  p.res = a.residual;
+  p.rs_n = a.res_stride[0];
+  p.rs_c = a.res_stride[1];
+  p.rs_h = a.res_stride[2];
+  p.rs_w = a.res_stride[3];
+  p.coef = coef;
+  p.rows = plan.rows;
+  p.C = static_cast<int>(a.C);
+  p.H = static_cast<int>(a.H);
+  p.W = static_cast<int>(a.W);
+  p.Ho = static_cast<int>(a.H * a.upsample + 2 * a.pad);
+  p.Wo = static_cast<int>(a.W * a.upsample + 2 * a.pad);
+  p.pad = a.pad;
+  p.up_shift = a.upsample == 2 ? 1 : 0;
+  p.relu = a.relu;
+  p.cols_per_tile = plan.cols_per_tile;
+  p.tiles = plan.apply_tiles;
+  p.tile_groups = plan.apply_tile_groups;
+  p.groups = static_cast<int>(a.C / plan.apply_vec);
+  p.partials = plan.fused ? partials : nullptr;
+  p.weight = a.weight;
+  p.bias = a.bias;
+  p.eps = a.eps;
+  p.N = static_cast<int>(a.N);
+  p.chunks = plan.chunks;
+  p.fuse_lanes = plan.fuse_lanes;
+  const int64_t grid_y = plan.grid_y > 0 ? plan.grid_y : plan.rows;
+  const dim3 grid(static_cast<unsigned>(plan.col_tiles * (a.channels_last ? plan.apply_tiles : 1)),
+                  static_cast<unsigned>(std::min<int64_t>(grid_y, kMaxGridY)));
+  const bool has_res = a.residual != nullptr;
+  if (!a.channels_last) {
+    apply_nchw_kernel<T><<<grid, kThreads, 0, stream>>>(p);
+  } else if (plan.apply_vec == kVec && has_res) {
+    apply_nhwc_kernel<T, kVec, true><<<grid, kThreads, 0, stream>>>(p);
+  } else if (plan.apply_vec == kVec) {
+    apply_nhwc_kernel<T, kVec, false><<<grid, kThreads, 0, stream>>>(p);
+  } else if (has_res) {
+    apply_nhwc_kernel<T, 1, true><<<grid, kThreads, 0, stream>>>(p);
+  } else {
+    apply_nhwc_kernel<T, 1, false><<<grid, kThreads, 0, stream>>>(p);
+  }
+  return cudaPeekAtLastError();
+}
+
+bool args_valid(const InstanceNormArgs& a) {
+  const int64_t ho = a.H * a.upsample + 2 * a.pad, wo = a.W * a.upsample + 2 * a.pad;
+  return a.x != nullptr && a.out != nullptr && a.N >= 0 && a.C >= 0 && a.H >= 1 && a.W >= 1 &&
+         (a.upsample == 1 || a.upsample == 2) && a.pad >= 0 && a.pad < a.H * a.upsample &&
+         a.pad < a.W * a.upsample && a.C <= INT_MAX && ho <= INT_MAX && wo <= INT_MAX;
+}
+
+}  // namespace
+
+size_t instance_norm_workspace_bytes(const InstanceNormArgs& args) {
+  const InstanceNormArgs a = normalised(args);
+  if (!args_valid(a) || a.N * a.C == 0) return 0;
+  return make_plan(a, elem_size(a.dtype)).bytes;
+}
+
+cudaError_t instance_norm_launch(const InstanceNormArgs& args, void* workspace, cudaStream_t stream) {
+  const InstanceNormArgs a = normalised(args);
+  if (!args_valid(a)) return cudaErrorInvalidValue;
+  if (a.N * a.C == 0) return cudaSuccess;
+  if (workspace == nullptr || !aligned16(workspace)) return cudaErrorInvalidValue;
+  const Plan plan = make_plan(a, elem_size(a.dtype));
+  char* ws = static_cast<char*>(workspace);
+  switch (a.dtype) {   // the one dtype switch: ScalarKind → element type
+    case ScalarKind::kFloat32: return launch_typed<float>(a, plan, ws, stream);
+    case ScalarKind::kFloat16: return launch_typed<__half>(a, plan, ws, stream);
+    case ScalarKind::kBFloat16: return launch_typed<__nv_bfloat16>(a, plan, ws, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace styleforge
