@@ -21,26 +21,14 @@ from collections.abc import Iterator
 import torch
 
 from . import reference
+from .library import define_once
 
 SCHEMA = ("instance_norm(Tensor x, Tensor? weight, Tensor? bias, Tensor? residual, float eps, "
           "bool relu, int pad, int upsample) -> Tensor")
 QUALNAME = "styleforge::instance_norm"
 MODES = ("reference", "cuda")
 
-
-def _op_exists() -> bool:
-    try:
-        torch._C._dispatch_find_schema_or_throw(QUALNAME, "")
-    except RuntimeError:
-        return False
-    return True
-
-
-# A module reload must not define or register twice (the dispatcher refuses duplicates).
-_FIRST_IMPORT = not _op_exists()
-_LIB = torch.library.Library("styleforge", "FRAGMENT")
-if _FIRST_IMPORT:
-    _LIB.define(SCHEMA)
+_LIB, _FIRST_IMPORT = define_once(SCHEMA)  # registrations below run only when this defined it
 
 
 def _instance_norm_impl(x, weight, bias, residual, eps, relu, pad, upsample):

@@ -18,24 +18,12 @@ import torch
 import torch.nn.functional as F
 
 from . import ops, reference_attention
+from .library import define_once
 
 SCHEMA = "attention(Tensor q, Tensor k, Tensor v, Tensor? key_padding_mask, float scale) -> Tensor"
 QUALNAME = "styleforge::attention"
 
-
-def _op_exists() -> bool:
-    try:
-        torch._C._dispatch_find_schema_or_throw(QUALNAME, "")
-    except RuntimeError:
-        return False
-    return True
-
-
-# A module reload must not define or register twice (the dispatcher refuses duplicates).
-_FIRST_IMPORT = not _op_exists()
-_LIB = torch.library.Library("styleforge", "FRAGMENT")
-if _FIRST_IMPORT:
-    _LIB.define(SCHEMA)
+_LIB, _FIRST_IMPORT = define_once(SCHEMA)  # registrations below run only when this defined it
 
 
 def _attention_impl(q, k, v, key_padding_mask, scale):

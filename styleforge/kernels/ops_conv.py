@@ -11,24 +11,12 @@ from __future__ import annotations
 import torch
 
 from . import ops, reference_conv
+from .library import define_once
 
 SCHEMA = "conv9x9(Tensor x, Tensor weight, Tensor? bias, bool out_float32=False) -> Tensor"
 QUALNAME = "styleforge::conv9x9"
 
-
-def _op_exists() -> bool:
-    try:
-        torch._C._dispatch_find_schema_or_throw(QUALNAME, "")
-    except RuntimeError:
-        return False
-    return True
-
-
-# A module reload must not define or register twice (the dispatcher refuses duplicates).
-_FIRST_IMPORT = not _op_exists()
-_LIB = torch.library.Library("styleforge", "FRAGMENT")
-if _FIRST_IMPORT:
-    _LIB.define(SCHEMA)
+_LIB, _FIRST_IMPORT = define_once(SCHEMA)  # registrations below run only when this defined it
 
 
 def _conv9x9_impl(x, weight, bias, out_float32=False):

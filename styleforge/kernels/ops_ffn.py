@@ -29,25 +29,13 @@ from collections.abc import Iterator
 import torch
 
 from . import ops, reference_ffn
+from .library import define_once
 
 SCHEMA = ("ffn(Tensor x, Tensor w1, Tensor? b1, Tensor w2, Tensor? b2, Tensor? residual, str gelu, "
           "str fp32_precision='ieee') -> Tensor")
 QUALNAME = "styleforge::ffn"
 
-
-def _op_exists() -> bool:
-    try:
-        torch._C._dispatch_find_schema_or_throw(QUALNAME, "")
-    except RuntimeError:
-        return False
-    return True
-
-
-# A module reload must not define or register twice (the dispatcher refuses duplicates).
-_FIRST_IMPORT = not _op_exists()
-_LIB = torch.library.Library("styleforge", "FRAGMENT")
-if _FIRST_IMPORT:
-    _LIB.define(SCHEMA)
+_LIB, _FIRST_IMPORT = define_once(SCHEMA)  # registrations below run only when this defined it
 
 
 @contextlib.contextmanager

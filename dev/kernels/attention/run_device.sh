@@ -8,27 +8,8 @@
 # bf16 and fp32, with TFLOP/s. Logs and timings.json go to $OUT (default ./out/device-attention).
 # Every step runs even if an earlier one fails; the summary lists each step's exit code.
 # Budget: < 3 min after the build.
-set -uo pipefail
-cd "$(dirname "$0")/../../.."
-OUT="${OUT:-out/device-attention}"
-mkdir -p "$OUT"
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-PY="${PYTHON:-python3}"
-declare -A RC
-
-step() {   # step NAME LOGFILE TAIL_LINES COMMAND...
-  local name="$1" log="$2" lines="$3"; shift 3
-  echo "=== $name: $*"
-  local start=$SECONDS
-  "$@" >"$OUT/$log" 2>&1
-  RC[$name]=$?
-  tail -n "$lines" "$OUT/$log"
-  echo "=== $name: exit ${RC[$name]} in $((SECONDS - start)) s (full log: $OUT/$log)"
-}
-
-{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  "$PY" -c "import torch, sys; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda)"
-  nvcc --version | tail -1; } 2>&1 | tee "$OUT/env.txt"
+OUT_DEFAULT=out/device-attention
+source "$(dirname "$0")/../steps.sh"
 
 step build build.log 15 "$PY" -m styleforge build --verbose
 step pytest pytest_gpu.log 40 "$PY" -m pytest -m gpu -q -p no:cacheprovider -rfEs tests/test_kernels_attention.py

@@ -7,27 +7,8 @@
 # issue 7's targets checked. No nvcc build: the op runs on PyTorch's cuBLASLt (see ops_ffn.py).
 # Logs and timings.json go to $OUT (default ./out/device-ffn); every step runs even if an
 # earlier one fails; the summary lists each step's exit code.
-set -uo pipefail
-cd "$(dirname "$0")/../../.."
-OUT="${OUT:-out/device-ffn}"
-mkdir -p "$OUT"
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-PY="${PYTHON:-python3}"
-declare -A RC
-
-step() {   # step NAME LOGFILE TAIL_LINES COMMAND...
-  local name="$1" log="$2" lines="$3"; shift 3
-  echo "=== $name: $*"
-  local start=$SECONDS
-  "$@" >"$OUT/$log" 2>&1
-  RC[$name]=$?
-  tail -n "$lines" "$OUT/$log"
-  echo "=== $name: exit ${RC[$name]} in $((SECONDS - start)) s (full log: $OUT/$log)"
-}
-
-{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  "$PY" -c "import torch, sys; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda)"
-} 2>&1 | tee "$OUT/env.txt"
+OUT_DEFAULT=out/device-ffn
+source "$(dirname "$0")/../steps.sh"
 
 step pytest pytest_gpu.log 30 "$PY" -m pytest -m gpu -q -s -p no:cacheprovider -rfEs tests/test_kernels_ffn.py
 echo "largest measured TF32 errors:"
