@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 CSRC = Path(__file__).resolve().parent / "csrc"
 SOURCES = ("bindings.cpp", "cuda/instance_norm.cu", "bindings_conv.cpp", "cuda/conv9x9.cu",
            "bindings_attention.cpp", "cuda/attention.cu")
-HEADERS = ("instance_norm.h", "conv9x9.h", "attention.h")
+HEADERS = ("instance_norm.h", "conv9x9.h", "attention.h", "device_info.h", "cuda/smem_optin.cuh")
 EXTENSION_NAME = "styleforge_kernels"
 # No --use_fast_math: it flushes denormals and buys nothing for these memory-bound kernels.
 CUDA_FLAGS = ("-O3", "-lineinfo")

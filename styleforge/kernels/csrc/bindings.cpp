@@ -19,6 +19,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
+#include "device_info.h"
 #include "instance_norm.h"
 
 namespace styleforge {
@@ -36,19 +37,6 @@ ScalarKind scalar_kind(at::ScalarType type) {
   TORCH_CHECK(false, "instance_norm: x dtype ", type, " is unsupported (float32, float16, bfloat16)");
 }
 
-// Queried once per device: the launcher sizes its grids by it, and no runtime query should sit
-// inside a CUDA graph capture.
-int multiprocessor_count(int device) {
-  static std::mutex mutex;
-  static std::unordered_map<int, int> counts;
-  const std::lock_guard<std::mutex> lock(mutex);
-  const auto found = counts.find(device);
-  if (found != counts.end()) return found->second;
-  int count = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-  counts.emplace(device, count);
-  return count;
-}
 
 // weight/bias → contiguous fp32 on x's device (a no-op for the engine, which keeps them fp32).
 at::Tensor affine_param(const std::optional<at::Tensor>& t, const at::Tensor& x, const char* name) {

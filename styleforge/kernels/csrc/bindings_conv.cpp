@@ -17,23 +17,12 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
+#include "device_info.h"
 #include "conv9x9.h"
 
 namespace styleforge {
 namespace {
 
-// Queried once per device, never inside a CUDA graph capture (the grid is sized by it).
-int sm_count(int device) {
-  static std::mutex mutex;
-  static std::unordered_map<int, int> counts;
-  const std::lock_guard<std::mutex> lock(mutex);
-  const auto found = counts.find(device);
-  if (found != counts.end()) return found->second;
-  int count = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-  counts.emplace(device, count);
-  return count;
-}
 
 bool aligned16(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
 
@@ -90,7 +79,7 @@ at::Tensor conv9x9_cuda(const at::Tensor& x_in, const at::Tensor& weight_in, con
   args.Wp = wp;
   args.cin = static_cast<int>(cin);
   args.cout = static_cast<int>(cout);
-  args.num_sms = sm_count(x.get_device());
+  args.num_sms = multiprocessor_count(x.get_device());
   C10_CUDA_CHECK(conv9x9_launch(args, c10::cuda::getCurrentCUDAStream()));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;

@@ -47,7 +47,9 @@ def transform(source: str) -> str:
         raise RuntimeError(f"emulate: expected 1 launch and 1 shared buffer, found {launches} and {shared}; "
                            "update transform()")
     out = out.replace(conv.SHARED, "unsigned char* smem = emu::ctx.smem;")
-    return out.replace('#include "../attention.h"', f'#include "{HEADER}"')
+    # The transformed copy is compiled elsewhere: point its relative includes at the sources.
+    return (out.replace('#include "../attention.h"', f'#include "{HEADER}"')
+               .replace('#include "smem_optin.cuh"', f'#include "{CU.parent / "smem_optin.cuh"}"'))
 
 
 def cuda_include() -> str | None:

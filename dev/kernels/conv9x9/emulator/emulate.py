@@ -56,7 +56,9 @@ def transform(source: str) -> str:
         raise RuntimeError(f"emulate: expected 2 launches and 2 shared buffers, found {launches} and "
                            f"{shared}; update transform()")
     out = out.replace(SHARED, "unsigned char* smem = emu::ctx.smem;")
-    return out.replace('#include "../conv9x9.h"', f'#include "{HEADER}"')
+    # The transformed copy is compiled elsewhere: point its relative includes at the sources.
+    return (out.replace('#include "../conv9x9.h"', f'#include "{HEADER}"')
+               .replace('#include "smem_optin.cuh"', f'#include "{CU.parent / "smem_optin.cuh"}"'))
 
 
 def cuda_include() -> str | None:

@@ -43,6 +43,7 @@
 #include <mutex>
 #include <type_traits>
 
+#include "smem_optin.cuh"
 #include "../attention.h"
 
 namespace styleforge {
@@ -318,22 +319,6 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(Params p) {
 
 // ---- host -----------------------------------------------------------------------------------
 
-// Opting a kernel into > 48 KB of shared memory is per device; done once per (device, kernel)
-// and kept out of the launch path so a CUDA graph capture never sees it twice.
-template <typename Kernel>
-cudaError_t allow_smem(Kernel kernel, size_t bytes, int kernel_id) {
-  constexpr int kMaxDevices = 64, kKernels = 8;
-  static std::mutex mutex;
-  static bool done[kMaxDevices][kKernels] = {};
-  int device = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err != cudaSuccess) return err;
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (device >= 0 && device < kMaxDevices && done[device][kernel_id]) return cudaSuccess;
-  err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-  if (err == cudaSuccess && device >= 0 && device < kMaxDevices) done[device][kernel_id] = true;
-  return err;
-}
 
 template <typename T, int D>
 cudaError_t launch(const AttentionArgs& a, cudaStream_t stream, int id) {

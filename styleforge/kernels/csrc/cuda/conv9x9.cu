@@ -46,6 +46,7 @@
 #include <mutex>
 #include <type_traits>
 
+#include "smem_optin.cuh"
 #include "../conv9x9.h"
 
 namespace styleforge {
@@ -327,22 +328,6 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
 
 // ---- host -----------------------------------------------------------------------------------
 
-// Opting a kernel into > 48 KB of shared memory is per device; done once per (device, kernel)
-// and kept out of the launch path so a CUDA graph capture never sees it twice.
-template <typename Kernel>
-cudaError_t allow_smem(Kernel kernel, size_t bytes, int kernel_id) {
-  constexpr int kMaxDevices = 64, kKernels = 8;
-  static std::mutex mutex;
-  static bool done[kMaxDevices][kKernels] = {};
-  int device = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err != cudaSuccess) return err;
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (device >= 0 && device < kMaxDevices && done[device][kernel_id]) return cudaSuccess;
-  err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-  if (err == cudaSuccess && device >= 0 && device < kMaxDevices) done[device][kernel_id] = true;
-  return err;
-}
 
 Params make_params(const Conv9x9Args& a, int th, int tw) {
   Params p;

@@ -1,0 +1,25 @@
+// Device facts the bindings read once per device (torch side: uses c10's error checks). The
+// launchers size their grids by the multiprocessor count, and no runtime query should sit
+// inside a CUDA graph capture, so the first call per device caches it.
+#pragma once
+
+#include <mutex>
+#include <unordered_map>
+
+#include <c10/cuda/CUDAException.h>
+
+namespace styleforge {
+
+inline int multiprocessor_count(int device) {
+  static std::mutex mutex;
+  static std::unordered_map<int, int> counts;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto found = counts.find(device);
+  if (found != counts.end()) return found->second;
+  int count = 0;
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+  counts.emplace(device, count);
+  return count;
+}
+
+}  // namespace styleforge
