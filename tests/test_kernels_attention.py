@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from mma_model import mma_from_fragments
 from conftest import assert_matches_reference, rel_error
 from torch import nn
 
@@ -189,24 +190,7 @@ def test_module_unbatched_and_refusals():
 
 
 # ---- the kernel's fragment index math, modelled per lane (CPU) ------------------------------
-# PTX tables for mma.m16n8k16 (g = lane // 4, t = lane % 4): A reg r holds (row, col) =
-# (g + 8·(r & 1), 2t + 8·(r >> 1)) and +1 column in its high half; B reg r holds (k, n) =
-# (2t + 8r, g) and (2t + 8r + 1, g); C element e holds (g + 8·(e >> 1), 2t + (e & 1)).
-
-def _mma_from_fragments(a_pairs, b_pairs):
-    """D = A·B rebuilt from per-lane fragments (PTX tables); returns D in C-fragment order [lane][e]."""
-    A, B = np.full((16, 16), np.nan), np.full((16, 8), np.nan)
-    for lane in range(32):
-        g, t = divmod(lane, 4)
-        for r in range(4):
-            row, col = g + 8 * (r & 1), 2 * t + 8 * (r >> 1)
-            A[row, col], A[row, col + 1] = a_pairs[lane][r]
-        for r in range(2):
-            B[2 * t + 8 * r, g], B[2 * t + 8 * r + 1, g] = b_pairs[lane][r]
-    assert not np.isnan(A).any() and not np.isnan(B).any(), "a fragment element was never loaded"
-    D = A @ B
-    return np.array([[D[g + 8 * (e >> 1), 2 * t + (e & 1)] for e in range(4)]
-                     for g, t in (divmod(lane, 4) for lane in range(32))])
+# mma_from_fragments (tests/mma_model.py) rebuilds one mma from per-lane fragments.
 
 
 def _ldmatrix_x4_trans(flat, addrs):
@@ -243,7 +227,7 @@ def test_fragment_model_one_key_tile(d):
                                 (Q[g, c + 8], Q[g, c + 9]), (Q[g + 8, c + 8], Q[g + 8, c + 9])])
                 kp = (nt * 8 + g) * stride + ks * 16 + 2 * t        # kp, then kp + 8
                 b_pairs.append([(k_s[kp], k_s[kp + 1]), (k_s[kp + 8], k_s[kp + 9])])
-            s[nt] += _mma_from_fragments(a_pairs, b_pairs)
+            s[nt] += mma_from_fragments(a_pairs, b_pairs)
     S = Q @ K.T
     for nt in range(8):
         for lane in range(32):
@@ -259,8 +243,8 @@ def test_fragment_model_one_key_tile(d):
         for dp in range(d // 16):
             addrs = [(kk * 16 + (l & 7) + ((l >> 3) & 1) * 8) * stride + dp * 16 + (l >> 4) * 8 for l in range(32)]
             vb = _ldmatrix_x4_trans(v_s, addrs)
-            o[2 * dp] += _mma_from_fragments(pa, [[vb[l][0], vb[l][1]] for l in range(32)])
-            o[2 * dp + 1] += _mma_from_fragments(pa, [[vb[l][2], vb[l][3]] for l in range(32)])
+            o[2 * dp] += mma_from_fragments(pa, [[vb[l][0], vb[l][1]] for l in range(32)])
+            o[2 * dp + 1] += mma_from_fragments(pa, [[vb[l][2], vb[l][3]] for l in range(32)])
     O = S @ V
     for dt in range(d // 8):
         for lane in range(32):

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from mma_model import mma_from_fragments
 from conftest import assert_matches_reference, rel_error
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -144,25 +145,7 @@ def test_switch_routes_between_op_and_twin():
 
 
 # ---- the kernels' fragment index math, modelled per lane (CPU) ------------------------------
-# The PTX tables for mma.m16n8k16 (g = lane // 4, t = lane % 4): A reg r of lane holds
-# (row, col) = (g + 8·(r & 1), 2t + 8·(r >> 1)) and +1 column in its high half; B reg r holds
-# (k, n) = (2t + 8r, g) and (2t + 8r + 1, g); C element e holds (g + 8·(e >> 1), 2t + (e & 1)).
-
-def _mma_from_fragments(a_pairs, b_pairs):
-    """D = A·B rebuilt from per-lane fragments: a_pairs[lane][r] and b_pairs[lane][r] are (lo, hi)."""
-    A, B = np.full((16, 16), np.nan), np.full((16, 8), np.nan)
-    for lane in range(32):
-        g, t = divmod(lane, 4)
-        for r in range(4):
-            row, col = g + 8 * (r & 1), 2 * t + 8 * (r >> 1)
-            A[row, col], A[row, col + 1] = a_pairs[lane][r]
-        for r in range(2):
-            B[2 * t + 8 * r, g], B[2 * t + 8 * r + 1, g] = b_pairs[lane][r]
-    assert not np.isnan(A).any() and not np.isnan(B).any(), "a fragment element was never loaded"
-    D = A @ B
-    return np.array([[D[g + 8 * (e >> 1), 2 * t + (e & 1)] for e in range(4)]
-                     for g, t in (divmod(lane, 4) for lane in range(32))])
-
+# mma_from_fragments (tests/mma_model.py) rebuilds one mma from per-lane fragments.
 
 def test_fragment_model_rgb_kernel():
     """conv1: A from the two staged copies of an input row (k = 3·kx + c), one mma per (ky, k-step)."""
@@ -184,7 +167,7 @@ def test_fragment_model_rgb_kernel():
                 n, k0 = nt * 8 + g, ks * 16 + 2 * t
                 bk = [W[n, k % 3, ky, k // 3] if k < 27 else 0.0 for k in (k0, k0 + 1, k0 + 8, k0 + 9)]
                 b_pairs.append([(bk[0], bk[1]), (bk[2], bk[3])])
-            got = _mma_from_fragments(a_pairs, b_pairs)
+            got = mma_from_fragments(a_pairs, b_pairs)
             for lane in range(32):
                 g, t = divmod(lane, 4)
                 for e in range(4):
@@ -223,7 +206,7 @@ def test_fragment_model_head_kernel():
             n, c0 = lane >> 2, ks * 16 + (lane & 3) * 2
             v = [W[n, c, ky, kx] if n < 3 else 0.0 for c in (c0, c0 + 1, c0 + 8, c0 + 9)]
             b_pairs.append([(v[0], v[1]), (v[2], v[3])])
-        got = _mma_from_fragments(a_pairs, b_pairs)
+        got = mma_from_fragments(a_pairs, b_pairs)
         for lane in range(32):
             g, t = divmod(lane, 4)
             for e in range(4):
