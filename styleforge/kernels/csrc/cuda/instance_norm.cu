@@ -18,7 +18,7 @@
 //                (scalar head/tail for misaligned starts). channels_last: a block takes a
 //                range of pixels × a tile of up to 32 channel groups, one group of 16 bytes
 //                (8 half/bf16 or 4 fp32 channels) per thread when C allows, else one channel.
-//   2. finalize: one warp per plane merges the partials (Chan, fp64) and stores
+//   2. finalize: one block per plane merges the partials (Chan, fp64), all loaded at once, and stores
 //                (mean_hi, scale, offset) so that y = (x − mean_hi)·scale + offset, where
 //                mean_hi is the mean rounded to fp32 and offset absorbs the rounding: x − mean_hi
 //                is exact near the mean, so a large mean costs no precision.
@@ -47,7 +47,15 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kMaxTileGroups = 32;   // channel groups per channels_last block (a power of two)
 constexpr int kMaxVec = 8;          // elements per 16-byte access (half/bf16)
-constexpr int kStatsLoads = 8;      // 16-byte loads in flight per thread in the statistics kernels
+constexpr int kStatsLoads = 4;      // 16-byte loads in flight per thread in the statistics kernels
+constexpr int kStatsResident = 4;   // statistics blocks per SM that the planner sizes the grid for
+// What __launch_bounds__ asks for: sm_80's code generation for the bf16 kernel spills at 64
+// registers, so there it asks for 3 blocks (80 registers); the target GPUs are sm_90.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define STYLEFORGE_STATS_MIN_BLOCKS 3
+#else
+#define STYLEFORGE_STATS_MIN_BLOCKS 4
+#endif
 constexpr int kMaxChunks = 4096;     // blocks per plane in the statistics pass
 constexpr int kMaxGridY = 65535;
 constexpr int kUnroll = 4;           // loads in flight per thread in the apply kernels (×2 without residual)
@@ -218,7 +226,7 @@ __device__ __forceinline__ float relu_nan(float y) { return y < 0.f ? 0.f : y; }
 // grid.x = planes × chunks; block (plane, chunk) reduces elements [chunk·len, +len) of a plane.
 // Each thread issues kStatsLoads 16-byte loads before it uses the first.
 template <typename T>
-__global__ void __launch_bounds__(kThreads, 2)
+__global__ void __launch_bounds__(kThreads, STYLEFORGE_STATS_MIN_BLOCKS)
 stats_nchw_kernel(const T* __restrict__ x, int64_t hw, int chunks, int64_t chunk_len,
                   float4* __restrict__ partials) {
   constexpr int VEC = 16 / sizeof(T);
@@ -281,7 +289,7 @@ stats_nchw_kernel(const T* __restrict__ x, int64_t hw, int chunks, int64_t chunk
 // tile_groups is a power of two ≤ 32, so the lanes of a warp that share a channel group are
 // g, g + tile_groups, ...: they merge by shuffles, then the 8 warps through shared memory.
 template <typename T, int VEC>
-__global__ void __launch_bounds__(kThreads, 2)
+__global__ void __launch_bounds__(kThreads, STYLEFORGE_STATS_MIN_BLOCKS)
 stats_nhwc_kernel(const T* __restrict__ x, int64_t hw, int C, int groups, int tile_groups, int tiles,
                   int chunks, int64_t chunk_len, float4* __restrict__ partials) {
   constexpr int kLoads = VEC == 1 ? kStatsLoads / 2 : kStatsLoads;
@@ -296,9 +304,12 @@ stats_nhwc_kernel(const T* __restrict__ x, int64_t hw, int C, int groups, int ti
   const int width = min(tile_groups, groups - tile * tile_groups) * VEC;   // channels in this tile
   const bool active = g * VEC < width;
 
-  float shift[VEC], sum[VEC], sq[VEC];
+  // The shifts stay packed as loaded (4 registers for 8 half/bf16 channels, not 8) and are widened
+  // where used: that keeps the kernel within 64 registers, i.e. kStatsResident blocks per SM.
+  Packed<T, VEC> shift_raw{};
+  float sum[VEC], sq[VEC];
 #pragma unroll
-  for (int k = 0; k < VEC; ++k) shift[k] = sum[k] = sq[k] = 0.f;
+  for (int k = 0; k < VEC; ++k) sum[k] = sq[k] = 0.f;
   int count = 0;
   if (active) {
     const int64_t p0 = static_cast<int64_t>(chunk) * chunk_len;
@@ -313,12 +324,10 @@ stats_nhwc_kernel(const T* __restrict__ x, int64_t hw, int C, int groups, int ti
 #pragma unroll
       for (int u = 0; u < kLoads; ++u) {
         if (pix0 + u * rows < p1) {
-          float v[VEC];
+          if (count == 0) shift_raw = raw[u];
+          float v[VEC], shift[VEC];
           unpack<T, VEC>(raw[u], v);
-          if (count == 0) {
-#pragma unroll
-            for (int k = 0; k < VEC; ++k) shift[k] = v[k];
-          }
+          unpack<T, VEC>(shift_raw, shift);
 #pragma unroll
           for (int k = 0; k < VEC; ++k) {
             const float d = v[k] - shift[k];
@@ -333,6 +342,8 @@ stats_nhwc_kernel(const T* __restrict__ x, int64_t hw, int C, int groups, int ti
   // [warp][channel in tile]; warp w's entry for group g comes from its lane g after the shuffles.
   __shared__ float4 s_red[kThreads / 32][kMaxTileGroups * kMaxVec];
   const int lane = threadIdx.x & 31;
+  float shift[VEC];
+  unpack<T, VEC>(shift_raw, shift);
 #pragma unroll
   for (int k = 0; k < VEC; ++k) {
     Moments m = moments_of(count, shift[k], sum[k], sq[k]);
@@ -351,15 +362,34 @@ stats_nhwc_kernel(const T* __restrict__ x, int64_t hw, int C, int groups, int ti
 
 // ---- pass 2: per-plane coefficients --------------------------------------------------------
 
-// One warp per plane: coef = (mean_hi, scale, offset, 0) with y = (x − mean_hi)·scale + offset.
-// The partials are combined exactly as Chan's formula does for many sets at once, in fp64 and two
-// sweeps: mean = Σ nᵢ·meanᵢ / n, then M2 = Σ M2ᵢ + nᵢ·(meanᵢ − mean)² (no per-merge division;
-// the second sweep re-reads a few KB from L1). Lane l takes partials l, l + 32, ...; the lane
-// sums are butterflies, whose additions commute, so every lane holds the same bits.
+// One block of kFinalizeThreads per plane: coef = (mean_hi, scale, offset, 0) with
+// y = (x − mean_hi)·scale + offset. The partials are combined exactly as Chan's formula does for
+// many sets at once, in fp64 and two sweeps: mean = Σ nᵢ·meanᵢ / n, then M2 = Σ M2ᵢ + nᵢ·(meanᵢ − mean)²
+// (no per-merge division; the second sweep re-reads the same addresses from L1). Thread t takes
+// partials t, t + kFinalizeThreads, ... and issues kFinalizeLoads of them before adding the first, so
+// a plane of ≤ 1024 partials costs one L2 round trip per sweep, not one per partial. The order is
+// fixed: each thread adds its partials in index order, the lane sums are butterflies (their
+// additions commute, so every lane holds the same bits) and the warp sums are added in warp order.
+constexpr int kFinalizeThreads = 128;
+constexpr int kFinalizeLoads = 8;
+
 __device__ __forceinline__ double warp_sum(double v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
+}
+
+// Sum over the block, the same bits in every thread. `slots` holds one double per warp; the barrier
+// at the end lets the caller reuse it.
+__device__ __forceinline__ double block_sum(double v, double* slots) {
+  v = warp_sum(v);
+  if ((threadIdx.x & 31) == 0) slots[threadIdx.x >> 5] = v;
+  __syncthreads();
+  double total = slots[0];
+#pragma unroll
+  for (int w = 1; w < kFinalizeThreads / 32; ++w) total += slots[w];
+  __syncthreads();
+  return total;
 }
 
 // shift + (mean − shift) of a partial in fp64: exact, no rounding at the mean's magnitude.
@@ -367,28 +397,47 @@ __device__ __forceinline__ double partial_mean(const float4& p) {
   return static_cast<double>(p.y) + static_cast<double>(p.z);
 }
 
-__global__ void __launch_bounds__(kThreads)
+// grid.x = planes (≤ INT_MAX, host checks); every thread of a block reaches both barriers.
+__global__ void __launch_bounds__(kFinalizeThreads)
 finalize_kernel(const float4* __restrict__ partials, const float* __restrict__ weight,
-                const float* __restrict__ bias, float4* __restrict__ coef, int64_t planes, int64_t C,
-                int chunks, double inv_count, double eps) {
-  const int lane = threadIdx.x & 31;
-  const int64_t plane = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + (threadIdx.x >> 5);
-  if (plane >= planes) return;   // uniform per warp
+                const float* __restrict__ bias, float4* __restrict__ coef, int64_t C, int chunks,
+                double inv_count, double eps) {
+  __shared__ double slots[kFinalizeThreads / 32];
+  const int64_t plane = blockIdx.x;
   const float4* mine = partials + plane * chunks;
+  constexpr int kStride = kFinalizeThreads * kFinalizeLoads;
   double weighted = 0.0;
-  for (int i = lane; i < chunks; i += 32) {
-    const float4 p = mine[i];
-    weighted = fma(static_cast<double>(p.x), partial_mean(p), weighted);
+  for (int i0 = threadIdx.x; i0 < chunks; i0 += kStride) {
+    float4 p[kFinalizeLoads];
+#pragma unroll
+    for (int u = 0; u < kFinalizeLoads; ++u) {
+      if (i0 + u * kFinalizeThreads < chunks) p[u] = __ldg(mine + i0 + u * kFinalizeThreads);
+    }
+#pragma unroll
+    for (int u = 0; u < kFinalizeLoads; ++u) {
+      if (i0 + u * kFinalizeThreads < chunks) {
+        weighted = fma(static_cast<double>(p[u].x), partial_mean(p[u]), weighted);
+      }
+    }
   }
-  const double mean = warp_sum(weighted) * inv_count;
+  const double mean = block_sum(weighted, slots) * inv_count;
   double m2 = 0.0;
-  for (int i = lane; i < chunks; i += 32) {
-    const float4 p = mine[i];
-    const double d = partial_mean(p) - mean;
-    m2 += fma(static_cast<double>(p.x) * d, d, static_cast<double>(p.w));
+  for (int i0 = threadIdx.x; i0 < chunks; i0 += kStride) {
+    float4 p[kFinalizeLoads];
+#pragma unroll
+    for (int u = 0; u < kFinalizeLoads; ++u) {
+      if (i0 + u * kFinalizeThreads < chunks) p[u] = __ldg(mine + i0 + u * kFinalizeThreads);
+    }
+#pragma unroll
+    for (int u = 0; u < kFinalizeLoads; ++u) {
+      if (i0 + u * kFinalizeThreads < chunks) {
+        const double d = partial_mean(p[u]) - mean;
+        m2 += fma(static_cast<double>(p[u].x) * d, d, static_cast<double>(p[u].w));
+      }
+    }
   }
-  m2 = warp_sum(m2);
-  if (lane == 0) {
+  m2 = block_sum(m2, slots);
+  if (threadIdx.x == 0) {
     const double var = m2 * inv_count;
     const int64_t c = plane % C;
     const double scale = (weight ? static_cast<double>(weight[c]) : 1.0) / sqrt(var + eps);
@@ -559,12 +608,12 @@ struct Plan {
   size_t coef_offset = 0, partials_offset = 0, bytes = 0;
 };
 
-// Blocks per streaming pass. Statistics: ~2 resident blocks per SM (registers for kStatsLoads
-// vectors in flight, 32 KB of shared memory), so 4 per SM are two full waves of blocks that each
-// stream ≥ kStatsLoads vectors per thread; the per-block cost (reduction, one barrier, one partial
-// per channel) is then paid ~4 times per SM, not ~24. Apply has no per-block reduction and walks
+// Blocks per streaming pass. Statistics: kStatsResident blocks fit per SM (≤ 64 registers, 32 KB
+// of shared memory each), so 4 per SM is one full wave of blocks that each stream ≥ kStatsLoads
+// vectors per thread; a smaller tensor gets fewer, each with one full unrolled iteration, since
+// splitting further would not put more bytes in flight. Apply has no per-block reduction and walks
 // rows with a grid stride; 8 per SM keeps the tail wave short without tiny blocks.
-constexpr int kStatsBlocksPerSm = 4;
+constexpr int kStatsBlocksPerSm = kStatsResident;
 constexpr int kApplyBlocksPerSm = 8;
 int64_t target_blocks(const InstanceNormArgs& a, int per_sm) {
   return per_sm * static_cast<int64_t>(std::max(a.num_sms, 1));
@@ -672,11 +721,9 @@ cudaError_t launch_typed(const InstanceNormArgs& a, const Plan& plan, char* ws, 
   cudaError_t err = cudaPeekAtLastError();
   if (err != cudaSuccess) return err;
 
-  const int64_t finalize_blocks = ceil_div(plan.planes, kThreads / 32);
-  if (finalize_blocks > INT_MAX) return cudaErrorInvalidConfiguration;
-  finalize_kernel<<<static_cast<unsigned>(finalize_blocks), kThreads, 0, stream>>>(
-      partials, a.weight, a.bias, coef, plan.planes, a.C, plan.chunks,
-      1.0 / static_cast<double>(hw), a.eps);
+  if (plan.planes > INT_MAX) return cudaErrorInvalidConfiguration;
+  finalize_kernel<<<static_cast<unsigned>(plan.planes), kFinalizeThreads, 0, stream>>>(
+      partials, a.weight, a.bias, coef, a.C, plan.chunks, 1.0 / static_cast<double>(hw), a.eps);
   err = cudaPeekAtLastError();
   if (err != cudaSuccess) return err;
 
