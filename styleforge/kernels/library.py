@@ -24,3 +24,28 @@ def define_once(schema: str) -> tuple[torch.library.Library, bool]:
     if first:
         lib.define(schema)
     return lib, first
+
+
+def backward_through_reference(reference, tensors: tuple, needs_input_grad: tuple, grad: torch.Tensor,
+                               num_inputs: int) -> tuple:
+    """Autograd's gradient tuple for an op whose backward differentiates its pure-PyTorch twin.
+
+    `reference(*tensors)` recomputes the forward from the op's tensor inputs (the first
+    `len(tensors)` of its `num_inputs`); only those present and needing a gradient are
+    differentiated. Correct, not fast: the forward runs again.
+    """
+    slots = [i for i, t in enumerate(tensors) if t is not None and needs_input_grad[i]]
+    result: list[torch.Tensor | None] = [None] * num_inputs
+    if not slots:
+        return tuple(result)
+
+    def forward(*diff):
+        args = list(tensors)
+        for i, t in zip(slots, diff):
+            args[i] = t
+        return reference(*args)
+
+    _, vjp = torch.func.vjp(forward, *(tensors[i] for i in slots))
+    for i, g in zip(slots, vjp(grad)):
+        result[i] = g
+    return tuple(result)

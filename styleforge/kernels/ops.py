@@ -21,7 +21,7 @@ from collections.abc import Iterator
 import torch
 
 from . import reference
-from .library import define_once
+from .library import backward_through_reference, define_once
 
 SCHEMA = ("instance_norm(Tensor x, Tensor? weight, Tensor? bias, Tensor? residual, float eps, "
           "bool relu, int pad, int upsample) -> Tensor")
@@ -50,25 +50,10 @@ def _setup_context(ctx, inputs, output):
 
 def _backward(ctx, grad):
     """Gradients by differentiating the reference twin (recomputes the forward; correct, not fast)."""
-    x, weight, bias, residual = ctx.saved_tensors
     eps, relu, pad, upsample = ctx.options
-    tensors = (x, weight, bias, residual)
-    slots = [i for i, t in enumerate(tensors) if t is not None and ctx.needs_input_grad[i]]
-    if not slots:
-        return (None,) * 8
-
-    def forward(*diff):
-        args = list(tensors)
-        for i, t in zip(slots, diff):
-            args[i] = t
-        return reference.instance_norm(args[0], args[1], args[2], args[3], eps, relu, pad, upsample)
-
-    _, vjp = torch.func.vjp(forward, *(tensors[i] for i in slots))
-    grads = vjp(grad)
-    result: list[torch.Tensor | None] = [None] * 8
-    for i, g in zip(slots, grads):
-        result[i] = g
-    return tuple(result)
+    return backward_through_reference(
+        lambda x, weight, bias, residual: reference.instance_norm(x, weight, bias, residual, eps, relu, pad, upsample),
+        ctx.saved_tensors, ctx.needs_input_grad, grad, num_inputs=8)
 
 
 if _FIRST_IMPORT:

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from . import ops, reference_attention
-from .library import define_once
+from .library import backward_through_reference, define_once
 
 SCHEMA = "attention(Tensor q, Tensor k, Tensor v, Tensor? key_padding_mask, float scale) -> Tensor"
 QUALNAME = "styleforge::attention"
@@ -43,22 +43,9 @@ def _setup_context(ctx, inputs, output):
 
 def _backward(ctx, grad):
     q, k, v, key_padding_mask = ctx.saved_tensors
-    tensors = (q, k, v)
-    slots = [i for i in range(3) if ctx.needs_input_grad[i]]
-    result: list[torch.Tensor | None] = [None] * 5
-    if not slots:
-        return tuple(result)
-
-    def forward(*diff):
-        args = list(tensors)
-        for i, t in zip(slots, diff):
-            args[i] = t
-        return reference_attention.attention(args[0], args[1], args[2], key_padding_mask, ctx.scale)
-
-    _, vjp = torch.func.vjp(forward, *(tensors[i] for i in slots))
-    for i, g in zip(slots, vjp(grad)):
-        result[i] = g
-    return tuple(result)
+    return backward_through_reference(
+        lambda q, k, v: reference_attention.attention(q, k, v, key_padding_mask, ctx.scale),
+        (q, k, v), ctx.needs_input_grad, grad, num_inputs=5)
 
 
 if _FIRST_IMPORT:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from . import ops, reference_conv
-from .library import define_once
+from .library import backward_through_reference, define_once
 
 SCHEMA = "conv9x9(Tensor x, Tensor weight, Tensor? bias, bool out_float32=False) -> Tensor"
 QUALNAME = "styleforge::conv9x9"
@@ -37,23 +37,9 @@ def _setup_context(ctx, inputs, output):
 
 
 def _backward(ctx, grad):
-    x, weight, bias = ctx.saved_tensors
-    tensors = (x, weight, bias)
-    slots = [i for i, t in enumerate(tensors) if t is not None and ctx.needs_input_grad[i]]
-    result: list[torch.Tensor | None] = [None] * 4
-    if not slots:
-        return tuple(result)
-
-    def forward(*diff):
-        args = list(tensors)
-        for i, t in zip(slots, diff):
-            args[i] = t
-        return reference_conv.conv9x9(args[0], args[1], args[2], ctx.out_float32)
-
-    _, vjp = torch.func.vjp(forward, *(tensors[i] for i in slots))
-    for i, g in zip(slots, vjp(grad)):
-        result[i] = g
-    return tuple(result)
+    return backward_through_reference(
+        lambda x, weight, bias: reference_conv.conv9x9(x, weight, bias, ctx.out_float32),
+        ctx.saved_tensors, ctx.needs_input_grad, grad, num_inputs=4)
 
 
 if _FIRST_IMPORT:

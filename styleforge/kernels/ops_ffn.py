@@ -29,7 +29,7 @@ from collections.abc import Iterator
 import torch
 
 from . import ops, reference_ffn
-from .library import define_once
+from .library import backward_through_reference, define_once
 
 SCHEMA = ("ffn(Tensor x, Tensor w1, Tensor? b1, Tensor w2, Tensor? b2, Tensor? residual, str gelu, "
           "str fp32_precision='ieee') -> Tensor")
@@ -127,22 +127,9 @@ def _setup_context(ctx, inputs, output):
 
 
 def _backward(ctx, grad):
-    tensors = ctx.saved_tensors
-    slots = [i for i, t in enumerate(tensors) if t is not None and ctx.needs_input_grad[i]]
-    result: list[torch.Tensor | None] = [None] * 8
-    if not slots:
-        return tuple(result)
-
-    def forward(*diff):
-        args = list(tensors)
-        for i, t in zip(slots, diff):
-            args[i] = t
-        return reference_ffn.ffn(*args, ctx.gelu)
-
-    _, vjp = torch.func.vjp(forward, *(tensors[i] for i in slots))
-    for i, g in zip(slots, vjp(grad)):
-        result[i] = g
-    return tuple(result)
+    return backward_through_reference(
+        lambda *tensors: reference_ffn.ffn(*tensors, ctx.gelu),
+        ctx.saved_tensors, ctx.needs_input_grad, grad, num_inputs=8)
 
 
 if _FIRST_IMPORT:
