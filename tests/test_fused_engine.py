@@ -187,3 +187,17 @@ def test_fused_backend_through_the_pipeline(kernels_loaded, exact_fp32, tiny_sty
     plain = Stylizer(StylizeOptions(checkpoint=checkpoint, device="cuda", precision="fp32", backend="reference"))
     assert isinstance(fused.runner, FusedRunner)
     assert psnr(fused(content), plain(content)) >= 60.0
+
+
+@pytest.mark.gpu
+def test_capture_restores_the_global_cudnn_flags(kernels_loaded):
+    # Capture flips benchmark, deterministic (a cuDNN plan-cache key of our own) and allow_tf32;
+    # the caller's settings must come back unchanged.
+    cudnn = torch.backends.cudnn
+    saved = cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32
+    try:
+        cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32 = False, False, True
+        FusedRunner(_model(), torch.device("cuda"), torch.bfloat16)(_image((1, 3, 32, 32), 0, "cuda"))
+        assert (cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32) == (False, False, True)
+    finally:
+        cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32 = saved

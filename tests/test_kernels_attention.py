@@ -333,6 +333,17 @@ def cuda_op():
     return OP
 
 
+# Both CUDA kernels run every GPU test below: "auto" is the wgmma kernel on sm_90 where it applies
+# (D 64/128; elsewhere, and on other GPUs, the mma.sync one) and "mma" forces mma.sync.
+KERNELS = ["auto", "mma"]
+
+
+@pytest.fixture(params=KERNELS)
+def attention_kernel(request, monkeypatch):
+    monkeypatch.setenv("STYLEFORGE_ATTENTION_KERNEL", request.param)
+    return request.param
+
+
 def _check_cuda(shape, dtype, mask_frac=0.0, seed=0):
     q, k, v, mask = make_qkv(*shape, dtype=dtype, device="cuda", seed=seed, mask_frac=mask_frac)
     scale = shape[-1] ** -0.5
@@ -358,19 +369,19 @@ SHAPES = {
 @pytest.mark.gpu
 @pytest.mark.parametrize("label", list(SHAPES))
 @pytest.mark.parametrize("dtype", LOW, ids=str)
-def test_cuda_matches_float64(cuda_op, label, dtype):
+def test_cuda_matches_float64(cuda_op, attention_kernel, label, dtype):
     shape, frac = SHAPES[label]
     _check_cuda(shape, dtype, frac, seed=len(label))
 
 
 @pytest.mark.gpu
-def test_cuda_16k_tokens(cuda_op):
+def test_cuda_16k_tokens(cuda_op, attention_kernel):
     _check_cuda((1, 2, 16384, 16384, 64), torch.bfloat16, 0.1)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", LOW, ids=str)
-def test_cuda_fully_masked_rows_and_no_keys(cuda_op, dtype):
+def test_cuda_fully_masked_rows_and_no_keys(cuda_op, attention_kernel, dtype):
     q, k, v, mask = make_qkv(3, 2, 130, 200, 64, dtype, "cuda", mask_frac=0.3)
     mask[1] = True
     out = cuda_op(q, k, v, mask, 0.125)
@@ -382,7 +393,7 @@ def test_cuda_fully_masked_rows_and_no_keys(cuda_op, dtype):
 
 
 @pytest.mark.gpu
-def test_cuda_fp32_opt_in_error(cuda_op):
+def test_cuda_fp32_opt_in_error(cuda_op, attention_kernel):
     q, k, v, mask = make_qkv(4, 4, 333, 333, 64, torch.float32, "cuda", mask_frac=0.2)
     want = reference_attention.attention(q.double(), k.double(), v.double(), mask, 0.125)
     fast = kernels.attention(q, k, v, mask, 0.125, fp32_via_bf16=True)
@@ -393,7 +404,7 @@ def test_cuda_fp32_opt_in_error(cuda_op):
 
 
 @pytest.mark.gpu
-def test_cuda_poisoned_memory_noncontiguous_and_deterministic(cuda_op):
+def test_cuda_poisoned_memory_noncontiguous_and_deterministic(cuda_op, attention_kernel):
     g = torch.Generator(device="cuda").manual_seed(5)
     x = torch.randn(2, 333, 3, 4, 64, generator=g, device="cuda").bfloat16()   # (B, N, qkv, H, D)
     q, k, v = (x[:, :, i].transpose(1, 2) for i in range(3))                   # strided views
@@ -410,7 +421,7 @@ def test_cuda_poisoned_memory_noncontiguous_and_deterministic(cuda_op):
 
 
 @pytest.mark.gpu
-def test_cuda_backward_matches_reference(cuda_op):
+def test_cuda_backward_matches_reference(cuda_op, attention_kernel):
     q, k, v, mask = make_qkv(2, 2, 70, 90, 64, torch.bfloat16, "cuda", mask_frac=0.2)
     grad = torch.randn_like(q)
     leaves = [t.clone().requires_grad_() for t in (q, k, v)]
@@ -422,7 +433,7 @@ def test_cuda_backward_matches_reference(cuda_op):
 
 
 @pytest.mark.gpu
-def test_cuda_graph_capture_and_replay(cuda_op):
+def test_cuda_graph_capture_and_replay(cuda_op, attention_kernel):
     q, k, v, mask = make_qkv(2, 4, 200, 200, 64, torch.bfloat16, "cuda", mask_frac=0.2)
     static = [t.clone() for t in (q, k, v)]
     cuda_op(*static, mask, 0.125)
@@ -438,7 +449,7 @@ def test_cuda_graph_capture_and_replay(cuda_op):
 
 
 @pytest.mark.gpu
-def test_cuda_opcheck(cuda_op):
+def test_cuda_opcheck(cuda_op, attention_kernel):
     q, k, v, mask = make_qkv(2, 2, 70, 90, 64, torch.bfloat16, "cuda", mask_frac=0.2)
     torch.library.opcheck(cuda_op, (q, k, v, mask, 0.125))
     q, k, v, _ = make_qkv(1, 2, 33, 17, 32, torch.float16, "cuda")
@@ -446,7 +457,7 @@ def test_cuda_opcheck(cuda_op):
 
 
 @pytest.mark.gpu
-def test_cuda_module_matches_nn_multihead_attention_in_bf16(cuda_op):
+def test_cuda_module_matches_nn_multihead_attention_in_bf16(cuda_op, attention_kernel):
     torch.manual_seed(0)
     theirs = nn.MultiheadAttention(768, 12, batch_first=True).cuda().eval()
     ours = MultiheadAttention(768, 12, batch_first=True).cuda()
@@ -456,3 +467,27 @@ def test_cuda_module_matches_nn_multihead_attention_in_bf16(cuda_op):
     got = ours.bfloat16()(x.bfloat16(), x.bfloat16(), x.bfloat16())[0]
     assert got.dtype == torch.bfloat16
     assert rel_error(got, want) <= 2e-2
+
+
+def _kernel_names(fn) -> list[str]:
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", [32, 64, 128])
+def test_cuda_kernel_choice(cuda_op, monkeypatch, d):
+    q, k, v, _ = make_qkv(2, 2, 70, 90, d, dtype=torch.bfloat16, device="cuda")
+    call = (lambda: torch.ops.styleforge.attention(q, k, v, None, d ** -0.5))
+    call()
+    hopper = torch.cuda.get_device_capability() == (9, 0)
+    names = " ".join(_kernel_names(call))
+    assert ("attention_sm90_kernel" in names) == (hopper and d in (64, 128)), names
+    monkeypatch.setenv("STYLEFORGE_ATTENTION_KERNEL", "mma")
+    assert "attention_sm90_kernel" not in " ".join(_kernel_names(call))
+    monkeypatch.setenv("STYLEFORGE_ATTENTION_KERNEL", "fast")
+    with pytest.raises(RuntimeError, match="STYLEFORGE_ATTENTION_KERNEL"):
+        call()

@@ -229,6 +229,18 @@ def cuda_op():
     return OP
 
 
+# Both CUDA paths run every GPU test below: three launches (statistics, finalize, apply) and the
+# single cooperative launch. Where the single launch cannot run (NCHW, C not a multiple of 16 bytes,
+# N·C > 512, ...) "single" falls back to three launches.
+PATHS = ["split", "single"]
+
+
+@pytest.fixture(params=PATHS)
+def kernel_path(request, monkeypatch):
+    monkeypatch.setenv("STYLEFORGE_INSTANCE_NORM_PATH", request.param)
+    return request.param
+
+
 def _check_cuda(op, shape, dtype, channels_last, relu, residual, pad, upsample, affine="both",
                 mean=60.0, std=25.0, seed=0):
     x, w, b, r = make_inputs(shape, dtype, "cuda", channels_last, affine, residual, mean, std, seed)
@@ -242,16 +254,17 @@ def _check_cuda(op, shape, dtype, channels_last, relu, residual, pad, upsample, 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels_last"])
-def test_cuda_every_option(cuda_op, dtype, channels_last):
+@pytest.mark.parametrize("batch", [2, 1])
+def test_cuda_every_option(cuda_op, kernel_path, dtype, channels_last, batch):
     for relu, residual, pad, upsample, affine in COMBOS:
-        _check_cuda(cuda_op, (2, 32, 9, 14), dtype, channels_last, relu, residual, pad, upsample, affine)
+        _check_cuda(cuda_op, (batch, 32, 9, 14), dtype, channels_last, relu, residual, pad, upsample, affine)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("label", list(EDGE_SHAPES))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels_last"])
-def test_cuda_edge_shapes(cuda_op, label, dtype, channels_last):
+def test_cuda_edge_shapes(cuda_op, kernel_path, label, dtype, channels_last):
     shape = EDGE_SHAPES[label]
     pad = 0 if shape[2] == 1 else min(2, shape[2] - 1)
     _check_cuda(cuda_op, shape, dtype, channels_last, True, "strided", pad, 2 if shape[2] > 1 else 1)
@@ -270,13 +283,13 @@ LARGE = {
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("label", list(LARGE))
-def test_cuda_large_planes(cuda_op, label):
+def test_cuda_large_planes(cuda_op, kernel_path, label):
     shape, dtype, channels_last, pad, upsample = LARGE[label]
     _check_cuda(cuda_op, shape, dtype, channels_last, True, "strided", pad, upsample)
 
 
 @pytest.mark.gpu
-def test_cuda_large_mean_keeps_fp32_precision(cuda_op):
+def test_cuda_large_mean_keeps_fp32_precision(cuda_op, kernel_path):
     # mean/std = 1000: a naive E[x²] − E[x]² in fp32 loses every digit here.
     _check_cuda(cuda_op, (1, 16, 256, 320), torch.float32, True, False, None, 1, 1, mean=1000.0, std=1.0)
     _check_cuda(cuda_op, (1, 16, 256, 320), torch.float32, False, False, None, 1, 1, mean=-500.0, std=0.5)
@@ -284,7 +297,7 @@ def test_cuda_large_mean_keeps_fp32_precision(cuda_op):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels_last"])
-def test_cuda_poisoned_memory_is_fully_overwritten_and_deterministic(cuda_op, channels_last):
+def test_cuda_poisoned_memory_is_fully_overwritten_and_deterministic(cuda_op, kernel_path, channels_last):
     x, w, b, r = make_inputs((1, 64, 270, 480), torch.bfloat16, "cuda", channels_last, residual="strided")
     outs = []
     for _ in range(2):
@@ -296,7 +309,7 @@ def test_cuda_poisoned_memory_is_fully_overwritten_and_deterministic(cuda_op, ch
 
 
 @pytest.mark.gpu
-def test_cuda_misaligned_inputs(cuda_op):
+def test_cuda_misaligned_inputs(cuda_op, kernel_path):
     base = (torch.randn(1 + 2 * 3 * 17 * 23, device="cuda") * 20 + 30).half()
     x = base[1:].view(2, 3, 17, 23)     # 2-byte offset: 16-byte vector loads must not be used blindly
     assert x.data_ptr() % 16 != 0
@@ -308,7 +321,7 @@ def test_cuda_misaligned_inputs(cuda_op):
 
 
 @pytest.mark.gpu
-def test_cuda_graph_capture_and_replay(cuda_op):
+def test_cuda_graph_capture_and_replay(cuda_op, kernel_path):
     x, w, b, r = make_inputs((1, 32, 64, 96), torch.bfloat16, "cuda", True, residual="strided")
     static_x = x.clone()
     cuda_op(static_x, w, b, r, 1e-5, True, 1, 2)    # warm-up outside capture
@@ -323,6 +336,66 @@ def test_cuda_graph_capture_and_replay(cuda_op):
 
 
 @pytest.mark.gpu
-def test_cuda_opcheck(cuda_op):
+def test_cuda_opcheck(cuda_op, kernel_path):
     x, w, b, r = make_inputs((2, 16, 6, 10), torch.float32, "cuda", True, residual="strided")
     torch.library.opcheck(cuda_op, (x, w, b, r, 1e-5, True, 1, 2))
+
+
+def _kernel_names(fn) -> list[str]:
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
+            and "memset" not in e.name.lower() and "memcpy" not in e.name.lower()]
+
+
+SINGLE_CASES = {   # shape, dtype, residual, pad, upsample, path → the one kernel expected, or 3 launches
+    "auto, < 6 MB → three": ((1, 128, 128, 128), torch.bfloat16, None, 1, 1, "auto", 3),
+    "auto, 8.4 MB": ((1, 64, 256, 256), torch.bfloat16, None, 1, 1, "auto", "single_nhwc"),
+    "auto, 16.8 MB": ((1, 32, 512, 512), torch.bfloat16, None, 1, 1, "auto", "single_nhwc"),
+    "auto, residual, 4 MB → three": ((1, 128, 128, 128), torch.float16, "strided", 0, 1, "auto", 3),
+    "auto, batch 2, fp32 upsample": ((2, 64, 96, 160), torch.float32, None, 1, 2, "auto", "single_nhwc"),
+    "auto, > 24 MB → three": ((1, 32, 544, 1024), torch.bfloat16, None, 1, 1, "auto", 3),
+    "single, small, residual": ((1, 128, 32, 32), torch.float16, "strided", 0, 1, "single", "single_nhwc"),
+    "single, upsample, odd": ((1, 64, 33, 17), torch.bfloat16, None, 1, 2, "single", "single_nhwc"),
+    "single, N·C > 512 → three": ((5, 128, 6, 6), torch.bfloat16, None, 1, 1, "single", 3),
+    "single, C=3 (no vectors) → three": ((1, 3, 40, 40), torch.bfloat16, None, 1, 1, "single", 3),
+    "split forced": ((1, 32, 128, 128), torch.bfloat16, None, 1, 1, "split", 3),
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("label", list(SINGLE_CASES))
+def test_cuda_path_choice_and_launch_count(cuda_op, monkeypatch, label):
+    shape, dtype, residual, pad, upsample, path, launches = SINGLE_CASES[label]
+    monkeypatch.setenv("STYLEFORGE_INSTANCE_NORM_PATH", path)
+    x, w, b, r = make_inputs(shape, dtype, "cuda", True, residual=residual)
+    args = (x, w, b, r, 1e-5, True, pad, upsample)
+    cuda_op(*args)   # warm-up: occupancy query, allocator
+    names = _kernel_names(lambda: cuda_op(*args))
+    if launches == 3:
+        assert len(names) == 3, names
+    else:
+        assert len(names) == 1 and launches in names[0], names
+    assert_matches_reference(cuda_op(*args), composed64(*args), torch_same_dtype(*args) if dtype in LOW else None)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("batch", [1, 2])
+def test_cuda_single_and_split_paths_agree(cuda_op, monkeypatch, batch):
+    # Same formula, statistics differing only in how many partials a plane is cut into.
+    x, w, b, r = make_inputs((batch, 64, 96, 80), torch.float32, "cuda", True, residual="strided")
+    outs = {}
+    for path in PATHS:
+        monkeypatch.setenv("STYLEFORGE_INSTANCE_NORM_PATH", path)
+        outs[path] = cuda_op(x, w, b, r, 1e-5, True, 1, 2)
+    assert rel_error(outs["single"], outs["split"]) < 2e-6
+
+
+@pytest.mark.gpu
+def test_cuda_bad_path_setting_is_named(cuda_op, monkeypatch):
+    monkeypatch.setenv("STYLEFORGE_INSTANCE_NORM_PATH", "fast")
+    x, w, b, r = make_inputs((1, 8, 4, 4), torch.float32, "cuda", True)
+    with pytest.raises(RuntimeError, match="STYLEFORGE_INSTANCE_NORM_PATH"):
+        cuda_op(x, w, b, r, 1e-5, False, 0, 1)

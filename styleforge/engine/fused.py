@@ -225,13 +225,22 @@ class FusedRunner:
         return entry
 
     def _capture(self, static_in: torch.Tensor) -> _Graph:
-        benchmark, tf32 = torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32
+        cudnn = torch.backends.cudnn
+        benchmark, tf32, deterministic = cudnn.benchmark, cudnn.allow_tf32, cudnn.deterministic
         # Let cuDNN time its algorithms during warm-up; capture then records the chosen ones.
-        torch.backends.cudnn.benchmark = True
+        cudnn.benchmark = True
+        # PyTorch caches one cuDNN plan per convolution key, and the key does not say whether the
+        # plan was timed or guessed: a heuristic (benchmark=False) plan cached by earlier code of the
+        # same shape — torch.compile of this network, say — would be reused here untimed. On an H200
+        # that made our bf16 512² frame 0.99 ms after a compile run instead of 0.61 ms. The
+        # deterministic flag is part of the key, so setting it gives our convolutions their own
+        # entries; forward convolutions lose nothing by it (the non-deterministic cuDNN algorithms
+        # are backward ones).
+        cudnn.deterministic = True
         # fp32 here means exact fp32: cuDNN's channels_last TF32 convolutions landed 8.8e-4
         # (relative) off fp32 at 512² on an H200, 5× the error of the NCHW reference backend's
         # TF32, autotuned or not. `--backend auto` sends fp32 to the reference backend instead.
-        torch.backends.cudnn.allow_tf32 = self.dtype != torch.float32
+        cudnn.allow_tf32 = self.dtype != torch.float32
         try:
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
@@ -243,7 +252,7 @@ class FusedRunner:
             with torch.cuda.graph(graph):
                 static_out = self.forward(static_in)
         finally:
-            torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = benchmark, tf32
+            cudnn.benchmark, cudnn.allow_tf32, cudnn.deterministic = benchmark, tf32, deterministic
         self.captures += 1
         return _Graph(graph, static_in, static_out)
 

@@ -22,9 +22,11 @@ import torch
 log = logging.getLogger(__name__)
 
 CSRC = Path(__file__).resolve().parent / "csrc"
-SOURCES = ("bindings.cpp", "cuda/instance_norm.cu", "bindings_conv.cpp", "cuda/conv9x9.cu",
-           "bindings_attention.cpp", "cuda/attention.cu")
-HEADERS = ("instance_norm.h", "conv9x9.h", "attention.h", "device_info.h", "cuda/smem_optin.cuh")
+SOURCES = ("bindings.cpp", "cuda/instance_norm.cu", "cuda/instance_norm_single.cu", "bindings_conv.cpp",
+           "cuda/conv9x9.cu",
+           "bindings_attention.cpp", "cuda/attention.cu", "cuda/attention_sm90.cu")
+HEADERS = ("instance_norm.h", "conv9x9.h", "attention.h", "device_info.h", "cuda/smem_optin.cuh",
+           "cuda/instance_norm_device.cuh", "cuda/instance_norm_single.h", "attention_sm90.h")
 EXTENSION_NAME = "styleforge_kernels"
 # No --use_fast_math: it flushes denormals and buys nothing for these memory-bound kernels.
 CUDA_FLAGS = ("-O3", "-lineinfo")

@@ -23,7 +23,7 @@ if [ -x "$SANITIZER" ]; then
 else
   echo "compute-sanitizer not found (looked on PATH and in $SANITIZER); sanitizer steps skipped"
 fi
-step timings timings.log 60 "$PY" dev/kernels/instance_norm/timings.py --out "$OUT/timings.json"
+step timings timings.log 60 "$PY" dev/kernels/instance_norm/timings.py --out "$OUT/timings.json" ${TIMINGS_ARGS:-}
 
 echo "=== summary (exit codes; 0 = ok)"
 for name in build pytest memcheck racecheck timings; do echo "  $name: ${RC[$name]:-skipped}"; done

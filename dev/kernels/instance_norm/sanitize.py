@@ -59,14 +59,15 @@ def main(quick: bool) -> int:
         sys.stderr.write(f"CUDA kernels unavailable: {reason}\n")
         return 2
     failures: list[str] = []
-    shape = (2, 16, 7, 10)
+    # NCHW takes the three launches, channels_last the single launch (batch 1 and 2).
+    shapes = ((2, 16, 7, 10), (1, 16, 9, 6))
     residuals = ("interior", "other-layout") if quick else (None, "contiguous", "interior", "other-layout")
     pads = (1,) if quick else (0, 1, 4)
-    for dtype, cl in itertools.product(DTYPES, (False, True)):
+    for dtype, cl, shape in itertools.product(DTYPES, (False, True), shapes):
         x = make(shape, dtype, cl, 1)
         weight, bias = torch.rand(16, device="cuda") + 0.5, torch.randn(16, device="cuda")
         for relu, res, pad, up, affine in itertools.product((False, True), residuals, pads, (1, 2), (False, True)):
-            label = f"{dtype} cl={cl} relu={relu} res={res} pad={pad} up={up} affine={affine}"
+            label = f"{shape} {dtype} cl={cl} relu={relu} res={res} pad={pad} up={up} affine={affine}"
             check(label, x, weight if affine else None, bias if affine else None, residual_for(res, x),
                   relu, pad, up, failures)
     for dtype in DTYPES:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -94,6 +95,11 @@ def op_rows(copy_gbs: float, quick: bool) -> list[dict]:
         es = x0.element_size()
         fewest = x0.numel() * es + n * c * (h + 2) * (w + 2) * es
         times = {name: graph_ms(calls) for name, calls in providers.items()}
+        # The op's two CUDA paths, forced (the env var is read when a call is captured).
+        for path in ("split", "single"):
+            os.environ["STYLEFORGE_INSTANCE_NORM_PATH"] = path
+            times[f"styleforge {path}"] = graph_ms(providers["styleforge"])
+        os.environ.pop("STYLEFORGE_INSTANCE_NORM_PATH")
         gbs = fewest / (times["styleforge"] * 1e-3) / 1e9
         rows.append({"kind": "op", "case": label, "shape": "x".join(map(str, shape)), "dtype": str(dtype),
                      "channels_last": channels_last, **{f"{k} ms": round(v, 4) for k, v in times.items()},

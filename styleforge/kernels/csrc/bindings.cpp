@@ -7,6 +7,8 @@
 // only way both paths can share it). Argument rules mirror reference.check_args and name the
 // argument; kernels launch on the current stream under a CUDAGuard, and every launch is checked.
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -49,6 +51,16 @@ at::Tensor affine_param(const std::optional<at::Tensor>& t, const at::Tensor& x,
   TORCH_CHECK(t->device() == x.device(), "instance_norm: ", name, " is on ", t->device(), ", x on ",
               x.device());
   return t->to(at::kFloat).contiguous();
+}
+
+// STYLEFORGE_INSTANCE_NORM_PATH = auto (default) | split | single: read at every call (a getenv
+// is cheap next to a launch) so a benchmark can compare the two paths in one process.
+InstanceNormArgs::Path kernel_path() {
+  const char* v = std::getenv("STYLEFORGE_INSTANCE_NORM_PATH");
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return InstanceNormArgs::Path::kAuto;
+  if (std::strcmp(v, "split") == 0) return InstanceNormArgs::Path::kSplit;
+  if (std::strcmp(v, "single") == 0) return InstanceNormArgs::Path::kSingle;
+  TORCH_CHECK(false, "STYLEFORGE_INSTANCE_NORM_PATH must be auto, split or single, got '", v, "'");
 }
 
 at::Tensor instance_norm_cuda(const at::Tensor& x_in, const std::optional<at::Tensor>& weight,
@@ -110,6 +122,7 @@ at::Tensor instance_norm_cuda(const at::Tensor& x_in, const std::optional<at::Te
   args.relu = relu;
   args.eps = eps;
   args.num_sms = multiprocessor_count(x.get_device());
+  args.path = kernel_path();
 
   const size_t bytes = instance_norm_workspace_bytes(args);
   TORCH_CHECK(bytes > 0, "instance_norm: sizes out of the kernel's range (N=", n, ", C=", c, ", H=", h,

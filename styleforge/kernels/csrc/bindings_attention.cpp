@@ -6,6 +6,8 @@
 // the argument; q, k, v are made contiguous and 16-byte aligned (a copy only when they are not
 // already), the kernel launches on the current stream under a CUDAGuard, and the launch is checked.
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <cstdint>
 #include <optional>
 
@@ -17,6 +19,7 @@
 #include <torch/library.h>
 
 #include "attention.h"
+#include "attention_sm90.h"
 
 namespace styleforge {
 namespace {
@@ -33,6 +36,18 @@ void check_qkv(const char* name, const at::Tensor& t, const at::Tensor& q) {
   TORCH_CHECK(t.scalar_type() == q.scalar_type(), "attention: ", name, " dtype ", t.scalar_type(),
               " must equal q dtype ", q.scalar_type());
   TORCH_CHECK(t.device() == q.device(), "attention: ", name, " is on ", t.device(), ", q on ", q.device());
+}
+
+// STYLEFORGE_ATTENTION_KERNEL = auto (default: the wgmma kernel on sm_90 where it applies, else
+// mma.sync) | mma (always the mma.sync kernel): read at every call so a benchmark or a test can
+// compare the two in one process.
+bool use_sm90_kernel(const AttentionArgs& args) {
+  const char* v = std::getenv("STYLEFORGE_ATTENTION_KERNEL");
+  if (v != nullptr && *v != '\0' && std::strcmp(v, "auto") != 0) {
+    TORCH_CHECK(std::strcmp(v, "mma") == 0, "STYLEFORGE_ATTENTION_KERNEL must be auto or mma, got '", v, "'");
+    return false;
+  }
+  return attention_sm90_supported(args);
 }
 
 at::Tensor attention_cuda(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in,
@@ -82,7 +97,8 @@ at::Tensor attention_cuda(const at::Tensor& q_in, const at::Tensor& k_in, const 
   args.Nk = nk;
   args.D = static_cast<int>(d);
   args.scale = static_cast<float>(scale);
-  C10_CUDA_CHECK(attention_launch(args, c10::cuda::getCurrentCUDAStream()));
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  C10_CUDA_CHECK(use_sm90_kernel(args) ? attention_sm90_launch(args, stream) : attention_launch(args, stream));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
 }

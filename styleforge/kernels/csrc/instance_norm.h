@@ -33,6 +33,12 @@ struct InstanceNormArgs {
   bool relu = false;
   double eps = 1e-5;
   int num_sms = 132;            // sizes the grids; any positive value is correct
+  // Which kernels: kAuto picks the single cooperative launch for channels_last tensors in the size
+  // range where it measured faster (6–24 MB), else the three launches; the others force one (kSingle falls
+  // back to three launches where it cannot run). Benchmarks and tests set it; the op reads it from
+  // STYLEFORGE_INSTANCE_NORM_PATH.
+  enum class Path : int { kAuto = 0, kSplit = 1, kSingle = 2 };
+  Path path = Path::kAuto;
 };
 
 // Bytes of scratch instance_norm_launch needs (per-block partial sums, per-plane statistics).

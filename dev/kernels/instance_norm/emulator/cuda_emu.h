@@ -173,3 +173,4 @@ inline void launch(dim3 grid, dim3 block, const std::function<void()>& fn) {
 #define __float_as_uint(f) emu::float_as_uint(f)
 #define cudaPeekAtLastError() cudaSuccess
 #define __ldg(p) emu::ldg(p)
+#define __ldcg(p) emu::ldg(p)   // coherent L2 load: the same value on a CPU

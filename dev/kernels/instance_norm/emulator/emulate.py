@@ -21,6 +21,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[3]
 CU = REPO / "styleforge" / "kernels" / "csrc" / "cuda" / "instance_norm.cu"
 HEADER = REPO / "styleforge" / "kernels" / "csrc" / "instance_norm.h"
+DEVICE_CUH = CU.parent / "instance_norm_device.cuh"
 CUDA_INCLUDE_CANDIDATES = ("/usr/local/cuda/include", "/usr/local/cuda-13.0/include", "/usr/include")
 DTYPE_KIND = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 
@@ -72,10 +73,12 @@ def build(workdir: Path, sanitize: bool = True) -> Path:
         raise RuntimeError("emulate: needs g++ and the CUDA headers (cuda_bf16.h)")
     workdir.mkdir(parents=True, exist_ok=True)
     src = workdir / "instance_norm_emulated.inc"
-    src.write_text(transform(CU.read_text()))
+    # The device helpers are inlined so transform() rewrites their 16-byte stores too.
+    source = CU.read_text().replace('#include "instance_norm_device.cuh"', DEVICE_CUH.read_text())
+    src.write_text(transform(source))
     exe = workdir / "instance_norm_emu"
     cmd = [compiler, "-std=c++20", "-O1", "-g", "-pthread", "-isystem", include,
-           f'-DINSTANCE_NORM_SOURCE="{src}"', "-I", str(HERE), str(HERE / "driver.cpp"), "-o", str(exe)]
+           f'-DINSTANCE_NORM_SOURCE="{src}"', "-DSTYLEFORGE_EMULATOR", "-I", str(HERE), str(HERE / "driver.cpp"), "-o", str(exe)]
     if sanitize:
         cmd[2:2] = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
     subprocess.run(cmd, check=True, capture_output=True, text=True)

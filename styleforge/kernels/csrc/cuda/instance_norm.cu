@@ -29,8 +29,9 @@
 // cache holds the END of x; the apply pass therefore walks output rows from last to first and
 // finds its first ~L2-size of input there instead of in DRAM. Tensors that fit in L2 are read
 // from DRAM once; larger ones cost one read, one write and (size − L2) of re-read.
-// Length: ~750 lines, over STYLE.md's 600, because the host planner that sizes the grids must
-// stay in the same file as the kernels whose indexing it mirrors.
+// Mid-sized channels_last tensors (6–24 MB) take the same three steps in ONE cooperative
+// launch instead (instance_norm_single.cu): there, launches rather than bytes set the time. The
+// device code both paths share is in instance_norm_device.cuh.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -40,186 +41,13 @@
 #include <cstdint>
 
 #include "../instance_norm.h"
+#include "instance_norm_device.cuh"
+#ifndef STYLEFORGE_EMULATOR
+#include "instance_norm_single.h"
+#endif
 
 namespace styleforge {
 namespace {
-
-constexpr int kThreads = 256;
-constexpr int kMaxTileGroups = 32;   // channel groups per channels_last block (a power of two)
-constexpr int kMaxVec = 8;          // elements per 16-byte access (half/bf16)
-constexpr int kStatsLoads = 4;      // 16-byte loads in flight per thread in the statistics kernels
-constexpr int kStatsResident = 4;   // statistics blocks per SM that the planner sizes the grid for
-// What __launch_bounds__ asks for: sm_80's code generation for the bf16 kernel spills at 64
-// registers, so there it asks for 3 blocks (80 registers); the target GPUs are sm_90.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-#define STYLEFORGE_STATS_MIN_BLOCKS 3
-#else
-#define STYLEFORGE_STATS_MIN_BLOCKS 4
-#endif
-constexpr int kMaxChunks = 4096;     // blocks per plane in the statistics pass
-constexpr int kMaxGridY = 65535;
-constexpr int kUnroll = 4;           // loads in flight per thread in the apply kernels (×2 without residual)
-
-// ---- element access: fp32 math on fp32/fp16/bf16 storage ------------------------------------
-
-template <typename T> struct Elem;
-
-template <> struct Elem<float> {
-  static constexpr int kPerWord = 1;
-  __device__ __forceinline__ static float load(const float* p) { return __ldg(p); }
-  __device__ __forceinline__ static float unpack_one(float v) { return v; }
-  __device__ __forceinline__ static void store(float* p, float v) { *p = v; }
-  __device__ __forceinline__ static float unpack(uint32_t w, int) { return __uint_as_float(w); }
-  __device__ __forceinline__ static uint32_t pack(const float* v) { return __float_as_uint(v[0]); }
-};
-
-template <> struct Elem<__half> {
-  static constexpr int kPerWord = 2;
-  __device__ __forceinline__ static float load(const __half* p) { return __half2float(__ldg(p)); }
-  __device__ __forceinline__ static float unpack_one(__half v) { return __half2float(v); }
-  __device__ __forceinline__ static void store(__half* p, float v) { *p = __float2half_rn(v); }
-  __device__ __forceinline__ static float unpack(uint32_t w, int i) {
-    return __half2float(__ushort_as_half(static_cast<unsigned short>(i ? (w >> 16) : (w & 0xffffu))));
-  }
-  __device__ __forceinline__ static uint32_t pack(const float* v) {
-    return static_cast<uint32_t>(__half_as_ushort(__float2half_rn(v[0]))) |
-           (static_cast<uint32_t>(__half_as_ushort(__float2half_rn(v[1]))) << 16);
-  }
-};
-
-template <> struct Elem<__nv_bfloat16> {
-  static constexpr int kPerWord = 2;
-  __device__ __forceinline__ static float load(const __nv_bfloat16* p) { return __bfloat162float(__ldg(p)); }
-  __device__ __forceinline__ static float unpack_one(__nv_bfloat16 v) { return __bfloat162float(v); }
-  __device__ __forceinline__ static void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
-  // bf16 is the top half of an fp32: widening is a shift, exact.
-  __device__ __forceinline__ static float unpack(uint32_t w, int i) {
-    return __uint_as_float(i ? (w & 0xffff0000u) : (w << 16));
-  }
-  __device__ __forceinline__ static uint32_t pack(const float* v) {
-    return static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(v[0]))) |
-           (static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(v[1]))) << 16);
-  }
-};
-
-// VEC elements at p as loaded: one 16-byte word when VEC·sizeof(T) == 16 (p must be 16-byte
-// aligned), one element when VEC == 1. Loads take the read-only path (__ldg): x and the residual
-// are never written by these kernels, and the compiler cannot prove that on its own. Kernels that
-// keep several loads in flight hold them packed (4 registers per 16 bytes, not 8 floats) and
-// widen each just before use.
-template <typename T, int VEC> struct Packed { uint4 w; };
-template <typename T> struct Packed<T, 1> { T w; };
-
-template <typename T, int VEC>
-__device__ __forceinline__ Packed<T, VEC> load_packed(const T* p) {
-  if constexpr (VEC == 1) {
-    return Packed<T, 1>{__ldg(p)};
-  } else {
-    static_assert(VEC * sizeof(T) == 16, "vector accesses are 16 bytes");
-    return Packed<T, VEC>{__ldg(reinterpret_cast<const uint4*>(p))};
-  }
-}
-
-template <typename T, int VEC>
-__device__ __forceinline__ void unpack(const Packed<T, VEC>& raw, float (&v)[VEC]) {
-  if constexpr (VEC == 1) {
-    v[0] = Elem<T>::unpack_one(raw.w);
-  } else {
-    const uint32_t w[4] = {raw.w.x, raw.w.y, raw.w.z, raw.w.w};
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) v[k] = Elem<T>::unpack(w[k / Elem<T>::kPerWord], k % Elem<T>::kPerWord);
-  }
-}
-
-template <typename T, int VEC>
-__device__ __forceinline__ void load_vec(const T* p, float (&v)[VEC]) {
-  unpack<T, VEC>(load_packed<T, VEC>(p), v);
-}
-
-template <typename T, int VEC>
-__device__ __forceinline__ void store_vec(T* p, const float (&v)[VEC]) {
-  if constexpr (VEC == 1) {
-    Elem<T>::store(p, v[0]);
-  } else {
-    static_assert(VEC * sizeof(T) == 16, "vector accesses are 16 bytes");
-    constexpr int kPer = Elem<T>::kPerWord;
-    uint32_t w[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) w[k] = Elem<T>::pack(v + k * kPer);
-    *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
-  }
-}
-
-// Moments of a set of values: n of them, mean shift + mean, Σ(x − mean)² = m2. Each thread
-// takes its own first value as the shift (no shared sampling phase, no barrier) and sums
-// d = x − shift and d² in fp32: d is of the order of σ, so q − s·s/n does not cancel even when
-// |mean|/σ is 1000. Two sets merge by Chan et al.'s pairwise update with the difference of the
-// means formed as (shift_b − shift_a) + (mean_b − mean_a): the shifts are data values of one
-// plane, so their difference is exact or nearly, and the mean never rounds at its magnitude.
-struct Moments {
-  float n, shift, mean, m2;
-};
-
-__device__ __forceinline__ Moments moments_of(int count, float shift, float s, float q) {
-  Moments m{static_cast<float>(count), shift, 0.f, 0.f};
-  if (count > 0) {
-    m.mean = s / static_cast<float>(count);
-    m.m2 = fmaxf(fmaf(-s, m.mean, q), 0.f);
-  }
-  return m;
-}
-
-// a then b; keeps a's shift. Empty sets (n = 0) are the identity on either side.
-__device__ __forceinline__ Moments merge(Moments a, const Moments& b) {
-  if (b.n == 0.f) return a;
-  if (a.n == 0.f) return b;
-  const float n = a.n + b.n;
-  const float delta = (b.shift - a.shift) + (b.mean - a.mean);
-  const float fb = b.n / n;
-  a.mean = fmaf(delta, fb, a.mean);
-  a.m2 = a.m2 + b.m2 + delta * delta * a.n * fb;
-  a.n = n;
-  return a;
-}
-
-// Merge with the lane `o` away, lower lane first, so both lanes of a pair hold the same bits.
-__device__ __forceinline__ Moments merge_lane(const Moments& m, int o) {
-  Moments other;
-  other.n = __shfl_xor_sync(0xffffffffu, m.n, o);
-  other.shift = __shfl_xor_sync(0xffffffffu, m.shift, o);
-  other.mean = __shfl_xor_sync(0xffffffffu, m.mean, o);
-  other.m2 = __shfl_xor_sync(0xffffffffu, m.m2, o);
-  return (threadIdx.x & o) ? merge(other, m) : merge(m, other);
-}
-
-__device__ __forceinline__ float4 as_float4(const Moments& m) { return make_float4(m.n, m.shift, m.mean, m.m2); }
-__device__ __forceinline__ Moments as_moments(const float4& v) { return Moments{v.x, v.y, v.z, v.w}; }
-
-// Per-thread running sums against the thread's first value (see Moments).
-struct Accum {
-  float shift = 0.f, s = 0.f, q = 0.f;
-  int count = 0;
-  __device__ __forceinline__ void add(float x) {
-    if (count == 0) shift = x;
-    const float d = x - shift;
-    s += d;
-    q = fmaf(d, d, q);
-    ++count;
-  }
-  __device__ __forceinline__ Moments moments() const { return moments_of(count, shift, s, q); }
-};
-
-// Output index o along a side of `len` (already upsampled) source pixels padded by `pad`
-// → source index before the upsample. Needs pad < len, so one reflection suffices.
-__device__ __forceinline__ int source_index(int o, int pad, int len, int up_shift) {
-  int t = o - pad;
-  t = t < 0 ? -t : t;
-  t = t >= len ? 2 * (len - 1) - t : t;
-  return t >> up_shift;
-}
-
-// ReLU that keeps NaN (as torch.relu does); fmaxf would turn NaN into 0.
-__device__ __forceinline__ float relu_nan(float y) { return y < 0.f ? 0.f : y; }
 
 // ---- pass 1: statistics ------------------------------------------------------------------
 
@@ -284,167 +112,24 @@ stats_nchw_kernel(const T* __restrict__ x, int64_t hw, int chunks, int64_t chunk
   }
 }
 
-// grid.x = N × tiles × chunks. Thread t handles channel group (tile·tile_groups + t % tile_groups)
-// of pixels chunk_begin + t / tile_groups, + rows, ... (rows = kThreads / tile_groups).
-// tile_groups is a power of two ≤ 32, so the lanes of a warp that share a channel group are
-// g, g + tile_groups, ...: they merge by shuffles, then the 8 warps through shared memory.
 template <typename T, int VEC>
 __global__ void __launch_bounds__(kThreads, STYLEFORGE_STATS_MIN_BLOCKS)
 stats_nhwc_kernel(const T* __restrict__ x, int64_t hw, int C, int groups, int tile_groups, int tiles,
                   int chunks, int64_t chunk_len, float4* __restrict__ partials) {
-  constexpr int kLoads = VEC == 1 ? kStatsLoads / 2 : kStatsLoads;
   const int chunk = static_cast<int>(blockIdx.x % chunks);
   const int64_t rest = blockIdx.x / chunks;
-  const int tile = static_cast<int>(rest % tiles);
-  const int64_t n = rest / tiles;
-  const int rows = kThreads / tile_groups;
-  const int g = threadIdx.x % tile_groups;
-  const int r = threadIdx.x / tile_groups;
-  const int tile_c0 = tile * tile_groups * VEC;
-  const int width = min(tile_groups, groups - tile * tile_groups) * VEC;   // channels in this tile
-  const bool active = g * VEC < width;
-
-  // The shifts stay packed as loaded (4 registers for 8 half/bf16 channels, not 8) and are widened
-  // where used: that keeps the kernel within 64 registers, i.e. kStatsResident blocks per SM.
-  Packed<T, VEC> shift_raw{};
-  float sum[VEC], sq[VEC];
-#pragma unroll
-  for (int k = 0; k < VEC; ++k) sum[k] = sq[k] = 0.f;
-  int count = 0;
-  if (active) {
-    const int64_t p0 = static_cast<int64_t>(chunk) * chunk_len;
-    const int64_t p1 = min(p0 + chunk_len, hw);
-    const T* col = x + n * hw * C + tile_c0 + g * VEC;
-    for (int64_t pix0 = p0 + r; pix0 < p1; pix0 += static_cast<int64_t>(kLoads) * rows) {
-      Packed<T, VEC> raw[kLoads];
-#pragma unroll
-      for (int u = 0; u < kLoads; ++u) {
-        if (pix0 + u * rows < p1) raw[u] = load_packed<T, VEC>(col + (pix0 + u * rows) * C);
-      }
-#pragma unroll
-      for (int u = 0; u < kLoads; ++u) {
-        if (pix0 + u * rows < p1) {
-          if (count == 0) shift_raw = raw[u];
-          float v[VEC], shift[VEC];
-          unpack<T, VEC>(raw[u], v);
-          unpack<T, VEC>(shift_raw, shift);
-#pragma unroll
-          for (int k = 0; k < VEC; ++k) {
-            const float d = v[k] - shift[k];
-            sum[k] += d;
-            sq[k] = fmaf(d, d, sq[k]);
-          }
-          ++count;
-        }
-      }
-    }
-  }
-  // [warp][channel in tile]; warp w's entry for group g comes from its lane g after the shuffles.
-  __shared__ float4 s_red[kThreads / 32][kMaxTileGroups * kMaxVec];
-  const int lane = threadIdx.x & 31;
-  float shift[VEC];
-  unpack<T, VEC>(shift_raw, shift);
-#pragma unroll
-  for (int k = 0; k < VEC; ++k) {
-    Moments m = moments_of(count, shift[k], sum[k], sq[k]);
-    for (int o = 16; o >= tile_groups; o >>= 1) m = merge_lane(m, o);   // uniform trip count
-    if (lane < tile_groups && active) s_red[threadIdx.x >> 5][g * VEC + k] = as_float4(m);
-  }
-  __syncthreads();
-  // A warp holds 32 / tile_groups rows, so with tile_groups = 32 ... 1 all 8 warps hold partials
-  // of every channel of the tile.
-  for (int i = threadIdx.x; i < width; i += kThreads) {
-    Moments total = as_moments(s_red[0][i]);
-    for (int w = 1; w < kThreads / 32; ++w) total = merge(total, as_moments(s_red[w][i]));
-    partials[(n * C + tile_c0 + i) * chunks + chunk] = as_float4(total);
-  }
+  stats_nhwc_block<T, VEC>(x, hw, C, groups, tile_groups, static_cast<int>(rest % tiles), rest / tiles,
+                           chunk, chunks, chunk_len, partials);
 }
 
 // ---- pass 2: per-plane coefficients --------------------------------------------------------
 
-// One block of kFinalizeThreads per plane: coef = (mean_hi, scale, offset, 0) with
-// y = (x − mean_hi)·scale + offset. The partials are combined exactly as Chan's formula does for
-// many sets at once, in fp64 and two sweeps: mean = Σ nᵢ·meanᵢ / n, then M2 = Σ M2ᵢ + nᵢ·(meanᵢ − mean)²
-// (no per-merge division; the second sweep re-reads the same addresses from L1). Thread t takes
-// partials t, t + kFinalizeThreads, ... and issues kFinalizeLoads of them before adding the first, so
-// a plane of ≤ 1024 partials costs one L2 round trip per sweep, not one per partial. The order is
-// fixed: each thread adds its partials in index order, the lane sums are butterflies (their
-// additions commute, so every lane holds the same bits) and the warp sums are added in warp order.
-constexpr int kFinalizeThreads = 128;
-constexpr int kFinalizeLoads = 8;
-
-__device__ __forceinline__ double warp_sum(double v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-// Sum over the block, the same bits in every thread. `slots` holds one double per warp; the barrier
-// at the end lets the caller reuse it.
-__device__ __forceinline__ double block_sum(double v, double* slots) {
-  v = warp_sum(v);
-  if ((threadIdx.x & 31) == 0) slots[threadIdx.x >> 5] = v;
-  __syncthreads();
-  double total = slots[0];
-#pragma unroll
-  for (int w = 1; w < kFinalizeThreads / 32; ++w) total += slots[w];
-  __syncthreads();
-  return total;
-}
-
-// shift + (mean − shift) of a partial in fp64: exact, no rounding at the mean's magnitude.
-__device__ __forceinline__ double partial_mean(const float4& p) {
-  return static_cast<double>(p.y) + static_cast<double>(p.z);
-}
-
-// grid.x = planes (≤ INT_MAX, host checks); every thread of a block reaches both barriers.
+// grid.x = planes (≤ INT_MAX, host checks).
 __global__ void __launch_bounds__(kFinalizeThreads)
 finalize_kernel(const float4* __restrict__ partials, const float* __restrict__ weight,
                 const float* __restrict__ bias, float4* __restrict__ coef, int64_t C, int chunks,
                 double inv_count, double eps) {
-  __shared__ double slots[kFinalizeThreads / 32];
-  const int64_t plane = blockIdx.x;
-  const float4* mine = partials + plane * chunks;
-  constexpr int kStride = kFinalizeThreads * kFinalizeLoads;
-  double weighted = 0.0;
-  for (int i0 = threadIdx.x; i0 < chunks; i0 += kStride) {
-    float4 p[kFinalizeLoads];
-#pragma unroll
-    for (int u = 0; u < kFinalizeLoads; ++u) {
-      if (i0 + u * kFinalizeThreads < chunks) p[u] = __ldg(mine + i0 + u * kFinalizeThreads);
-    }
-#pragma unroll
-    for (int u = 0; u < kFinalizeLoads; ++u) {
-      if (i0 + u * kFinalizeThreads < chunks) {
-        weighted = fma(static_cast<double>(p[u].x), partial_mean(p[u]), weighted);
-      }
-    }
-  }
-  const double mean = block_sum(weighted, slots) * inv_count;
-  double m2 = 0.0;
-  for (int i0 = threadIdx.x; i0 < chunks; i0 += kStride) {
-    float4 p[kFinalizeLoads];
-#pragma unroll
-    for (int u = 0; u < kFinalizeLoads; ++u) {
-      if (i0 + u * kFinalizeThreads < chunks) p[u] = __ldg(mine + i0 + u * kFinalizeThreads);
-    }
-#pragma unroll
-    for (int u = 0; u < kFinalizeLoads; ++u) {
-      if (i0 + u * kFinalizeThreads < chunks) {
-        const double d = partial_mean(p[u]) - mean;
-        m2 += fma(static_cast<double>(p[u].x) * d, d, static_cast<double>(p[u].w));
-      }
-    }
-  }
-  m2 = block_sum(m2, slots);
-  if (threadIdx.x == 0) {
-    const double var = m2 * inv_count;
-    const int64_t c = plane % C;
-    const double scale = (weight ? static_cast<double>(weight[c]) : 1.0) / sqrt(var + eps);
-    const float mean_hi = static_cast<float>(mean);
-    const double offset = (bias ? static_cast<double>(bias[c]) : 0.0) - (mean - mean_hi) * scale;
-    coef[plane] = make_float4(mean_hi, static_cast<float>(scale), static_cast<float>(offset), 0.f);
-  }
+  finalize_plane<kFinalizeThreads, false>(partials, weight, bias, coef, C, chunks, blockIdx.x, inv_count, eps);
 }
 
 // ---- pass 3: apply and write the padded/upsampled output --------------------------------------
@@ -589,8 +274,6 @@ __global__ void __launch_bounds__(kThreads) apply_nhwc_kernel(ApplyParams p) {
 
 // ---- host: planning and launch -------------------------------------------------------------
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
 struct Plan {
   int64_t planes = 0;
@@ -773,11 +456,35 @@ bool args_valid(const InstanceNormArgs& a) {
          a.pad < a.W * a.upsample && a.C <= INT_MAX && ho <= INT_MAX && wo <= INT_MAX;
 }
 
+// The single cooperative launch (instance_norm_single.cu) where it is chosen: its workspace bytes,
+// else 0 (three launches). kAuto takes it for x of kSingleAutoMinBytes to kSingleAutoMaxBytes, where
+// it measured faster on the H200 (docs/perf-notes.md, "InstanceNorm v5": 8.4 MB 24.6 → 21.0 µs,
+// 16.8 MB 33.1 → 30.7 µs); at 4.2 MB the two tie (15.6 / 15.5 µs) and the 256² frame measured 3%
+// slower with it; above 24 MB the three launches keep more bytes in flight. The emulator runs
+// blocks one after another, so it has no grid barrier and always takes the three launches.
+constexpr int64_t kSingleAutoMinBytes = int64_t{6} << 20;
+constexpr int64_t kSingleAutoMaxBytes = int64_t{24} << 20;
+
+size_t single_launch_bytes(const InstanceNormArgs& a) {
+#ifdef STYLEFORGE_EMULATOR
+  (void)a;
+  return 0;
+#else
+  if (a.path == InstanceNormArgs::Path::kSplit) return 0;
+  const int64_t x_bytes = a.N * a.C * a.H * a.W * elem_size(a.dtype);
+  if (a.path == InstanceNormArgs::Path::kAuto && (x_bytes < kSingleAutoMinBytes || x_bytes > kSingleAutoMaxBytes)) {
+    return 0;
+  }
+  return instance_norm_single_workspace_bytes(a);
+#endif
+}
+
 }  // namespace
 
 size_t instance_norm_workspace_bytes(const InstanceNormArgs& args) {
   const InstanceNormArgs a = normalised(args);
   if (!args_valid(a) || a.N * a.C == 0) return 0;
+  if (const size_t single = single_launch_bytes(a)) return single;
   return make_plan(a, elem_size(a.dtype)).bytes;
 }
 
@@ -786,6 +493,9 @@ cudaError_t instance_norm_launch(const InstanceNormArgs& args, void* workspace, 
   if (!args_valid(a)) return cudaErrorInvalidValue;
   if (a.N * a.C == 0) return cudaSuccess;
   if (workspace == nullptr || !aligned16(workspace)) return cudaErrorInvalidValue;
+#ifndef STYLEFORGE_EMULATOR
+  if (single_launch_bytes(a) > 0) return instance_norm_single_launch(a, workspace, stream);
+#endif
   const Plan plan = make_plan(a, elem_size(a.dtype));
   char* ws = static_cast<char*>(workspace);
   switch (a.dtype) {   // the one dtype switch: ScalarKind → element type
