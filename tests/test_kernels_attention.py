@@ -107,6 +107,15 @@ def test_opcheck():
     torch.library.opcheck(OP, (q, k, v, mask, 0.125))
     q, k, v, _ = make_qkv(1, 1, 4, 3, 16, torch.bfloat16)
     torch.library.opcheck(OP, (q.requires_grad_(), k.requires_grad_(), v.requires_grad_(), None, 0.25))
+    torch.library.opcheck(OP, (q, k, v, None, 0.25, True))   # fp32_out: fp32 result from bf16 inputs
+
+
+def test_fp32_out_returns_fp32_of_the_same_values():
+    q, k, v, mask = make_qkv(2, 2, 6, 7, 16, torch.bfloat16, mask_frac=0.3)
+    out16 = OP(q, k, v, mask, 0.25)
+    out32 = OP(q, k, v, mask, 0.25, True)
+    assert out16.dtype == torch.bfloat16 and out32.dtype == torch.float32
+    assert torch.equal(out32.to(torch.bfloat16), out16)
 
 
 BAD = {

@@ -7,10 +7,12 @@ float64), and `csrc/bindings_attention.cpp` adds the flash-style tensor-core ker
 key when the extension loads. The backward recomputes through the twin (materialises N×N: correct,
 not fast — a backward kernel is future work). The entry `attention(...)` adds what the kernel
 does not do itself: zero-padding of other head dims up to 32/64/128 and the opt-in fp32 path
-(`fp32_via_bf16=True`: q, k, v rounded to bf16, fp32 softmax and accumulation, the bf16 result
-returned as fp32). Measured relative L2 error against float64 (randn inputs, N=200, D=64, on
-the kernel emulator): 3.7e-3, the same as SDPA in bf16 (3.7e-3); rounding the inputs alone
-costs 3.0e-3, so a split hi+lo bf16 scheme (~fp32 accuracy, 3× the mma work) is future work.
+(`fp32_via_bf16=True`: q, k, v rounded to bf16, fp32 softmax and accumulation, an fp32 result:
+the op's `fp32_out`, which the Hopper kernel writes straight from its accumulators and the
+mma.sync path converts from bf16). Measured relative L2 error against fp32: 3.3–3.4e-3 on the
+Hopper kernel (H200, the four anchor shapes), 3.7e-3 with the bf16 output (the kernel emulator,
+N=200, D=64, the same as SDPA in bf16); rounding the inputs alone costs 3.0e-3, so a split hi+lo
+bf16 scheme (~fp32 accuracy, 3× the mma work) is future work.
 """
 from __future__ import annotations
 
@@ -20,32 +22,41 @@ import torch.nn.functional as F
 from . import ops, reference_attention
 from .library import backward_through_reference, define_once
 
-SCHEMA = "attention(Tensor q, Tensor k, Tensor v, Tensor? key_padding_mask, float scale) -> Tensor"
+# fp32_out: return fp32 whatever q's dtype (the fp32-input opt-in path: the Hopper kernel writes fp32
+# from its accumulators, which saves a conversion pass over the output).
+SCHEMA = ("attention(Tensor q, Tensor k, Tensor v, Tensor? key_padding_mask, float scale, bool fp32_out=False)"
+          " -> Tensor")
 QUALNAME = "styleforge::attention"
 
 _LIB, _FIRST_IMPORT = define_once(SCHEMA)  # registrations below run only when this defined it
 
 
-def _attention_impl(q, k, v, key_padding_mask, scale):
-    return reference_attention.attention(q, k, v, key_padding_mask, scale)
+def _reference(q, k, v, key_padding_mask, scale, fp32_out):
+    out = reference_attention.attention(q, k, v, key_padding_mask, scale)
+    return out.float() if fp32_out else out
 
 
-def _attention_fake(q, k, v, key_padding_mask, scale):
+def _attention_impl(q, k, v, key_padding_mask, scale, fp32_out=False):
+    return _reference(q, k, v, key_padding_mask, scale, fp32_out)
+
+
+def _attention_fake(q, k, v, key_padding_mask, scale, fp32_out=False):
     reference_attention.check_args(q, k, v, key_padding_mask, scale)
-    return torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    return torch.empty(q.shape, dtype=torch.float32 if fp32_out else q.dtype, device=q.device)
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, key_padding_mask, scale = inputs
+    q, k, v, key_padding_mask, scale, fp32_out = inputs
     ctx.save_for_backward(q, k, v, key_padding_mask)
     ctx.scale = scale
+    ctx.fp32_out = fp32_out
 
 
 def _backward(ctx, grad):
     q, k, v, key_padding_mask = ctx.saved_tensors
     return backward_through_reference(
-        lambda q, k, v: reference_attention.attention(q, k, v, key_padding_mask, ctx.scale),
-        (q, k, v), ctx.needs_input_grad, grad, num_inputs=5)
+        lambda q, k, v: _reference(q, k, v, key_padding_mask, ctx.scale, ctx.fp32_out),
+        (q, k, v), ctx.needs_input_grad, grad, num_inputs=6)
 
 
 if _FIRST_IMPORT:
@@ -75,7 +86,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_padding_mas
         return reference_attention.attention(q, k, v, key_padding_mask, scale)
     reference_attention.check_args(q, k, v, key_padding_mask, scale)
     out_dtype = q.dtype
-    if q.dtype == torch.float32 and fp32_via_bf16:
+    fp32_out = q.dtype == torch.float32 and fp32_via_bf16
+    if fp32_out:
         q, k, v = q.to(torch.bfloat16), k.to(torch.bfloat16), v.to(torch.bfloat16)
     if q.dtype not in reference_attention.KERNEL_DTYPES:
         return reference_attention.attention(q, k, v, key_padding_mask, scale)
@@ -87,7 +99,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_padding_mas
     if dk != d:   # zero columns change neither q·k nor the output's first d columns
         q, k, v = (F.pad(t, (0, dk - d)) for t in (q, k, v))
     ops.ensure_cuda_kernels()
-    out = torch.ops.styleforge.attention(q, k, v, key_padding_mask, scale)
+    out = torch.ops.styleforge.attention(q, k, v, key_padding_mask, scale, fp32_out)
     if dk != d:
         out = out[..., :d]
     return out.to(out_dtype)

@@ -21,7 +21,8 @@ struct AttentionArgs {
   const void* k = nullptr;                  // (B, H, Nk, D) contiguous, 16-byte aligned
   const void* v = nullptr;                  // (B, H, Nk, D) contiguous, 16-byte aligned
   const uint8_t* key_padding_mask = nullptr;  // (B, Nk) bytes, non-zero = ignore the key; or null
-  void* out = nullptr;                      // (B, H, Nq, D) contiguous, q's dtype
+  void* out = nullptr;                      // (B, H, Nq, D) contiguous, q's dtype (fp32 with out_fp32)
+  bool out_fp32 = false;                    // write fp32 (attention_sm90 only; attention_launch refuses it)
   int64_t B = 0, H = 0, Nq = 0, Nk = 0;     // Nk may be 0 (every row is then fully masked: zeros)
   int D = 0;                                // 32, 64 or 128
   float scale = 1.f;                        // applied to q·k before the softmax

@@ -18,6 +18,7 @@ bool attention_sm90_supported(const AttentionArgs& a);
 
 // Enqueue the forward on `stream`. cudaErrorInvalidValue when !attention_sm90_supported(a), else
 // the tensor-map or launch error (cudaSuccess when the launch was accepted). Nk = 0 writes zeros.
+// a.out_fp32: `out` is fp32 and receives the fp32 accumulators' result directly.
 cudaError_t attention_sm90_launch(const AttentionArgs& a, cudaStream_t stream);
 
 }  // namespace styleforge

@@ -51,7 +51,7 @@ bool use_sm90_kernel(const AttentionArgs& args) {
 }
 
 at::Tensor attention_cuda(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in,
-                          const std::optional<at::Tensor>& key_padding_mask, double scale) {
+                          const std::optional<at::Tensor>& key_padding_mask, double scale, bool fp32_out) {
   check_qkv("q", q_in, q_in);
   check_qkv("k", k_in, q_in);
   check_qkv("v", v_in, q_in);
@@ -81,7 +81,7 @@ at::Tensor attention_cuda(const at::Tensor& q_in, const at::Tensor& k_in, const 
 
   const c10::cuda::CUDAGuard guard(q_in.device());
   const at::Tensor q = dense_aligned(q_in), k = dense_aligned(k_in), v = dense_aligned(v_in);
-  at::Tensor out = at::empty({b, h, nq, d}, q.options());
+  at::Tensor out = at::empty({b, h, nq, d}, q.options().dtype(fp32_out ? at::kFloat : type));
   if (out.numel() == 0) return out;
 
   AttentionArgs args;
@@ -98,8 +98,19 @@ at::Tensor attention_cuda(const at::Tensor& q_in, const at::Tensor& k_in, const 
   args.D = static_cast<int>(d);
   args.scale = static_cast<float>(scale);
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  C10_CUDA_CHECK(use_sm90_kernel(args) ? attention_sm90_launch(args, stream) : attention_launch(args, stream));
+  args.out_fp32 = fp32_out;
+  if (use_sm90_kernel(args)) {
+    C10_CUDA_CHECK(attention_sm90_launch(args, stream));   // writes fp32 itself when asked
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return out;
+  }
+  // The mma.sync kernel writes q's dtype; fp32 output is then one conversion pass.
+  args.out_fp32 = false;
+  at::Tensor out16 = fp32_out ? at::empty({b, h, nq, d}, q.options()) : out;
+  args.out = out16.data_ptr();
+  C10_CUDA_CHECK(attention_launch(args, stream));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+  if (fp32_out) out.copy_(out16);
   return out;
 }
 

@@ -348,6 +348,7 @@ cudaError_t launch(const AttentionArgs& a, cudaStream_t stream, int id) {
 bool attention_supported(int head_dim) { return head_dim == 32 || head_dim == 64 || head_dim == 128; }
 
 cudaError_t attention_launch(const AttentionArgs& a, cudaStream_t stream) {
+  if (a.out_fp32) return cudaErrorInvalidValue;   // 16-bit output only; the binding converts
   if (!attention_supported(a.D) || a.B < 0 || a.H < 0 || a.Nq < 0 || a.Nk < 0) return cudaErrorInvalidValue;
   const bool bf16 = a.dtype == AttnDtype::kBFloat16;
   switch (a.D) {

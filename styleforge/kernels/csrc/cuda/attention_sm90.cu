@@ -43,7 +43,9 @@
 //    back to back, waits for S_j only, does the softmax of S_j while the P V MMAs run, then waits
 //    for them before rescaling O and overwriting P.
 //  * O rescale by alpha = 2^(m_old − m_new) is skipped when alpha = 1 for every row of the warp.
-//  * Epilogue: O / l → 16-bit, through the (dead) Q tile in shared memory, 16-byte coalesced stores.
+//  * Epilogue: O / l → 16-bit, through the (dead) Q tile in shared memory, 16-byte coalesced stores;
+//    or, with out_fp32 (fp32 inputs opted in through bf16), fp32 stores straight from registers,
+//    which saves the caller a conversion pass over the output.
 // Not covered: D other than 64/128, fp32, scale ≤ 0 (→ attention.cu), masks other than key
 // padding, dropout, backward. About 600 lines, the house limit: the wgmma wrappers spell out
 // their 32/64 accumulator operands.
@@ -86,7 +88,8 @@ struct Cfg {
 };
 
 struct Params {
-  uint16_t* out;          // (BH, Nq, D)
+  uint16_t* out;          // (BH, Nq, D), or null when out_f32 is set
+  float* out_f32;         // (BH, Nq, D) fp32 output (the fp32-input opt-in path), or null
   const uint8_t* mask;    // (B, Nk) or null
   int H, Nq, Nk, q_blocks, n_tiles;
   float scale_log2;       // scale · log2(e)
@@ -438,8 +441,25 @@ __global__ void __launch_bounds__(kThreads, Cfg<D, BN_>::kMinBlocks)
   l1 += shfl_xor(l1, 1);
   l1 += shfl_xor(l1, 2);
   const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
-  __syncthreads();   // all MMAs reading Q are done: the Q tile becomes O's staging tile
   const int r0 = warp * 16 + g;   // r0 + 8 has the same r % 8
+  if (p.out_f32 != nullptr) {
+    // fp32 straight from the accumulators: lane (g, t) holds columns 8i + 2t, +1 of rows r0 and
+    // r0 + 8, so the 4 lanes of a row write 32 contiguous bytes per i (whole sectors).
+    float* of = p.out_f32 + (static_cast<int64_t>(bh) * p.Nq + q0) * D;
+#pragma unroll
+    for (int i = 0; i < kDB; ++i) {
+      if (q0 + r0 < p.Nq) {
+        *reinterpret_cast<float2*>(of + static_cast<int64_t>(r0) * D + 8 * i + 2 * t) =
+            make_float2(o[4 * i] * inv0, o[4 * i + 1] * inv0);
+      }
+      if (q0 + r0 + 8 < p.Nq) {
+        *reinterpret_cast<float2*>(of + static_cast<int64_t>(r0 + 8) * D + 8 * i + 2 * t) =
+            make_float2(o[4 * i + 2] * inv1, o[4 * i + 3] * inv1);
+      }
+    }
+    return;
+  }
+  __syncthreads();   // all MMAs reading Q are done: the Q tile becomes O's staging tile
 #pragma unroll
   for (int i = 0; i < kDB; ++i) {
     unsigned char* row = smem + (i >> 3) * kBM * 128 + r0 * 128 + (((i & 7) ^ (r0 & 7)) << 4) + 4 * t;
@@ -550,7 +570,8 @@ cudaError_t launch(const AttentionArgs& a, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   }
   Params p;
-  p.out = static_cast<uint16_t*>(a.out);
+  p.out = a.out_fp32 ? nullptr : static_cast<uint16_t*>(a.out);
+  p.out_f32 = a.out_fp32 ? static_cast<float*>(a.out) : nullptr;
   p.mask = a.key_padding_mask;
   p.H = static_cast<int>(a.H);
   p.Nq = static_cast<int>(a.Nq);
@@ -600,7 +621,7 @@ cudaError_t attention_sm90_launch(const AttentionArgs& a, cudaStream_t stream) {
   if (!attention_sm90_supported(a)) return cudaErrorInvalidValue;
   if (a.B * a.H * a.Nq == 0) return cudaSuccess;
   if (a.Nk == 0) {   // every row fully masked: zeros
-    return cudaMemsetAsync(a.out, 0, static_cast<size_t>(a.B * a.H * a.Nq) * a.D * 2, stream);
+    return cudaMemsetAsync(a.out, 0, static_cast<size_t>(a.B * a.H * a.Nq) * a.D * (a.out_fp32 ? 4 : 2), stream);
   }
   const int sms = device_sms();
   return a.dtype == AttnDtype::kBFloat16 ? dispatch<__nv_bfloat16>(a, sms, stream) : dispatch<__half>(a, sms, stream);
