@@ -9,9 +9,7 @@ tests/test_kernels_conv9x9.py; a development tool for a machine without a GPU, n
 """
 from __future__ import annotations
 
-import re
-import shutil
-import subprocess
+import importlib.util
 import tempfile
 from pathlib import Path
 
@@ -21,74 +19,35 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[3]
 CU = REPO / "styleforge" / "kernels" / "csrc" / "cuda" / "conv9x9.cu"
 HEADER = REPO / "styleforge" / "kernels" / "csrc" / "conv9x9.h"
-CUDA_INCLUDE_CANDIDATES = ("/usr/local/cuda/include", "/usr/local/cuda-13.0/include", "/usr/include")
 DTYPE_KIND = {torch.float16: 1, torch.bfloat16: 2}
 
-LAUNCH = re.compile(r"(\w+(?:<[^;{}()]*?>)?)<<<(.*?)>>>\((.*?)\);", re.DOTALL)
-SHARED = "extern __shared__ __align__(16) unsigned char smem[];"
-
-
-def _split_top_level(text: str) -> list[str]:
-    parts, depth, current = [], 0, []
-    for ch in text:
-        if ch in "(<[":
-            depth += 1
-        elif ch in ")>]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(current).strip())
-            current = []
-        else:
-            current.append(ch)
-    parts.append("".join(current).strip())
-    return parts
+# The helpers all three emulators share (not a package: loaded by path).
+_spec = importlib.util.spec_from_file_location("emulator_common", HERE.parents[1] / "emulator_common.py")
+common = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(common)
+cuda_include = common.cuda_include
 
 
 def transform(source: str) -> str:
-    def launch(m: re.Match) -> str:
-        grid, block, smem = _split_top_level(m.group(2))[:3]
+    def launch(m) -> str:
+        grid, block, smem = common.split_top_level(m.group(2))[:3]
         return (f"emu::launch(dim3({grid}), dim3({block}), {smem}, "
                 f"[&]() {{ {m.group(1)}({m.group(3)}); }});")
 
-    out, launches = LAUNCH.subn(launch, source)
-    shared = out.count(SHARED)
+    out, launches = common.LAUNCH.subn(launch, source)
+    shared = out.count(common.EXTERN_SHARED)
     if launches != 2 or shared != 2:
         raise RuntimeError(f"emulate: expected 2 launches and 2 shared buffers, found {launches} and "
                            f"{shared}; update transform()")
-    out = out.replace(SHARED, "unsigned char* smem = emu::ctx.smem;")
+    out = out.replace(common.EXTERN_SHARED, "unsigned char* smem = emu::ctx.smem;")
     # The transformed copy is compiled elsewhere: point its relative includes at the sources.
     return (out.replace('#include "../conv9x9.h"', f'#include "{HEADER}"')
                .replace('#include "smem_optin.cuh"', f'#include "{CU.parent / "smem_optin.cuh"}"'))
 
 
-def cuda_include() -> str | None:
-    for candidate in CUDA_INCLUDE_CANDIDATES:
-        if (Path(candidate) / "cuda_bf16.h").is_file():
-            return candidate
-    return None
-
-
 def build(workdir: Path, sanitize: bool = True) -> Path:
-    include = cuda_include()
-    compiler = shutil.which("g++")
-    if include is None or compiler is None:
-        raise RuntimeError("emulate: needs g++ and the CUDA headers (cuda_bf16.h)")
-    workdir.mkdir(parents=True, exist_ok=True)
-    src = workdir / "conv9x9_emulated.inc"
-    src.write_text(transform(CU.read_text()))
-    exe = workdir / "conv9x9_emu"
-    cmd = [compiler, "-std=c++20", "-O1", "-g", "-pthread", "-isystem", include,
-           f'-DCONV9X9_SOURCE="{src}"', "-I", str(HERE), str(HERE / "driver.cpp"), "-o", str(exe)]
-    if sanitize:
-        cmd[2:2] = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"emulate: build failed:\n{proc.stderr[-4000:]}")
-    return exe
-
-
-def _write(path: Path, t: torch.Tensor) -> None:
-    path.write_bytes(t.contiguous().view(torch.uint8).numpy().tobytes())
+    return common.compile_emulator(workdir, "conv9x9", transform(CU.read_text()), "CONV9X9_SOURCE",
+                                   HERE / "driver.cpp", [HERE], sanitize=sanitize)
 
 
 def run(exe: Path, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
@@ -98,17 +57,15 @@ def run(exe: Path, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | N
     cout = weight.shape[0]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        _write(tmp / "x.bin", x.permute(0, 2, 3, 1))
-        _write(tmp / "w.bin", weight.to(x.dtype))
+        common.write_tensor(tmp / "x.bin", x.permute(0, 2, 3, 1))
+        common.write_tensor(tmp / "w.bin", weight.to(x.dtype))
         argv = [str(exe), f"dtype={DTYPE_KIND[x.dtype]}", f"N={n}", f"Hp={hp}", f"Wp={wp}", f"cin={cin}",
                 f"cout={cout}", f"out_float32={int(out_float32)}", f"num_sms={num_sms}",
                 f"x={tmp / 'x.bin'}", f"weight={tmp / 'w.bin'}", f"out={tmp / 'out.bin'}"]
         if bias is not None:
-            _write(tmp / "b.bin", bias.float())
+            common.write_tensor(tmp / "b.bin", bias.float())
             argv.append(f"bias={tmp / 'b.bin'}")
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise RuntimeError(f"emulated kernel failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+        common.run_driver(argv)
         raw = (tmp / "out.bin").read_bytes()
     dtype = torch.float32 if out_float32 else x.dtype
     out = torch.frombuffer(bytearray(raw), dtype=dtype)

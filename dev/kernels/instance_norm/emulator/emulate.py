@@ -9,9 +9,8 @@ this is a development tool for a machine without a GPU, not part of the package.
 """
 from __future__ import annotations
 
+import importlib.util
 import re
-import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -22,34 +21,21 @@ REPO = HERE.parents[3]
 CU = REPO / "styleforge" / "kernels" / "csrc" / "cuda" / "instance_norm.cu"
 HEADER = REPO / "styleforge" / "kernels" / "csrc" / "instance_norm.h"
 DEVICE_CUH = CU.parent / "instance_norm_device.cuh"
-CUDA_INCLUDE_CANDIDATES = ("/usr/local/cuda/include", "/usr/local/cuda-13.0/include", "/usr/include")
 DTYPE_KIND = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 
-LAUNCH = re.compile(r"(\w+(?:<[^;{}()]*?>)?)<<<(.*?)>>>\((.*?)\);", re.DOTALL)
-
-
-def _split_top_level(text: str) -> list[str]:
-    parts, depth, current = [], 0, []
-    for ch in text:
-        if ch in "(<[":
-            depth += 1
-        elif ch in ")>]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(current).strip())
-            current = []
-        else:
-            current.append(ch)
-    parts.append("".join(current).strip())
-    return parts
+# The helpers all three emulators share (not a package: loaded by path).
+_spec = importlib.util.spec_from_file_location("emulator_common", HERE.parents[1] / "emulator_common.py")
+common = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(common)
+cuda_include = common.cuda_include
 
 
 def transform(source: str) -> str:
     def launch(m: re.Match) -> str:
-        config = _split_top_level(m.group(2))
+        config = common.split_top_level(m.group(2))
         return f"emu::launch(dim3({config[0]}), dim3({config[1]}), [&]() {{ {m.group(1)}({m.group(3)}); }});"
 
-    out, count = LAUNCH.subn(launch, source)
+    out, count = common.LAUNCH.subn(launch, source)
     if count == 0:
         raise RuntimeError("emulate: found no kernel launches to rewrite")
     # Loads go through __ldg, which cuda_emu.h checks; stores are rewritten to checked ones.
@@ -59,34 +45,12 @@ def transform(source: str) -> str:
     return out.replace('#include "../instance_norm.h"', f'#include "{HEADER}"')
 
 
-def cuda_include() -> str | None:
-    for candidate in CUDA_INCLUDE_CANDIDATES:
-        if (Path(candidate) / "cuda_bf16.h").is_file():
-            return candidate
-    return None
-
-
 def build(workdir: Path, sanitize: bool = True) -> Path:
-    include = cuda_include()
-    compiler = shutil.which("g++")
-    if include is None or compiler is None:
-        raise RuntimeError("emulate: needs g++ and the CUDA headers (cuda_bf16.h)")
-    workdir.mkdir(parents=True, exist_ok=True)
-    src = workdir / "instance_norm_emulated.inc"
     # The device helpers are inlined so transform() rewrites their 16-byte stores too.
     source = CU.read_text().replace('#include "instance_norm_device.cuh"', DEVICE_CUH.read_text())
-    src.write_text(transform(source))
-    exe = workdir / "instance_norm_emu"
-    cmd = [compiler, "-std=c++20", "-O1", "-g", "-pthread", "-isystem", include,
-           f'-DINSTANCE_NORM_SOURCE="{src}"', "-DSTYLEFORGE_EMULATOR", "-I", str(HERE), str(HERE / "driver.cpp"), "-o", str(exe)]
-    if sanitize:
-        cmd[2:2] = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
-    return exe
-
-
-def _write(path: Path, t: torch.Tensor) -> None:
-    path.write_bytes(t.contiguous().view(torch.uint8).numpy().tobytes())
+    return common.compile_emulator(workdir, "instance_norm", transform(source), "INSTANCE_NORM_SOURCE",
+                                   HERE / "driver.cpp", [HERE], defines=("STYLEFORGE_EMULATOR",),
+                                   sanitize=sanitize)
 
 
 def run(exe: Path, x: torch.Tensor, weight=None, bias=None, residual=None, eps: float = 1e-5,
@@ -101,25 +65,23 @@ def run(exe: Path, x: torch.Tensor, weight=None, bias=None, residual=None, eps: 
     flat = dense.contiguous().reshape(-1)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        _write(tmp / "x.bin", torch.cat([torch.zeros(x_offset, dtype=x.dtype), flat]))
+        common.write_tensor(tmp / "x.bin", torch.cat([torch.zeros(x_offset, dtype=x.dtype), flat]))
         argv = [str(exe), f"dtype={DTYPE_KIND[x.dtype]}", f"channels_last={int(channels_last)}",
                 f"N={n}", f"C={c}", f"H={h}", f"W={w}", f"pad={pad}", f"upsample={upsample}",
                 f"relu={int(relu)}", f"eps={eps!r}", f"num_sms={num_sms}", f"x_offset={x_offset}",
                 f"x={tmp / 'x.bin'}", f"out={tmp / 'out.bin'}"]
         if weight is not None:
-            _write(tmp / "w.bin", weight.float())
+            common.write_tensor(tmp / "w.bin", weight.float())
             argv.append(f"weight={tmp / 'w.bin'}")
         if bias is not None:
-            _write(tmp / "b.bin", bias.float())
+            common.write_tensor(tmp / "b.bin", bias.float())
             argv.append(f"bias={tmp / 'b.bin'}")
         if residual is not None:
             storage = torch.empty(0, dtype=residual.dtype).set_(residual.untyped_storage())
-            _write(tmp / "r.bin", storage)
+            common.write_tensor(tmp / "r.bin", storage)
             argv += [f"residual={tmp / 'r.bin'}", f"res_offset={residual.storage_offset()}",
                      *(f"rs{i}={s}" for i, s in enumerate(residual.stride()))]
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise RuntimeError(f"emulated kernel failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+        proc = common.run_driver(argv)
         raw = (tmp / "out.bin").read_bytes()
     ho, wo = h * upsample + 2 * pad, w * upsample + 2 * pad
     out = torch.frombuffer(bytearray(raw), dtype=x.dtype)
