@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+HERE = Path(__file__).resolve().parent     # emulator_driver.h, the drivers' shared C++ helpers
 CUDA_INCLUDE_CANDIDATES = ("/usr/local/cuda/include", "/usr/local/cuda-13.0/include", "/usr/include")
 # kernel<T, ...><<<grid, block[, smem[, stream]]>>>(args);
 LAUNCH = re.compile(r"(\w+(?:<[^;{}()]*?>)?)<<<(.*?)>>>\((.*?)\);", re.DOTALL)
@@ -37,6 +38,24 @@ def split_top_level(text: str) -> list[str]:
     return parts
 
 
+def rewrite_shared_launches(source: str, expected: int) -> str:
+    """The tensor-core kernels' rules: each `kernel<<<grid, block, smem, stream>>>(args);` becomes
+    `emu::launch(grid, block, smem, [&] { kernel(args); });` and each `extern __shared__` buffer the
+    emulator's per-block one. `expected` launches and buffers must be found, else the source changed
+    shape and the rules need a look."""
+    def launch(m: re.Match) -> str:
+        grid, block, smem = split_top_level(m.group(2))[:3]
+        return (f"emu::launch(dim3({grid}), dim3({block}), {smem}, "
+                f"[&]() {{ {m.group(1)}({m.group(3)}); }});")
+
+    out, launches = LAUNCH.subn(launch, source)
+    shared = out.count(EXTERN_SHARED)
+    if launches != expected or shared != expected:
+        raise RuntimeError(f"emulate: expected {expected} launches and shared buffers, found {launches} and "
+                           f"{shared}; update the rewriting rules")
+    return out.replace(EXTERN_SHARED, "unsigned char* smem = emu::ctx.smem;")
+
+
 def cuda_include() -> str | None:
     for candidate in CUDA_INCLUDE_CANDIDATES:
         if (Path(candidate) / "cuda_bf16.h").is_file():
@@ -57,7 +76,7 @@ def compile_emulator(workdir: Path, name: str, source_text: str, source_macro: s
     src.write_text(source_text)
     exe = workdir / f"{name}_emu"
     cmd = [compiler, "-std=c++20", "-O1", "-g", "-pthread", "-isystem", include, f'-D{source_macro}="{src}"',
-           *(f"-D{d}" for d in defines), *(arg for d in include_dirs for arg in ("-I", str(d))), str(driver),
+           *(f"-D{d}" for d in defines), *(arg for d in (*include_dirs, HERE) for arg in ("-I", str(d))), str(driver),
            "-o", str(exe)]
     if sanitize:
         cmd[2:2] = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]

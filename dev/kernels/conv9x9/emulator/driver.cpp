@@ -5,36 +5,18 @@
 // starts filled with 0xff bytes (NaN in every dtype) to expose elements the kernel never wrote.
 #include "warp_emu.h"
 
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 
+#include "emulator_driver.h"
+
 #include CONV9X9_SOURCE
 
-namespace {
-
-std::vector<char> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::vector<char>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
-char* exact_copy(const std::vector<char>& bytes) {
-  void* p = nullptr;
-  if (posix_memalign(&p, 256, bytes.empty() ? 1 : bytes.size()) != 0) std::abort();
-  std::memcpy(p, bytes.data(), bytes.size());
-  return static_cast<char*>(p);
-}
-
-}  // namespace
+using emu_driver::exact_copy;
+using emu_driver::read_file;
 
 int main(int argc, char** argv) {
-  std::map<std::string, std::string> kv;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const auto eq = a.find('=');
-    kv[a.substr(0, eq)] = a.substr(eq + 1);
-  }
+  const std::map<std::string, std::string> kv = emu_driver::parse_args(argc, argv);
   auto num = [&](const char* k) { return std::stoll(kv.at(k)); };
   styleforge::Conv9x9Args args;
   args.dtype = static_cast<styleforge::ConvDtype>(num("dtype"));

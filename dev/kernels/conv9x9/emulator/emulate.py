@@ -29,17 +29,7 @@ cuda_include = common.cuda_include
 
 
 def transform(source: str) -> str:
-    def launch(m) -> str:
-        grid, block, smem = common.split_top_level(m.group(2))[:3]
-        return (f"emu::launch(dim3({grid}), dim3({block}), {smem}, "
-                f"[&]() {{ {m.group(1)}({m.group(3)}); }});")
-
-    out, launches = common.LAUNCH.subn(launch, source)
-    shared = out.count(common.EXTERN_SHARED)
-    if launches != 2 or shared != 2:
-        raise RuntimeError(f"emulate: expected 2 launches and 2 shared buffers, found {launches} and "
-                           f"{shared}; update transform()")
-    out = out.replace(common.EXTERN_SHARED, "unsigned char* smem = emu::ctx.smem;")
+    out = common.rewrite_shared_launches(source, expected=2)
     # The transformed copy is compiled elsewhere: point its relative includes at the sources.
     return (out.replace('#include "../conv9x9.h"', f'#include "{HEADER}"')
                .replace('#include "smem_optin.cuh"', f'#include "{CU.parent / "smem_optin.cuh"}"'))

@@ -5,35 +5,18 @@
 // and the workspace start filled with 0xff bytes (NaN in every dtype) to expose unwritten elements.
 #include "cuda_emu.h"
 
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 
+#include "emulator_driver.h"
+
 #include INSTANCE_NORM_SOURCE
 
-namespace {
-
-std::vector<char> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::vector<char>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
-void* exact_alloc(size_t bytes) {
-  void* p = nullptr;
-  if (posix_memalign(&p, 256, bytes == 0 ? 1 : bytes) != 0) std::abort();
-  return p;
-}
-
-}  // namespace
+using emu_driver::exact_alloc;
+using emu_driver::read_file;
 
 int main(int argc, char** argv) {
-  std::map<std::string, std::string> kv;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const auto eq = a.find('=');
-    kv[a.substr(0, eq)] = a.substr(eq + 1);
-  }
+  const std::map<std::string, std::string> kv = emu_driver::parse_args(argc, argv);
   auto num = [&](const char* k) { return std::stoll(kv.at(k)); };
   styleforge::InstanceNormArgs args;
   args.dtype = static_cast<styleforge::ScalarKind>(num("dtype"));
