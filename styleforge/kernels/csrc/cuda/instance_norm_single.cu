@@ -38,8 +38,8 @@ namespace cg = cooperative_groups;
 
 constexpr int kSingleBlocksPerSm = 2;   // 264 blocks on an H200: barrier 0.85 µs (4/SM: 1.2 µs)
 constexpr int kSingleUnroll = 4;        // output vectors in flight per thread in the apply phase
-// Partials per thread per finalize sweep: the planner makes ≤ grid (≤ 2 per thread) per plane, and
-// fewer registers here leave room for the apply phase's loads, which are in flight meanwhile.
+// Partials per thread per finalize sweep: the planner makes ≤ grid (≤ 2 per 256-thread block) per
+// plane, so 2 cover a plane in one sweep without holding registers for 8.
 constexpr int kSingleFinalizeLoads = 2;
 
 // Dev instrumentation, off in the package: with STYLEFORGE_SINGLE_PHASE_TIMES defined (only
