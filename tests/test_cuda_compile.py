@@ -51,7 +51,8 @@ def _cuda_include() -> Path | None:
 
 @pytest.mark.skipif(shutil.which("g++") is None or _torch_cuda_headers() is None or _cuda_include() is None,
                     reason="needs g++, torch's c10/cuda headers and the CUDA headers")
-@pytest.mark.parametrize("bindings", ["bindings.cpp", "bindings_conv.cpp", "bindings_attention.cpp"])
+@pytest.mark.parametrize("bindings", ["bindings.cpp", "bindings_conv.cpp", "bindings_conv3x3.cpp",
+                                      "bindings_attention.cpp"])
 def test_bindings_pass_a_syntax_check(tmp_path, bindings):
     include = _torch_cuda_headers()
     # CPU wheels ship c10/cuda headers but not this generated one; an empty stand-in suffices.

@@ -9,7 +9,11 @@ upsample pass is ever materialised. One CUDA graph is captured per input shape a
 inputs that live on the CPU go through a pinned staging buffer. The two 9×9 convolutions
 (conv1, deconv3) can also run on StyleForge's tensor-core op (`kernels.conv9x9`): for each
 shape, outside capture, both it and cuDNN are timed on the real input with CUDA events and the
-faster is kept (`layer_choices` records which and why). It follows the runner
+faster is kept (`layer_choices` records which and why). On Hopper in fp16/bf16 the residual
+blocks can run as a chain of `kernels.conv3x3_norm` calls instead (plan "conv3x3": each
+InstanceNorm applied in the next convolution's prologue from statistics the previous one's
+epilogue gathered, so no norm pass over the activation); per shape both plans are captured,
+their replays timed, and the faster graph kept. It follows the runner
 contract of `engine.backends`: float (N, 3, H, W) in 0–255, H and W multiples of 4 → the raw
 network output in float32. It is not a training path (inference only, no autograd). On a CPU
 device it runs the same plan eagerly, without graphs, through the op's reference twin: slow,
@@ -39,9 +43,10 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class LayerChoice:
-    provider: str                   # "styleforge" (the conv9x9 op) or "cudnn"
+    provider: str                   # "styleforge" (the conv9x9 op), "conv3x3" (the fused residual
+                                    # chain) or "cudnn"
     reason: str                     # "faster", "slower", or why the op was not tried
-    op_ms: float | None = None      # median of CHOICE_REPS calls
+    op_ms: float | None = None      # median of CHOICE_REPS calls (a whole frame for "residual")
     cudnn_ms: float | None = None
 
 
@@ -71,7 +76,7 @@ class FusedRunner:
         self.device, self.dtype = device, dtype
         self.use_graphs = use_graphs and device.type == "cuda"
         self._graphs: OrderedDict[tuple, _Graph] = OrderedDict()
-        self.captures = 0
+        self.captures = 0     # input shapes captured (a shape may capture two plans and keep one)
         # (layer, input shape) → which implementation runs the 9×9 convolution there.
         self.layer_choices: dict[tuple[str, tuple[int, ...]], LayerChoice] = {}
 
@@ -98,18 +103,38 @@ class FusedRunner:
         self.op_weights = {"conv1": self.encoder[0][0][0].contiguous(), "deconv3": self.head_weight.contiguous()}
         self.head_pad = m.deconv3.reflection_pad.padding[0]   # 4: the 9×9 head convolution
         self.input_pad = m.conv1.reflection_pad.padding[0]     # 4: the 9×9 first convolution
+        # The residual blocks' convolutions packed for the conv3x3_norm op (fp16/bf16 only).
+        self.packed = ([(kernels.pack_weight(w1), kernels.pack_weight(w2)) for (w1, _), _, (w2, _), _ in self.residual]
+                       if dtype in (torch.float16, torch.bfloat16) else None)
 
     # ---- the plan --------------------------------------------------------------------------
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """(N, 3, H, W) on self.device, any float dtype → (N, 3, H, W) float32."""
+    def forward(self, x: torch.Tensor, plan: str | None = None) -> torch.Tensor:
+        """(N, 3, H, W) on self.device, any float dtype → (N, 3, H, W) float32.
+
+        plan: how the residual blocks run — "cudnn" (cuDNN convolutions, standalone norms) or
+        "conv3x3" (the fused conv3x3_norm op); None takes `default_plan()`.
+        """
+        plan = plan or self.default_plan()
         p = self.input_pad
         x = x.to(self.dtype).contiguous(memory_format=torch.channels_last)
         y = F.pad(x, (p, p, p, p), mode="reflect")      # the only pad the op cannot fold: the input's
         for i, ((weight, stride), n) in enumerate(self.encoder):
             y = self._conv9x9("conv1", y, weight) if i == 0 else F.conv2d(y, weight, None, stride)
+            if i == len(self.encoder) - 1 and plan == "conv3x3":
+                break                                   # the first fused convolution applies this norm
             y = kernels.instance_norm(y, n.weight, n.bias, relu=True, pad=1)
-        # y: (N, 128, H/4 + 2, W/4 + 2), reflection-padded: its interior is the residual input.
+        # cudnn: y is (N, 128, H/4 + 2, W/4 + 2), normalised and reflection-padded; conv3x3: y is
+        # conv3's raw output (N, 128, H/4, W/4). Either way the result is the last block's output,
+        # ×2 upsampled and padded for deconv1.
+        y = self._residual_conv3x3(y) if plan == "conv3x3" else self._residual_cudnn(y)
+        (w4, _), n4 = self.decoder[0]
+        y = kernels.instance_norm(F.conv2d(y, w4), n4.weight, n4.bias, relu=True, pad=1, upsample=2)
+        (w5, _), n5 = self.decoder[1]
+        y = kernels.instance_norm(F.conv2d(y, w5), n5.weight, n5.bias, relu=True, pad=self.head_pad)
+        return self._conv9x9("deconv3", y, self.head_weight, self.head_bias)
+
+    def _residual_cudnn(self, y: torch.Tensor) -> torch.Tensor:
         last = len(self.residual) - 1
         for i, ((w1, _), n1, (w2, _), n2) in enumerate(self.residual):
             h = F.conv2d(y, w1)
@@ -118,11 +143,32 @@ class FusedRunner:
             # The last block's output feeds deconv1, which upsamples ×2 and pads: fold both in.
             y = kernels.instance_norm(h, n2.weight, n2.bias, residual=y[..., 1:-1, 1:-1], pad=1,
                                       upsample=2 if i == last else 1)
-        (w4, _), n4 = self.decoder[0]
-        y = kernels.instance_norm(F.conv2d(y, w4), n4.weight, n4.bias, relu=True, pad=1, upsample=2)
-        (w5, _), n5 = self.decoder[1]
-        y = kernels.instance_norm(F.conv2d(y, w5), n5.weight, n5.bias, relu=True, pad=self.head_pad)
-        return self._conv9x9("deconv3", y, self.head_weight, self.head_bias)
+        return y
+
+    def _residual_conv3x3(self, c3: torch.Tensor) -> torch.Tensor:
+        """The blocks on conv3x3_norm: each norm is applied in the next convolution's prologue,
+        from the (scale, shift) the previous one's epilogue computed; block inputs are written by
+        the prologue that builds them (keep_input) for the residual after the block."""
+        n3 = self.encoder[-1][1]
+        scale, shift = kernels.norm_scale_shift(c3, n3.weight, n3.bias)
+        h, block_in, relu = c3, None, True        # the first block's input is relu(IN3(conv3))
+        for (w1, w2), (_, n1, _, n2) in zip(self.packed, self.residual):
+            h, s1, t1, block_in = kernels.conv3x3_norm(h, w1, scale, shift, residual=block_in, relu=relu,
+                                                       keep_input=True, norm_weight=n1.weight, norm_bias=n1.bias)
+            h, scale, shift, _ = kernels.conv3x3_norm(h, w2, s1, t1, relu=True, norm_weight=n2.weight,
+                                                      norm_bias=n2.bias)
+            relu = False                          # later block inputs: block_in + IN2(h), no ReLU
+        n2 = self.residual[-1][3]
+        return kernels.instance_norm(h, n2.weight, n2.bias, residual=block_in, pad=1, upsample=2)
+
+    def default_plan(self) -> str:
+        """"conv3x3" where the fused op runs (Hopper, fp16/bf16) unless STYLEFORGE_CONV3X3 says off."""
+        setting = os.environ.get("STYLEFORGE_CONV3X3", "auto").lower()
+        if self.packed is None or setting in ("0", "off", "cudnn"):
+            return "cudnn"
+        if setting in ("1", "on", "force"):
+            return "conv3x3"
+        return "conv3x3" if kernels.conv3x3_norm_supported(self.device) else "cudnn"
 
     # ---- the two 9×9 convolutions: cuDNN or the conv9x9 op, whichever is faster -------------
 
@@ -215,7 +261,8 @@ class FusedRunner:
         with torch.cuda.device(self.device):
             static_in = torch.empty(x.shape, dtype=x.dtype, device=self.device)
             static_in.copy_(x)
-            entry = self._capture(static_in)
+            entry = self._capture_best(static_in)
+        self.captures += 1
         if x.device.type == "cpu":
             entry.pinned = torch.empty(x.shape, dtype=x.dtype, pin_memory=True)
             entry.copied = torch.cuda.Event()
@@ -224,7 +271,35 @@ class FusedRunner:
             self._graphs.popitem(last=False)
         return entry
 
-    def _capture(self, static_in: torch.Tensor) -> _Graph:
+    def _capture_best(self, static_in: torch.Tensor) -> _Graph:
+        """Capture the default plan; where that is the fused residual chain and the choice is
+        automatic, also capture the cuDNN plan, time both graphs and keep the faster (the fused
+        chain wins at 512² and may not at every size: one block per tile, no persistence)."""
+        plan = self.default_plan()
+        key = ("residual", tuple(static_in.shape))
+        automatic = os.environ.get("STYLEFORGE_CONV3X3", "auto").lower() == "auto"
+        if plan != "conv3x3" or not automatic:
+            self.layer_choices[key] = LayerChoice(plan, "default" if automatic else "STYLEFORGE_CONV3X3")
+            return self._capture(static_in, plan)
+        fused, cudnn = self._capture(static_in, "conv3x3"), self._capture(static_in, "cudnn")
+        fused.graph.replay()
+        cudnn.graph.replay()
+        err = float((fused.static_out.double() - cudnn.static_out.double()).norm()
+                    / cudnn.static_out.double().norm().clamp_min(1e-30))
+        if not err <= CHOICE_REL_TOL:
+            log.warning("conv3x3 residual chain disagrees with cuDNN's at %s (rel err %.3g): keeping cuDNN",
+                        tuple(static_in.shape), err)
+            self.layer_choices[key] = LayerChoice("cudnn", f"op disagrees with cuDNN (rel err {err:.3g})")
+            return cudnn
+        op_ms, cudnn_ms = _median_ms(fused.graph.replay), _median_ms(cudnn.graph.replay)
+        faster = op_ms < cudnn_ms
+        self.layer_choices[key] = LayerChoice("conv3x3" if faster else "cudnn", "faster" if faster else "slower",
+                                              op_ms, cudnn_ms)
+        log.info("residual blocks %s: conv3x3 frame %.3f ms, cuDNN frame %.3f ms", tuple(static_in.shape),
+                 op_ms, cudnn_ms)
+        return fused if faster else cudnn
+
+    def _capture(self, static_in: torch.Tensor, plan: str) -> _Graph:
         cudnn = torch.backends.cudnn
         benchmark, tf32, deterministic = cudnn.benchmark, cudnn.allow_tf32, cudnn.deterministic
         # Let cuDNN time its algorithms during warm-up; capture then records the chosen ones.
@@ -246,14 +321,13 @@ class FusedRunner:
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
                 for _ in range(WARMUP_ITERS):
-                    self.forward(static_in)
+                    self.forward(static_in, plan)
             torch.cuda.current_stream().wait_stream(side)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
-                static_out = self.forward(static_in)
+                static_out = self.forward(static_in, plan)
         finally:
             cudnn.benchmark, cudnn.allow_tf32, cudnn.deterministic = benchmark, tf32, deterministic
-        self.captures += 1
         return _Graph(graph, static_in, static_out)
 
 

@@ -3,6 +3,8 @@
 `instance_norm(...)` is the fused InstanceNorm family (statistics, affine, residual, ReLU,
 ×2 nearest upsample, reflection pad in one write); `conv9x9(...)` the tensor-core kernels of
 the network's two 9×9 convolutions (conv1, deconv3) on pre-padded channels_last input;
+`conv3x3_norm(...)` the residual blocks' 3×3 convolution with the InstanceNorms fused around it
+(Hopper), and `norm_scale_shift(...)` the hand-off into it;
 `attention(...)` flash-style attention (fp16/bf16 tensor cores, key padding mask);
 `ffn(...)` the transformer feed-forward block (Linear → GELU → Linear + residual) on cuBLASLt epilogues.
 `use("reference" | "cuda")` and the `using(...)` context manager choose the path for all;
@@ -21,7 +23,8 @@ from .ops import (
 )
 from .ops_attention import attention
 from .ops_conv import conv9x9, conv9x9_supported
+from .ops_conv3x3 import conv3x3_norm, conv3x3_norm_supported, norm_scale_shift, pack_weight
 from .ops_ffn import ffn
 
-__all__ = ["MODES", "attention", "conv9x9", "conv9x9_supported", "cuda_kernels_available", "current_mode",
-           "ensure_cuda_kernels", "ffn", "instance_norm", "use", "using"]
+__all__ = ["MODES", "attention", "conv3x3_norm", "conv3x3_norm_supported", "conv9x9", "conv9x9_supported", "cuda_kernels_available", "current_mode",
+           "ensure_cuda_kernels", "ffn", "instance_norm", "norm_scale_shift", "pack_weight", "use", "using"]

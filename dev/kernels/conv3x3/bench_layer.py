@@ -1,0 +1,124 @@
+"""Device probe of the fused residual-block convolution: correctness at a glance, then per-layer
+graph-replay timings against cuDNN + the InstanceNorm op, then the engine's two plans end to end.
+
+Per layer (batch 1, channels_last, graph of 20 back-to-back calls, median of 7 replays, L2 not
+flushed: these are the activations' steady state inside a frame):
+  cudnn_conv   F.conv2d on the reflection-padded input (what the cuDNN plan runs)
+  in_op        kernels.instance_norm(relu, pad=1) on that conv's output (the norm it needs)
+  fused        conv3x3_norm(affine+relu): prologue, conv, epilogue moments and the hand-off kernel
+  moments      norm_scale_shift alone (the hand-off out of a cuDNN convolution)
+End to end: FusedRunner captures both plans per shape and records each frame's replay time.
+Writes JSON to --out. Run from the repo root with PYTHONPATH=$PWD.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from styleforge import kernels
+from styleforge.kernels import reference_conv3x3 as ref
+
+C = 128
+
+
+def graph_ms(fn, calls=20, reps=7) -> float:
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    graph.replay()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / calls)
+    return statistics.median(times)
+
+
+def layer_rows(h, w, dtype):
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = (torch.randn(1, C, h, w, device="cuda", generator=g) + 0.3).to(dtype).contiguous(memory_format=torch.channels_last)
+    wt = (torch.randn(C, C, 3, 3, device="cuda", generator=g) / 34).to(dtype)
+    wcl = wt.contiguous(memory_format=torch.channels_last)
+    packed = ref.pack_weight(wt)
+    s, t = torch.rand(1, C, device="cuda") + 0.5, torch.randn(1, C, device="cuda")
+    nw, nb = torch.rand(C, device="cuda") + 0.5, torch.randn(C, device="cuda")
+    xp = F.pad(x, (1, 1, 1, 1), mode="reflect")
+    raw = F.conv2d(xp, wcl)
+    out, os_, ot, _ = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, None, True, False, nw, nb, 1e-5)
+    want, ws, wt_, _ = ref.conv3x3_norm(x, packed, s, t, None, True, False, nw, nb, 1e-5)
+    err = float((out.double() - want.double()).norm() / want.double().norm())
+    serr = float((os_ - ws).norm() / ws.norm())
+    flops = 2 * h * w * C * C * 9
+    row = {"shape": f"1x{C}x{h}x{w}", "dtype": str(dtype).split(".")[-1], "rel_err_vs_reference": err,
+           "scale_rel_err": serr}
+    row["cudnn_conv_ms"] = graph_ms(lambda: F.conv2d(xp, wcl))
+    row["in_op_ms"] = graph_ms(lambda: kernels.instance_norm(raw, nw, nb, relu=True, pad=1))
+    row["fused_ms"] = graph_ms(lambda: torch.ops.styleforge.conv3x3_norm(x, packed, s, t, None, True, False, nw, nb, 1e-5))
+    row["fused_keep_residual_ms"] = graph_ms(
+        lambda: torch.ops.styleforge.conv3x3_norm(x, packed, s, t, x, False, True, nw, nb, 1e-5))
+    row["moments_ms"] = graph_ms(lambda: torch.ops.styleforge.norm_scale_shift(x, nw, nb, 1e-5))
+    row["cudnn_tflops"] = flops / row["cudnn_conv_ms"] / 1e9
+    row["fused_tflops"] = flops / row["fused_ms"] / 1e9
+    row["cudnn_plus_in_over_fused"] = (row["cudnn_conv_ms"] + row["in_op_ms"]) / row["fused_ms"]
+    return row
+
+
+def frame_rows(dtype):
+    from styleforge.engine.fused import FusedRunner
+    from styleforge.models.checkpoint import build_model, load_checkpoint
+    styles = sorted((Path("styleforge") / "styles").glob("*.safetensors"))
+    model = build_model(load_checkpoint(styles[0])).cuda().eval()
+    rows = []
+    for h, w in ((256, 256), (512, 512), (1080, 1920), (2160, 3840)):
+        runner = FusedRunner(model, torch.device("cuda"), dtype)
+        x = torch.rand(1, 3, h, w, device="cuda") * 255
+        runner(x)
+        choice = runner.layer_choices[("residual", (1, 3, h, w))]
+        rows.append({"frame": f"{h}x{w}", "dtype": str(dtype).split(".")[-1], "chosen": choice.provider,
+                     "reason": choice.reason, "conv3x3_plan_ms": choice.op_ms, "cudnn_plan_ms": choice.cudnn_ms})
+        del runner
+        torch.cuda.empty_cache()
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default="out/conv3x3")
+    parser.add_argument("--no-frames", action="store_true")
+    args = parser.parse_args()
+    ok, why = kernels.cuda_kernels_available()
+    assert ok, why
+    props = torch.cuda.get_device_properties(0)
+    result = {"gpu": props.name, "torch": torch.__version__, "cuda": torch.version.cuda, "layers": [], "frames": []}
+    for dtype in (torch.bfloat16, torch.float16):
+        for h, w in ((128, 128), (256, 256), (270, 480)):
+            row = layer_rows(h, w, dtype)
+            print(json.dumps(row), flush=True)
+            result["layers"].append(row)
+    if not args.no_frames:
+        for dtype in (torch.bfloat16, torch.float16):
+            for row in frame_rows(dtype):
+                print(json.dumps(row), flush=True)
+                result["frames"].append(row)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench_layer.json").write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

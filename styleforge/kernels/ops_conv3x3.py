@@ -1,0 +1,98 @@
+"""`torch.ops.styleforge.conv3x3_norm` and `torch.ops.styleforge.norm_scale_shift`: schemas,
+reference/fake registrations and the Python entries, with the same reference|cuda switch as
+`ops.instance_norm`.
+
+The pattern is ops.py's: the twins in `reference_conv3x3.py` are the `CompositeExplicitAutograd`
+impls (CPU installs have the ops), and `csrc/bindings_conv3x3.cpp` adds the CUDA kernels when the
+extension loads. These are inference ops of the fused engine: no autograd formula is registered.
+The fused convolution runs on sm_90a (Hopper) only; `conv3x3_norm_supported` says where, and the
+engine keeps cuDNN elsewhere. `norm_scale_shift`'s kernel runs on any GPU.
+"""
+from __future__ import annotations
+
+import torch
+
+from . import ops, reference_conv3x3
+from .library import define_once
+
+CONV_SCHEMA = ("conv3x3_norm(Tensor x, Tensor weight, Tensor? scale, Tensor? shift, Tensor? residual, bool relu, "
+               "bool keep_input, Tensor? norm_weight, Tensor? norm_bias, float eps) -> (Tensor, Tensor, Tensor, Tensor)")
+MOMENTS_SCHEMA = "norm_scale_shift(Tensor x, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor)"
+
+_LIB, _FIRST_CONV = define_once(CONV_SCHEMA)
+_LIB_MOMENTS, _FIRST_MOMENTS = define_once(MOMENTS_SCHEMA)
+
+pack_weight = reference_conv3x3.pack_weight
+
+
+def _conv_impl(x, weight, scale, shift, residual, relu, keep_input, norm_weight, norm_bias, eps):
+    return reference_conv3x3.conv3x3_norm(x, weight, scale, shift, residual, relu, keep_input, norm_weight,
+                                          norm_bias, eps)
+
+
+def _conv_fake(x, weight, scale, shift, residual, relu, keep_input, norm_weight, norm_bias, eps):
+    reference_conv3x3.check_args(x, weight, scale, shift, residual, relu, keep_input, norm_weight, norm_bias, eps)
+    n = x.shape[0]
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device, memory_format=torch.channels_last)
+    kept = (torch.empty(x.shape, dtype=x.dtype, device=x.device, memory_format=torch.channels_last)
+            if keep_input else x.new_empty(0))
+    vector = x.new_empty((n, reference_conv3x3.CHANNELS), dtype=torch.float32)
+    return out, vector, vector.clone(), kept
+
+
+def _moments_impl(x, weight, bias, eps):
+    return reference_conv3x3.norm_scale_shift(x, weight, bias, eps)
+
+
+def _moments_fake(x, weight, bias, eps):
+    reference_conv3x3.check_scale_shift_args(x, weight, bias, eps)
+    vector = x.new_empty((x.shape[0], x.shape[1]), dtype=torch.float32)
+    return vector, vector.clone()
+
+
+if _FIRST_CONV:
+    _LIB.impl("conv3x3_norm", _conv_impl, "CompositeExplicitAutograd")
+    torch.library.register_fake("styleforge::conv3x3_norm", _conv_fake, lib=_LIB)
+if _FIRST_MOMENTS:
+    _LIB_MOMENTS.impl("norm_scale_shift", _moments_impl, "CompositeExplicitAutograd")
+    torch.library.register_fake("styleforge::norm_scale_shift", _moments_fake, lib=_LIB_MOMENTS)
+
+
+def conv3x3_norm_supported(device: torch.device | str) -> bool:
+    """Whether the fused convolution's CUDA kernel runs on this device (Hopper, sm_90a build)."""
+    device = torch.device(device)
+    if device.type != "cuda" or ops.current_mode() == "reference":
+        return False
+    if torch.cuda.get_device_capability(device) != (9, 0):
+        return False
+    return ops.ensure_cuda_kernels()[0]
+
+
+def _use_reference(x: torch.Tensor) -> bool:
+    if ops.current_mode() == "reference" or not x.is_cuda:
+        return True
+    return not ops.ensure_cuda_kernels()[0]
+
+
+def conv3x3_norm(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor | None = None,
+                 shift: torch.Tensor | None = None, *, residual: torch.Tensor | None = None, relu: bool = False,
+                 keep_input: bool = False, norm_weight: torch.Tensor | None = None,
+                 norm_bias: torch.Tensor | None = None, eps: float = 1e-5):
+    """Fused prologue (norm apply, + residual, ReLU) → 3×3 reflection-padded conv → next norm's affine.
+
+    x (N, 128, H, W) fp16/bf16 with `weight = pack_weight(w)`; returns (out, out_scale, out_shift,
+    a or empty). See `reference_conv3x3` for the exact semantics. On CUDA devices other than Hopper
+    the reference runs (slow, correct).
+    """
+    args = (x, weight, scale, shift, residual, bool(relu), bool(keep_input), norm_weight, norm_bias, float(eps))
+    if _use_reference(x) or not conv3x3_norm_supported(x.device):
+        return reference_conv3x3.conv3x3_norm(*args)
+    return torch.ops.styleforge.conv3x3_norm(*args)
+
+
+def norm_scale_shift(x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None,
+                     eps: float = 1e-5) -> tuple[torch.Tensor, torch.Tensor]:
+    """InstanceNorm of a 128-channel x as one affine per (sample, channel): (scale, shift), fp32 (N, 128)."""
+    if _use_reference(x):
+        return reference_conv3x3.norm_scale_shift(x, weight, bias, eps)
+    return torch.ops.styleforge.norm_scale_shift(x, weight, bias, float(eps))

@@ -1,0 +1,264 @@
+"""The fused residual-block convolution (`conv3x3_norm`) and its norm hand-off (`norm_scale_shift`).
+
+CPU (CI): the weight packing rule, the twins against float64 compositions (prologue, reflection-
+padded convolution, InstanceNorm as scale/shift), named argument errors, the registrations
+(opcheck), and the engine's fused residual plan against its cuDNN plan through the twins.
+GPU (Hopper for the convolution): the CUDA ops against float64 under conftest's low-precision
+rule (≤ 2× the error of cuDNN's own same-dtype convolution) on odd sizes, batches, the 512² and
+1080p planes, every prologue variant and both dtypes; statistics with a large mean; CUDA graphs.
+"""
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import assert_matches_reference, random_style_state, rel_error
+
+from styleforge import kernels
+from styleforge.kernels import reference_conv3x3 as ref
+
+C = 128
+LOW = (torch.bfloat16, torch.float16)
+
+
+def make_inputs(n, h, w, dtype=torch.bfloat16, device="cpu", seed=0, affine=True, residual=False):
+    """A raw conv output x (mean ≠ 0), a packed weight, the previous norm as (scale, shift), a residual."""
+    g = torch.Generator().manual_seed(seed)
+    x = (torch.randn(n, C, h, w, generator=g) * 2 + 0.5).to(device, dtype).contiguous(memory_format=torch.channels_last)
+    weight = torch.randn(C, C, 3, 3, generator=g) / (C * 9) ** 0.5
+    scale = (torch.rand(n, C, generator=g) + 0.5).to(device) if affine else None
+    shift = torch.randn(n, C, generator=g).to(device) if affine else None
+    res = (torch.randn(n, C, h, w, generator=g).to(device, dtype).contiguous(memory_format=torch.channels_last)
+           if residual else None)
+    norm_w, norm_b = (torch.rand(C, generator=g) + 0.5).to(device), torch.randn(C, generator=g).to(device)
+    return x, weight.to(device, dtype), scale, shift, res, norm_w, norm_b
+
+
+def prologue64(x, scale, shift, res, relu):
+    a = x.double()
+    if scale is not None:
+        a = a * scale.double()[:, :, None, None] + shift.double()[:, :, None, None]
+    if res is not None:
+        a = a + res.double()
+    return a.clamp_min(0) if relu else a
+
+
+def scale_shift64(out, norm_w, norm_b, eps=1e-5):
+    o = out.double()
+    var, mean = torch.var_mean(o, dim=(2, 3), unbiased=False)
+    s = norm_w.double() / torch.sqrt(var + eps)
+    return s, norm_b.double() - mean * s
+
+
+# ---- CPU ------------------------------------------------------------------------------------
+
+def test_pack_weight_rule_and_inverse():
+    w = torch.randn(C, C, 3, 3)
+    p = ref.pack_weight(w)
+    assert p.shape == ref.PACKED_SHAPE and p.is_contiguous()
+    assert torch.equal(ref.unpack_weight(p), w)
+    rng = random.Random(0)
+    for _ in range(500):   # element (tap, kb, n, 8·slot + e) is W[n, 64·kb + 8·(slot ^ n % 8) + e, ky, kx]
+        tap, kb, n, slot, e = rng.randrange(9), rng.randrange(2), rng.randrange(C), rng.randrange(8), rng.randrange(8)
+        assert p[tap, kb, n, 8 * slot + e] == w[n, 64 * kb + 8 * (slot ^ (n % 8)) + e, tap // 3, tap % 3]
+
+
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+@pytest.mark.parametrize("variant", ["plain", "affine_relu", "affine_residual"])
+def test_reference_matches_float64(dtype, variant):
+    affine, residual, relu = {"plain": (False, False, False), "affine_relu": (True, False, True),
+                              "affine_residual": (True, True, False)}[variant]
+    x, w, s, t, res, nw, nb = make_inputs(2, 9, 13, dtype, affine=affine, residual=residual)
+    out, os_, ot, kept = ref.conv3x3_norm(x, ref.pack_weight(w), s, t, res, relu, True, nw, nb, 1e-5)
+    a64 = prologue64(x, s, t, res, relu)
+    assert rel_error(kept, a64) <= 1e-2
+    conv64 = F.conv2d(F.pad(kept.double(), (1, 1, 1, 1), mode="reflect"), w.double())
+    assert_matches_reference(out, conv64)
+    s64, t64 = scale_shift64(out, nw, nb)
+    assert rel_error(os_, s64) <= 1e-5 and rel_error(ot, t64) <= 1e-5
+    normed = out.double() * os_.double()[:, :, None, None] + ot.double()[:, :, None, None]
+    assert rel_error(normed, F.instance_norm(out.double(), weight=nw.double(), bias=nb.double())) <= 1e-5
+    assert out.is_contiguous(memory_format=torch.channels_last) and os_.dtype == torch.float32
+
+
+def test_reference_norm_scale_shift_matches_instance_norm():
+    x = (torch.randn(2, C, 7, 11) * 3 + 5).bfloat16()
+    w, b = torch.rand(C) + 0.5, torch.randn(C)
+    s, t = ref.norm_scale_shift(x, w, b)
+    applied = x.double() * s.double()[:, :, None, None] + t.double()[:, :, None, None]
+    assert rel_error(applied, F.instance_norm(x.double(), weight=w.double(), bias=b.double())) <= 1e-5
+
+
+@pytest.mark.parametrize("case, match", [
+    ("channels", "128 channels"), ("weight", "packed"), ("half_affine", "both or neither"),
+    ("scale_dtype", "float32"), ("residual", "residual must match"), ("tiny", ">= 2"), ("fp32", "unsupported"),
+])
+def test_named_argument_errors(case, match):
+    x, w, s, t, res, nw, nb = make_inputs(1, 4, 4, residual=True)
+    p = ref.pack_weight(w)
+    args = dict(x=x, weight=p, scale=s, shift=t, residual=res)
+    if case == "channels":
+        args["x"] = x[:, :64]
+    elif case == "weight":
+        args["weight"] = w
+    elif case == "half_affine":
+        args["shift"] = None
+    elif case == "scale_dtype":
+        args["scale"] = s.double()
+    elif case == "residual":
+        args["residual"] = res[..., :3]
+    elif case == "tiny":
+        args["x"], args["residual"] = x[..., :1], None
+    elif case == "fp32":
+        args["x"] = x.float()
+    with pytest.raises(ValueError, match=match):
+        ref.conv3x3_norm(args["x"], args["weight"], args["scale"], args["shift"], args["residual"], False, False,
+                         nw, nb, 1e-5)
+
+
+def test_opcheck_on_cpu():
+    x, w, s, t, res, nw, nb = make_inputs(1, 5, 6, residual=True)
+    torch.library.opcheck(torch.ops.styleforge.conv3x3_norm.default,
+                          (x, ref.pack_weight(w), s, t, res, False, True, nw, nb, 1e-5),
+                          test_utils=("test_schema", "test_faketensor"))
+    torch.library.opcheck(torch.ops.styleforge.norm_scale_shift.default, (x, nw, nb, 1e-5),
+                          test_utils=("test_schema", "test_faketensor"))
+
+
+def test_engine_fused_plan_equals_cudnn_plan_on_cpu():
+    from styleforge.engine.fused import FusedRunner
+    from styleforge.models import TransformerNet
+    model = TransformerNet()
+    model.load_state_dict(random_style_state(1))
+    x = torch.rand(1, 3, 40, 56) * 255
+    runner = FusedRunner(model.eval(), torch.device("cpu"), torch.bfloat16)
+    fused, plain = runner.forward(x, "conv3x3"), runner.forward(x, "cudnn")
+    with torch.no_grad():
+        want = model(x.double().float())
+    assert rel_error(fused, want) <= 2 * max(rel_error(plain, want), 1e-3)
+    assert runner.default_plan() == "cudnn"   # no Hopper GPU on the CPU
+
+
+# ---- GPU ------------------------------------------------------------------------------------
+
+def _hopper() -> bool:
+    return torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+
+
+hopper = pytest.mark.skipif(not _hopper(), reason="the fused convolution runs on Hopper (sm_90a) only")
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    ok, why = kernels.cuda_kernels_available()
+    assert ok, why
+
+
+SHAPES = {"odd": (2, 9, 13), "min": (1, 2, 2), "edge_tiles": (1, 37, 50), "512_plane": (1, 128, 128),
+          "batch3": (3, 24, 40), "1080p_plane": (1, 270, 480)}
+
+
+@pytest.mark.gpu
+@hopper
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+@pytest.mark.parametrize("shape", list(SHAPES), ids=str)
+@pytest.mark.parametrize("variant", ["plain", "affine_relu", "affine_residual"])
+def test_cuda_conv3x3_norm_matches_float64(loaded, dtype, shape, variant):
+    affine, residual, relu = {"plain": (False, False, False), "affine_relu": (True, False, True),
+                              "affine_residual": (True, True, False)}[variant]
+    n, h, w = SHAPES[shape]
+    x, wt, s, t, res, nw, nb = make_inputs(n, h, w, dtype, "cuda", seed=h * w, affine=affine, residual=residual)
+    packed = ref.pack_weight(wt)
+    out, os_, ot, kept = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, relu, True, nw, nb, 1e-5)
+    torch.cuda.synchronize()
+    want_a = ref.conv3x3_norm(x, packed, s, t, res, relu, True, nw, nb, 1e-5)[3]
+    # The prologue: fp32 math rounded once; an FMA may round differently from mul + add in a few places.
+    assert rel_error(kept, want_a) <= 2e-3
+    padded = F.pad(kept.double(), (1, 1, 1, 1), mode="reflect")
+    conv64 = F.conv2d(padded, wt.double())
+    cudnn = F.conv2d(F.pad(kept, (1, 1, 1, 1), mode="reflect"), wt)
+    assert_matches_reference(out, conv64, cudnn)
+    s64, t64 = scale_shift64(out, nw, nb)
+    assert rel_error(os_, s64) <= 1e-4 and rel_error(ot, t64) <= 1e-4
+    assert out.is_contiguous(memory_format=torch.channels_last)
+
+
+@pytest.mark.gpu
+@hopper
+def test_cuda_conv3x3_norm_without_keep_and_norm_affine(loaded):
+    x, wt, s, t, _, _, _ = make_inputs(1, 20, 33, seed=3, device="cuda")
+    out, os_, ot, kept = torch.ops.styleforge.conv3x3_norm(x, ref.pack_weight(wt), s, t, None, True, False,
+                                                           None, None, 1e-5)
+    assert kept.numel() == 0
+    s64, t64 = scale_shift64(out, torch.ones(C, device="cuda"), torch.zeros(C, device="cuda"))
+    assert rel_error(os_, s64) <= 1e-4 and rel_error(ot, t64) <= 1e-4
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+@pytest.mark.parametrize("shape", [(1, 128, 128), (2, 9, 13), (1, 270, 480)], ids=str)
+def test_cuda_norm_scale_shift_matches_float64(loaded, dtype, shape):
+    n, h, w = shape
+    g = torch.Generator().manual_seed(1)
+    # A mean 40× the spread: the tiles' (sum, M2) merge must not cancel the variance away.
+    x = (torch.randn(n, C, h, w, generator=g) + 40).to("cuda", dtype).contiguous(memory_format=torch.channels_last)
+    nw, nb = torch.rand(C, device="cuda") + 0.5, torch.randn(C, device="cuda")
+    s, t = torch.ops.styleforge.norm_scale_shift(x, nw, nb, 1e-5)
+    s64, t64 = scale_shift64(x, nw, nb)
+    assert rel_error(s, s64) <= 1e-4 and rel_error(t, t64) <= 1e-4
+
+
+@pytest.mark.gpu
+@hopper
+def test_cuda_conv3x3_norm_in_a_cuda_graph(loaded):
+    x, wt, s, t, res, nw, nb = make_inputs(1, 64, 64, seed=5, device="cuda", residual=True)
+    packed = ref.pack_weight(wt)
+    eager = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, True, nw, nb, 1e-5)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, True, nw, nb, 1e-5)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, True, nw, nb, 1e-5)
+    x.mul_(0.5)
+    graph.replay()
+    fresh = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, True, nw, nb, 1e-5)
+    for got, want in zip(captured, fresh):
+        assert torch.equal(got, want)
+    assert not torch.equal(captured[0], eager[0])
+
+
+@pytest.mark.gpu
+@hopper
+def test_opcheck_on_cuda(loaded):
+    x, wt, s, t, res, nw, nb = make_inputs(1, 12, 20, device="cuda", residual=True)
+    torch.library.opcheck(torch.ops.styleforge.conv3x3_norm.default,
+                          (x, ref.pack_weight(wt), s, t, res, True, True, nw, nb, 1e-5),
+                          test_utils=("test_schema", "test_faketensor"))
+
+
+@pytest.mark.gpu
+@hopper
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+def test_engine_picks_a_plan_and_both_agree(loaded, dtype):
+    from styleforge.engine.fused import FusedRunner
+    from styleforge.models import TransformerNet
+    model = TransformerNet()
+    model.load_state_dict(random_style_state(2))
+    model = model.eval().cuda()
+    x = torch.rand(1, 3, 128, 192, device="cuda") * 255
+    runner = FusedRunner(model, torch.device("cuda"), dtype)
+    assert runner.default_plan() == "conv3x3"
+    out = runner(x)
+    choice = runner.layer_choices[("residual", (1, 3, 128, 192))]
+    assert choice.provider in ("conv3x3", "cudnn") and choice.reason in ("faster", "slower")
+    with torch.no_grad():
+        want = model(x)
+        eager = model.to(dtype)(x.to(dtype)).float()
+    limit = max(2 * rel_error(eager, want), 1e-3)
+    assert rel_error(out, want) <= limit
+    assert rel_error(runner.forward(x, "conv3x3"), want) <= limit
