@@ -21,19 +21,26 @@ from styleforge.kernels import reference_conv3x3 as ref
 
 C = 128
 LOW = (torch.bfloat16, torch.float16)
+CONFIGS = {"res128": (128, 128, 1), "dec128to64": (128, 64, 2), "dec64to32": (64, 32, 2)}
 
 
-def make_inputs(n, h, w, dtype=torch.bfloat16, device="cpu", seed=0, affine=True, residual=False):
-    """A raw conv output x (mean ≠ 0), a packed weight, the previous norm as (scale, shift), a residual."""
+def make_inputs(n, h, w, dtype=torch.bfloat16, device="cpu", seed=0, affine=True, residual=False, config="res128"):
+    """A raw conv output x (mean ≠ 0), a weight, the previous norm as (scale, shift), a residual, the next norm."""
+    cin, cout, _ = CONFIGS[config]
     g = torch.Generator().manual_seed(seed)
-    x = (torch.randn(n, C, h, w, generator=g) * 2 + 0.5).to(device, dtype).contiguous(memory_format=torch.channels_last)
-    weight = torch.randn(C, C, 3, 3, generator=g) / (C * 9) ** 0.5
-    scale = (torch.rand(n, C, generator=g) + 0.5).to(device) if affine else None
-    shift = torch.randn(n, C, generator=g).to(device) if affine else None
-    res = (torch.randn(n, C, h, w, generator=g).to(device, dtype).contiguous(memory_format=torch.channels_last)
+    x = (torch.randn(n, cin, h, w, generator=g) * 2 + 0.5).to(device, dtype).contiguous(
+        memory_format=torch.channels_last)
+    weight = torch.randn(cout, cin, 3, 3, generator=g) / (cin * 9) ** 0.5
+    scale = (torch.rand(n, cin, generator=g) + 0.5).to(device) if affine else None
+    shift = torch.randn(n, cin, generator=g).to(device) if affine else None
+    res = (torch.randn(n, cin, h, w, generator=g).to(device, dtype).contiguous(memory_format=torch.channels_last)
            if residual else None)
-    norm_w, norm_b = (torch.rand(C, generator=g) + 0.5).to(device), torch.randn(C, generator=g).to(device)
+    norm_w, norm_b = (torch.rand(cout, generator=g) + 0.5).to(device), torch.randn(cout, generator=g).to(device)
     return x, weight.to(device, dtype), scale, shift, res, norm_w, norm_b
+
+
+def upsampled(a, up):
+    return a if up == 1 else a.repeat_interleave(up, dim=2).repeat_interleave(up, dim=3)
 
 
 def prologue64(x, scale, shift, res, relu):
@@ -54,27 +61,36 @@ def scale_shift64(out, norm_w, norm_b, eps=1e-5):
 
 # ---- CPU ------------------------------------------------------------------------------------
 
-def test_pack_weight_rule_and_inverse():
-    w = torch.randn(C, C, 3, 3)
+@pytest.mark.parametrize("config", list(CONFIGS))
+def test_pack_weight_rule_and_inverse(config):
+    cin, cout, _ = CONFIGS[config]
+    w = torch.randn(cout, cin, 3, 3)
     p = ref.pack_weight(w)
-    assert p.shape == ref.PACKED_SHAPE and p.is_contiguous()
+    assert p.shape == ref.packed_shape(cin, cout) and p.is_contiguous()
     assert torch.equal(ref.unpack_weight(p), w)
     rng = random.Random(0)
     for _ in range(500):   # element (tap, kb, n, 8·slot + e) is W[n, 64·kb + 8·(slot ^ n % 8) + e, ky, kx]
-        tap, kb, n, slot, e = rng.randrange(9), rng.randrange(2), rng.randrange(C), rng.randrange(8), rng.randrange(8)
+        tap, kb, n = rng.randrange(9), rng.randrange(cin // 64), rng.randrange(cout)
+        slot, e = rng.randrange(8), rng.randrange(8)
         assert p[tap, kb, n, 8 * slot + e] == w[n, 64 * kb + 8 * (slot ^ (n % 8)) + e, tap // 3, tap % 3]
 
 
 @pytest.mark.parametrize("dtype", LOW, ids=str)
 @pytest.mark.parametrize("variant", ["plain", "affine_relu", "affine_residual"])
-def test_reference_matches_float64(dtype, variant):
+@pytest.mark.parametrize("config", list(CONFIGS))
+def test_reference_matches_float64(dtype, variant, config):
     affine, residual, relu = {"plain": (False, False, False), "affine_relu": (True, False, True),
                               "affine_residual": (True, True, False)}[variant]
-    x, w, s, t, res, nw, nb = make_inputs(2, 9, 13, dtype, affine=affine, residual=residual)
-    out, os_, ot, kept = ref.conv3x3_norm(x, ref.pack_weight(w), s, t, res, relu, True, nw, nb, 1e-5)
+    up = CONFIGS[config][2]
+    x, w, s, t, res, nw, nb = make_inputs(2, 9, 13, dtype, affine=affine, residual=residual, config=config)
+    out, os_, ot, _ = ref.conv3x3_norm(x, ref.pack_weight(w), s, t, res, relu, up, False, nw, nb, 1e-5)
+    if up == 1:
+        kept = ref.conv3x3_norm(x, ref.pack_weight(w), s, t, res, relu, up, True, nw, nb, 1e-5)[3]
+    else:
+        kept = (prologue64(x, s, t, res, relu)).to(dtype)
     a64 = prologue64(x, s, t, res, relu)
     assert rel_error(kept, a64) <= 1e-2
-    conv64 = F.conv2d(F.pad(kept.double(), (1, 1, 1, 1), mode="reflect"), w.double())
+    conv64 = F.conv2d(F.pad(upsampled(kept.double(), up), (1, 1, 1, 1), mode="reflect"), w.double())
     assert_matches_reference(out, conv64)
     s64, t64 = scale_shift64(out, nw, nb)
     assert rel_error(os_, s64) <= 1e-5 and rel_error(ot, t64) <= 1e-5
@@ -114,16 +130,28 @@ def test_named_argument_errors(case, match):
     elif case == "fp32":
         args["x"] = x.float()
     with pytest.raises(ValueError, match=match):
-        ref.conv3x3_norm(args["x"], args["weight"], args["scale"], args["shift"], args["residual"], False, False,
+        ref.conv3x3_norm(args["x"], args["weight"], args["scale"], args["shift"], args["residual"], False, 1, False,
                          nw, nb, 1e-5)
+
+
+def test_unsupported_config_and_keep_with_upsample_are_refused():
+    x, w, s, t, _, nw, nb = make_inputs(1, 4, 4, config="dec128to64")
+    with pytest.raises(ValueError, match="unsupported"):
+        ref.conv3x3_norm(x, ref.pack_weight(w), s, t, None, False, 1, False, nw, nb, 1e-5)
+    with pytest.raises(ValueError, match="keep_input"):
+        ref.conv3x3_norm(x, ref.pack_weight(w), s, t, None, False, 2, True, nw, nb, 1e-5)
 
 
 def test_opcheck_on_cpu():
     x, w, s, t, res, nw, nb = make_inputs(1, 5, 6, residual=True)
     torch.library.opcheck(torch.ops.styleforge.conv3x3_norm.default,
-                          (x, ref.pack_weight(w), s, t, res, False, True, nw, nb, 1e-5),
+                          (x, ref.pack_weight(w), s, t, res, False, 1, True, nw, nb, 1e-5),
                           test_utils=("test_schema", "test_faketensor"))
     torch.library.opcheck(torch.ops.styleforge.norm_scale_shift.default, (x, nw, nb, 1e-5),
+                          test_utils=("test_schema", "test_faketensor"))
+    x, w, s, t, _, nw, nb = make_inputs(1, 5, 6, config="dec64to32")
+    torch.library.opcheck(torch.ops.styleforge.conv3x3_norm.default,
+                          (x, ref.pack_weight(w), s, t, None, True, 2, False, nw, nb, 1e-5),
                           test_utils=("test_schema", "test_faketensor"))
 
 
@@ -158,6 +186,50 @@ def loaded():
 
 SHAPES = {"odd": (2, 9, 13), "min": (1, 2, 2), "edge_tiles": (1, 37, 50), "512_plane": (1, 128, 128),
           "batch3": (3, 24, 40), "1080p_plane": (1, 270, 480)}
+# The decoder convolutions at their 512² sizes (input 128² / 256²), odd sizes, a batch, a 1×1 input.
+DECODER_SHAPES = {"odd": (2, 9, 13), "min": (1, 1, 1), "edge_tiles": (1, 19, 26), "batch3": (3, 12, 20)}
+
+
+def _check_cuda_against_float64(config, dtype, n, h, w, affine, residual, relu):
+    up = CONFIGS[config][2]
+    x, wt, s, t, res, nw, nb = make_inputs(n, h, w, dtype, "cuda", seed=h * w, affine=affine, residual=residual,
+                                           config=config)
+    packed = ref.pack_weight(wt)
+    keep = up == 1
+    out, os_, ot, kept = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, relu, up, keep, nw, nb, 1e-5)
+    torch.cuda.synchronize()
+    want_a = prologue64(x, s, t, res, relu).to(dtype)
+    if keep:   # the prologue: fp32 math rounded once; an FMA may round differently from mul + add
+        assert rel_error(kept, want_a) <= 2e-3
+    else:
+        assert kept.numel() == 0
+    a = kept if keep else want_a
+    padded = F.pad(upsampled(a.double(), up), (1, 1, 1, 1), mode="reflect")
+    conv64 = F.conv2d(padded, wt.double())
+    cudnn = F.conv2d(F.pad(upsampled(a, up), (1, 1, 1, 1), mode="reflect"), wt)
+    assert_matches_reference(out, conv64, cudnn)
+    s64, t64 = scale_shift64(out, nw, nb)
+    assert rel_error(os_, s64) <= 1e-4 and rel_error(ot, t64) <= 1e-4
+    assert out.is_contiguous(memory_format=torch.channels_last)
+
+
+@pytest.mark.gpu
+@hopper
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+@pytest.mark.parametrize("shape", list(DECODER_SHAPES), ids=str)
+@pytest.mark.parametrize("config", ["dec128to64", "dec64to32"])
+@pytest.mark.parametrize("variant", ["affine_relu", "affine_residual"])
+def test_cuda_decoder_conv3x3_norm_matches_float64(loaded, dtype, shape, config, variant):
+    affine, residual, relu = {"affine_relu": (True, False, True), "affine_residual": (True, True, False)}[variant]
+    _check_cuda_against_float64(config, dtype, *DECODER_SHAPES[shape], affine, residual, relu)
+
+
+@pytest.mark.gpu
+@hopper
+@pytest.mark.parametrize("config", ["dec128to64", "dec64to32"])
+def test_cuda_decoder_conv3x3_norm_at_512(loaded, config):
+    h = 128 if config == "dec128to64" else 256
+    _check_cuda_against_float64(config, torch.bfloat16, 1, h, h, True, False, True)
 
 
 @pytest.mark.gpu
@@ -168,28 +240,14 @@ SHAPES = {"odd": (2, 9, 13), "min": (1, 2, 2), "edge_tiles": (1, 37, 50), "512_p
 def test_cuda_conv3x3_norm_matches_float64(loaded, dtype, shape, variant):
     affine, residual, relu = {"plain": (False, False, False), "affine_relu": (True, False, True),
                               "affine_residual": (True, True, False)}[variant]
-    n, h, w = SHAPES[shape]
-    x, wt, s, t, res, nw, nb = make_inputs(n, h, w, dtype, "cuda", seed=h * w, affine=affine, residual=residual)
-    packed = ref.pack_weight(wt)
-    out, os_, ot, kept = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, relu, True, nw, nb, 1e-5)
-    torch.cuda.synchronize()
-    want_a = ref.conv3x3_norm(x, packed, s, t, res, relu, True, nw, nb, 1e-5)[3]
-    # The prologue: fp32 math rounded once; an FMA may round differently from mul + add in a few places.
-    assert rel_error(kept, want_a) <= 2e-3
-    padded = F.pad(kept.double(), (1, 1, 1, 1), mode="reflect")
-    conv64 = F.conv2d(padded, wt.double())
-    cudnn = F.conv2d(F.pad(kept, (1, 1, 1, 1), mode="reflect"), wt)
-    assert_matches_reference(out, conv64, cudnn)
-    s64, t64 = scale_shift64(out, nw, nb)
-    assert rel_error(os_, s64) <= 1e-4 and rel_error(ot, t64) <= 1e-4
-    assert out.is_contiguous(memory_format=torch.channels_last)
+    _check_cuda_against_float64("res128", dtype, *SHAPES[shape], affine, residual, relu)
 
 
 @pytest.mark.gpu
 @hopper
 def test_cuda_conv3x3_norm_without_keep_and_norm_affine(loaded):
     x, wt, s, t, _, _, _ = make_inputs(1, 20, 33, seed=3, device="cuda")
-    out, os_, ot, kept = torch.ops.styleforge.conv3x3_norm(x, ref.pack_weight(wt), s, t, None, True, False,
+    out, os_, ot, kept = torch.ops.styleforge.conv3x3_norm(x, ref.pack_weight(wt), s, t, None, True, 1, False,
                                                            None, None, 1e-5)
     assert kept.numel() == 0
     s64, t64 = scale_shift64(out, torch.ones(C, device="cuda"), torch.zeros(C, device="cuda"))
@@ -215,18 +273,18 @@ def test_cuda_norm_scale_shift_matches_float64(loaded, dtype, shape):
 def test_cuda_conv3x3_norm_in_a_cuda_graph(loaded):
     x, wt, s, t, res, nw, nb = make_inputs(1, 64, 64, seed=5, device="cuda", residual=True)
     packed = ref.pack_weight(wt)
-    eager = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, True, nw, nb, 1e-5)
+    eager = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, 1, True, nw, nb, 1e-5)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
-        torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, True, nw, nb, 1e-5)
+        torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, 1, True, nw, nb, 1e-5)
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        captured = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, True, nw, nb, 1e-5)
+        captured = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, 1, True, nw, nb, 1e-5)
     x.mul_(0.5)
     graph.replay()
-    fresh = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, True, nw, nb, 1e-5)
+    fresh = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, 1, True, nw, nb, 1e-5)
     for got, want in zip(captured, fresh):
         assert torch.equal(got, want)
     assert not torch.equal(captured[0], eager[0])
@@ -237,7 +295,7 @@ def test_cuda_conv3x3_norm_in_a_cuda_graph(loaded):
 def test_opcheck_on_cuda(loaded):
     x, wt, s, t, res, nw, nb = make_inputs(1, 12, 20, device="cuda", residual=True)
     torch.library.opcheck(torch.ops.styleforge.conv3x3_norm.default,
-                          (x, ref.pack_weight(wt), s, t, res, True, True, nw, nb, 1e-5),
+                          (x, ref.pack_weight(wt), s, t, res, True, 1, True, nw, nb, 1e-5),
                           test_utils=("test_schema", "test_faketensor"))
 
 

@@ -104,34 +104,46 @@ class FusedRunner:
         self.head_pad = m.deconv3.reflection_pad.padding[0]   # 4: the 9×9 head convolution
         self.input_pad = m.conv1.reflection_pad.padding[0]     # 4: the 9×9 first convolution
         # The residual blocks' convolutions packed for the conv3x3_norm op (fp16/bf16 only).
+        low = dtype in (torch.float16, torch.bfloat16)
         self.packed = ([(kernels.pack_weight(w1), kernels.pack_weight(w2)) for (w1, _), _, (w2, _), _ in self.residual]
-                       if dtype in (torch.float16, torch.bfloat16) else None)
+                       if low else None)
+        self.packed_decoder = tuple(kernels.pack_weight(w) for (w, _), _ in self.decoder) if low else None
 
     # ---- the plan --------------------------------------------------------------------------
 
     def forward(self, x: torch.Tensor, plan: str | None = None) -> torch.Tensor:
         """(N, 3, H, W) on self.device, any float dtype → (N, 3, H, W) float32.
 
-        plan: how the residual blocks run — "cudnn" (cuDNN convolutions, standalone norms) or
-        "conv3x3" (the fused conv3x3_norm op); None takes `default_plan()`.
+        plan: how the residual blocks and the decoder's 3×3 convolutions run — "cudnn" (cuDNN
+        convolutions, standalone norms) or "conv3x3" (the fused conv3x3_norm op); None takes
+        `default_plan()`.
         """
         plan = plan or self.default_plan()
         p = self.input_pad
-        x = x.to(self.dtype).contiguous(memory_format=torch.channels_last)
-        y = F.pad(x, (p, p, p, p), mode="reflect")      # the only pad the op cannot fold: the input's
+        # The only pad the op cannot fold: the input's. Padding the fp32 NCHW input and then casting
+        # to channels_last is two kernels; the other order was five (format round trips around the pad).
+        y = F.pad(x.float(), (p, p, p, p), mode="reflect").to(self.dtype, memory_format=torch.channels_last)
         for i, ((weight, stride), n) in enumerate(self.encoder):
             y = self._conv9x9("conv1", y, weight) if i == 0 else F.conv2d(y, weight, None, stride)
             if i == len(self.encoder) - 1 and plan == "conv3x3":
                 break                                   # the first fused convolution applies this norm
             y = kernels.instance_norm(y, n.weight, n.bias, relu=True, pad=1)
         # cudnn: y is (N, 128, H/4 + 2, W/4 + 2), normalised and reflection-padded; conv3x3: y is
-        # conv3's raw output (N, 128, H/4, W/4). Either way the result is the last block's output,
-        # ×2 upsampled and padded for deconv1.
-        y = self._residual_conv3x3(y) if plan == "conv3x3" else self._residual_cudnn(y)
+        # conv3's raw output (N, 128, H/4, W/4).
         (w4, _), n4 = self.decoder[0]
-        y = kernels.instance_norm(F.conv2d(y, w4), n4.weight, n4.bias, relu=True, pad=1, upsample=2)
         (w5, _), n5 = self.decoder[1]
-        y = kernels.instance_norm(F.conv2d(y, w5), n5.weight, n5.bias, relu=True, pad=self.head_pad)
+        if plan == "conv3x3":
+            h, scale, shift, block_in = self._residual_conv3x3(y)
+            # deconv1 applies the last block's second norm and skip, then ×2 upsample; deconv2 IN4.
+            (d1p, d2p) = self.packed_decoder
+            h, scale, shift, _ = kernels.conv3x3_norm(h, d1p, scale, shift, residual=block_in, upsample=2,
+                                                      norm_weight=n4.weight, norm_bias=n4.bias)
+            h, _, _, _ = kernels.conv3x3_norm(h, d2p, scale, shift, relu=True, upsample=2)
+            y = kernels.instance_norm(h, n5.weight, n5.bias, relu=True, pad=self.head_pad)
+        else:
+            y = self._residual_cudnn(y)      # the last block's output, ×2 upsampled and padded
+            y = kernels.instance_norm(F.conv2d(y, w4), n4.weight, n4.bias, relu=True, pad=1, upsample=2)
+            y = kernels.instance_norm(F.conv2d(y, w5), n5.weight, n5.bias, relu=True, pad=self.head_pad)
         return self._conv9x9("deconv3", y, self.head_weight, self.head_bias)
 
     def _residual_cudnn(self, y: torch.Tensor) -> torch.Tensor:
@@ -145,10 +157,11 @@ class FusedRunner:
                                       upsample=2 if i == last else 1)
         return y
 
-    def _residual_conv3x3(self, c3: torch.Tensor) -> torch.Tensor:
+    def _residual_conv3x3(self, c3: torch.Tensor):
         """The blocks on conv3x3_norm: each norm is applied in the next convolution's prologue,
         from the (scale, shift) the previous one's epilogue computed; block inputs are written by
-        the prologue that builds them (keep_input) for the residual after the block."""
+        the prologue that builds them (keep_input) for the residual after the block. Returns the
+        last block's raw second convolution, its norm as (scale, shift) and the block's input."""
         n3 = self.encoder[-1][1]
         scale, shift = kernels.norm_scale_shift(c3, n3.weight, n3.bias)
         h, block_in, relu = c3, None, True        # the first block's input is relu(IN3(conv3))
@@ -158,8 +171,7 @@ class FusedRunner:
             h, scale, shift, _ = kernels.conv3x3_norm(h, w2, s1, t1, relu=True, norm_weight=n2.weight,
                                                       norm_bias=n2.bias)
             relu = False                          # later block inputs: block_in + IN2(h), no ReLU
-        n2 = self.residual[-1][3]
-        return kernels.instance_norm(h, n2.weight, n2.bias, residual=block_in, pad=1, upsample=2)
+        return h, scale, shift, block_in
 
     def default_plan(self) -> str:
         """"conv3x3" where the fused op runs (Hopper, fp16/bf16) unless STYLEFORGE_CONV3X3 says off."""

@@ -1,109 +1,125 @@
 """The pure-PyTorch twin of `styleforge::conv3x3_norm` and `styleforge::norm_scale_shift`.
 
-Test oracle, benchmark baseline and fallback of the fused residual-block convolution
-(`csrc/cuda/conv3x3.cu`). Everything is 128 channels, NHWC (channels_last), fp16/bf16:
+Test oracle, benchmark baseline and fallback of the fused 3×3 convolution (`csrc/cuda/conv3x3.cu`),
+NHWC (channels_last), fp16/bf16, for the style network's (Cin, Cout, upsample) = (128, 128, 1)
+residual convolutions and (128, 64, 2), (64, 32, 2) decoder convolutions:
 
-`conv3x3_norm(x, weight, scale, shift, residual, relu, keep_input, norm_weight, norm_bias, eps)`
+`conv3x3_norm(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps)`
   a   = x·scale + shift (+ residual), then ReLU if `relu`, computed in fp32, rounded to x's dtype;
-        scale/shift (N, 128) fp32 are the previous InstanceNorm folded to one affine (or None);
-  out = conv3x3(reflection_pad(a, 1), weight) in fp32, rounded to x's dtype (no bias: the norm
-        after it removes any per-channel constant);
-  (out_scale, out_shift), (N, 128) fp32, such that InstanceNorm(out; norm_weight, norm_bias, eps)
+        scale/shift (N, Cin) fp32 are the previous InstanceNorm folded to one affine (or None);
+  out = conv3x3(reflection_pad(upsample_nearest(a, upsample), 1), weight) in fp32, rounded to x's
+        dtype (no bias: the norm after it removes any per-channel constant);
+  (out_scale, out_shift), (N, Cout) fp32, such that InstanceNorm(out; norm_weight, norm_bias, eps)
         = out·out_scale + out_shift, from the biased fp32 statistics of the rounded `out`;
-  returns (out, out_scale, out_shift, a if keep_input else an empty tensor).
-`norm_scale_shift(x, weight, bias, eps)`: the same (scale, shift) for any 128-channel x (the hand-off
+  returns (out, out_scale, out_shift, a if keep_input else an empty tensor); keep_input needs
+  upsample 1.
+`norm_scale_shift(x, weight, bias, eps)`: the same (scale, shift) for a 128-channel x (the hand-off
   from a cuDNN convolution into the chain).
 
-`weight` is packed once by `pack_weight` into the kernel's shared-memory image: (9 taps, 2 halves
-of the input channels, 128 output channels, 64) with the 16-byte chunks of each 128-byte row
-XOR-swizzled by the output channel's low 3 bits. `unpack_weight` inverts it. `check_args` and
-`check_scale_shift_args` are the one statement of the argument rules; the CUDA binding mirrors them.
+`weight` is packed once by `pack_weight` into the kernel's shared-memory image: (9 taps, Cin/64,
+Cout, 64) with the 16-byte chunks of each 128-byte row XOR-swizzled by the output channel's low 3
+bits. `unpack_weight` inverts it. `check_args` and `check_scale_shift_args` are the one statement
+of the argument rules; the CUDA binding mirrors them.
 """
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
-CHANNELS = 128
+CHANNELS = 128                                   # norm_scale_shift's channel count
+CONFIGS = ((128, 128, 1), (128, 64, 2), (64, 32, 2))   # (Cin, Cout, upsample) with a kernel
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
-PACKED_SHAPE = (9, 2, CHANNELS, 64)
 
 
-def _swizzle_index(device: torch.device) -> torch.Tensor:
-    """(128, 8): for output channel n, the 16-byte chunk stored in slot s is chunk s ^ (n % 8)."""
-    n = torch.arange(CHANNELS, device=device).unsqueeze(1)
+def packed_shape(cin: int, cout: int) -> tuple[int, int, int, int]:
+    return 9, cin // 64, cout, 64
+
+
+def _swizzle_index(cout: int, device: torch.device) -> torch.Tensor:
+    """(Cout, 8): for output channel n, the 16-byte chunk stored in slot s is chunk s ^ (n % 8)."""
+    n = torch.arange(cout, device=device).unsqueeze(1)
     s = torch.arange(8, device=device).unsqueeze(0)
     return s ^ (n % 8)
 
 
 def pack_weight(weight: torch.Tensor) -> torch.Tensor:
-    """(128, 128, 3, 3) → the kernel's (9, 2, 128, 64) packed, swizzled layout, same dtype."""
-    if tuple(weight.shape) != (CHANNELS, CHANNELS, 3, 3):
-        raise ValueError(f"conv3x3 pack_weight: weight must have shape (128, 128, 3, 3), got {tuple(weight.shape)}")
+    """(Cout, Cin, 3, 3) → the kernel's (9, Cin/64, Cout, 64) packed, swizzled layout, same dtype."""
+    if weight.dim() != 4 or tuple(weight.shape[2:]) != (3, 3) or weight.shape[1] % 64 or weight.shape[0] % 8:
+        raise ValueError(f"conv3x3 pack_weight: weight must be (Cout, Cin, 3, 3) with Cin a multiple of 64, "
+                         f"got {tuple(weight.shape)}")
+    cout, cin = weight.shape[:2]
+    kb = cin // 64
     # (Cout, Cin, ky, kx) → (tap, kb, n, chunk, 8) with k = 64·kb + 8·chunk + e.
-    w = weight.detach().permute(2, 3, 0, 1).reshape(9, CHANNELS, 2, 8, 8).permute(0, 2, 1, 3, 4)
-    index = _swizzle_index(weight.device).view(1, 1, CHANNELS, 8, 1).expand(9, 2, CHANNELS, 8, 8)
-    return torch.gather(w, 3, index).reshape(PACKED_SHAPE).contiguous()
+    w = weight.detach().permute(2, 3, 0, 1).reshape(9, cout, kb, 8, 8).permute(0, 2, 1, 3, 4)
+    index = _swizzle_index(cout, weight.device).view(1, 1, cout, 8, 1).expand(9, kb, cout, 8, 8)
+    return torch.gather(w, 3, index).reshape(packed_shape(cin, cout)).contiguous()
 
 
 def unpack_weight(packed: torch.Tensor) -> torch.Tensor:
     """The inverse of `pack_weight` (the swizzle is an XOR, its own inverse)."""
-    w = packed.reshape(9, 2, CHANNELS, 8, 8)
-    index = _swizzle_index(packed.device).view(1, 1, CHANNELS, 8, 1).expand(9, 2, CHANNELS, 8, 8)
-    w = torch.gather(w, 3, index)                              # (tap, kb, n, chunk, e)
-    w = w.permute(2, 0, 1, 3, 4).reshape(CHANNELS, 3, 3, CHANNELS)   # (n, ky, kx, k)
+    _, kb, cout, _ = packed.shape
+    w = packed.reshape(9, kb, cout, 8, 8)
+    index = _swizzle_index(cout, packed.device).view(1, 1, cout, 8, 1).expand(9, kb, cout, 8, 8)
+    w = torch.gather(w, 3, index)                                 # (tap, kb, n, chunk, e)
+    w = w.permute(2, 0, 1, 3, 4).reshape(cout, 3, 3, kb * 64)     # (n, ky, kx, k)
     return w.permute(0, 3, 1, 2).contiguous()
 
 
-def _check_x(name: str, x: torch.Tensor) -> None:
+def _check_x(name: str, x: torch.Tensor, channels: int, upsample: int = 1) -> None:
     if x.dim() != 4:
         raise ValueError(f"{name}: x must be 4-D (N, C, H, W), got shape {tuple(x.shape)}")
     if x.dtype not in SUPPORTED_DTYPES:
         raise ValueError(f"{name}: x dtype {x.dtype} is unsupported (float16, bfloat16)")
-    if x.shape[1] != CHANNELS:
-        raise ValueError(f"{name}: x must have {CHANNELS} channels, got {x.shape[1]} (other layers use cuDNN)")
-    if x.shape[2] < 2 or x.shape[3] < 2:
+    if x.shape[1] != channels:
+        raise ValueError(f"{name}: x must have {channels} channels, got {x.shape[1]} (other layers use cuDNN)")
+    if x.shape[2] * upsample < 2 or x.shape[3] * upsample < 2:
         raise ValueError(f"{name}: H and W must be >= 2 for the reflection pad, got {x.shape[2]}x{x.shape[3]}")
 
 
-def _check_vector(name: str, arg: str, v: torch.Tensor | None, x: torch.Tensor) -> None:
+def _check_vector(name: str, arg: str, v: torch.Tensor | None, x: torch.Tensor, channels: int) -> None:
     if v is None:
         return
-    if v.dim() != 1 or v.shape[0] != CHANNELS or not v.is_floating_point():
-        raise ValueError(f"{name}: {arg} must be a floating ({CHANNELS},) tensor, got {v.dtype} {tuple(v.shape)}")
+    if v.dim() != 1 or v.shape[0] != channels or not v.is_floating_point():
+        raise ValueError(f"{name}: {arg} must be a floating ({channels},) tensor, got {v.dtype} {tuple(v.shape)}")
     if v.device != x.device:
         raise ValueError(f"{name}: {arg} is on {v.device}, x on {x.device}")
 
 
 def check_scale_shift_args(x, weight, bias, eps) -> None:
-    _check_x("norm_scale_shift", x)
-    _check_vector("norm_scale_shift", "weight", weight, x)
-    _check_vector("norm_scale_shift", "bias", bias, x)
+    _check_x("norm_scale_shift", x, CHANNELS)
+    _check_vector("norm_scale_shift", "weight", weight, x, CHANNELS)
+    _check_vector("norm_scale_shift", "bias", bias, x, CHANNELS)
     if not eps > 0:
         raise ValueError(f"norm_scale_shift: eps must be > 0, got {eps}")
 
 
-def check_args(x, weight, scale, shift, residual, relu, keep_input, norm_weight, norm_bias, eps) -> None:
+def check_args(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps) -> None:
     name = "conv3x3_norm"
-    _check_x(name, x)
-    if tuple(weight.shape) != PACKED_SHAPE or weight.dtype != x.dtype:
-        raise ValueError(f"{name}: weight must be the packed {PACKED_SHAPE} {x.dtype} tensor from pack_weight, "
-                         f"got {weight.dtype} {tuple(weight.shape)}")
-    if weight.device != x.device:
-        raise ValueError(f"{name}: weight is on {weight.device}, x on {x.device}")
+    if weight.dim() != 4 or weight.shape[0] != 9 or weight.shape[3] != 64:
+        raise ValueError(f"{name}: weight must be the packed (9, Cin/64, Cout, 64) tensor from pack_weight, "
+                         f"got {tuple(weight.shape)}")
+    cin, cout = 64 * weight.shape[1], weight.shape[2]
+    if (cin, cout, upsample) not in CONFIGS:
+        raise ValueError(f"{name}: (Cin, Cout, upsample) = ({cin}, {cout}, {upsample}) is unsupported; supported: "
+                         f"{CONFIGS} (other layers use cuDNN)")
+    _check_x(name, x, cin, upsample)
+    if weight.dtype != x.dtype or weight.device != x.device:
+        raise ValueError(f"{name}: weight ({weight.dtype} on {weight.device}) must match x ({x.dtype} on {x.device})")
     if (scale is None) != (shift is None):
         raise ValueError(f"{name}: scale and shift come together (both or neither)")
     for arg, t in (("scale", scale), ("shift", shift)):
-        if t is not None and (tuple(t.shape) != (x.shape[0], CHANNELS) or t.dtype != torch.float32
+        if t is not None and (tuple(t.shape) != (x.shape[0], cin) or t.dtype != torch.float32
                               or t.device != x.device):
-            raise ValueError(f"{name}: {arg} must be a float32 ({x.shape[0]}, {CHANNELS}) tensor on {x.device}, "
+            raise ValueError(f"{name}: {arg} must be a float32 ({x.shape[0]}, {cin}) tensor on {x.device}, "
                              f"got {t.dtype} {tuple(t.shape)} on {t.device}")
     if residual is not None and (residual.shape != x.shape or residual.dtype != x.dtype
                                  or residual.device != x.device):
         raise ValueError(f"{name}: residual must match x ({x.dtype} {tuple(x.shape)} on {x.device}), got "
                          f"{residual.dtype} {tuple(residual.shape)} on {residual.device}")
-    _check_vector(name, "norm_weight", norm_weight, x)
-    _check_vector(name, "norm_bias", norm_bias, x)
+    if keep_input and upsample != 1:
+        raise ValueError(f"{name}: keep_input needs upsample 1, got {upsample}")
+    _check_vector(name, "norm_weight", norm_weight, x, cout)
+    _check_vector(name, "norm_bias", norm_bias, x, cout)
     if not eps > 0:
         raise ValueError(f"{name}: eps must be > 0, got {eps}")
 
@@ -111,6 +127,10 @@ def check_args(x, weight, scale, shift, residual, relu, keep_input, norm_weight,
 def norm_scale_shift(x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None,
                      eps: float = 1e-5) -> tuple[torch.Tensor, torch.Tensor]:
     check_scale_shift_args(x, weight, bias, eps)
+    return _scale_shift(x, weight, bias, eps)
+
+
+def _scale_shift(x, weight, bias, eps):
     var, mean = torch.var_mean(x.float(), dim=(2, 3), unbiased=False)
     scale = torch.rsqrt(var + eps)
     if weight is not None:
@@ -121,9 +141,9 @@ def norm_scale_shift(x: torch.Tensor, weight: torch.Tensor | None = None, bias: 
     return scale, shift
 
 
-def conv3x3_norm(x, weight, scale=None, shift=None, residual=None, relu=False, keep_input=False,
+def conv3x3_norm(x, weight, scale=None, shift=None, residual=None, relu=False, upsample=1, keep_input=False,
                  norm_weight=None, norm_bias=None, eps=1e-5):
-    check_args(x, weight, scale, shift, residual, relu, keep_input, norm_weight, norm_bias, eps)
+    check_args(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps)
     a = x.float()
     if scale is not None:
         a = a * scale[:, :, None, None] + shift[:, :, None, None]
@@ -132,7 +152,10 @@ def conv3x3_norm(x, weight, scale=None, shift=None, residual=None, relu=False, k
     if relu:
         a = a.clamp_min(0)
     a = a.to(x.dtype)
-    out = F.conv2d(F.pad(a.float(), (1, 1, 1, 1), mode="reflect"), unpack_weight(weight).float()).to(x.dtype)
-    out_scale, out_shift = norm_scale_shift(out, norm_weight, norm_bias, eps)
+    up = a.float()
+    if upsample > 1:
+        up = up.repeat_interleave(upsample, dim=2).repeat_interleave(upsample, dim=3)
+    out = F.conv2d(F.pad(up, (1, 1, 1, 1), mode="reflect"), unpack_weight(weight).float()).to(x.dtype)
+    out_scale, out_shift = _scale_shift(out, norm_weight, norm_bias, eps)
     kept = a.contiguous(memory_format=torch.channels_last) if keep_input else x.new_empty(0)
     return out.contiguous(memory_format=torch.channels_last), out_scale, out_shift, kept

@@ -3,10 +3,11 @@ graph-replay timings against cuDNN + the InstanceNorm op, then the engine's two 
 
 Per layer (batch 1, channels_last, graph of 20 back-to-back calls, median of 7 replays, L2 not
 flushed: these are the activations' steady state inside a frame):
-  cudnn_conv   F.conv2d on the reflection-padded input (what the cuDNN plan runs)
-  in_op        kernels.instance_norm(relu, pad=1) on that conv's output (the norm it needs)
+  cudnn_conv   F.conv2d on the normalised, (upsampled,) reflection-padded input (the cuDNN plan)
+  in_op        kernels.instance_norm(relu, pad=1, upsample) that makes that input
   fused        conv3x3_norm(affine+relu): prologue, conv, epilogue moments and the hand-off kernel
   moments      norm_scale_shift alone (the hand-off out of a cuDNN convolution)
+for the residual link (128→128) and the decoder links (128→64, 64→32, ×2 upsample).
 End to end: FusedRunner captures both plans per shape and records each frame's replay time.
 Writes JSON to --out. Run from the repo root with PYTHONPATH=$PWD.
 """
@@ -49,29 +50,38 @@ def graph_ms(fn, calls=20, reps=7) -> float:
     return statistics.median(times)
 
 
-def layer_rows(h, w, dtype):
+def layer_rows(cin, cout, up, h, w, dtype):
+    """One link at input size h × w: cuDNN (norm op with its upsample/pad, then conv) vs the fused op."""
     g = torch.Generator(device="cuda").manual_seed(0)
-    x = (torch.randn(1, C, h, w, device="cuda", generator=g) + 0.3).to(dtype).contiguous(memory_format=torch.channels_last)
-    wt = (torch.randn(C, C, 3, 3, device="cuda", generator=g) / 34).to(dtype)
+    x = (torch.randn(1, cin, h, w, device="cuda", generator=g) + 0.3).to(dtype).contiguous(
+        memory_format=torch.channels_last)
+    wt = (torch.randn(cout, cin, 3, 3, device="cuda", generator=g) / (cin * 9) ** 0.5).to(dtype)
     wcl = wt.contiguous(memory_format=torch.channels_last)
     packed = ref.pack_weight(wt)
-    s, t = torch.rand(1, C, device="cuda") + 0.5, torch.randn(1, C, device="cuda")
-    nw, nb = torch.rand(C, device="cuda") + 0.5, torch.randn(C, device="cuda")
-    xp = F.pad(x, (1, 1, 1, 1), mode="reflect")
-    raw = F.conv2d(xp, wcl)
-    out, os_, ot, _ = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, None, True, False, nw, nb, 1e-5)
-    want, ws, wt_, _ = ref.conv3x3_norm(x, packed, s, t, None, True, False, nw, nb, 1e-5)
+    pw, pb = torch.rand(cin, device="cuda") + 0.5, torch.randn(cin, device="cuda")
+    s, t = ref.norm_scale_shift(x, pw, pb) if cin == 128 else (None, None)
+    if s is None:   # 64 channels: the same affine computed directly
+        var, mean = torch.var_mean(x.float(), dim=(2, 3), unbiased=False)
+        s = pw * torch.rsqrt(var + 1e-5)
+        t = pb - mean * s
+    nw, nb = torch.rand(cout, device="cuda") + 0.5, torch.randn(cout, device="cuda")
+    fused = lambda: torch.ops.styleforge.conv3x3_norm(x, packed, s, t, None, True, up, False, nw, nb, 1e-5)
+    out, os_, ot, _ = fused()
+    want, ws, wt_, _ = ref.conv3x3_norm(x, packed, s, t, None, True, up, False, nw, nb, 1e-5)
     err = float((out.double() - want.double()).norm() / want.double().norm())
     serr = float((os_ - ws).norm() / ws.norm())
-    flops = 2 * h * w * C * C * 9
-    row = {"shape": f"1x{C}x{h}x{w}", "dtype": str(dtype).split(".")[-1], "rel_err_vs_reference": err,
-           "scale_rel_err": serr}
-    row["cudnn_conv_ms"] = graph_ms(lambda: F.conv2d(xp, wcl))
-    row["in_op_ms"] = graph_ms(lambda: kernels.instance_norm(raw, nw, nb, relu=True, pad=1))
-    row["fused_ms"] = graph_ms(lambda: torch.ops.styleforge.conv3x3_norm(x, packed, s, t, None, True, False, nw, nb, 1e-5))
-    row["fused_keep_residual_ms"] = graph_ms(
-        lambda: torch.ops.styleforge.conv3x3_norm(x, packed, s, t, x, False, True, nw, nb, 1e-5))
-    row["moments_ms"] = graph_ms(lambda: torch.ops.styleforge.norm_scale_shift(x, nw, nb, 1e-5))
+    normed = kernels.instance_norm(x, pw, pb, relu=True, pad=1, upsample=up)
+    ho, wo = h * up, w * up
+    flops = 2 * ho * wo * cin * cout * 9
+    row = {"layer": f"{cin}->{cout} x{up}", "shape": f"1x{cin}x{h}x{w}", "dtype": str(dtype).split(".")[-1],
+           "rel_err_vs_reference": err, "scale_rel_err": serr}
+    row["cudnn_conv_ms"] = graph_ms(lambda: F.conv2d(normed, wcl))
+    row["in_op_ms"] = graph_ms(lambda: kernels.instance_norm(x, pw, pb, relu=True, pad=1, upsample=up))
+    row["fused_ms"] = graph_ms(fused)
+    if cin == 128 and up == 1:
+        row["fused_keep_residual_ms"] = graph_ms(
+            lambda: torch.ops.styleforge.conv3x3_norm(x, packed, s, t, x, False, 1, True, nw, nb, 1e-5))
+        row["moments_ms"] = graph_ms(lambda: torch.ops.styleforge.norm_scale_shift(x, nw, nb, 1e-5))
     row["cudnn_tflops"] = flops / row["cudnn_conv_ms"] / 1e9
     row["fused_tflops"] = flops / row["fused_ms"] / 1e9
     row["cudnn_plus_in_over_fused"] = (row["cudnn_conv_ms"] + row["in_op_ms"]) / row["fused_ms"]
@@ -105,9 +115,11 @@ def main():
     assert ok, why
     props = torch.cuda.get_device_properties(0)
     result = {"gpu": props.name, "torch": torch.__version__, "cuda": torch.version.cuda, "layers": [], "frames": []}
+    links = [(128, 128, 1, 128, 128), (128, 128, 1, 270, 480), (128, 64, 2, 128, 128), (64, 32, 2, 256, 256),
+             (128, 64, 2, 270, 480), (64, 32, 2, 540, 960)]
     for dtype in (torch.bfloat16, torch.float16):
-        for h, w in ((128, 128), (256, 256), (270, 480)):
-            row = layer_rows(h, w, dtype)
+        for cin, cout, up, h, w in links:
+            row = layer_rows(cin, cout, up, h, w, dtype)
             print(json.dumps(row), flush=True)
             result["layers"].append(row)
     if not args.no_frames:

@@ -21,7 +21,7 @@
 namespace styleforge {
 namespace {
 
-constexpr int64_t kC = kConv3x3Channels;
+constexpr int64_t kMC = kMomentsChannels;
 
 bool aligned16(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
 
@@ -30,21 +30,22 @@ at::Tensor dense_nhwc(const at::Tensor& t) {
   return aligned16(d) ? d : d.clone(at::MemoryFormat::ChannelsLast);   // a view at an odd offset
 }
 
-void check_x(const char* name, const at::Tensor& x) {
+void check_x(const char* name, const at::Tensor& x, int64_t channels, int64_t upsample) {
   TORCH_CHECK(x.is_cuda(), name, ": x must be a CUDA tensor, got ", x.device());
   TORCH_CHECK(x.dim() == 4, name, ": x must be 4-D (N, C, H, W), got shape ", x.sizes());
   TORCH_CHECK(x.scalar_type() == at::kHalf || x.scalar_type() == at::kBFloat16, name, ": x dtype ",
               x.scalar_type(), " is unsupported (float16, bfloat16)");
-  TORCH_CHECK(x.size(1) == kC, name, ": x must have ", kC, " channels, got ", x.size(1));
-  TORCH_CHECK(x.size(2) >= 2 && x.size(3) >= 2, name, ": H and W must be >= 2 for the reflection pad, got ",
-              x.size(2), "x", x.size(3));
+  TORCH_CHECK(x.size(1) == channels, name, ": x must have ", channels, " channels, got ", x.size(1));
+  TORCH_CHECK(x.size(2) * upsample >= 2 && x.size(3) * upsample >= 2, name,
+              ": H and W must be >= 2 for the reflection pad, got ", x.size(2), "x", x.size(3));
 }
 
 // An optional (C,) affine vector as fp32 contiguous, or an undefined tensor.
-at::Tensor vector_f32(const char* name, const char* arg, const std::optional<at::Tensor>& v, const at::Tensor& x) {
+at::Tensor vector_f32(const char* name, const char* arg, const std::optional<at::Tensor>& v, const at::Tensor& x,
+                      int64_t channels) {
   if (!v.has_value() || !v->defined()) return {};
-  TORCH_CHECK(v->dim() == 1 && v->size(0) == kC && v->is_floating_point(), name, ": ", arg,
-              " must be a floating (", kC, ",) tensor, got ", v->scalar_type(), " ", v->sizes());
+  TORCH_CHECK(v->dim() == 1 && v->size(0) == channels && v->is_floating_point(), name, ": ", arg,
+              " must be a floating (", channels, ",) tensor, got ", v->scalar_type(), " ", v->sizes());
   TORCH_CHECK(v->device() == x.device(), name, ": ", arg, " is on ", v->device(), ", x on ", x.device());
   return v->to(at::kFloat).contiguous();
 }
@@ -66,15 +67,20 @@ NormHandoff handoff(const at::Tensor& w, const at::Tensor& b, double eps, at::Te
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
     const at::Tensor& x_in, const at::Tensor& weight, const std::optional<at::Tensor>& scale_in,
     const std::optional<at::Tensor>& shift_in, const std::optional<at::Tensor>& residual_in, bool relu,
-    bool keep_input, const std::optional<at::Tensor>& norm_weight, const std::optional<at::Tensor>& norm_bias,
-    double eps) {
+    int64_t upsample, bool keep_input, const std::optional<at::Tensor>& norm_weight,
+    const std::optional<at::Tensor>& norm_bias, double eps) {
   constexpr const char* kName = "conv3x3_norm";
-  check_x(kName, x_in);
-  const int64_t n = x_in.size(0), h = x_in.size(2), w = x_in.size(3);
-  TORCH_CHECK(weight.dim() == 4 && weight.size(0) == 9 && weight.size(1) == 2 && weight.size(2) == kC &&
-                  weight.size(3) == 64 && weight.scalar_type() == x_in.scalar_type() && weight.is_contiguous(),
-              kName, ": weight must be the contiguous packed (9, 2, 128, 64) ", x_in.scalar_type(),
+  TORCH_CHECK(weight.dim() == 4 && weight.size(0) == 9 && weight.size(3) == 64 &&
+                  weight.scalar_type() == x_in.scalar_type() && weight.is_contiguous(),
+              kName, ": weight must be the contiguous packed (9, Cin/64, Cout, 64) ", x_in.scalar_type(),
               " tensor from pack_weight, got ", weight.scalar_type(), " ", weight.sizes());
+  const int64_t cin = 64 * weight.size(1), cout = weight.size(2);
+  TORCH_CHECK(conv3x3_config_supported(static_cast<int>(cin), static_cast<int>(cout), static_cast<int>(upsample)),
+              kName, ": (Cin, Cout, upsample) = (", cin, ", ", cout, ", ", upsample, ") is unsupported; supported: ",
+              "(128, 128, 1), (128, 64, 2), (64, 32, 2) (other layers use cuDNN)");
+  check_x(kName, x_in, cin, upsample);
+  TORCH_CHECK(!keep_input || upsample == 1, kName, ": keep_input needs upsample 1, got ", upsample);
+  const int64_t n = x_in.size(0), h = x_in.size(2), w = x_in.size(3), ho = h * upsample, wo = w * upsample;
   TORCH_CHECK(weight.device() == x_in.device(), kName, ": weight is on ", weight.device(), ", x on ", x_in.device());
   TORCH_CHECK(aligned16(weight), kName, ": weight must be 16-byte aligned");
   const bool affine = scale_in.has_value() && scale_in->defined();
@@ -83,9 +89,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
   at::Tensor scale, shift;
   if (affine) {
     for (const at::Tensor* t : {&*scale_in, &*shift_in}) {
-      TORCH_CHECK(t->dim() == 2 && t->size(0) == n && t->size(1) == kC && t->scalar_type() == at::kFloat &&
+      TORCH_CHECK(t->dim() == 2 && t->size(0) == n && t->size(1) == cin && t->scalar_type() == at::kFloat &&
                       t->device() == x_in.device(),
-                  kName, ": scale and shift must be float32 (", n, ", ", kC, ") tensors on ", x_in.device(),
+                  kName, ": scale and shift must be float32 (", n, ", ", cin, ") tensors on ", x_in.device(),
                   ", got ", t->scalar_type(), " ", t->sizes(), " on ", t->device());
     }
     scale = scale_in->contiguous();
@@ -100,24 +106,27 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
     residual = dense_nhwc(*residual_in);
   }
   TORCH_CHECK(eps > 0, kName, ": eps must be > 0, got ", eps);
-  const at::Tensor nw = vector_f32(kName, "norm_weight", norm_weight, x_in);
-  const at::Tensor nb = vector_f32(kName, "norm_bias", norm_bias, x_in);
+  const at::Tensor nw = vector_f32(kName, "norm_weight", norm_weight, x_in, cout);
+  const at::Tensor nb = vector_f32(kName, "norm_bias", norm_bias, x_in, cout);
 
   const c10::cuda::CUDAGuard guard(x_in.device());
   TORCH_CHECK(conv3x3_supported(), kName, ": the fused convolution needs an sm_90a (Hopper) GPU; ",
               "styleforge.kernels.conv3x3_norm falls back to the reference elsewhere");
   const at::Tensor x = dense_nhwc(x_in);
   const auto cl = x.options().memory_format(at::MemoryFormat::ChannelsLast);
-  at::Tensor out = at::empty({n, kC, h, w}, cl);
-  at::Tensor act = keep_input ? at::empty({n, kC, h, w}, cl) : at::empty({0}, x.options());
-  at::Tensor out_scale = at::empty({n, kC}, x.options().dtype(at::kFloat));
-  at::Tensor out_shift = at::empty({n, kC}, x.options().dtype(at::kFloat));
+  at::Tensor out = at::empty({n, cout, ho, wo}, cl);
+  at::Tensor act = keep_input ? at::empty({n, cin, h, w}, cl) : at::empty({0}, x.options());
+  at::Tensor out_scale = at::empty({n, cout}, x.options().dtype(at::kFloat));
+  at::Tensor out_shift = at::empty({n, cout}, x.options().dtype(at::kFloat));
   if (n == 0) return {out, out_scale, out_shift, act};
-  at::Tensor workspace =
-      at::empty({static_cast<int64_t>(conv3x3_workspace_bytes(n, h, w))}, x.options().dtype(at::kByte));
+  at::Tensor workspace = at::empty({static_cast<int64_t>(conv3x3_workspace_bytes(n, ho, wo, static_cast<int>(cout)))},
+                                   x.options().dtype(at::kByte));
 
   Conv3x3Args args;
   args.dtype = dtype_of(x);
+  args.cin = static_cast<int>(cin);
+  args.cout = static_cast<int>(cout);
+  args.upsample = static_cast<int>(upsample);
   args.x = x.data_ptr();
   args.weight = weight.data_ptr();
   args.scale = affine ? scale.data_ptr<float>() : nullptr;
@@ -138,18 +147,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
 std::tuple<at::Tensor, at::Tensor> norm_scale_shift_cuda(const at::Tensor& x_in, const std::optional<at::Tensor>& weight,
                                                          const std::optional<at::Tensor>& bias, double eps) {
   constexpr const char* kName = "norm_scale_shift";
-  check_x(kName, x_in);
+  check_x(kName, x_in, kMC, 1);
   TORCH_CHECK(eps > 0, kName, ": eps must be > 0, got ", eps);
-  const at::Tensor nw = vector_f32(kName, "weight", weight, x_in);
-  const at::Tensor nb = vector_f32(kName, "bias", bias, x_in);
+  const at::Tensor nw = vector_f32(kName, "weight", weight, x_in, kMC);
+  const at::Tensor nb = vector_f32(kName, "bias", bias, x_in, kMC);
   const c10::cuda::CUDAGuard guard(x_in.device());
   const at::Tensor x = dense_nhwc(x_in);
   const int64_t n = x.size(0), h = x.size(2), w = x.size(3);
-  at::Tensor scale = at::empty({n, kC}, x.options().dtype(at::kFloat));
-  at::Tensor shift = at::empty({n, kC}, x.options().dtype(at::kFloat));
+  at::Tensor scale = at::empty({n, kMC}, x.options().dtype(at::kFloat));
+  at::Tensor shift = at::empty({n, kMC}, x.options().dtype(at::kFloat));
   if (n == 0) return {scale, shift};
-  at::Tensor workspace =
-      at::empty({static_cast<int64_t>(conv3x3_workspace_bytes(n, h, w))}, x.options().dtype(at::kByte));
+  at::Tensor workspace = at::empty({static_cast<int64_t>(conv3x3_workspace_bytes(n, h, w, kMomentsChannels))},
+                                   x.options().dtype(at::kByte));
   MomentsArgs args;
   args.dtype = dtype_of(x);
   args.x = x.data_ptr();

@@ -3,9 +3,10 @@
 //
 // Plain C++ with CUDA runtime types only, no torch: bindings_conv3x3.cpp checks the tensors and
 // fills the argument structs. Semantics (the one statement of them): the pure-PyTorch twin
-// styleforge/kernels/reference_conv3x3.py. In short, for 128 → 128 channels, NHWC, batch N:
+// styleforge/kernels/reference_conv3x3.py. In short, NHWC, batch N, (Cin, Cout, upsample) one of
+// the style network's (128, 128, 1) residual convolutions or (128, 64, 2), (64, 32, 2) decoder ones:
 //   a   = x·scale + shift (+ residual), ReLU if asked, rounded to x's dtype   (the prologue)
-//   out = conv3x3(reflection_pad1(a), W)                                      (no bias)
+//   out = conv3x3(reflection_pad1(upsample_nearest(a, upsample)), W)         (no bias)
 //   (out_scale, out_shift) so that InstanceNorm(out; norm_weight, norm_bias, eps)
 //        = out·out_scale + out_shift per (sample, channel), from fp32 statistics of the rounded out.
 #pragma once
@@ -19,10 +20,12 @@
 
 namespace styleforge {
 
-constexpr int kConv3x3Channels = 128;
-// Output tile of one thread block: 8 rows × 16 columns. The statistics workspace holds one
-// (sum, M2) pair per (sample, tile, channel).
-constexpr int kConv3x3TileH = 8, kConv3x3TileW = 16;
+// The moments kernel's channel count (conv3's output, the hand-off into the residual chain).
+constexpr int kMomentsChannels = 128;
+// Output tiles: 16 columns × 8·(128 / Cout) rows; the statistics workspace holds one (sum, M2)
+// pair per (sample, tile, output channel).
+constexpr int kConv3x3TileW = 16;
+constexpr int conv3x3_tile_h(int cout) { return 8 * (128 / cout); }
 
 // The InstanceNorm hand-off: per-tile partial moments → (scale, shift) per (sample, channel).
 struct NormHandoff {
@@ -35,16 +38,17 @@ struct NormHandoff {
 
 struct Conv3x3Args {
   ConvDtype dtype = ConvDtype::kBFloat16;
-  const void* x = nullptr;          // (N, H, W, 128) dense NHWC, 16-byte aligned
-  const void* weight = nullptr;     // packed (9, 2, 128, 64): see reference_conv3x3.pack_weight
-  const float* scale = nullptr;     // (N, 128) fp32 prologue affine, or null (identity) ...
+  int cin = 128, cout = 128, upsample = 1;
+  const void* x = nullptr;          // (N, H, W, cin) dense NHWC, 16-byte aligned
+  const void* weight = nullptr;     // packed (9, cin / 64, cout, 64): see reference_conv3x3.pack_weight
+  const float* scale = nullptr;     // (N, cin) fp32 prologue affine, or null (identity) ...
   const float* shift = nullptr;     // ... with shift (both or neither)
-  const void* residual = nullptr;   // (N, H, W, 128) dense NHWC, or null
+  const void* residual = nullptr;   // (N, H, W, cin) dense NHWC, or null
   bool relu = false;
-  void* act = nullptr;              // (N, H, W, 128): the prologue's output a, or null (not kept)
-  void* out = nullptr;              // (N, H, W, 128) dense NHWC
-  NormHandoff norm;
-  int64_t N = 0, H = 0, W = 0;      // H, W >= 2 (reflection pad 1)
+  void* act = nullptr;              // (N, H, W, cin): the prologue's output a, or null; upsample 1 only
+  void* out = nullptr;              // (N, H·upsample, W·upsample, cout) dense NHWC
+  NormHandoff norm;                 // over cout channels
+  int64_t N = 0, H = 0, W = 0;      // H·upsample, W·upsample >= 2 (reflection pad 1)
 };
 
 struct MomentsArgs {
@@ -54,9 +58,13 @@ struct MomentsArgs {
   int64_t N = 0, H = 0, W = 0;
 };
 
-// Tiles per image, and the workspace both launches need (16-byte aligned, no initialisation).
-int64_t conv3x3_tiles(int64_t H, int64_t W);
-size_t conv3x3_workspace_bytes(int64_t N, int64_t H, int64_t W);
+// Whether a kernel exists for (cin, cout, upsample).
+bool conv3x3_config_supported(int cin, int cout, int upsample);
+
+// Tiles per output image, and the workspace a launch needs (16-byte aligned, no initialisation);
+// Ho, Wo are the output's sizes. The moments launch uses the cout = 128 tiling.
+int64_t conv3x3_tiles(int64_t Ho, int64_t Wo, int cout);
+size_t conv3x3_workspace_bytes(int64_t N, int64_t Ho, int64_t Wo, int cout);
 
 // Whether the current device runs the fused convolution (sm_90a code: compute capability 9.0).
 // The moments launch runs on any GPU.

@@ -1,36 +1,37 @@
-// The style network's residual-block convolution with its InstanceNorms fused in: 3×3, 128 → 128
-// channels, stride 1, reflection pad 1, fp16/bf16 NHWC, fp32 accumulate, on Hopper wgmma.
-//   prologue  the previous norm's apply (a = x·scale + shift, + residual, ReLU), reflection
-//             resolved in the address math, written once to shared memory (and, if asked, the
-//             tile's interior to `act`, which becomes the next residual);
-//   main loop an implicit GEMM: M = 128 output pixels (an 8 × 16 tile), N = 128 output
-//             channels, K = 9 taps × 128 input channels;
+// The style network's 3×3 convolutions with their InstanceNorms fused in, fp16/bf16 NHWC, fp32
+// accumulate, on Hopper wgmma: (Cin, Cout, ×upsample) = (128, 128, 1) for the residual blocks and
+// (128, 64, 2), (64, 32, 2) for the decoder; stride 1, reflection pad 1.
+//   prologue  the previous norm's apply (a = x·scale + shift, + residual, ReLU), the ×2 nearest
+//             upsample and the reflection resolved in the address math, written once to shared
+//             memory (and, if asked, the tile's interior to `act`, which becomes the next residual);
+//   main loop an implicit GEMM: M = the tile's output pixels, N = Cout, K = 9 taps × Cin;
 //   epilogue  the output, rounded, plus per-tile (sum, M2) of every channel for the next norm;
 // then a second small kernel turns the tiles' moments into (scale, shift) per (sample, channel).
 // So an InstanceNorm between two of these convolutions costs no pass over the activation.
 // Pure CUDA (no torch); bindings_conv3x3.cpp binds it; semantics: reference_conv3x3.py.
 //
-// Block: 288 threads = two consumer warpgroups + one producer warp. Warpgroup wg owns output rows
-// 4wg..4wg+3 of the tile (wgmma M = 64: warp w of the group owns row 4wg + w, its 16 pixels being
-// the m16 rows of the A fragment) and all 128 output channels (wgmma N = 128, 64 fp32 accumulator
-// registers per thread).
-//  * A (activations) comes from registers: the prologue stores the 10 × 18-pixel halo tile in
-//    shared memory, 256 bytes per pixel with the sixteen 16-byte chunks XOR-swizzled by the
-//    pixel's low 3 bits, so the ldmatrix.x4 of 16 consecutive pixels (one tap, 16 channels) is
+// Block: 288 threads = two consumer warpgroups + one producer warp; 64 fp32 accumulators per
+// thread whatever Cout: the tile is 16 columns × 8·MB rows with MB = 128 / Cout m64 blocks per
+// warpgroup (Cout 128: 8 × 16, 64: 16 × 16, 32: 32 × 16). In m64 block mb of warpgroup wg, warp w
+// owns output row 4·(MB·wg + mb) + w: its 16 pixels are the m16 rows of the A fragment.
+//  * A (activations) comes from registers: the prologue stores the (rows + 2) × 18-pixel halo tile
+//    in shared memory, Cin·2 bytes per pixel with the 16-byte chunks XOR-swizzled by the pixel's
+//    low 3 bits, so the ldmatrix.x4 of 16 consecutive pixels (one tap, 16 channels) is
 //    conflict-free. A tap (ky, kx) is the same tile shifted: no im2col, each input pixel is loaded
-//    from global memory once per tile, not nine times. The fragments of tap t + 1 are loaded while
-//    tap t's 8 wgmmas run (two register buffers).
-//  * B (weights) comes from shared memory: one 32 KB tap at a time, in a 4-stage ring filled by
-//    the producer warp with bulk copies (full/empty mbarriers). The packed weight is already the
-//    shared-memory image: per tap two [128 n][64 k] blocks of 128-byte rows with the 128-byte
-//    swizzle, i.e. K-major B with descriptor SBO = 1024 (8 rows), start + 32 bytes per k16 step.
+//    from global memory once per tile, not nine times. The main loop runs in steps of 4 A fragments
+//    (2–4 per tap); the fragments of step s + 1 are loaded while step s's wgmmas run (two buffers).
+//  * B (weights) comes from shared memory: one tap (Cin·Cout·2 bytes) at a time, in a 4-stage
+//    ring (all 9 taps when they are 4 KB) filled by the producer warp with bulk copies (full/empty
+//    mbarriers). The packed weight is already the shared-memory image: per tap Cin/64 blocks of
+//    [Cout rows][64 k] in 128-byte rows with the 128-byte swizzle, i.e. K-major B with descriptor
+//    SBO = 1024 (8 rows), start + 32 bytes per k16 step.
 //  * Statistics: from the rounded outputs (what the next layer reads), per tile the channel sum,
-//    then the tile mean, then M2 = Σ(v − mean)²; the finalize kernel merges tiles with Chan's
+//    then the tile mean, then M2 = Σ(v − mean)²; the hand-off kernel merges tiles with Chan's
 //    formula, so large means do not cancel the variance away.
 // Why one tile per block and no persistence: at 512² (the frame that needs it) the 128 × 128
-// layer has 128 tiles, one wave; at 1080p the engine times this chain against cuDNN's and keeps the
-// faster. Not covered: other channel counts, strides, upsampling, GPUs other than sm_90a (the engine
-// keeps cuDNN there).
+// layer has 128 tiles, one wave; at 1080p this takes 2× cuDNN's time (7.7 waves of one CTA per SM,
+// the weights streamed again per tile) and the engine, which times both, keeps cuDNN there. Not
+// covered: other channel counts, strides, GPUs other than sm_90a (the engine keeps cuDNN there).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -47,21 +48,39 @@
 namespace styleforge {
 namespace {
 
-constexpr int kC = kConv3x3Channels;
-constexpr int kTH = kConv3x3TileH, kTW = kConv3x3TileW;
-constexpr int kHaloH = kTH + 2, kHaloW = kTW + 2;
-constexpr int kHaloPixels = kHaloH * kHaloW;               // 180
-constexpr int kPixelBytes = kC * 2;                        // 256: sixteen 16-byte chunks
-constexpr int kChunks = kPixelBytes / 16;
-constexpr uint32_t kHaloBytes = kHaloPixels * kPixelBytes; // 46080 = 45 · 1024
-constexpr uint32_t kTapBytes = kC * kC * 2;                // 32768: one tap of B
-[[maybe_unused]] constexpr int kTaps = 9;
-constexpr int kStages = 4;
+constexpr int kTW = kConv3x3TileW;
 constexpr int kConsumers = 256, kThreads = kConsumers + 32;
-constexpr uint32_t kBarOff = kStages * kTapBytes + kHaloBytes;
-constexpr uint32_t kRedOff = kBarOff + 2 * kStages * 8;     // fp32 [8 warps][128] + mean[128]
-constexpr size_t kSmem = kRedOff + (8 + 1) * kC * 4 + 1024; // + slack to 1024-align the base
+[[maybe_unused]] constexpr int kTaps = 9;
 constexpr int kMomentsThreads = 256;
+
+constexpr uint32_t round_up_1k(uint32_t v) { return (v + 1023u) & ~1023u; }
+
+template <int CIN, int COUT, int UP>
+struct Cfg {
+  static constexpr int kMB = 128 / COUT;                      // m64 blocks per warpgroup
+  static constexpr int kTH = conv3x3_tile_h(COUT);            // 8·kMB output rows
+  static constexpr int kHaloH = kTH + 2, kHaloW = kTW + 2;
+  static constexpr int kHaloPixels = kHaloH * kHaloW;
+  static constexpr int kPixelBytes = CIN * 2;
+  static constexpr int kChunks = CIN / 8;                     // 16-byte chunks per input pixel
+  static constexpr int kKSteps = CIN / 16;                    // k16 steps per tap
+  // Pipeline steps per tap: each step's A fragments are kStepK k16 steps × kMB blocks = 4 ldmatrix.x4
+  // (16 registers; two buffers), so the 64 accumulators and both buffers fit the 168 registers a
+  // thread gets (the block is 2.25 warpgroups; registers are allotted per warpgroup).
+  static constexpr int kStepsPerTap = kKSteps * kMB / 4;
+  static constexpr int kStepK = kKSteps / kStepsPerTap;
+  static constexpr uint32_t kHaloBytes = round_up_1k(kHaloPixels * kPixelBytes);
+  static constexpr uint32_t kTapBytes = CIN * COUT * 2;
+  static constexpr uint32_t kKbBytes = COUT * 128;            // one [Cout][64 k] block of a tap
+  static constexpr int kStages = kTapBytes >= 16384 ? 4 : 9;
+  static constexpr uint32_t kBarOff = kStages * kTapBytes + kHaloBytes;
+  static constexpr uint32_t kRedOff = kBarOff + 2 * kStages * 8;   // fp32 [8 warps][Cout] + mean[Cout]
+  static constexpr size_t kSmem = kRedOff + (8 + 1) * COUT * 4 + 1024;   // + slack to 1024-align
+  static constexpr int kOutChunks = COUT / 8;
+  static constexpr int kOutPixelBytes = COUT * 2;
+  static_assert(kTH * kTW * kOutPixelBytes <= static_cast<int>(kHaloBytes), "the output stages in the halo");
+  static_assert(kSmem <= 227 * 1024, "shared memory");
+};
 
 struct Params {
   const uint16_t* x;
@@ -71,8 +90,8 @@ struct Params {
   const unsigned char* weight;
   const float* scale;
   const float* shift;
-  float2* partials;   // [N][tiles][128] (sum, M2)
-  int H, W, tiles_x, tiles;
+  float2* partials;   // [N][tiles][Cout] (sum, M2)
+  int H, W, Ho, Wo, tiles_x, tiles;
   bool relu;
 };
 
@@ -120,10 +139,10 @@ __device__ __forceinline__ float round_to(float v) {
   }
 }
 
-// Count of image pixels in tile `tile` (row-major over tiles_x): edge tiles are clipped.
-__device__ __forceinline__ float tile_pixels(int tile, int tiles_x, int H, int W) {
+// Count of image pixels in tile `tile` (row-major over tiles_x, th × 16): edge tiles are clipped.
+__device__ __forceinline__ float tile_pixels(int tile, int tiles_x, int th, int H, int W) {
   const int ty = tile / tiles_x, tx = tile - ty * tiles_x;
-  return static_cast<float>(min(kTH, H - ty * kTH) * min(kTW, W - tx * kTW));
+  return static_cast<float>(min(th, H - ty * th) * min(kTW, W - tx * kTW));
 }
 
 #if SF_SM90A
@@ -136,27 +155,38 @@ __device__ __forceinline__ float sum_over_g(float v) {
 }
 
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
+
+// Slot of 16-byte chunk i of staged output pixel px: conflict-free for the epilogue's 4-byte writes
+// (8 pixels × 4 lanes) with 8+ chunks per pixel (XOR the pixel's low bits), and with 4 (Cout 32:
+// 64-byte pixels, two per 128 bytes, so XOR bits 1–2).
+template <int kOutChunks>
+__device__ __forceinline__ int out_slot(int i, int px) {
+  return kOutChunks >= 8 ? (i ^ (px & 7)) : (i ^ ((px >> 1) & 3));
+}
 #endif
 
-template <typename T>
+template <typename T, int CIN, int COUT, int UP>
 __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
 #if SF_SM90A
   using namespace sm90;
+  using C = Cfg<CIN, COUT, UP>;
+  constexpr int kMB = C::kMB, kStepK = C::kStepK, kSPT = C::kStepsPerTap, kStages = C::kStages;
+  constexpr int kSteps = kTaps * kSPT;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
   const uint32_t base = (raw + 1023u) & ~1023u;
   unsigned char* smem = smem_raw + (base - raw);
-  const uint32_t w_s = base;                          // [stage][kb 2][n 128][128 B]
-  const uint32_t halo_s = base + kStages * kTapBytes;  // [pixel 180][256 B], chunks swizzled
-  unsigned char* halo = smem + kStages * kTapBytes;
-  const uint32_t bar_full = base + kBarOff, bar_empty = bar_full + 8 * kStages;
-  float* red = reinterpret_cast<float*>(smem + kRedOff);   // [8 warps][128]
-  float* mean_s = red + 8 * kC;
+  const uint32_t w_s = base;                             // [stage][Cin/64][Cout][128 B]
+  const uint32_t halo_s = base + kStages * C::kTapBytes;  // [pixel][Cin·2 B], chunks swizzled
+  unsigned char* halo = smem + kStages * C::kTapBytes;
+  const uint32_t bar_full = base + C::kBarOff, bar_empty = bar_full + 8 * kStages;
+  float* red = reinterpret_cast<float*>(smem + C::kRedOff);   // [8 warps][Cout]
+  float* mean_s = red + 8 * COUT;
 
   const int tid = threadIdx.x;
   const int n = blockIdx.x / p.tiles, tile = blockIdx.x - n * p.tiles;
-  const int y0 = (tile / p.tiles_x) * kTH, x0 = (tile % p.tiles_x) * kTW;
-  const int H = p.H, W = p.W;
+  const int y0 = (tile / p.tiles_x) * C::kTH, x0 = (tile % p.tiles_x) * kTW;
+  const int H = p.H, W = p.W, Ho = p.Ho, Wo = p.Wo;
 
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
@@ -172,40 +202,44 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
       for (int tap = 0; tap < kTaps; ++tap) {
         const int st = tap % kStages;
         if (tap >= kStages) mbar_wait(bar_empty + 8 * st, ((tap / kStages) - 1) & 1);
-        mbar_expect_tx(bar_full + 8 * st, kTapBytes);
-        bulk_copy_g2s(w_s + st * kTapBytes, p.weight + static_cast<size_t>(tap) * kTapBytes, kTapBytes,
+        mbar_expect_tx(bar_full + 8 * st, C::kTapBytes);
+        bulk_copy_g2s(w_s + st * C::kTapBytes, p.weight + static_cast<size_t>(tap) * C::kTapBytes, C::kTapBytes,
                       bar_full + 8 * st);
       }
     }
     return;
   }
 
-  // ---- prologue: a = act(x·scale + shift + residual) on the reflected halo tile ----------------
+  // ---- prologue: a = act(x·scale + shift + residual) on the reflected (upsampled) halo tile --------
   {
-    const int q = tid & (kChunks - 1);   // fixed per thread: its 8 channels' affine stays in registers
+    constexpr int kChunks = C::kChunks;
+    const int q = tid % kChunks;   // fixed per thread: its 8 channels' affine stays in registers
     float sc[8], sh[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
-      sc[e] = p.scale ? p.scale[n * kC + q * 8 + e] : 1.f;
-      sh[e] = p.shift ? p.shift[n * kC + q * 8 + e] : 0.f;
+      sc[e] = p.scale ? p.scale[n * CIN + q * 8 + e] : 1.f;
+      sh[e] = p.shift ? p.shift[n * CIN + q * 8 + e] : 0.f;
     }
     const uint4* x4 = reinterpret_cast<const uint4*>(p.x);
     const uint4* r4 = reinterpret_cast<const uint4*>(p.residual);
-    constexpr int kRowsPerPass = kConsumers / kChunks;   // 16 pixels per pass
-    constexpr int kBatch = 4;                            // loads in flight per thread
+    constexpr int kRowsPerPass = kConsumers / kChunks;   // pixels per pass: 16 (Cin 128) or 32 (Cin 64)
+    // Six loads in flight per thread (twelve with a residual): more spilled at Cin 128 (the main
+    // loop's register budget).
+    constexpr int kBatch = 6;
 #pragma unroll 1
-    for (int first = tid / kChunks; first < kHaloPixels; first += kBatch * kRowsPerPass) {
+    for (int first = tid / kChunks; first < C::kHaloPixels; first += kBatch * kRowsPerPass) {
       uint4 v[kBatch], rv[kBatch];
       int64_t off[kBatch];
       bool interior[kBatch];
 #pragma unroll
       for (int j = 0; j < kBatch; ++j) {
         const int P = first + j * kRowsPerPass;
-        const int r = P / kHaloW, c = P - r * kHaloW;
-        const int gy = reflect_clamp(y0 - 1 + r, H), gx = reflect_clamp(x0 - 1 + c, W);
+        const int r = P / C::kHaloW, c = P - r * C::kHaloW;
+        // Reflect in the (upsampled) output frame, then the nearest source pixel.
+        const int gy = reflect_clamp(y0 - 1 + r, Ho) / UP, gx = reflect_clamp(x0 - 1 + c, Wo) / UP;
         off[j] = ((static_cast<int64_t>(n) * H + gy) * W + gx) * kChunks + q;
-        interior[j] = r >= 1 && r <= kTH && c >= 1 && c <= kTW && y0 + r - 1 < H && x0 + c - 1 < W;
-        if (P < kHaloPixels) {
+        interior[j] = UP == 1 && r >= 1 && r <= C::kTH && c >= 1 && c <= kTW && y0 + r - 1 < H && x0 + c - 1 < W;
+        if (P < C::kHaloPixels) {
           v[j] = __ldg(x4 + off[j]);
           if (r4) rv[j] = __ldg(r4 + off[j]);
         }
@@ -213,7 +247,7 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
 #pragma unroll
       for (int j = 0; j < kBatch; ++j) {
         const int P = first + j * kRowsPerPass;
-        if (P >= kHaloPixels) break;
+        if (P >= C::kHaloPixels) break;
         float f[8];
         unpack8<T>(v[j], f);
 #pragma unroll
@@ -230,112 +264,149 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
         }
         const uint4 a = make_uint4(pack2<T>(f[0], f[1]), pack2<T>(f[2], f[3]), pack2<T>(f[4], f[5]),
                                    pack2<T>(f[6], f[7]));
-        *reinterpret_cast<uint4*>(halo + P * kPixelBytes + ((q ^ (P & 7)) << 4)) = a;
+        *reinterpret_cast<uint4*>(halo + P * C::kPixelBytes + ((q ^ (P & 7)) << 4)) = a;
         if (p.act && interior[j]) reinterpret_cast<uint4*>(p.act)[off[j]] = a;
       }
     }
   }
   consumers_sync();
 
-  // ---- main loop: 9 taps × 8 k16 steps of wgmma m64n128k16 per warpgroup -----------------------
-  const int lane = tid & 31, warp = tid >> 5;      // warp 0..7; warp & 3 is its place in the group
-  const int wr = warp;                             // output row of the tile: 4·wg + (warp & 3)
+  // ---- main loop: kSteps steps of kStepK k16 steps × kMB wgmma m64n{Cout}k16 per warpgroup ----
+  const int lane = tid & 31, warp = tid >> 5;
+  const int row0 = (warp >> 2) * kMB * 4 + (warp & 3);   // output row of m64 block 0; block mb: + 4·mb
   // ldmatrix.x4: lanes 0–15 address pixels 0–15 at channels 0–7 of the k16 step (→ a0, a1),
   // lanes 16–31 the same pixels at channels 8–15 (→ a2, a3).
   const int lrow = lane & 15, lhalf = lane >> 4;
-  auto load_a = [&](uint32_t (&a)[8][4], int tap) {
-    const int ky = tap / 3, kx = tap - ky * 3;
-    const int P = (wr + ky) * kHaloW + lrow + kx;
-    const uint32_t row = halo_s + P * kPixelBytes;
+  auto load_a = [&](uint32_t (&a)[kStepK][kMB][4], int step) {
+    const int tap = step / kSPT, ky = tap / 3, kx = tap - ky * 3;
 #pragma unroll
-    for (int ks = 0; ks < 8; ++ks) ldmatrix_x4(a[ks], row + (((2 * ks + lhalf) ^ (P & 7)) << 4));
+    for (int mb = 0; mb < kMB; ++mb) {
+      const int P = (row0 + 4 * mb + ky) * C::kHaloW + lrow + kx;
+      const uint32_t row = halo_s + P * C::kPixelBytes;
+#pragma unroll
+      for (int kk = 0; kk < kStepK; ++kk) {
+        const int chunk = 2 * ((step % kSPT) * kStepK + kk) + lhalf;
+        ldmatrix_x4(a[kk][mb], row + ((chunk ^ (P & 7)) << 4));
+      }
+    }
   };
   constexpr bool kBF16 = std::is_same_v<T, __nv_bfloat16>;
 
-  float acc[64];
+  float acc[kMB][COUT / 2];
 #pragma unroll
-  for (int i = 0; i < 64; ++i) acc[i] = 0.f;
-  uint32_t a0[8][4], a1[8][4];
+  for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+    for (int i = 0; i < COUT / 2; ++i) acc[mb][i] = 0.f;
+  reg_fence(acc);   // the zeros are written before the first wgmma, not between wgmmas
+  uint32_t a0[kStepK][kMB][4], a1[kStepK][kMB][4];
   load_a(a0, 0);
 #pragma unroll
-  for (int tap = 0; tap < kTaps; ++tap) {
-    const int st = tap % kStages;
-    uint32_t(&a)[8][4] = (tap & 1) ? a1 : a0;
-    uint32_t(&next)[8][4] = (tap & 1) ? a0 : a1;
-    mbar_wait(bar_full + 8 * st, (tap / kStages) & 1);
+  for (int s = 0; s < kSteps; ++s) {
+    const int tap = s / kSPT, st = tap % kStages;
+    uint32_t(&a)[kStepK][kMB][4] = (s & 1) ? a1 : a0;
+    uint32_t(&next)[kStepK][kMB][4] = (s & 1) ? a0 : a1;
+    if (s % kSPT == 0) mbar_wait(bar_full + 8 * st, (tap / kStages) & 1);
     wg_fence();
-    const uint32_t wb = w_s + st * kTapBytes;
+    const uint32_t wb = w_s + st * C::kTapBytes;
 #pragma unroll
-    for (int ks = 0; ks < 8; ++ks) {
-      wgmma_rs_n128<kBF16, 0>(acc, a[ks], sw128_desc(wb + (ks >> 2) * (kTapBytes / 2) + (ks & 3) * 32, 16, 1024));
+    for (int kk = 0; kk < kStepK; ++kk) {
+      const int ks = (s % kSPT) * kStepK + kk;
+      const uint64_t desc = sw128_desc(wb + (ks >> 2) * C::kKbBytes + (ks & 3) * 32, 16, 1024);
+#pragma unroll
+      for (int mb = 0; mb < kMB; ++mb) wgmma_rs<kBF16>(acc[mb], a[kk][mb], desc);
     }
     wg_commit();
-    if (tap > 0) {
-      wg_wait<1>();   // tap − 1's wgmmas are done: its B stage and A registers are free
+    if (s > 0) {
+      wg_wait<1>();   // step s − 1 is done: its A registers (and, ending a tap, its B stage) are free
       reg_fence(next);
-      if (lane == 0) mbar_arrive(bar_empty + 8 * ((tap - 1) % kStages));
+      if (s % kSPT == 0 && lane == 0) mbar_arrive(bar_empty + 8 * ((tap - 1) % kStages));
     }
-    if (tap + 1 < kTaps) load_a(next, tap + 1);
+    if (s + 1 < kSteps) load_a(next, s + 1);
   }
   wg_wait<0>();
   reg_fence(acc);
-  reg_fence(a0);
+  reg_fence((kSteps - 1) & 1 ? a1 : a0);
 
   // ---- epilogue: round, per-tile moments, stage and store -------------------------------------
-  // Lane (g, t) holds rows g and g + 8 (output columns x0 + g, x0 + g + 8 of row y0 + wr) and
-  // channels 8i + 2t, 8i + 2t + 1 in acc[4i .. 4i + 3].
+  // Lane (g, t) of block mb holds pixels g and g + 8 of output row y0 + row0 + 4·mb, channels
+  // 8i + 2t, 8i + 2t + 1 in acc[mb][4i .. 4i + 3].
   const int g = lane >> 2, t = lane & 3;
-  const int oy = y0 + wr;
-  const bool v0 = oy < H && x0 + g < W, v1 = oy < H && x0 + g + 8 < W;
-  const float count = static_cast<float>(min(kTH, H - y0) * min(kTW, W - x0));
+  bool v0[kMB], v1[kMB];
 #pragma unroll
-  for (int i = 0; i < 64; ++i) acc[i] = round_to<T>(acc[i]);
+  for (int mb = 0; mb < kMB; ++mb) {
+    const bool row_ok = y0 + row0 + 4 * mb < Ho;
+    v0[mb] = row_ok && x0 + g < Wo;
+    v1[mb] = row_ok && x0 + g + 8 < Wo;
+  }
+  const float count = static_cast<float>(min(C::kTH, Ho - y0) * min(kTW, Wo - x0));
 #pragma unroll
-  for (int i = 0; i < 16; ++i) {
-    const float s0 = sum_over_g((v0 ? acc[4 * i] : 0.f) + (v1 ? acc[4 * i + 2] : 0.f));
-    const float s1 = sum_over_g((v0 ? acc[4 * i + 1] : 0.f) + (v1 ? acc[4 * i + 3] : 0.f));
-    if (g == 0) *reinterpret_cast<float2*>(red + warp * kC + 8 * i + 2 * t) = make_float2(s0, s1);
+  for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+    for (int i = 0; i < COUT / 2; ++i) acc[mb][i] = round_to<T>(acc[mb][i]);
+#pragma unroll
+  for (int i = 0; i < C::kOutChunks; ++i) {
+    float s0 = 0.f, s1 = 0.f;
+#pragma unroll
+    for (int mb = 0; mb < kMB; ++mb) {
+      s0 += (v0[mb] ? acc[mb][4 * i] : 0.f) + (v1[mb] ? acc[mb][4 * i + 2] : 0.f);
+      s1 += (v0[mb] ? acc[mb][4 * i + 1] : 0.f) + (v1[mb] ? acc[mb][4 * i + 3] : 0.f);
+    }
+    s0 = sum_over_g(s0);
+    s1 = sum_over_g(s1);
+    if (g == 0) *reinterpret_cast<float2*>(red + warp * COUT + 8 * i + 2 * t) = make_float2(s0, s1);
   }
   consumers_sync();
   float tile_sum = 0.f;
-  if (tid < kC) {
+  if (tid < COUT) {
 #pragma unroll
-    for (int w = 0; w < 8; ++w) tile_sum += red[w * kC + tid];
+    for (int w = 0; w < 8; ++w) tile_sum += red[w * COUT + tid];
     mean_s[tid] = tile_sum / count;
   }
   consumers_sync();
 #pragma unroll
-  for (int i = 0; i < 16; ++i) {
+  for (int i = 0; i < C::kOutChunks; ++i) {
     const float2 m = *reinterpret_cast<const float2*>(mean_s + 8 * i + 2 * t);
-    const float d0 = v0 ? acc[4 * i] - m.x : 0.f, d2 = v1 ? acc[4 * i + 2] - m.x : 0.f;
-    const float d1 = v0 ? acc[4 * i + 1] - m.y : 0.f, d3 = v1 ? acc[4 * i + 3] - m.y : 0.f;
-    const float s0 = sum_over_g(d0 * d0 + d2 * d2), s1 = sum_over_g(d1 * d1 + d3 * d3);
-    if (g == 0) *reinterpret_cast<float2*>(red + warp * kC + 8 * i + 2 * t) = make_float2(s0, s1);
+    float s0 = 0.f, s1 = 0.f;
+#pragma unroll
+    for (int mb = 0; mb < kMB; ++mb) {
+      const float d0 = v0[mb] ? acc[mb][4 * i] - m.x : 0.f, d2 = v1[mb] ? acc[mb][4 * i + 2] - m.x : 0.f;
+      const float d1 = v0[mb] ? acc[mb][4 * i + 1] - m.y : 0.f, d3 = v1[mb] ? acc[mb][4 * i + 3] - m.y : 0.f;
+      s0 += d0 * d0 + d2 * d2;
+      s1 += d1 * d1 + d3 * d3;
+    }
+    s0 = sum_over_g(s0);
+    s1 = sum_over_g(s1);
+    if (g == 0) *reinterpret_cast<float2*>(red + warp * COUT + 8 * i + 2 * t) = make_float2(s0, s1);
   }
   // The halo is dead (every warp is past its last ldmatrix: the barrier above): stage the output
-  // there as [pixel][256 B] with the same chunk swizzle, conflict-free for these 4-byte writes.
+  // there as [pixel][Cout·2 B], chunks placed by out_slot.
 #pragma unroll
-  for (int i = 0; i < 16; ++i) {
-    const int px = wr * kTW + g;   // (px + 8) & 7 == px & 7 == g
-    const uint32_t off = ((i ^ g) << 4) + 4 * t;
-    *reinterpret_cast<uint32_t*>(halo + px * kPixelBytes + off) = pack2<T>(acc[4 * i], acc[4 * i + 1]);
-    *reinterpret_cast<uint32_t*>(halo + (px + 8) * kPixelBytes + off) = pack2<T>(acc[4 * i + 2], acc[4 * i + 3]);
+  for (int mb = 0; mb < kMB; ++mb) {
+    const int px = (row0 + 4 * mb) * kTW + g;   // px + 8 has the same slot pattern
+#pragma unroll
+    for (int i = 0; i < C::kOutChunks; ++i) {
+      const int off = (out_slot<C::kOutChunks>(i, px) << 4) + 4 * t;
+      *reinterpret_cast<uint32_t*>(halo + px * C::kOutPixelBytes + off) =
+          pack2<T>(acc[mb][4 * i], acc[mb][4 * i + 1]);
+      *reinterpret_cast<uint32_t*>(halo + (px + 8) * C::kOutPixelBytes + off) =
+          pack2<T>(acc[mb][4 * i + 2], acc[mb][4 * i + 3]);
+    }
   }
   consumers_sync();
-  if (tid < kC) {
+  if (tid < COUT) {
     float m2 = 0.f;
 #pragma unroll
-    for (int w = 0; w < 8; ++w) m2 += red[w * kC + tid];
-    p.partials[(static_cast<int64_t>(n) * p.tiles + tile) * kC + tid] = make_float2(tile_sum, m2);
+    for (int w = 0; w < 8; ++w) m2 += red[w * COUT + tid];
+    p.partials[(static_cast<int64_t>(n) * p.tiles + tile) * COUT + tid] = make_float2(tile_sum, m2);
   }
   uint4* out4 = reinterpret_cast<uint4*>(p.out);
 #pragma unroll
-  for (int j = 0; j < kTH * kTW * kChunks / kConsumers; ++j) {
-    const int idx = tid + j * kConsumers, px = idx / kChunks, q = idx & (kChunks - 1);
+  for (int j = 0; j < C::kTH * kTW * C::kOutChunks / kConsumers; ++j) {
+    const int idx = tid + j * kConsumers, px = idx / C::kOutChunks, q = idx % C::kOutChunks;
     const int y = y0 + px / kTW, xx = x0 + px % kTW;
-    if (y < H && xx < W) {
-      out4[((static_cast<int64_t>(n) * H + y) * W + xx) * kChunks + q] =
-          *reinterpret_cast<const uint4*>(halo + px * kPixelBytes + ((q ^ (px & 7)) << 4));
+    if (y < Ho && xx < Wo) {
+      out4[((static_cast<int64_t>(n) * Ho + y) * Wo + xx) * C::kOutChunks + q] = *reinterpret_cast<const uint4*>(
+          halo + px * C::kOutPixelBytes + (out_slot<C::kOutChunks>(q, px) << 4));
     }
   }
 #else
@@ -344,29 +415,31 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
 }
 
 // Per-tile (sum, M2) of every channel of an NHWC 128-channel tensor, same tiles and layout as the
-// convolution's epilogue. Thread: one 16-byte chunk (8 channels) of 8 pixels, all loads in flight.
+// 128 → 128 convolution's epilogue. Thread: one 16-byte chunk (8 channels) of 8 pixels, all loads
+// in flight.
+constexpr int kMC = kMomentsChannels, kMChunks = kMC / 8, kMTH = conv3x3_tile_h(kMC);
 template <typename T>
 __global__ void __launch_bounds__(kMomentsThreads) moments_kernel(const uint16_t* x, float2* partials, int H, int W,
                                                                     int tiles_x, int tiles) {
-  __shared__ float red[kMomentsThreads / kChunks][kC];   // [pixel lane][channel]
-  __shared__ float mean_s[kC];
+  __shared__ float red[kMomentsThreads / kMChunks][kMC];   // [pixel lane][channel]
+  __shared__ float mean_s[kMC];
   const int n = blockIdx.x / tiles, tile = blockIdx.x - n * tiles;
-  const int y0 = (tile / tiles_x) * kTH, x0 = (tile % tiles_x) * kTW;
-  const int q = threadIdx.x & (kChunks - 1), lane_px = threadIdx.x / kChunks;   // 16 pixel lanes
-  constexpr int kPer = kTH * kTW / (kMomentsThreads / kChunks);                 // 8 pixels each
+  const int y0 = (tile / tiles_x) * kMTH, x0 = (tile % tiles_x) * kTW;
+  const int q = threadIdx.x & (kMChunks - 1), lane_px = threadIdx.x / kMChunks;   // 16 pixel lanes
+  constexpr int kPer = kMTH * kTW / (kMomentsThreads / kMChunks);                 // 8 pixels each
   float v[kPer][8];
   bool valid[kPer];
   const uint4* x4 = reinterpret_cast<const uint4*>(x);
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
-    const int px = lane_px + j * (kMomentsThreads / kChunks);
+    const int px = lane_px + j * (kMomentsThreads / kMChunks);
     const int y = y0 + px / kTW, xx = x0 + px % kTW;
     valid[j] = y < H && xx < W;
     uint4 raw = make_uint4(0, 0, 0, 0);
-    if (valid[j]) raw = __ldg(x4 + ((static_cast<int64_t>(n) * H + y) * W + xx) * kChunks + q);
+    if (valid[j]) raw = __ldg(x4 + ((static_cast<int64_t>(n) * H + y) * W + xx) * kMChunks + q);
     unpack8<T>(raw, v[j]);
   }
-  const float count = static_cast<float>(min(kTH, H - y0) * min(kTW, W - x0));
+  const float count = static_cast<float>(min(kMTH, H - y0) * min(kTW, W - x0));
   float s[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
 #pragma unroll
   for (int j = 0; j < kPer; ++j)
@@ -376,8 +449,8 @@ __global__ void __launch_bounds__(kMomentsThreads) moments_kernel(const uint16_t
   for (int e = 0; e < 8; ++e) red[lane_px][q * 8 + e] = s[e];
   __syncthreads();
   float tile_sum = 0.f;
-  if (threadIdx.x < kC) {
-    for (int l = 0; l < kMomentsThreads / kChunks; ++l) tile_sum += red[l][threadIdx.x];
+  if (threadIdx.x < kMC) {
+    for (int l = 0; l < kMomentsThreads / kMChunks; ++l) tile_sum += red[l][threadIdx.x];
     mean_s[threadIdx.x] = tile_sum / count;
   }
   __syncthreads();
@@ -396,10 +469,10 @@ __global__ void __launch_bounds__(kMomentsThreads) moments_kernel(const uint16_t
 #pragma unroll
   for (int e = 0; e < 8; ++e) red[lane_px][q * 8 + e] = s[e];
   __syncthreads();
-  if (threadIdx.x < kC) {
+  if (threadIdx.x < kMC) {
     float m2 = 0.f;
-    for (int l = 0; l < kMomentsThreads / kChunks; ++l) m2 += red[l][threadIdx.x];
-    partials[(static_cast<int64_t>(n) * tiles + tile) * kC + threadIdx.x] = make_float2(tile_sum, m2);
+    for (int l = 0; l < kMomentsThreads / kMChunks; ++l) m2 += red[l][threadIdx.x];
+    partials[(static_cast<int64_t>(n) * tiles + tile) * kMC + threadIdx.x] = make_float2(tile_sum, m2);
   }
 }
 
@@ -413,17 +486,33 @@ __device__ __forceinline__ void merge(float& na, float& ma, float& m2a, float nb
   na = n;
 }
 
-// One warp per (sample, channel): lanes merge tiles lane, lane + 32, ..., then the warp merges.
-__global__ void __launch_bounds__(256) handoff_kernel(const float2* partials, int N, int H, int W, int tiles_x,
-                                                      int tiles, NormHandoff h) {
+// One warp per (sample, channel): each lane loads up to 8 tiles at once (one L2 round trip per 256
+// tiles, not one per tile), merges them, then the warp merges its lanes.
+struct HandoffGeometry {
+  int N, C, H, W, th, tiles_x, tiles;
+};
+__global__ void __launch_bounds__(256) handoff_kernel(const float2* partials, HandoffGeometry geo, NormHandoff h) {
+  constexpr int kLoads = 8;
   const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
-  if (warp >= N * kC) return;
-  const int n = warp / kC, c = warp - n * kC;
+  if (warp >= geo.N * geo.C) return;
+  const int n = warp / geo.C, c = warp - n * geo.C;
+  const float2* part = partials + static_cast<int64_t>(n) * geo.tiles * geo.C + c;
   float cnt = 0.f, mean = 0.f, m2 = 0.f;
-  for (int t = lane; t < tiles; t += 32) {
-    const float2 s = partials[(static_cast<int64_t>(n) * tiles + t) * kC + c];
-    const float tc = tile_pixels(t, tiles_x, H, W);
-    merge(cnt, mean, m2, tc, s.x / tc, s.y);
+  for (int t0 = lane; t0 < geo.tiles; t0 += 32 * kLoads) {
+    float2 s[kLoads];
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) {
+      const int t = t0 + 32 * j;
+      s[j] = t < geo.tiles ? part[static_cast<int64_t>(t) * geo.C] : make_float2(0.f, 0.f);
+    }
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) {
+      const int t = t0 + 32 * j;
+      if (t < geo.tiles) {
+        const float tc = tile_pixels(t, geo.tiles_x, geo.th, geo.H, geo.W);
+        merge(cnt, mean, m2, tc, s[j].x / tc, s[j].y);
+      }
+    }
   }
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
@@ -434,18 +523,23 @@ __global__ void __launch_bounds__(256) handoff_kernel(const float2* partials, in
   if (lane == 0) {
     const float var = fmaxf(m2 / cnt, 0.f);
     const float s = (h.weight ? h.weight[c] : 1.f) * rsqrtf(var + h.eps);
-    h.scale[n * kC + c] = s;
-    h.shift[n * kC + c] = (h.bias ? h.bias[c] : 0.f) - mean * s;
+    h.scale[n * geo.C + c] = s;
+    h.shift[n * geo.C + c] = (h.bias ? h.bias[c] : 0.f) - mean * s;
   }
 }
 
-cudaError_t launch_handoff(const float2* partials, int64_t N, int64_t H, int64_t W, const NormHandoff& h,
+cudaError_t launch_handoff(const float2* partials, int64_t N, int64_t Ho, int64_t Wo, int cout, const NormHandoff& h,
                            cudaStream_t stream) {
-  const int tiles_x = static_cast<int>((W + kTW - 1) / kTW);
-  const int tiles = static_cast<int>(conv3x3_tiles(H, W));
-  const int64_t threads = N * kC * 32;
-  handoff_kernel<<<static_cast<unsigned>((threads + 255) / 256), 256, 0, stream>>>(
-      partials, static_cast<int>(N), static_cast<int>(H), static_cast<int>(W), tiles_x, tiles, h);
+  HandoffGeometry geo;
+  geo.N = static_cast<int>(N);
+  geo.C = cout;
+  geo.H = static_cast<int>(Ho);
+  geo.W = static_cast<int>(Wo);
+  geo.th = conv3x3_tile_h(cout);
+  geo.tiles_x = static_cast<int>((Wo + kTW - 1) / kTW);
+  geo.tiles = static_cast<int>(conv3x3_tiles(Ho, Wo, cout));
+  const int64_t threads = N * cout * 32;
+  handoff_kernel<<<static_cast<unsigned>((threads + 255) / 256), 256, 0, stream>>>(partials, geo, h);
   return cudaPeekAtLastError();
 }
 
@@ -463,7 +557,7 @@ bool device_runs_sm90a() {
     const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
                     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
                     major == 9 && minor == 0 &&
-                    cudaFuncGetAttributes(&attr, conv3x3_kernel<__nv_bfloat16>) == cudaSuccess &&
+                    cudaFuncGetAttributes(&attr, conv3x3_kernel<__nv_bfloat16, 128, 128, 1>) == cudaSuccess &&
                     attr.binaryVersion == 90;
     s = ok ? 1 : -1;
     state[dev].store(s, std::memory_order_relaxed);
@@ -471,12 +565,14 @@ bool device_runs_sm90a() {
   return s > 0;
 }
 
-bool valid_sizes(int64_t N, int64_t H, int64_t W) {
-  return N >= 0 && H >= 2 && W >= 2 && H < (1 << 20) && W < (1 << 20) && N * conv3x3_tiles(H, W) < 0x7fffffff;
+bool valid_sizes(int64_t N, int64_t Ho, int64_t Wo, int cout) {
+  return N >= 0 && Ho >= 2 && Wo >= 2 && Ho < (1 << 20) && Wo < (1 << 20) &&
+         N * conv3x3_tiles(Ho, Wo, cout) < 0x7fffffff;
 }
 
-template <typename T>
+template <typename T, int CIN, int COUT, int UP>
 cudaError_t launch_conv(const Conv3x3Args& a, float2* partials, cudaStream_t stream, int id) {
+  using C = Cfg<CIN, COUT, UP>;
   Params p;
   p.x = static_cast<const uint16_t*>(a.x);
   p.residual = static_cast<const uint16_t*>(a.residual);
@@ -488,42 +584,61 @@ cudaError_t launch_conv(const Conv3x3Args& a, float2* partials, cudaStream_t str
   p.partials = partials;
   p.H = static_cast<int>(a.H);
   p.W = static_cast<int>(a.W);
-  p.tiles_x = static_cast<int>((a.W + kTW - 1) / kTW);
-  p.tiles = static_cast<int>(conv3x3_tiles(a.H, a.W));
+  p.Ho = static_cast<int>(a.H * UP);
+  p.Wo = static_cast<int>(a.W * UP);
+  p.tiles_x = (p.Wo + kTW - 1) / kTW;
+  p.tiles = static_cast<int>(conv3x3_tiles(p.Ho, p.Wo, COUT));
   p.relu = a.relu;
-  const cudaError_t err = allow_smem(conv3x3_kernel<T>, kSmem, id);
+  const cudaError_t err = allow_smem(conv3x3_kernel<T, CIN, COUT, UP>, C::kSmem, id);
   if (err != cudaSuccess) return err;
-  conv3x3_kernel<T><<<static_cast<unsigned>(a.N * p.tiles), kThreads, kSmem, stream>>>(p);
+  conv3x3_kernel<T, CIN, COUT, UP><<<static_cast<unsigned>(a.N * p.tiles), kThreads, C::kSmem, stream>>>(p);
   return cudaPeekAtLastError();
+}
+
+template <typename T>
+cudaError_t dispatch(const Conv3x3Args& a, float2* partials, cudaStream_t stream, int id0) {
+  if (a.cin == 128 && a.cout == 128) return launch_conv<T, 128, 128, 1>(a, partials, stream, id0);
+  if (a.cin == 128) return launch_conv<T, 128, 64, 2>(a, partials, stream, id0 + 1);
+  return launch_conv<T, 64, 32, 2>(a, partials, stream, id0 + 2);
 }
 
 }  // namespace
 
-int64_t conv3x3_tiles(int64_t H, int64_t W) { return ((H + kTH - 1) / kTH) * ((W + kTW - 1) / kTW); }
+bool conv3x3_config_supported(int cin, int cout, int upsample) {
+  return (cin == 128 && cout == 128 && upsample == 1) || (cin == 128 && cout == 64 && upsample == 2) ||
+         (cin == 64 && cout == 32 && upsample == 2);
+}
 
-size_t conv3x3_workspace_bytes(int64_t N, int64_t H, int64_t W) {
-  return static_cast<size_t>(N * conv3x3_tiles(H, W)) * kC * sizeof(float2);
+int64_t conv3x3_tiles(int64_t Ho, int64_t Wo, int cout) {
+  const int th = conv3x3_tile_h(cout);
+  return ((Ho + th - 1) / th) * ((Wo + kTW - 1) / kTW);
+}
+
+size_t conv3x3_workspace_bytes(int64_t N, int64_t Ho, int64_t Wo, int cout) {
+  return static_cast<size_t>(N * conv3x3_tiles(Ho, Wo, cout)) * cout * sizeof(float2);
 }
 
 bool conv3x3_supported() { return device_runs_sm90a(); }
 
 cudaError_t conv3x3_launch(const Conv3x3Args& a, void* workspace, cudaStream_t stream) {
-  if (!valid_sizes(a.N, a.H, a.W) || (a.scale == nullptr) != (a.shift == nullptr) || !conv3x3_supported()) {
+  const int64_t ho = a.H * a.upsample, wo = a.W * a.upsample;
+  if (!conv3x3_config_supported(a.cin, a.cout, a.upsample) || !valid_sizes(a.N, ho, wo, a.cout) ||
+      (a.scale == nullptr) != (a.shift == nullptr) || (a.act != nullptr && a.upsample != 1) || !conv3x3_supported()) {
     return cudaErrorInvalidValue;
   }
   if (a.N == 0) return cudaSuccess;
   float2* partials = static_cast<float2*>(workspace);
-  const cudaError_t err = a.dtype == ConvDtype::kBFloat16 ? launch_conv<__nv_bfloat16>(a, partials, stream, 0)
-                                                          : launch_conv<__half>(a, partials, stream, 1);
+  const cudaError_t err = a.dtype == ConvDtype::kBFloat16 ? dispatch<__nv_bfloat16>(a, partials, stream, 0)
+                                                          : dispatch<__half>(a, partials, stream, 3);
   if (err != cudaSuccess) return err;
-  return launch_handoff(partials, a.N, a.H, a.W, a.norm, stream);
+  return launch_handoff(partials, a.N, ho, wo, a.cout, a.norm, stream);
 }
 
 cudaError_t moments_launch(const MomentsArgs& a, void* workspace, cudaStream_t stream) {
-  if (!valid_sizes(a.N, a.H, a.W)) return cudaErrorInvalidValue;
+  if (!valid_sizes(a.N, a.H, a.W, kMC)) return cudaErrorInvalidValue;
   if (a.N == 0) return cudaSuccess;
   float2* partials = static_cast<float2*>(workspace);
-  const int tiles_x = static_cast<int>((a.W + kTW - 1) / kTW), tiles = static_cast<int>(conv3x3_tiles(a.H, a.W));
+  const int tiles_x = static_cast<int>((a.W + kTW - 1) / kTW), tiles = static_cast<int>(conv3x3_tiles(a.H, a.W, kMC));
   const unsigned blocks = static_cast<unsigned>(a.N * tiles);
   const uint16_t* x = static_cast<const uint16_t*>(a.x);
   const int H = static_cast<int>(a.H), W = static_cast<int>(a.W);
@@ -534,7 +649,7 @@ cudaError_t moments_launch(const MomentsArgs& a, void* workspace, cudaStream_t s
   }
   const cudaError_t err = cudaPeekAtLastError();
   if (err != cudaSuccess) return err;
-  return launch_handoff(partials, a.N, a.H, a.W, a.norm, stream);
+  return launch_handoff(partials, a.N, a.H, a.W, kMC, a.norm, stream);
 }
 
 }  // namespace styleforge

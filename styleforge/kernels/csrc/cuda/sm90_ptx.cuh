@@ -81,6 +81,17 @@ __device__ __forceinline__ void reg_fence(uint32_t (&r)[N][4]) {
     for (int c = 0; c < 4; ++c) asm volatile("" : "+r"(r[i][c])::"memory");
 }
 
+template <int M, int N>
+__device__ __forceinline__ void reg_fence(float (&r)[M][N]) {
+#pragma unroll
+  for (int i = 0; i < M; ++i) reg_fence(r[i]);
+}
+template <int M, int N>
+__device__ __forceinline__ void reg_fence(uint32_t (&r)[M][N][4]) {
+#pragma unroll
+  for (int i = 0; i < M; ++i) reg_fence(r[i]);
+}
+
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -90,36 +101,54 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
 #define SF_WG_F8(d, i)                                                                                         \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
       "+f"(d[i + 7])
-#define SF_WG_F32(d, i) SF_WG_F8(d, i), SF_WG_F8(d, i + 8), SF_WG_F8(d, i + 16), SF_WG_F8(d, i + 24)
+#define SF_WG_F16(d, i) SF_WG_F8(d, i), SF_WG_F8(d, i + 8)
+#define SF_WG_F32(d, i) SF_WG_F16(d, i), SF_WG_F16(d, i + 16)
+#define SF_WG_ACC16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+#define SF_WG_ACC32                                                                                       \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
 #define SF_WG_ACC64                                                                                       \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
   "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "  \
   "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "  \
   "%62, %63}"
-// scale-d is a predicate operand: set from a register holding 1 (accumulate into D).
-#define SF_WG_RS128(TY, TRANS_B)                                                                         \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                             \
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " " SF_WG_ACC64                   \
-               ", {%64, %65, %66, %67}, %68, p, 1, 1, " #TRANS_B ";\n}\n"                                \
-               : SF_WG_F32(d, 0), SF_WG_F32(d, 32)                                                        \
+// One wgmma with A from registers; NACC accumulator operands come first, so the A registers, the B
+// descriptor and the scale-d flag are operands NACC .. NACC + 5. scale-d is a predicate operand,
+// set from a register holding 1 (accumulate into D).
+#define SF_WG_RS(N, TY, TRANS_B, ACC, A0, A1, A2, A3, B, P, ...)                                     \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" P ", 0;\n"                                       \
+               "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TY "." TY " " ACC                   \
+               ", {%" A0 ", %" A1 ", %" A2 ", %" A3 "}, %" B ", p, 1, 1, " #TRANS_B ";\n}\n"            \
+               : __VA_ARGS__                                                                         \
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1))
 
-// D (m64 × n128, f32) += A · B: A from registers (per warp the m16n8k16 A fragment of its 16
-// rows), B from shared memory through descriptor b; kTransB = 0 for K-major B, 1 for MN-major.
-template <bool kBF16, int kTransB>
-__device__ __forceinline__ void wgmma_rs_n128(float (&d)[64], const uint32_t (&a)[4], uint64_t b) {
-  static_assert(kTransB == 0 || kTransB == 1, "kTransB is 0 or 1");
-  if constexpr (kBF16 && kTransB == 0) {
-    SF_WG_RS128("bf16", 0);
-  } else if constexpr (kBF16) {
-    SF_WG_RS128("bf16", 1);
-  } else if constexpr (kTransB == 0) {
-    SF_WG_RS128("f16", 0);
+// D (m64 × nN, f32) += A · B: A from registers (per warp the m16n8k16 A fragment of its 16 rows),
+// B from shared memory through descriptor b, K-major (no transpose). N = 2 × the accumulator count.
+template <bool kBF16>
+__device__ __forceinline__ void wgmma_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t b) {
+  if constexpr (kBF16) {
+    SF_WG_RS(128, "bf16", 0, SF_WG_ACC64, "64", "65", "66", "67", "68", "69", SF_WG_F32(d, 0), SF_WG_F32(d, 32));
   } else {
-    SF_WG_RS128("f16", 1);
+    SF_WG_RS(128, "f16", 0, SF_WG_ACC64, "64", "65", "66", "67", "68", "69", SF_WG_F32(d, 0), SF_WG_F32(d, 32));
   }
 }
-#undef SF_WG_RS128
+template <bool kBF16>
+__device__ __forceinline__ void wgmma_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
+  if constexpr (kBF16) {
+    SF_WG_RS(64, "bf16", 0, SF_WG_ACC32, "32", "33", "34", "35", "36", "37", SF_WG_F32(d, 0));
+  } else {
+    SF_WG_RS(64, "f16", 0, SF_WG_ACC32, "32", "33", "34", "35", "36", "37", SF_WG_F32(d, 0));
+  }
+}
+template <bool kBF16>
+__device__ __forceinline__ void wgmma_rs(float (&d)[16], const uint32_t (&a)[4], uint64_t b) {
+  if constexpr (kBF16) {
+    SF_WG_RS(32, "bf16", 0, SF_WG_ACC16, "16", "17", "18", "19", "20", "21", SF_WG_F16(d, 0));
+  } else {
+    SF_WG_RS(32, "f16", 0, SF_WG_ACC16, "16", "17", "18", "19", "20", "21", SF_WG_F16(d, 0));
+  }
+}
+#undef SF_WG_RS
 
 }  // namespace sm90
 }  // namespace styleforge
