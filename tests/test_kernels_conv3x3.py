@@ -145,13 +145,13 @@ def test_unsupported_config_and_keep_with_upsample_are_refused():
 def test_opcheck_on_cpu():
     x, w, s, t, res, nw, nb = make_inputs(1, 5, 6, residual=True)
     torch.library.opcheck(torch.ops.styleforge.conv3x3_norm.default,
-                          (x, ref.pack_weight(w), s, t, res, False, 1, True, nw, nb, 1e-5),
+                          (x, ref.pack_weight(w), s, t, res, False, 1, True, nw, nb, 1e-5, True),
                           test_utils=("test_schema", "test_faketensor"))
     torch.library.opcheck(torch.ops.styleforge.norm_scale_shift.default, (x, nw, nb, 1e-5),
                           test_utils=("test_schema", "test_faketensor"))
     x, w, s, t, _, nw, nb = make_inputs(1, 5, 6, config="dec64to32")
     torch.library.opcheck(torch.ops.styleforge.conv3x3_norm.default,
-                          (x, ref.pack_weight(w), s, t, None, True, 2, False, nw, nb, 1e-5),
+                          (x, ref.pack_weight(w), s, t, None, True, 2, False, nw, nb, 1e-5, True),
                           test_utils=("test_schema", "test_faketensor"))
 
 
@@ -196,7 +196,7 @@ def _check_cuda_against_float64(config, dtype, n, h, w, affine, residual, relu):
                                            config=config)
     packed = ref.pack_weight(wt)
     keep = up == 1
-    out, os_, ot, kept = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, relu, up, keep, nw, nb, 1e-5)
+    out, os_, ot, kept = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, relu, up, keep, nw, nb, 1e-5, True)
     torch.cuda.synchronize()
     want_a = prologue64(x, s, t, res, relu).to(dtype)
     if keep:   # the prologue: fp32 math rounded once; an FMA may round differently from mul + add
@@ -248,7 +248,7 @@ def test_cuda_conv3x3_norm_matches_float64(loaded, dtype, shape, variant):
 def test_cuda_conv3x3_norm_without_keep_and_norm_affine(loaded):
     x, wt, s, t, _, _, _ = make_inputs(1, 20, 33, seed=3, device="cuda")
     out, os_, ot, kept = torch.ops.styleforge.conv3x3_norm(x, ref.pack_weight(wt), s, t, None, True, 1, False,
-                                                           None, None, 1e-5)
+                                                           None, None, 1e-5, True)
     assert kept.numel() == 0
     s64, t64 = scale_shift64(out, torch.ones(C, device="cuda"), torch.zeros(C, device="cuda"))
     assert rel_error(os_, s64) <= 1e-4 and rel_error(ot, t64) <= 1e-4
@@ -273,18 +273,18 @@ def test_cuda_norm_scale_shift_matches_float64(loaded, dtype, shape):
 def test_cuda_conv3x3_norm_in_a_cuda_graph(loaded):
     x, wt, s, t, res, nw, nb = make_inputs(1, 64, 64, seed=5, device="cuda", residual=True)
     packed = ref.pack_weight(wt)
-    eager = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, 1, True, nw, nb, 1e-5)
+    eager = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, 1, True, nw, nb, 1e-5, True)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
-        torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, 1, True, nw, nb, 1e-5)
+        torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, 1, True, nw, nb, 1e-5, True)
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        captured = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, 1, True, nw, nb, 1e-5)
+        captured = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, 1, True, nw, nb, 1e-5, True)
     x.mul_(0.5)
     graph.replay()
-    fresh = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, 1, True, nw, nb, 1e-5)
+    fresh = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, 1, True, nw, nb, 1e-5, True)
     for got, want in zip(captured, fresh):
         assert torch.equal(got, want)
     assert not torch.equal(captured[0], eager[0])
@@ -295,7 +295,7 @@ def test_cuda_conv3x3_norm_in_a_cuda_graph(loaded):
 def test_opcheck_on_cuda(loaded):
     x, wt, s, t, res, nw, nb = make_inputs(1, 12, 20, device="cuda", residual=True)
     torch.library.opcheck(torch.ops.styleforge.conv3x3_norm.default,
-                          (x, ref.pack_weight(wt), s, t, res, True, 1, True, nw, nb, 1e-5),
+                          (x, ref.pack_weight(wt), s, t, res, True, 1, True, nw, nb, 1e-5, True),
                           test_utils=("test_schema", "test_faketensor"))
 
 
@@ -320,3 +320,28 @@ def test_engine_picks_a_plan_and_both_agree(loaded, dtype):
     limit = max(2 * rel_error(eager, want), 1e-3)
     assert rel_error(out, want) <= limit
     assert rel_error(runner.forward(x, "conv3x3"), want) <= limit
+
+
+@pytest.mark.gpu
+@hopper
+@pytest.mark.parametrize("config", list(CONFIGS))
+def test_cuda_without_statistics_same_output_and_repeatable(loaded, config):
+    # stats=False skips the moments and the hand-off; the output must not change. Twenty launches
+    # must agree bit for bit (a race between the weight ring, the halo and the staged output would not).
+    cin, cout, up = CONFIGS[config]
+    h = 128 if up == 1 or cin == 128 else 256
+    x, wt, s, t, _, nw, nb = make_inputs(1, h, h, device="cuda", seed=11, config=config)
+    packed = ref.pack_weight(wt)
+    full = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, None, True, up, False, nw, nb, 1e-5, True)
+    bare = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, None, True, up, False, nw, nb, 1e-5, False)
+    assert torch.equal(full[0], bare[0])
+    assert bare[1].shape == (0, cout) and bare[2].shape == (0, cout)
+    for _ in range(20):
+        again = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, None, True, up, False, nw, nb, 1e-5, True)
+        assert torch.equal(again[0], full[0]) and torch.equal(again[1], full[1]) and torch.equal(again[2], full[2])
+
+
+def test_reference_without_statistics():
+    x, w, s, t, _, nw, nb = make_inputs(1, 6, 7, config="dec64to32")
+    out, os_, ot, _ = ref.conv3x3_norm(x, ref.pack_weight(w), s, t, None, True, 2, False, nw, nb, 1e-5, False)
+    assert out.shape == (1, 32, 12, 14) and os_.shape == (0, 32) and ot.shape == (0, 32)

@@ -138,7 +138,8 @@ class FusedRunner:
             (d1p, d2p) = self.packed_decoder
             h, scale, shift, _ = kernels.conv3x3_norm(h, d1p, scale, shift, residual=block_in, upsample=2,
                                                       norm_weight=n4.weight, norm_bias=n4.bias)
-            h, _, _, _ = kernels.conv3x3_norm(h, d2p, scale, shift, relu=True, upsample=2)
+            # IN5's statistics are gathered by the norm op that pads for the 9×9 head: none here.
+            h, _, _, _ = kernels.conv3x3_norm(h, d2p, scale, shift, relu=True, upsample=2, stats=False)
             y = kernels.instance_norm(h, n5.weight, n5.bias, relu=True, pad=self.head_pad)
         else:
             y = self._residual_cudnn(y)      # the last block's output, ×2 upsampled and padded

@@ -16,7 +16,7 @@ from . import ops, reference_conv3x3
 from .library import define_once
 
 CONV_SCHEMA = ("conv3x3_norm(Tensor x, Tensor weight, Tensor? scale, Tensor? shift, Tensor? residual, bool relu, "
-               "int upsample, bool keep_input, Tensor? norm_weight, Tensor? norm_bias, float eps) "
+               "int upsample, bool keep_input, Tensor? norm_weight, Tensor? norm_bias, float eps, bool stats) "
                "-> (Tensor, Tensor, Tensor, Tensor)")
 MOMENTS_SCHEMA = "norm_scale_shift(Tensor x, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor)"
 
@@ -26,12 +26,12 @@ _LIB_MOMENTS, _FIRST_MOMENTS = define_once(MOMENTS_SCHEMA)
 pack_weight = reference_conv3x3.pack_weight
 
 
-def _conv_impl(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps):
+def _conv_impl(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps, stats):
     return reference_conv3x3.conv3x3_norm(x, weight, scale, shift, residual, relu, upsample, keep_input,
-                                          norm_weight, norm_bias, eps)
+                                          norm_weight, norm_bias, eps, stats)
 
 
-def _conv_fake(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps):
+def _conv_fake(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps, stats):
     reference_conv3x3.check_args(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight,
                                  norm_bias, eps)
     n, _, h, w = x.shape
@@ -40,7 +40,7 @@ def _conv_fake(x, weight, scale, shift, residual, relu, upsample, keep_input, no
                       memory_format=torch.channels_last)
     kept = (torch.empty(x.shape, dtype=x.dtype, device=x.device, memory_format=torch.channels_last)
             if keep_input else x.new_empty(0))
-    vector = x.new_empty((n, cout), dtype=torch.float32)
+    vector = x.new_empty((n if stats else 0, cout), dtype=torch.float32)
     return out, vector, vector.clone(), kept
 
 
@@ -81,17 +81,17 @@ def _use_reference(x: torch.Tensor) -> bool:
 def conv3x3_norm(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor | None = None,
                  shift: torch.Tensor | None = None, *, residual: torch.Tensor | None = None, relu: bool = False,
                  upsample: int = 1, keep_input: bool = False, norm_weight: torch.Tensor | None = None,
-                 norm_bias: torch.Tensor | None = None, eps: float = 1e-5):
+                 norm_bias: torch.Tensor | None = None, eps: float = 1e-5, stats: bool = True):
     """Fused prologue (norm apply, + residual, ReLU, ×upsample) → 3×3 reflection-padded conv → next
     norm's affine.
 
     x (N, Cin, H, W) fp16/bf16 with `weight = pack_weight(w)`, (Cin, Cout, upsample) one of
     `reference_conv3x3.CONFIGS`; returns (out, out_scale, out_shift, a or empty). See
-    `reference_conv3x3` for the exact semantics. On CUDA devices other than Hopper the reference
-    runs (slow, correct).
+    `reference_conv3x3` for the exact semantics; stats=False skips the statistics (out_scale and
+    out_shift come back empty). On CUDA devices other than Hopper the reference runs (slow, correct).
     """
     args = (x, weight, scale, shift, residual, bool(relu), int(upsample), bool(keep_input), norm_weight, norm_bias,
-            float(eps))
+            float(eps), bool(stats))
     if _use_reference(x) or not conv3x3_norm_supported(x.device):
         return reference_conv3x3.conv3x3_norm(*args)
     return torch.ops.styleforge.conv3x3_norm(*args)

@@ -4,7 +4,7 @@ Test oracle, benchmark baseline and fallback of the fused 3×3 convolution (`csr
 NHWC (channels_last), fp16/bf16, for the style network's (Cin, Cout, upsample) = (128, 128, 1)
 residual convolutions and (128, 64, 2), (64, 32, 2) decoder convolutions:
 
-`conv3x3_norm(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps)`
+`conv3x3_norm(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps, stats)`
   a   = x·scale + shift (+ residual), then ReLU if `relu`, computed in fp32, rounded to x's dtype;
         scale/shift (N, Cin) fp32 are the previous InstanceNorm folded to one affine (or None);
   out = conv3x3(reflection_pad(upsample_nearest(a, upsample), 1), weight) in fp32, rounded to x's
@@ -12,7 +12,7 @@ residual convolutions and (128, 64, 2), (64, 32, 2) decoder convolutions:
   (out_scale, out_shift), (N, Cout) fp32, such that InstanceNorm(out; norm_weight, norm_bias, eps)
         = out·out_scale + out_shift, from the biased fp32 statistics of the rounded `out`;
   returns (out, out_scale, out_shift, a if keep_input else an empty tensor); keep_input needs
-  upsample 1.
+  upsample 1; with stats=False no statistics are computed and out_scale, out_shift are (0, Cout).
 `norm_scale_shift(x, weight, bias, eps)`: the same (scale, shift) for a 128-channel x (the hand-off
   from a cuDNN convolution into the chain).
 
@@ -142,7 +142,7 @@ def _scale_shift(x, weight, bias, eps):
 
 
 def conv3x3_norm(x, weight, scale=None, shift=None, residual=None, relu=False, upsample=1, keep_input=False,
-                 norm_weight=None, norm_bias=None, eps=1e-5):
+                 norm_weight=None, norm_bias=None, eps=1e-5, stats=True):
     check_args(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps)
     a = x.float()
     if scale is not None:
@@ -156,6 +156,9 @@ def conv3x3_norm(x, weight, scale=None, shift=None, residual=None, relu=False, u
     if upsample > 1:
         up = up.repeat_interleave(upsample, dim=2).repeat_interleave(upsample, dim=3)
     out = F.conv2d(F.pad(up, (1, 1, 1, 1), mode="reflect"), unpack_weight(weight).float()).to(x.dtype)
-    out_scale, out_shift = _scale_shift(out, norm_weight, norm_bias, eps)
+    if stats:
+        out_scale, out_shift = _scale_shift(out, norm_weight, norm_bias, eps)
+    else:
+        out_scale = out_shift = x.new_empty((0, out.shape[1]), dtype=torch.float32)
     kept = a.contiguous(memory_format=torch.channels_last) if keep_input else x.new_empty(0)
     return out.contiguous(memory_format=torch.channels_last), out_scale, out_shift, kept

@@ -41,10 +41,11 @@ styleforge::AttentionArgs make_args(const at::Tensor& q, const at::Tensor& k, co
 }
 
 at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                   const std::optional<at::Tensor>& mask, double scale) {
+                   const std::optional<at::Tensor>& mask, double scale, bool out_fp32) {
   const c10::cuda::CUDAGuard guard(q.device());
-  at::Tensor out = at::empty_like(q);
-  const styleforge::AttentionArgs a = make_args(q, k, v, mask, scale, &out);
+  at::Tensor out = out_fp32 ? at::empty_like(q, q.options().dtype(at::kFloat)) : at::empty_like(q);
+  styleforge::AttentionArgs a = make_args(q, k, v, mask, scale, &out);
+  a.out_fp32 = out_fp32;
   TORCH_CHECK(styleforge::attention_sm90_supported(a), "attention_sm90: configuration not supported");
   const cudaError_t err = styleforge::attention_sm90_launch(a, c10::cuda::getCurrentCUDAStream().stream());
   TORCH_CHECK(err == cudaSuccess, "attention_sm90_launch: ", cudaGetErrorString(err));

@@ -1,13 +1,15 @@
 // Dev-only C entry points of attention_sm90 for probe.py --impl capi (ctypes), so a library built
 // with nvcc alone, here or anywhere, can be tested without compiling torch headers on the GPU
-// machine. Same arguments as AttentionArgs; returns the cudaError_t, or -1 when unsupported.
+// machine. Same arguments as AttentionArgs (out_fp32: `out` is fp32); returns the cudaError_t, or
+// -1 when unsupported.
 #include <cstdint>
 
 #include "attention_sm90.h"
 
 namespace {
 styleforge::AttentionArgs make_args(int bf16, const void* q, const void* k, const void* v, const uint8_t* mask,
-                                    void* out, int64_t b, int64_t h, int64_t nq, int64_t nk, int d, float scale) {
+                                    void* out, int64_t b, int64_t h, int64_t nq, int64_t nk, int d, float scale,
+                                    int out_fp32) {
   styleforge::AttentionArgs a;
   a.dtype = bf16 ? styleforge::AttnDtype::kBFloat16 : styleforge::AttnDtype::kFloat16;
   a.q = q;
@@ -21,14 +23,15 @@ styleforge::AttentionArgs make_args(int bf16, const void* q, const void* k, cons
   a.Nk = nk;
   a.D = d;
   a.scale = scale;
+  a.out_fp32 = out_fp32 != 0;
   return a;
 }
 }  // namespace
 
 extern "C" int sf_attention_sm90_forward(int bf16, const void* q, const void* k, const void* v, const uint8_t* mask,
                                          void* out, int64_t b, int64_t h, int64_t nq, int64_t nk, int d,
-                                         float scale, void* stream) {
-  const styleforge::AttentionArgs a = make_args(bf16, q, k, v, mask, out, b, h, nq, nk, d, scale);
+                                         float scale, int out_fp32, void* stream) {
+  const styleforge::AttentionArgs a = make_args(bf16, q, k, v, mask, out, b, h, nq, nk, d, scale, out_fp32);
   if (!styleforge::attention_sm90_supported(a)) return -1;
   return static_cast<int>(styleforge::attention_sm90_launch(a, static_cast<cudaStream_t>(stream)));
 }

@@ -7,7 +7,7 @@
 Correctness: random inputs (never zeros), float64 oracle = styleforge/kernels/reference_attention.py
 on the same 16-bit values; a case passes when our max abs error is at most 2x that of
 F.scaled_dot_product_attention in the same dtype (default backend) + 1e-5, and fully masked rows
-(or Nk = 0) are exactly zero. Timing: CUDA events around 50 back-to-back calls after warm-up,
+(or Nk = 0) are exactly zero; "fp32out" cases ask the kernel for fp32 output (out_fp32). Timing: CUDA events around 50 back-to-back calls after warm-up,
 median of 5 such runs (SDPA and ours alternating), us per call and TFLOP/s (4*B*H*Nq*Nk*D). Writes probe.json (and, for a
 failing small case, diag.pt with inputs and outputs) to --out. A dev playground, never imported.
 """
@@ -46,7 +46,7 @@ def load_ext():
                extra_include_paths=[str(CSRC)], extra_cflags=["-O3", "-std=c++17"],
                extra_cuda_cflags=["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a"],
                build_directory=str(build), verbose=False)
-    return lambda q, k, v, mask, scale: mod.forward(q, k, v, mask, scale)
+    return lambda q, k, v, mask, scale, fp32=False: mod.forward(q, k, v, mask, scale, fp32)
 
 
 def load_capi(path: Path):
@@ -54,14 +54,14 @@ def load_capi(path: Path):
     fn = lib.sf_attention_sm90_forward
     fn.restype = ctypes.c_int
     fn.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 5 + [ctypes.c_int64] * 4 + [ctypes.c_int, ctypes.c_float,
-                                                                                    ctypes.c_void_p]
+                                                                                    ctypes.c_int, ctypes.c_void_p]
 
-    def forward(q, k, v, mask, scale):
-        out = torch.empty_like(q)
+    def forward(q, k, v, mask, scale, fp32=False):
+        out = torch.empty_like(q, dtype=torch.float32 if fp32 else q.dtype)
         b, h, nq, d = q.shape
         err = fn(int(q.dtype == torch.bfloat16), q.data_ptr(), k.data_ptr(), v.data_ptr(),
                  None if mask is None else mask.data_ptr(), out.data_ptr(), b, h, nq, k.shape[2], d, scale,
-                 torch.cuda.current_stream().cuda_stream)
+                 int(fp32), torch.cuda.current_stream().cuda_stream)
         if err != 0:
             raise RuntimeError(f"sf_attention_sm90_forward returned {err} ({'unsupported' if err < 0 else 'CUDA error'})")
         return out
@@ -118,9 +118,16 @@ CHECKS = [  # label, B, H, Nq, Nk, D, dtype, mask kind (None, "rand", "rows"), s
     ("D128 2x4 77<-130 fp16", 2, 4, 77, 130, 128, torch.float16, None, None),
     ("D128 4x6x197 rows", 4, 6, 197, 197, 128, torch.bfloat16, "rows", None),
     ("D128 1x8x4096", 1, 8, 4096, 4096, 128, torch.bfloat16, None, None),
+    ("long 2x2 250<-2100 rows", 2, 2, 250, 2100, 64, torch.bfloat16, "rows", None),   # Nk >= 2048: ws kernel
+    ("long fp16 1x3 256<-2048", 1, 3, 256, 2048, 64, torch.float16, None, None),
+    ("fp32out 2x3 129<-129", 2, 3, 129, 129, 64, torch.bfloat16, None, None),
+    ("fp32out long 1x2 250<-2100", 1, 2, 250, 2100, 64, torch.bfloat16, None, None),
+    ("fp32out 3x2 77<-300 rows", 3, 2, 77, 300, 64, torch.bfloat16, "rows", None),
+    ("fp32out D128 2x4 200<-1000", 2, 4, 200, 1000, 128, torch.bfloat16, None, None),
 ]
 QUICK = {"tails 2x3 129<-129 scale=1", "mask 3x2 77<-300 rows", "D128 2x4 77<-130 fp16", "tails 3x2 1<-77",
-         "Nk=0 2x2 5<-0"}
+         "Nk=0 2x2 5<-0", "fp32out 3x2 77<-300 rows", "D128 4x6x197 rows", "long 2x2 250<-2100 rows",
+         "fp32out long 1x2 250<-2100"}
 
 TIMES = [  # label, B, H, Nq, Nk, D, mask kind; SDPA anchors from the brief (us) where given
     ("32x12x197", 32, 12, 197, 197, 64, None),
@@ -129,6 +136,9 @@ TIMES = [  # label, B, H, Nq, Nk, D, mask kind; SDPA anchors from the brief (us)
     ("1x8x4096", 1, 8, 4096, 4096, 64, None),
     ("32x12x577 masked", 32, 12, 577, 577, 64, "rand"),
     ("cross 16x8 256<-4096", 16, 8, 256, 4096, 64, None),
+    ("4x12x2048", 4, 12, 2048, 2048, 64, None),
+    ("D128 32x12x197", 32, 12, 197, 197, 128, None),
+    ("D128 32x12x577", 32, 12, 577, 577, 128, None),
     ("D128 8x8x1024", 8, 8, 1024, 1024, 128, None),
     ("D128 1x8x4096", 1, 8, 4096, 4096, 128, None),
 ]
@@ -141,7 +151,8 @@ def check(forward, quick: bool, diag: dict) -> list[dict]:
             continue
         scale = d ** -0.5 if scale is None else scale
         q, k, v, mask = make_inputs(b, h, nq, nk, d, dtype, mask_kind, seed=len(rows) + 1)
-        ours = forward(q, k, v, mask, scale)
+        fp32 = label.startswith("fp32out")   # the kernel writes fp32 from its accumulators
+        ours = forward(q, k, v, mask, scale, fp32)
         torch.cuda.synchronize()
         ref = oracle(q, k, v, mask, scale)
         dead = torch.zeros(b, 1, 1, 1, dtype=torch.bool, device=DEVICE) if mask is None else mask.all(1)[:, None, None, None]

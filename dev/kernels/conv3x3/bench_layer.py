@@ -65,7 +65,7 @@ def layer_rows(cin, cout, up, h, w, dtype):
         s = pw * torch.rsqrt(var + 1e-5)
         t = pb - mean * s
     nw, nb = torch.rand(cout, device="cuda") + 0.5, torch.randn(cout, device="cuda")
-    fused = lambda: torch.ops.styleforge.conv3x3_norm(x, packed, s, t, None, True, up, False, nw, nb, 1e-5)
+    fused = lambda: torch.ops.styleforge.conv3x3_norm(x, packed, s, t, None, True, up, False, nw, nb, 1e-5, True)
     out, os_, ot, _ = fused()
     want, ws, wt_, _ = ref.conv3x3_norm(x, packed, s, t, None, True, up, False, nw, nb, 1e-5)
     err = float((out.double() - want.double()).norm() / want.double().norm())
@@ -80,7 +80,7 @@ def layer_rows(cin, cout, up, h, w, dtype):
     row["fused_ms"] = graph_ms(fused)
     if cin == 128 and up == 1:
         row["fused_keep_residual_ms"] = graph_ms(
-            lambda: torch.ops.styleforge.conv3x3_norm(x, packed, s, t, x, False, 1, True, nw, nb, 1e-5))
+            lambda: torch.ops.styleforge.conv3x3_norm(x, packed, s, t, x, False, 1, True, nw, nb, 1e-5, True))
         row["moments_ms"] = graph_ms(lambda: torch.ops.styleforge.norm_scale_shift(x, nw, nb, 1e-5))
     row["cudnn_tflops"] = flops / row["cudnn_conv_ms"] / 1e9
     row["fused_tflops"] = flops / row["fused_ms"] / 1e9

@@ -68,7 +68,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
     const at::Tensor& x_in, const at::Tensor& weight, const std::optional<at::Tensor>& scale_in,
     const std::optional<at::Tensor>& shift_in, const std::optional<at::Tensor>& residual_in, bool relu,
     int64_t upsample, bool keep_input, const std::optional<at::Tensor>& norm_weight,
-    const std::optional<at::Tensor>& norm_bias, double eps) {
+    const std::optional<at::Tensor>& norm_bias, double eps, bool stats) {
   constexpr const char* kName = "conv3x3_norm";
   TORCH_CHECK(weight.dim() == 4 && weight.size(0) == 9 && weight.size(3) == 64 &&
                   weight.scalar_type() == x_in.scalar_type() && weight.is_contiguous(),
@@ -116,11 +116,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
   const auto cl = x.options().memory_format(at::MemoryFormat::ChannelsLast);
   at::Tensor out = at::empty({n, cout, ho, wo}, cl);
   at::Tensor act = keep_input ? at::empty({n, cin, h, w}, cl) : at::empty({0}, x.options());
-  at::Tensor out_scale = at::empty({n, cout}, x.options().dtype(at::kFloat));
-  at::Tensor out_shift = at::empty({n, cout}, x.options().dtype(at::kFloat));
+  at::Tensor out_scale = at::empty({stats ? n : 0, cout}, x.options().dtype(at::kFloat));
+  at::Tensor out_shift = at::empty({stats ? n : 0, cout}, x.options().dtype(at::kFloat));
   if (n == 0) return {out, out_scale, out_shift, act};
-  at::Tensor workspace = at::empty({static_cast<int64_t>(conv3x3_workspace_bytes(n, ho, wo, static_cast<int>(cout)))},
-                                   x.options().dtype(at::kByte));
+  const int64_t ws_bytes = stats ? static_cast<int64_t>(conv3x3_workspace_bytes(n, ho, wo, static_cast<int>(cout))) : 0;
+  at::Tensor workspace = at::empty({ws_bytes}, x.options().dtype(at::kByte));
 
   Conv3x3Args args;
   args.dtype = dtype_of(x);
@@ -135,7 +135,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
   args.relu = relu;
   args.act = keep_input ? act.data_ptr() : nullptr;
   args.out = out.data_ptr();
-  args.norm = handoff(nw, nb, eps, out_scale, out_shift);
+  if (stats) args.norm = handoff(nw, nb, eps, out_scale, out_shift);
   args.N = n;
   args.H = h;
   args.W = w;

@@ -47,7 +47,7 @@ struct Conv3x3Args {
   bool relu = false;
   void* act = nullptr;              // (N, H, W, cin): the prologue's output a, or null; upsample 1 only
   void* out = nullptr;              // (N, H·upsample, W·upsample, cout) dense NHWC
-  NormHandoff norm;                 // over cout channels
+  NormHandoff norm;                 // over cout channels; norm.scale null: no statistics, no hand-off
   int64_t N = 0, H = 0, W = 0;      // H·upsample, W·upsample >= 2 (reflection pad 1)
 };
 

@@ -7,7 +7,9 @@
 //   main loop an implicit GEMM: M = the tile's output pixels, N = Cout, K = 9 taps × Cin;
 //   epilogue  the output, rounded, plus per-tile (sum, M2) of every channel for the next norm;
 // then a second small kernel turns the tiles' moments into (scale, shift) per (sample, channel).
-// So an InstanceNorm between two of these convolutions costs no pass over the activation.
+// So an InstanceNorm between two of these convolutions costs no pass over the activation. Both
+// kernels are launched with programmatic dependent launch: a convolution's blocks start, set up
+// and fetch their first weights while the hand-off before them still runs.
 // Pure CUDA (no torch); bindings_conv3x3.cpp binds it; semantics: reference_conv3x3.py.
 //
 // Block: 288 threads = two consumer warpgroups + one producer warp; 64 fp32 accumulators per
@@ -90,7 +92,7 @@ struct Params {
   const unsigned char* weight;
   const float* scale;
   const float* shift;
-  float2* partials;   // [N][tiles][Cout] (sum, M2)
+  float2* partials;   // [N][tiles][Cout] (sum, M2), or null: no statistics
   int H, W, Ho, Wo, tiles_x, tiles;
   bool relu;
 };
@@ -137,6 +139,22 @@ __device__ __forceinline__ float round_to(float v) {
   } else {
     return __half2float(__float2half_rn(v));
   }
+}
+
+// Programmatic dependent launch (sm_90+; no-ops elsewhere). A kernel launched with programmatic
+// stream serialization may start while the previous kernel in the stream still runs: it must
+// wait (grid_dependency_wait) before it reads what that kernel writes, and it lets its own
+// successor start early with allow_dependents_launch. Work before the wait may only touch inputs
+// no earlier kernel writes (here: the packed weights) and shared memory.
+__device__ __forceinline__ void grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void allow_dependents_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
 }
 
 // Count of image pixels in tile `tile` (row-major over tiles_x, th × 16): edge tiles are clipped.
@@ -196,8 +214,9 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
     mbar_init_fence();
   }
   __syncthreads();
+  allow_dependents_launch();   // the hand-off kernel may be scheduled; it waits for this grid to end
 
-  if (tid >= kConsumers) {   // producer warp: the taps of B, through the ring
+  if (tid >= kConsumers) {   // producer warp: the taps of B (constant weights: no dependency wait)
     if (tid == kConsumers) {
       for (int tap = 0; tap < kTaps; ++tap) {
         const int st = tap % kStages;
@@ -211,6 +230,7 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
   }
 
   // ---- prologue: a = act(x·scale + shift + residual) on the reflected (upsampled) halo tile --------
+  grid_dependency_wait();   // x, scale, shift and residual come from the kernels before this one
   {
     constexpr int kChunks = C::kChunks;
     const int q = tid % kChunks;   // fixed per thread: its 8 channels' affine stays in registers
@@ -343,6 +363,9 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
   for (int mb = 0; mb < kMB; ++mb)
 #pragma unroll
     for (int i = 0; i < COUT / 2; ++i) acc[mb][i] = round_to<T>(acc[mb][i]);
+  const bool stats = p.partials != nullptr;   // uniform: every consumer takes the same branch
+  float tile_sum = 0.f;
+  if (stats) {
 #pragma unroll
   for (int i = 0; i < C::kOutChunks; ++i) {
     float s0 = 0.f, s1 = 0.f;
@@ -356,7 +379,6 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
     if (g == 0) *reinterpret_cast<float2*>(red + warp * COUT + 8 * i + 2 * t) = make_float2(s0, s1);
   }
   consumers_sync();
-  float tile_sum = 0.f;
   if (tid < COUT) {
 #pragma unroll
     for (int w = 0; w < 8; ++w) tile_sum += red[w * COUT + tid];
@@ -378,6 +400,9 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
     s1 = sum_over_g(s1);
     if (g == 0) *reinterpret_cast<float2*>(red + warp * COUT + 8 * i + 2 * t) = make_float2(s0, s1);
   }
+  } else {
+    consumers_sync();   // every warp is past its last ldmatrix before the halo is overwritten
+  }
   // The halo is dead (every warp is past its last ldmatrix: the barrier above): stage the output
   // there as [pixel][Cout·2 B], chunks placed by out_slot.
 #pragma unroll
@@ -393,7 +418,7 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
     }
   }
   consumers_sync();
-  if (tid < COUT) {
+  if (stats && tid < COUT) {
     float m2 = 0.f;
 #pragma unroll
     for (int w = 0; w < 8; ++w) m2 += red[w * COUT + tid];
@@ -494,6 +519,8 @@ struct HandoffGeometry {
 __global__ void __launch_bounds__(256) handoff_kernel(const float2* partials, HandoffGeometry geo, NormHandoff h) {
   constexpr int kLoads = 8;
   const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+  grid_dependency_wait();      // the partials come from the kernel before this one
+  allow_dependents_launch();   // the next convolution may start loading its weights
   if (warp >= geo.N * geo.C) return;
   const int n = warp / geo.C, c = warp - n * geo.C;
   const float2* part = partials + static_cast<int64_t>(n) * geo.tiles * geo.C + c;
@@ -528,8 +555,26 @@ __global__ void __launch_bounds__(256) handoff_kernel(const float2* partials, Ha
   }
 }
 
+// Launch with programmatic stream serialization (see grid_dependency_wait) where `pdl` is set:
+// on Hopper, for the conv3x3 chain.
+template <typename Kernel, typename... Args>
+cudaError_t launch_pdl(bool pdl, Kernel kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                       Args... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
 cudaError_t launch_handoff(const float2* partials, int64_t N, int64_t Ho, int64_t Wo, int cout, const NormHandoff& h,
-                           cudaStream_t stream) {
+                           bool pdl, cudaStream_t stream) {
   HandoffGeometry geo;
   geo.N = static_cast<int>(N);
   geo.C = cout;
@@ -539,8 +584,10 @@ cudaError_t launch_handoff(const float2* partials, int64_t N, int64_t Ho, int64_
   geo.tiles_x = static_cast<int>((Wo + kTW - 1) / kTW);
   geo.tiles = static_cast<int>(conv3x3_tiles(Ho, Wo, cout));
   const int64_t threads = N * cout * 32;
-  handoff_kernel<<<static_cast<unsigned>((threads + 255) / 256), 256, 0, stream>>>(partials, geo, h);
-  return cudaPeekAtLastError();
+  const cudaError_t err =
+      launch_pdl(pdl, handoff_kernel, dim3(static_cast<unsigned>((threads + 255) / 256)), dim3(256), 0, stream,
+                 partials, geo, h);
+  return err != cudaSuccess ? err : cudaPeekAtLastError();
 }
 
 // Whether this build has sm_90a code for the device (compute capability 9.0 and a binary for it,
@@ -589,10 +636,11 @@ cudaError_t launch_conv(const Conv3x3Args& a, float2* partials, cudaStream_t str
   p.tiles_x = (p.Wo + kTW - 1) / kTW;
   p.tiles = static_cast<int>(conv3x3_tiles(p.Ho, p.Wo, COUT));
   p.relu = a.relu;
-  const cudaError_t err = allow_smem(conv3x3_kernel<T, CIN, COUT, UP>, C::kSmem, id);
+  cudaError_t err = allow_smem(conv3x3_kernel<T, CIN, COUT, UP>, C::kSmem, id);
   if (err != cudaSuccess) return err;
-  conv3x3_kernel<T, CIN, COUT, UP><<<static_cast<unsigned>(a.N * p.tiles), kThreads, C::kSmem, stream>>>(p);
-  return cudaPeekAtLastError();
+  err = launch_pdl(true, conv3x3_kernel<T, CIN, COUT, UP>, dim3(static_cast<unsigned>(a.N * p.tiles)), dim3(kThreads),
+                   C::kSmem, stream, p);
+  return err != cudaSuccess ? err : cudaPeekAtLastError();
 }
 
 template <typename T>
@@ -627,11 +675,12 @@ cudaError_t conv3x3_launch(const Conv3x3Args& a, void* workspace, cudaStream_t s
     return cudaErrorInvalidValue;
   }
   if (a.N == 0) return cudaSuccess;
-  float2* partials = static_cast<float2*>(workspace);
+  // No hand-off asked for (norm.scale null): no statistics at all.
+  float2* partials = a.norm.scale != nullptr ? static_cast<float2*>(workspace) : nullptr;
   const cudaError_t err = a.dtype == ConvDtype::kBFloat16 ? dispatch<__nv_bfloat16>(a, partials, stream, 0)
                                                           : dispatch<__half>(a, partials, stream, 3);
-  if (err != cudaSuccess) return err;
-  return launch_handoff(partials, a.N, ho, wo, a.cout, a.norm, stream);
+  if (err != cudaSuccess || partials == nullptr) return err;
+  return launch_handoff(partials, a.N, ho, wo, a.cout, a.norm, true, stream);
 }
 
 cudaError_t moments_launch(const MomentsArgs& a, void* workspace, cudaStream_t stream) {
@@ -649,7 +698,7 @@ cudaError_t moments_launch(const MomentsArgs& a, void* workspace, cudaStream_t s
   }
   const cudaError_t err = cudaPeekAtLastError();
   if (err != cudaSuccess) return err;
-  return launch_handoff(partials, a.N, a.H, a.W, kMC, a.norm, stream);
+  return launch_handoff(partials, a.N, a.H, a.W, kMC, a.norm, device_runs_sm90a(), stream);
 }
 
 }  // namespace styleforge
