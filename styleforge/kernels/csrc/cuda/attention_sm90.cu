@@ -55,9 +55,9 @@
 // Tried and dropped (dev/kernels/attention_sm90/NOTES.md): 2-CTA clusters with TMA multicast (2×
 // slower), 128-row CTAs without warp specialisation, 2 consumers with kBN = 128 at D = 64.
 // Not covered: D other than 64/128, fp32, scale ≤ 0 (→ attention.cu), masks other than key
-// padding, dropout, backward. About 890 lines, over the house 600: two kernels sharing their PTX
-// wrappers (the wgmma ones spell out 32/64 accumulator operands) and softmax/epilogue pieces; the
-// wrappers would move to a .cuh once build.py's HEADERS (owned elsewhere) lists one.
+// padding, dropout, backward. About 840 lines, over the house 600: two kernels sharing their
+// softmax/epilogue pieces and their own wgmma wrappers (shared-memory A, transposed B; the wrappers
+// spell out 32/64 accumulator operands); the mbarrier/descriptor ones come from sm90_ptx.cuh.
 #include <cuda.h>   // CUtensorMap and its enums only
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -69,13 +69,9 @@
 #include <mutex>
 #include <type_traits>
 
+#include "sm90_ptx.cuh"   // SF_SM90A and the mbarrier / descriptor / wgmma-discipline wrappers
 #include "../attention_sm90.h"
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define SF_SM90A 1
-#else
-#define SF_SM90A 0
-#endif
 
 namespace styleforge {
 namespace {
@@ -124,30 +120,8 @@ struct Params {
 
 #if SF_SM90A
 // ---- PTX wrappers ---------------------------------------------------------------------------
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
+using namespace sm90;
 
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
-}
-__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
-}
-
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
 // Named barriers (0 is __syncthreads): sync waits for `count` threads, arrive only counts.
 __device__ __forceinline__ void bar_sync(int id, int count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
@@ -176,32 +150,6 @@ template <int D, int kRows>
 __device__ __forceinline__ void tma_tile(uint32_t dst, const CUtensorMap* map, uint32_t bar, int row0, int bh) {
 #pragma unroll
   for (int b = 0; b < D / 64; ++b) tma_load(dst + b * kRows * 128, map, bar, 64 * b, row0, bh);
-}
-
-// Matrix descriptor, 128-byte swizzle (PTX ISA "Matrix Descriptor Format"): start address,
-// leading and stride byte offsets, all >> 4, layout type 1 in bits 62–63; base offset 0.
-__device__ __forceinline__ uint64_t sw128_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(lbo >> 4) << 16) |
-         (static_cast<uint64_t>(sbo >> 4) << 32) | (1ull << 62);
-}
-
-__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
-
-// Keeps the compiler from moving register reads/writes across a wgmma issue or wait.
-template <int N>
-__device__ __forceinline__ void reg_fence(float (&r)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
-}
-template <int N>
-__device__ __forceinline__ void reg_fence(uint32_t (&r)[N][4]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i)
-#pragma unroll
-    for (int c = 0; c < 4; ++c) asm volatile("" : "+r"(r[i][c])::"memory");
 }
 
 #define SF_F8(d, i)                                                                                   \
