@@ -10,7 +10,7 @@ inputs that live on the CPU go through a pinned staging buffer. The two 9×9 con
 (conv1, deconv3) can also run on StyleForge's tensor-core op (`kernels.conv9x9`): for each
 shape, outside capture, both it and cuDNN are timed on the real input with CUDA events and the
 faster is kept (`layer_choices` records which and why). On Hopper in fp16/bf16 the residual
-blocks can run as a chain of `kernels.conv3x3_norm` calls instead (plan "conv3x3": each
+blocks and the decoder's two 3×3 convolutions can run as a chain of `kernels.conv3x3_norm` calls instead (plan "conv3x3": each
 InstanceNorm applied in the next convolution's prologue from statistics the previous one's
 epilogue gathered, so no norm pass over the activation); per shape both plans are captured,
 their replays timed, and the faster graph kept. It follows the runner
@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class LayerChoice:
     provider: str                   # "styleforge" (the conv9x9 op), "conv3x3" (the fused residual
-                                    # chain) or "cudnn"
+                                    # and decoder chain) or "cudnn"
     reason: str                     # "faster", "slower", or why the op was not tried
     op_ms: float | None = None      # median of CHOICE_REPS calls (a whole frame for "residual")
     cudnn_ms: float | None = None
