@@ -99,12 +99,64 @@ def test_reference_matches_float64(dtype, variant, config):
     assert out.is_contiguous(memory_format=torch.channels_last) and os_.dtype == torch.float32
 
 
-def test_reference_norm_scale_shift_matches_instance_norm():
-    x = (torch.randn(2, C, 7, 11) * 3 + 5).bfloat16()
-    w, b = torch.rand(C) + 0.5, torch.randn(C)
+def moments_input(n, c, h, w, dtype=torch.bfloat16, device="cpu", seed=1, mean=40.0):
+    """An NHWC x with a mean `mean`× its spread (the tiles' merge must not cancel the variance away)."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, c, h, w, generator=g) + mean
+    return x.to(device, dtype).contiguous(memory_format=torch.channels_last)
+
+
+@pytest.mark.parametrize("c", ref.SCALE_SHIFT_CHANNELS)
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+def test_reference_norm_scale_shift_matches_instance_norm(c, dtype):
+    x = (torch.randn(2, c, 7, 11) * 3 + 5).to(dtype)
+    w, b = torch.rand(c) + 0.5, torch.randn(c)
     s, t = ref.norm_scale_shift(x, w, b)
+    assert s.shape == t.shape == (2, c) and s.dtype == t.dtype == torch.float32
     applied = x.double() * s.double()[:, :, None, None] + t.double()[:, :, None, None]
     assert rel_error(applied, F.instance_norm(x.double(), weight=w.double(), bias=b.double())) <= 1e-5
+    s64, t64 = scale_shift64(x, w, b)
+    assert rel_error(s, s64) <= 1e-5 and rel_error(t, t64) <= 1e-5
+
+
+@pytest.mark.parametrize("c", ref.SCALE_SHIFT_CHANNELS)
+def test_reference_norm_scale_shift_without_affine(c):
+    x = moments_input(2, c, 19, 37, mean=3.0)
+    s, t = ref.norm_scale_shift(x, None, None)
+    s64, t64 = scale_shift64(x, torch.ones(c), torch.zeros(c))
+    assert rel_error(s, s64) <= 1e-5 and rel_error(t, t64) <= 1e-5
+
+
+@pytest.mark.parametrize("case, match", [
+    ("channels_16", "32, 64 or 128 channels"), ("channels_96", "32, 64 or 128 channels"),
+    ("channels_3", "32, 64 or 128 channels"), ("weight_size", r"weight must be a floating \(32,\)"),
+    ("bias_size", r"bias must be a floating \(64,\)"), ("weight_int", "weight must be a floating"),
+    ("3d", "4-D"), ("tiny", ">= 2"), ("fp32", "unsupported"), ("eps", "eps must be > 0"),
+])
+def test_norm_scale_shift_named_argument_errors(case, match):
+    c = 64 if case == "bias_size" else 32
+    x = moments_input(1, c, 4, 4)
+    w, b, eps = torch.rand(c) + 0.5, torch.randn(c), 1e-5
+    if case.startswith("channels_"):
+        x = moments_input(1, int(case.split("_")[1]), 4, 4)
+    elif case == "weight_size":
+        w = torch.rand(64)
+    elif case == "bias_size":
+        b = torch.randn(32)
+    elif case == "weight_int":
+        w = torch.ones(c, dtype=torch.int32)
+    elif case == "3d":
+        x = x[0]
+    elif case == "tiny":
+        x = x[..., :1]
+    elif case == "fp32":
+        x = x.float()
+    elif case == "eps":
+        eps = 0.0
+    with pytest.raises(ValueError, match=match):
+        ref.norm_scale_shift(x, w, b, eps)
+    with pytest.raises(ValueError, match=match):   # the op's CPU impl and its fake check the same rules
+        torch.ops.styleforge.norm_scale_shift(x, w, b, eps)
 
 
 @pytest.mark.parametrize("case, match", [
@@ -149,6 +201,13 @@ def test_opcheck_on_cpu():
                           test_utils=("test_schema", "test_faketensor"))
     torch.library.opcheck(torch.ops.styleforge.norm_scale_shift.default, (x, nw, nb, 1e-5),
                           test_utils=("test_schema", "test_faketensor"))
+    for c in (32, 64):
+        torch.library.opcheck(torch.ops.styleforge.norm_scale_shift.default,
+                              (moments_input(2, c, 5, 6), torch.rand(c) + 0.5, torch.randn(c), 1e-5),
+                              test_utils=("test_schema", "test_faketensor"))
+        torch.library.opcheck(torch.ops.styleforge.norm_scale_shift.default,
+                              (moments_input(1, c, 3, 7), None, None, 1e-5),
+                              test_utils=("test_schema", "test_faketensor"))
     x, w, s, t, _, nw, nb = make_inputs(1, 5, 6, config="dec64to32")
     torch.library.opcheck(torch.ops.styleforge.conv3x3_norm.default,
                           (x, ref.pack_weight(w), s, t, None, True, 2, False, nw, nb, 1e-5, True),
@@ -254,18 +313,59 @@ def test_cuda_conv3x3_norm_without_keep_and_norm_affine(loaded):
     assert rel_error(os_, s64) <= 1e-4 and rel_error(ot, t64) <= 1e-4
 
 
+# (C, N, H, W): tails in both directions (the tile is 16 columns × 8·128/C rows: 8, 16, 32),
+# batches, the 512² and 1080p planes for C = 32 (deconv2's output), a plane under one tile.
+MOMENTS_SHAPES = [(128, 1, 128, 128), (128, 2, 9, 13), (128, 1, 270, 480),
+                  (64, 2, 9, 13), (64, 2, 37, 50), (64, 1, 256, 256), (64, 1, 17, 17),
+                  (32, 2, 9, 13), (32, 2, 45, 70), (32, 1, 33, 17), (32, 1, 2, 2), (32, 2, 512, 512),
+                  (32, 1, 1080, 1920)]
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", LOW, ids=str)
-@pytest.mark.parametrize("shape", [(1, 128, 128), (2, 9, 13), (1, 270, 480)], ids=str)
+@pytest.mark.parametrize("shape", MOMENTS_SHAPES, ids=lambda s: "C{}_{}x{}x{}".format(*s))
 def test_cuda_norm_scale_shift_matches_float64(loaded, dtype, shape):
-    n, h, w = shape
-    g = torch.Generator().manual_seed(1)
+    c, n, h, w = shape
     # A mean 40× the spread: the tiles' (sum, M2) merge must not cancel the variance away.
-    x = (torch.randn(n, C, h, w, generator=g) + 40).to("cuda", dtype).contiguous(memory_format=torch.channels_last)
-    nw, nb = torch.rand(C, device="cuda") + 0.5, torch.randn(C, device="cuda")
+    x = moments_input(n, c, h, w, dtype, "cuda")
+    nw, nb = torch.rand(c, device="cuda") + 0.5, torch.randn(c, device="cuda")
     s, t = torch.ops.styleforge.norm_scale_shift(x, nw, nb, 1e-5)
+    assert s.shape == t.shape == (n, c) and s.dtype == t.dtype == torch.float32
     s64, t64 = scale_shift64(x, nw, nb)
     assert rel_error(s, s64) <= 1e-4 and rel_error(t, t64) <= 1e-4
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("c", ref.SCALE_SHIFT_CHANNELS)
+def test_cuda_norm_scale_shift_without_affine_and_nchw_input(loaded, c):
+    # No weight/bias (= 1, 0), and an NCHW x that the binding makes channels_last first.
+    x = moments_input(2, c, 23, 41, torch.float16, "cuda", seed=4, mean=3.0).contiguous()
+    s, t = torch.ops.styleforge.norm_scale_shift(x, None, None, 1e-5)
+    s64, t64 = scale_shift64(x, torch.ones(c, device="cuda"), torch.zeros(c, device="cuda"))
+    assert rel_error(s, s64) <= 1e-4 and rel_error(t, t64) <= 1e-4
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("c", ref.SCALE_SHIFT_CHANNELS)
+def test_cuda_norm_scale_shift_refuses_bad_arguments(loaded, c):
+    # Through the Python entry, which checks before the op: on the device machine a TORCH_CHECK
+    # with an integer in its message segfaults in any cpp_extension (dev/diag/torch_check_probe.py).
+    x = moments_input(1, c, 4, 4, device="cuda")
+    with pytest.raises(ValueError, match="32, 64 or 128 channels"):
+        kernels.norm_scale_shift(x[:, : c // 2 + 8], None, None, 1e-5)
+    with pytest.raises(ValueError, match="weight"):
+        kernels.norm_scale_shift(x, torch.ones(c + 1, device="cuda"), None, 1e-5)
+    s, t = torch.ops.styleforge.norm_scale_shift(x[:0], None, None, 1e-5)
+    assert s.shape == t.shape == (0, c)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("c", ref.SCALE_SHIFT_CHANNELS)
+def test_opcheck_norm_scale_shift_on_cuda(loaded, c):
+    x = moments_input(2, c, 11, 19, device="cuda")
+    torch.library.opcheck(torch.ops.styleforge.norm_scale_shift.default,
+                          (x, torch.rand(c, device="cuda") + 0.5, torch.randn(c, device="cuda"), 1e-5),
+                          test_utils=("test_schema", "test_faketensor"))
 
 
 @pytest.mark.gpu

@@ -1,5 +1,9 @@
 """The tensor-core 9×9 convolution op (conv1: 3→32, deconv3: 32→3) against float64 F.conv2d.
 
+Two ways in: a pre-padded fp16/bf16 x (pad=0), or the fused one the engine uses (pad=4: the
+reflection pad in the kernel's addressing; conv1 then reads the fp32 image through its strides,
+deconv3 applies the InstanceNorm before it, relu(x·scale + shift), on load).
+
 CPU (CI): the twin against float64, the op's registrations (opcheck, fake, switch), named
 argument errors, a pure-Python model of the kernels' per-lane fragment index math for single
 mma.m16n8k16 steps, and the real conv9x9.cu run through the warp emulator
@@ -49,6 +53,34 @@ def ref64(x, weight, bias):
     return F.conv2d(x.double(), weight.double(), None if bias is None else bias.double())
 
 
+def make_fused_inputs(layer, n, h, w, dtype=torch.bfloat16, device="cpu", seed=0, channels_last=False):
+    """Unpadded inputs for an (h, w) output with pad=4: conv1 gets the fp32 0–255 image (NCHW, or
+    channels_last), deconv3 a raw deconv2-like output with its InstanceNorm's (scale, shift)."""
+    cin, cout = LAYERS[layer]
+    g = torch.Generator().manual_seed(seed)
+    weight = (torch.randn(cout, cin, 9, 9, generator=g, dtype=torch.float64) / (cin * 81) ** 0.5).to(device, dtype)
+    bias = torch.randn(cout, generator=g).to(device)
+    if layer == "conv1":
+        x = (torch.rand(n, cin, h, w, generator=g) * 255).to(device)
+        if channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        return x, weight, bias, None, None
+    x = (torch.randn(n, cin, h, w, generator=g) * 3 + 5).to(device, dtype).contiguous(memory_format=torch.channels_last)
+    var, mean = torch.var_mean(x.float(), dim=(2, 3), unbiased=False)
+    gamma, beta = torch.rand(cin, generator=g).to(device) + 0.5, torch.randn(cin, generator=g).to(device) * 0.2
+    scale = gamma / torch.sqrt(var + 1e-5)
+    return x, weight, bias, scale, beta - mean * scale
+
+
+def fused_operand(x, weight, scale, shift):
+    """The padded, normalised, rounded tensor the fused op convolves (what the engine's norm op
+    and pad wrote before): F.conv2d of it is the float64 oracle."""
+    a = x.float()
+    if scale is not None:
+        a = torch.relu(a * scale[:, :, None, None] + shift[:, :, None, None])
+    return F.pad(a.to(weight.dtype).float(), (4, 4, 4, 4), mode="reflect").to(weight.dtype)
+
+
 def torch_same_dtype(x, weight, bias):
     return F.conv2d(x, weight, None if bias is None else bias.to(x.dtype))
 
@@ -75,9 +107,17 @@ def _bad(**overrides):
     return args
 
 
+def _bad_fused(**overrides):
+    x, w, b, scale, shift = make_fused_inputs("deconv3", 1, 6, 6)
+    args = dict(x=x, weight=w, bias=b, out_float32=True, scale=scale, shift=shift, pad=4)
+    args.update(overrides)
+    return args
+
+
 BAD_ARGS = {
     "x not 4-D": (dict(x=torch.zeros(32, 10, 10, dtype=torch.bfloat16)), "4-D"),
-    "fp32 x": (dict(x=torch.zeros(1, 32, 10, 10)), "unsupported"),
+    "fp32 x": (dict(x=torch.zeros(1, 32, 10, 10)), "float32 for Cin=3"),
+    "fp32 weight": (dict(x=torch.zeros(1, 32, 10, 10), weight=torch.zeros(3, 32, 9, 9)), "weight dtype"),
     "weight dtype": (dict(weight=torch.zeros(3, 32, 9, 9, dtype=torch.float16)), "weight dtype"),
     "weight 3x3": (dict(weight=torch.zeros(3, 32, 3, 3, dtype=torch.bfloat16)), r"\(Cout, Cin, 9, 9\)"),
     "channels mismatch": (dict(weight=torch.zeros(3, 16, 9, 9, dtype=torch.bfloat16)), "Cin=16"),
@@ -92,23 +132,62 @@ BAD_ARGS = {
 }
 
 
-@pytest.mark.parametrize("label", list(BAD_ARGS))
+BAD_FUSED_ARGS = {
+    "pad 2": (dict(pad=2), "pad must be 0 or 4"),
+    "scale without shift": (dict(shift=None), "both or neither"),
+    "norm on conv1": (dict(x=torch.rand(1, 3, 6, 6), weight=torch.zeros(32, 3, 9, 9, dtype=torch.bfloat16),
+                           bias=None, out_float32=False, scale=torch.ones(1, 3), shift=torch.zeros(1, 3)),
+                      "only supported for Cin=32"),
+    "scale shape": (dict(scale=torch.ones(2, 32)), r"scale must be a float32 \(1, 32\)"),
+    "fp16 shift": (dict(shift=torch.zeros(1, 32, dtype=torch.float16)), "shift must be a float32"),
+    "plane not larger than the pad": (dict(x=torch.zeros(1, 32, 4, 9, dtype=torch.bfloat16), scale=torch.ones(1, 32),
+                                           shift=torch.zeros(1, 32)), "needs H, W > 4"),
+    "unpadded plane too small": (dict(pad=0), "at least 9x9"),
+}
+
+
+@pytest.mark.parametrize("label", list(BAD_ARGS) + list(BAD_FUSED_ARGS))
 def test_bad_arguments_are_named(label):
-    overrides, needle = BAD_ARGS[label]
+    overrides, needle = BAD_ARGS.get(label) or BAD_FUSED_ARGS[label]
+    args = (_bad if label in BAD_ARGS else _bad_fused)(**overrides)
     with pytest.raises(ValueError, match=needle):
-        OP(*_bad(**overrides).values())
-    assert not kernels.conv9x9_supported(*_bad(**overrides).values())
+        OP(*args.values())
+    assert not kernels.conv9x9_supported(*args.values())
+
+
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+def test_reference_fused_matches_norm_pad_then_convolve(dtype):
+    """pad=4 (+ the norm) equals the network's explicit ops: InstanceNorm + ReLU + reflection pad
+    written in the dtype, then the VALID convolution; conv1's fp32 image equals its cast."""
+    for layer in LAYERS:
+        for channels_last in (False, True):
+            x, w, b, scale, shift = make_fused_inputs(layer, 2, 5, 7, dtype, channels_last=channels_last)
+            got = reference_conv.conv9x9(x, w, b, layer == "deconv3", scale, shift, pad=4)
+            want = reference_conv.conv9x9(fused_operand(x, w, scale, shift), w, b, layer == "deconv3")
+            torch.testing.assert_close(got, want, rtol=0, atol=0)
+    # The norm is the network's: InstanceNorm2d(affine) then ReLU, rounded to the dtype.
+    x, w, b, scale, shift = make_fused_inputs("deconv3", 1, 6, 5, dtype)
+    var, mean = torch.var_mean(x.float(), dim=(2, 3), unbiased=False)
+    gamma, beta = (scale * torch.sqrt(var + 1e-5))[0], (shift + mean * scale)[0]
+    explicit = torch.relu(F.instance_norm(x.float(), weight=gamma, bias=beta, eps=1e-5))
+    operand = fused_operand(x, w, scale, shift)[..., 4:-4, 4:-4].float()
+    assert rel_error(operand, explicit) <= 1e-2
 
 
 def _opcheck_samples():
     x1, w1, _ = make_inputs("conv1", 2, 3, 5, torch.bfloat16)
     x3, w3, b3 = make_inputs("deconv3", 1, 4, 3, torch.float16)
     xg, wg, bg = make_inputs("deconv3", 1, 2, 2, torch.bfloat16)
+    xi, wi, _, _, _ = make_fused_inputs("conv1", 1, 5, 6)
+    xh, wh, bh, sh, th = make_fused_inputs("deconv3", 2, 6, 5, torch.float16)
+    xn, wn, bn, sn, tn = make_fused_inputs("deconv3", 1, 5, 5)
     return [(x1, w1, None, False), (x3, w3, b3, True), (x3, w3, b3.half(), False),
-            (xg.requires_grad_(), wg.requires_grad_(), bg.requires_grad_(), False)]
+            (xg.requires_grad_(), wg.requires_grad_(), bg.requires_grad_(), False),
+            (xi, wi, None, False, None, None, 4), (xh, wh, bh, True, sh, th, 4),
+            (xn, wn.requires_grad_(), bn, True, sn.requires_grad_(), tn.requires_grad_(), 4)]
 
 
-@pytest.mark.parametrize("index", range(4))
+@pytest.mark.parametrize("index", range(7))
 def test_opcheck(index):
     torch.library.opcheck(OP, _opcheck_samples()[index])
 
@@ -121,6 +200,13 @@ def test_fake_impl_matches_real_shape_and_strides():
         with FakeTensorMode() as mode:
             fake = OP(mode.from_tensor(x), mode.from_tensor(w), mode.from_tensor(b), out_float32)
         assert fake.shape == real.shape and fake.stride() == real.stride() and fake.dtype == real.dtype
+        x, w, b, scale, shift = make_fused_inputs(layer, 2, 5, 6)
+        real = OP(x, w, b, out_float32, scale, shift, 4)
+        with FakeTensorMode() as mode:
+            fake = OP(*(None if t is None else mode.from_tensor(t) for t in (x, w, b)), out_float32,
+                      *(None if t is None else mode.from_tensor(t) for t in (scale, shift)), 4)
+        assert fake.shape == real.shape == (2, w.shape[0], 5, 6)
+        assert fake.stride() == real.stride() and fake.dtype == real.dtype
 
 
 class _Recorder(TorchDispatchMode):
@@ -248,6 +334,32 @@ EMULATED = {
 }
 
 
+# label: (layer, N, H, W, dtype, out_float32, channels_last image, emulated SMs); pad=4, fused inputs.
+EMULATED_FUSED = {
+    "conv1 fp32 NCHW image, tails": ("conv1", 1, 9, 67, torch.bfloat16, False, False, 1),
+    "conv1 fp32 channels_last image, batch 2": ("conv1", 2, 8, 70, torch.float16, False, True, 2),
+    "conv1 smallest plane (5x5)": ("conv1", 1, 5, 5, torch.bfloat16, False, False, 4),
+    "deconv3 norm, batch 2, tails, fp32 out": ("deconv3", 2, 17, 33, torch.bfloat16, True, False, 1),
+    "deconv3 norm fp16, 2 tiles per block": ("deconv3", 1, 35, 19, torch.float16, False, False, 1),
+    "deconv3 norm smallest plane (5x6)": ("deconv3", 1, 5, 6, torch.bfloat16, True, False, 4),
+}
+
+
+@pytest.mark.parametrize("label", list(EMULATED_FUSED))
+def test_emulated_fused_kernel_matches_reference(emulator, label):
+    emulate, exe = emulator
+    layer, n, h, w, dtype, out_float32, channels_last, sms = EMULATED_FUSED[label]
+    x, weight, b, scale, shift = make_fused_inputs(layer, n, h, w, dtype, seed=len(label), channels_last=channels_last)
+    out = emulate.run(exe, x, weight, b if layer == "deconv3" else None, out_float32, sms, scale, shift, pad=4)
+    assert not torch.isnan(out).any(), "unwritten (poisoned) output elements"
+    bias = b if layer == "deconv3" else None
+    # The operand is the twin's bit for bit (no FMA in the norm, the cast rounds as .to does), so
+    # only the summation order differs.
+    want = reference_conv.conv9x9(x, weight, bias, out_float32, scale, shift, 4)
+    assert out.shape == want.shape == (n, weight.shape[0], h, w)
+    assert rel_error(out, want) <= (1e-6 if out_float32 else 2e-3)
+
+
 @pytest.mark.parametrize("label", list(EMULATED))
 def test_emulated_kernel_matches_reference(emulator, label):
     emulate, exe = emulator
@@ -324,6 +436,45 @@ def test_cuda_poisoned_memory_is_fully_overwritten_and_deterministic(cuda_op, la
     assert torch.equal(outs[0], outs[1]), "two runs differ: the kernel must be deterministic"
 
 
+def _check_cuda_fused(op, layer, n, h, w, dtype, channels_last=False, seed=0):
+    """The fused call against float64 on the operand it must have formed; conv1's operand is the
+    rounded image, deconv3's the rounded relu(x·scale + shift), both reflection-padded by 4."""
+    x, weight, b, scale, shift = make_fused_inputs(layer, n, h, w, dtype, "cuda", seed, channels_last)
+    head = layer == "deconv3"
+    bias = b if head else None
+    out = op(x, weight, bias, head, scale, shift, 4)
+    assert out.shape == (n, weight.shape[0], h, w) and out.is_contiguous(memory_format=torch.channels_last)
+    operand = fused_operand(x, weight, scale, shift)
+    want = ref64(operand, weight, bias)
+    if head:
+        assert rel_error(out, want) <= 1e-4
+        out = out.to(dtype)
+    return assert_matches_reference(out, want, torch_same_dtype(operand, weight, bias))
+
+
+FUSED_SHAPES = {"small": [(1, 5, 5), (1, 5, 6), (2, 17, 33), (1, 33, 17), (1, 31, 63), (3, 16, 32), (1, 5, 100),
+                          (1, 100, 5)],
+                "large": [(1, 512, 512), (2, 256, 384), (1, 1080, 1920)]}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sizes", list(FUSED_SHAPES))
+@pytest.mark.parametrize("layer", list(LAYERS))
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+def test_cuda_fused_pad_norm_and_fp32_image(cuda_op, layer, dtype, sizes):
+    for i, (n, h, w) in enumerate(FUSED_SHAPES[sizes]):
+        _check_cuda_fused(cuda_op, layer, n, h, w, dtype, channels_last=i % 2 == 1, seed=i)
+
+
+@pytest.mark.gpu
+def test_cuda_fused_conv1_matches_the_padded_cast_path_bit_for_bit(cuda_op):
+    """Reading the fp32 image with the pad in the addressing is the old pad + cast + conv exactly."""
+    x, w, _, _, _ = make_fused_inputs("conv1", 2, 64, 96, torch.bfloat16, "cuda")
+    padded = F.pad(x, (4, 4, 4, 4), mode="reflect").to(torch.bfloat16, memory_format=torch.channels_last)
+    torch.testing.assert_close(cuda_op(x, w, None, False, None, None, 4), cuda_op(padded, w, None, False),
+                               rtol=0, atol=0)
+
+
 @pytest.mark.gpu
 def test_cuda_misaligned_and_nchw_inputs(cuda_op):
     x, w, b = make_inputs("conv1", 1, 20, 30, torch.float16, "cuda")
@@ -357,6 +508,10 @@ def test_cuda_opcheck(cuda_op):
     torch.library.opcheck(cuda_op, (x, w, b, False))
     x, w, b = make_inputs("deconv3", 1, 10, 12, torch.float16, "cuda")
     torch.library.opcheck(cuda_op, (x, w, b, True))
+    x, w, b, scale, shift = make_fused_inputs("deconv3", 2, 10, 12, torch.bfloat16, "cuda")
+    torch.library.opcheck(cuda_op, (x, w, b, True, scale, shift, 4))
+    x, w, _, _, _ = make_fused_inputs("conv1", 1, 10, 12, torch.float16, "cuda")
+    torch.library.opcheck(cuda_op, (x, w, None, False, None, None, 4))
 
 
 # ---- the fused engine's choice (CPU) -----------------------------------------------------------

@@ -7,8 +7,10 @@ wrote already reflection-padded (and, in the decoder, already ×2 upsampled), so
 upsample pass is ever materialised. One CUDA graph is captured per input shape and dtype
 (warm-up on a side stream first, as the `torch.cuda.graphs` docs prescribe) and replayed;
 inputs that live on the CPU go through a pinned staging buffer. The two 9×9 convolutions
-(conv1, deconv3) can also run on StyleForge's tensor-core op (`kernels.conv9x9`): for each
-shape, outside capture, both it and cuDNN are timed on the real input with CUDA events and the
+(conv1, deconv3) can also run on StyleForge's tensor-core op (`kernels.conv9x9`), which folds
+the work around them into its loads: conv1 reads the fp32 image and pads and casts it itself,
+deconv3 applies IN5 + ReLU and pads; for each shape, outside capture, the op path and the cuDNN
+path (which writes those tensors first) are timed on the real input with CUDA events and the
 faster is kept (`layer_choices` records which and why). On Hopper in fp16/bf16 the residual
 blocks and the decoder's two 3×3 convolutions can run as a chain of `kernels.conv3x3_norm` calls instead (plan "conv3x3": each
 InstanceNorm applied in the next convolution's prologue from statistics the previous one's
@@ -119,12 +121,8 @@ class FusedRunner:
         `default_plan()`.
         """
         plan = plan or self.default_plan()
-        p = self.input_pad
-        # The only pad the op cannot fold: the input's. Padding the fp32 NCHW input and then casting
-        # to channels_last is two kernels; the other order was five (format round trips around the pad).
-        y = F.pad(x.float(), (p, p, p, p), mode="reflect").to(self.dtype, memory_format=torch.channels_last)
         for i, ((weight, stride), n) in enumerate(self.encoder):
-            y = self._conv9x9("conv1", y, weight) if i == 0 else F.conv2d(y, weight, None, stride)
+            y = self._first_conv(x.float()) if i == 0 else F.conv2d(y, weight, None, stride)
             if i == len(self.encoder) - 1 and plan == "conv3x3":
                 break                                   # the first fused convolution applies this norm
             y = kernels.instance_norm(y, n.weight, n.bias, relu=True, pad=1)
@@ -138,14 +136,13 @@ class FusedRunner:
             (d1p, d2p) = self.packed_decoder
             h, scale, shift, _ = kernels.conv3x3_norm(h, d1p, scale, shift, residual=block_in, upsample=2,
                                                       norm_weight=n4.weight, norm_bias=n4.bias)
-            # IN5's statistics are gathered by the norm op that pads for the 9×9 head: none here.
-            h, _, _, _ = kernels.conv3x3_norm(h, d2p, scale, shift, relu=True, upsample=2, stats=False)
-            y = kernels.instance_norm(h, n5.weight, n5.bias, relu=True, pad=self.head_pad)
-        else:
-            y = self._residual_cudnn(y)      # the last block's output, ×2 upsampled and padded
-            y = kernels.instance_norm(F.conv2d(y, w4), n4.weight, n4.bias, relu=True, pad=1, upsample=2)
-            y = kernels.instance_norm(F.conv2d(y, w5), n5.weight, n5.bias, relu=True, pad=self.head_pad)
-        return self._conv9x9("deconv3", y, self.head_weight, self.head_bias)
+            # deconv2 gathers IN5's statistics for the head, which applies IN5 on load.
+            h, scale, shift, _ = kernels.conv3x3_norm(h, d2p, scale, shift, relu=True, upsample=2,
+                                                      norm_weight=n5.weight, norm_bias=n5.bias)
+            return self._head(h, scale, shift)
+        y = self._residual_cudnn(y)      # the last block's output, ×2 upsampled and padded
+        y = kernels.instance_norm(F.conv2d(y, w4), n4.weight, n4.bias, relu=True, pad=1, upsample=2)
+        return self._head(F.conv2d(y, w5))
 
     def _residual_cudnn(self, y: torch.Tensor) -> torch.Tensor:
         last = len(self.residual) - 1
@@ -185,56 +182,79 @@ class FusedRunner:
 
     # ---- the two 9×9 convolutions: cuDNN or the conv9x9 op, whichever is faster -------------
 
-    def _conv9x9(self, name: str, y: torch.Tensor, weight: torch.Tensor,
-                 bias: torch.Tensor | None = None) -> torch.Tensor:
-        """conv1 (bias None: the norm after it cancels it) or deconv3 (→ float32) on padded y."""
-        head = name == "deconv3"
-        key = (name, tuple(y.shape))
+    def _first_conv(self, x: torch.Tensor) -> torch.Tensor:
+        """conv1 (no bias: the norm after it cancels it) on the fp32 image x (N, 3, H, W). The op
+        resolves the reflection pad and the cast to the compute dtype in its loads; cuDNN needs
+        both written first (pad before cast: two kernels, the other order was five)."""
+        p, weight = self.input_pad, self.encoder[0][0][0]
+
+        def op():
+            return torch.ops.styleforge.conv9x9(x, self.op_weights["conv1"], None, False, None, None, p)
+
+        def cudnn():
+            y = F.pad(x, (p, p, p, p), mode="reflect").to(self.dtype, memory_format=torch.channels_last)
+            return F.conv2d(y, weight)
+
+        return self._pick("conv1", x, (x, self.op_weights["conv1"], None, False, None, None, p), op, cudnn)
+
+    def _head(self, h: torch.Tensor, scale: torch.Tensor | None = None,
+              shift: torch.Tensor | None = None) -> torch.Tensor:
+        """IN5 + ReLU + reflection pad + deconv3 (→ float32) on deconv2's raw output h. The op applies
+        the norm on load from (scale, shift): the fused chain's deconv2 gathered them, else
+        norm_scale_shift reads h once for them. cuDNN needs the norm op's padded output first."""
+        n5 = self.decoder[1][1]
+        weight = self.op_weights["deconv3"]
+
+        def op():
+            s, t = (scale, shift) if scale is not None else kernels.norm_scale_shift(h, n5.weight, n5.bias)
+            return torch.ops.styleforge.conv9x9(h, weight, self.head_bias32, True, s, t, self.head_pad)
+
+        def cudnn():
+            y = kernels.instance_norm(h, n5.weight, n5.bias, relu=True, pad=self.head_pad)
+            return F.conv2d(y, self.head_weight, self.head_bias).float()
+
+        return self._pick("deconv3", h, (h, weight, self.head_bias32, True, None, None, self.head_pad), op, cudnn)
+
+    def _pick(self, name: str, x: torch.Tensor, op_args: tuple, op, cudnn) -> torch.Tensor:
+        """Run op() or cudnn(), as chosen for (name, x's shape); choose first if not yet chosen."""
+        key = (name, tuple(x.shape))
         choice = self.layer_choices.get(key)
         if choice is None:
-            choice = self._choose(name, y, weight, bias)
+            choice = self._choose(name, x, op_args, op, cudnn)
             if choice.reason != "capturing":    # decide again outside the caller's capture
                 self.layer_choices[key] = choice
-        if choice.provider == "styleforge":
-            return torch.ops.styleforge.conv9x9(y, self.op_weights[name], self.head_bias32 if head else None, head)
-        out = F.conv2d(y, weight, bias)
-        return out.float() if head else out
+        return op() if choice.provider == "styleforge" else cudnn()
 
-    def _op_call(self, name: str, y: torch.Tensor):
-        head = name == "deconv3"
-        bias, weight = (self.head_bias32 if head else None), self.op_weights[name]
-        if y.device.type != "cuda" or self.dtype not in (torch.float16, torch.bfloat16):
-            return None, "needs a CUDA device and fp16/bf16"
+    def _op_unavailable(self, x: torch.Tensor, op_args: tuple) -> str:
+        """Why the conv9x9 op cannot run here ("" if it can)."""
+        if x.device.type != "cuda" or self.dtype not in (torch.float16, torch.bfloat16):
+            return "needs a CUDA device and fp16/bf16"
         if kernels.current_mode() == "reference":
-            return None, "kernels in reference mode"
+            return "kernels in reference mode"
         if os.environ.get("STYLEFORGE_CONV9X9", "auto").lower() in ("0", "off", "cudnn"):
-            return None, "STYLEFORGE_CONV9X9=off"
-        if not kernels.conv9x9_supported(y, weight, bias, head):
-            return None, "shape or dtype not supported by the op"
+            return "STYLEFORGE_CONV9X9=off"
+        if not kernels.conv9x9_supported(*op_args):
+            return "shape or dtype not supported by the op"
         ok, why = kernels.cuda_kernels_available()
-        if not ok:
-            return None, why
-        return (lambda: torch.ops.styleforge.conv9x9(y, weight, bias, head)), ""
+        return "" if ok else why
 
-    def _choose(self, name: str, y: torch.Tensor, weight: torch.Tensor,
-                bias: torch.Tensor | None) -> LayerChoice:
-        op, why = self._op_call(name, y)
-        if op is None:
+    def _choose(self, name: str, x: torch.Tensor, op_args: tuple, op, cudnn) -> LayerChoice:
+        why = self._op_unavailable(x, op_args)
+        if why:
             return LayerChoice("cudnn", why)
         if torch.cuda.is_current_stream_capturing():
             return LayerChoice("cudnn", "capturing")
-        cudnn = (lambda: F.conv2d(y, weight, bias))
         want, got = cudnn().double(), op().double()       # the first calls also warm both up
         err = float((got - want).norm() / want.norm().clamp_min(1e-30))
         if not err <= CHOICE_REL_TOL:
             log.warning("conv9x9 op disagrees with cuDNN on %s %s (rel err %.3g): keeping cuDNN",
-                        name, tuple(y.shape), err)
+                        name, tuple(x.shape), err)
             return LayerChoice("cudnn", f"op disagrees with cuDNN (rel err {err:.3g})")
         op_ms, cudnn_ms = _median_ms(op), _median_ms(cudnn)
         faster = op_ms < cudnn_ms
         choice = LayerChoice("styleforge" if faster else "cudnn", "faster" if faster else "slower",
                              op_ms, cudnn_ms)
-        log.info("%s %s: conv9x9 op %.3f ms, cuDNN %.3f ms → %s", name, tuple(y.shape), op_ms, cudnn_ms,
+        log.info("%s %s: conv9x9 op %.3f ms, cuDNN %.3f ms → %s", name, tuple(x.shape), op_ms, cudnn_ms,
                  choice.provider)
         return choice
 

@@ -13,33 +13,37 @@ import torch
 from . import ops, reference_conv
 from .library import backward_through_reference, define_once
 
-SCHEMA = "conv9x9(Tensor x, Tensor weight, Tensor? bias, bool out_float32=False) -> Tensor"
+SCHEMA = ("conv9x9(Tensor x, Tensor weight, Tensor? bias, bool out_float32=False, Tensor? scale=None, "
+          "Tensor? shift=None, int pad=0) -> Tensor")
 QUALNAME = "styleforge::conv9x9"
 
 _LIB, _FIRST_IMPORT = define_once(SCHEMA)  # registrations below run only when this defined it
 
 
-def _conv9x9_impl(x, weight, bias, out_float32=False):
-    return reference_conv.conv9x9(x, weight, bias, out_float32)
+def _conv9x9_impl(x, weight, bias, out_float32=False, scale=None, shift=None, pad=0):
+    return reference_conv.conv9x9(x, weight, bias, out_float32, scale, shift, pad)
 
 
-def _conv9x9_fake(x, weight, bias, out_float32=False):
-    reference_conv.check_args(x, weight, bias, out_float32)
-    dtype = torch.float32 if out_float32 else x.dtype
-    return torch.empty(reference_conv.output_shape(x, weight), dtype=dtype, device=x.device,
+def _conv9x9_fake(x, weight, bias, out_float32=False, scale=None, shift=None, pad=0):
+    reference_conv.check_args(x, weight, bias, out_float32, scale, shift, pad)
+    dtype = torch.float32 if out_float32 else weight.dtype
+    return torch.empty(reference_conv.output_shape(x, weight, pad), dtype=dtype, device=x.device,
                        memory_format=torch.channels_last)
 
 
 def _setup_context(ctx, inputs, output):
-    x, weight, bias, out_float32 = inputs
-    ctx.save_for_backward(x, weight, bias)
-    ctx.out_float32 = out_float32
+    x, weight, bias, out_float32, scale, shift, pad = inputs
+    # Saved in input positions (out_float32, at 3, is not a tensor): backward_through_reference
+    # matches saved tensor i with needs_input_grad[i].
+    ctx.save_for_backward(x, weight, bias, None, scale, shift)
+    ctx.out_float32, ctx.pad = out_float32, pad
 
 
 def _backward(ctx, grad):
     return backward_through_reference(
-        lambda x, weight, bias: reference_conv.conv9x9(x, weight, bias, ctx.out_float32),
-        ctx.saved_tensors, ctx.needs_input_grad, grad, num_inputs=4)
+        lambda x, weight, bias, _, scale, shift: reference_conv.conv9x9(x, weight, bias, ctx.out_float32, scale,
+                                                                        shift, ctx.pad),
+        ctx.saved_tensors, ctx.needs_input_grad, grad, num_inputs=7)
 
 
 if _FIRST_IMPORT:
@@ -49,24 +53,32 @@ if _FIRST_IMPORT:
 
 
 def conv9x9_supported(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
-                      out_float32: bool = False) -> bool:
+                      out_float32: bool = False, scale: torch.Tensor | None = None,
+                      shift: torch.Tensor | None = None, pad: int = 0) -> bool:
     """Whether `conv9x9` accepts these arguments (the engine keeps cuDNN where it does not)."""
     try:
-        reference_conv.check_args(x, weight, bias, out_float32)
+        reference_conv.check_args(x, weight, bias, out_float32, scale, shift, pad)
     except ValueError:
         return False
     return True
 
 
 def conv9x9(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
-            out_float32: bool = False) -> torch.Tensor:
-    """VALID 9×9 convolution of a pre-padded fp16/bf16 x: (N, Cin, Hp, Wp) → (N, Cout, Hp−8, Wp−8).
+            out_float32: bool = False, scale: torch.Tensor | None = None, shift: torch.Tensor | None = None,
+            pad: int = 0) -> torch.Tensor:
+    """9×9 convolution, stride 1, of x padded by `pad` (0: x is pre-padded; 4: reflection, in the
+    kernel's addressing): (N, Cin, H, W) → (N, Cout, H + 2·pad − 8, W + 2·pad − 8).
 
-    Channels_last output in x's dtype (fp32 with out_float32, deconv3 only). (Cin, Cout) must be
-    (3, 32) or (32, 3). See `reference_conv.conv9x9` for the exact semantics.
+    Channels_last output in the weight's dtype (fp16/bf16; fp32 with out_float32, deconv3 only).
+    (Cin, Cout) must be (3, 32) — x may then be float32, cast on load — or (32, 3), which can apply
+    the InstanceNorm before it on load: relu(x·scale + shift). See `reference_conv.conv9x9`.
     """
     if ops.current_mode() == "reference":
-        return reference_conv.conv9x9(x, weight, bias, out_float32)
+        return reference_conv.conv9x9(x, weight, bias, out_float32, scale, shift, pad)
+    # The arguments are checked here, before the op, so a bad call is a ValueError naming the rule
+    # wherever it runs: on the device machine (torch 2.11.0+cu130, g++ 13.3) a TORCH_CHECK whose
+    # message formats an integer segfaults in any cpp_extension (dev/diag/torch_check_probe.py).
+    reference_conv.check_args(x, weight, bias, out_float32, scale, shift, pad)
     if x.is_cuda:
         ops.ensure_cuda_kernels()
-    return torch.ops.styleforge.conv9x9(x, weight, bias, bool(out_float32))
+    return torch.ops.styleforge.conv9x9(x, weight, bias, bool(out_float32), scale, shift, int(pad))

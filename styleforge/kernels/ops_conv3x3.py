@@ -99,7 +99,10 @@ def conv3x3_norm(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor | No
 
 def norm_scale_shift(x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None,
                      eps: float = 1e-5) -> tuple[torch.Tensor, torch.Tensor]:
-    """InstanceNorm of a 128-channel x as one affine per (sample, channel): (scale, shift), fp32 (N, 128)."""
+    """InstanceNorm of x (N, C, H, W), C = 32, 64 or 128, as one affine per (sample, channel): (scale, shift),
+    fp32 (N, C)."""
     if _use_reference(x):
         return reference_conv3x3.norm_scale_shift(x, weight, bias, eps)
+    # Checked here first (ValueError naming the rule): see `ops_conv.conv9x9` for why.
+    reference_conv3x3.check_scale_shift_args(x, weight, bias, eps)
     return torch.ops.styleforge.norm_scale_shift(x, weight, bias, float(eps))

@@ -13,8 +13,8 @@ residual convolutions and (128, 64, 2), (64, 32, 2) decoder convolutions:
         = out·out_scale + out_shift, from the biased fp32 statistics of the rounded `out`;
   returns (out, out_scale, out_shift, a if keep_input else an empty tensor); keep_input needs
   upsample 1; with stats=False no statistics are computed and out_scale, out_shift are (0, Cout).
-`norm_scale_shift(x, weight, bias, eps)`: the same (scale, shift) for a 128-channel x (the hand-off
-  from a cuDNN convolution into the chain).
+`norm_scale_shift(x, weight, bias, eps)`: the same (scale, shift), (N, C) fp32, for an x of C = 32,
+  64 or 128 channels (the hand-off from a cuDNN convolution into the chain).
 
 `weight` is packed once by `pack_weight` into the kernel's shared-memory image: (9 taps, Cin/64,
 Cout, 64) with the 16-byte chunks of each 128-byte row XOR-swizzled by the output channel's low 3
@@ -26,7 +26,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-CHANNELS = 128                                   # norm_scale_shift's channel count
+SCALE_SHIFT_CHANNELS = (32, 64, 128)             # norm_scale_shift's channel counts
 CONFIGS = ((128, 128, 1), (128, 64, 2), (64, 32, 2))   # (Cin, Cout, upsample) with a kernel
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
 
@@ -86,11 +86,17 @@ def _check_vector(name: str, arg: str, v: torch.Tensor | None, x: torch.Tensor, 
 
 
 def check_scale_shift_args(x, weight, bias, eps) -> None:
-    _check_x("norm_scale_shift", x, CHANNELS)
-    _check_vector("norm_scale_shift", "weight", weight, x, CHANNELS)
-    _check_vector("norm_scale_shift", "bias", bias, x, CHANNELS)
+    name = "norm_scale_shift"
+    if x.dim() != 4:
+        raise ValueError(f"{name}: x must be 4-D (N, C, H, W), got shape {tuple(x.shape)}")
+    channels = x.shape[1]
+    if channels not in SCALE_SHIFT_CHANNELS:
+        raise ValueError(f"{name}: x must have 32, 64 or 128 channels, got {channels} (other layers use cuDNN)")
+    _check_x(name, x, channels)
+    _check_vector(name, "weight", weight, x, channels)
+    _check_vector(name, "bias", bias, x, channels)
     if not eps > 0:
-        raise ValueError(f"norm_scale_shift: eps must be > 0, got {eps}")
+        raise ValueError(f"{name}: eps must be > 0, got {eps}")
 
 
 def check_args(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps) -> None:

@@ -21,8 +21,6 @@
 namespace styleforge {
 namespace {
 
-constexpr int64_t kMC = kMomentsChannels;
-
 bool aligned16(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
 
 at::Tensor dense_nhwc(const at::Tensor& t) {
@@ -147,20 +145,25 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
 std::tuple<at::Tensor, at::Tensor> norm_scale_shift_cuda(const at::Tensor& x_in, const std::optional<at::Tensor>& weight,
                                                          const std::optional<at::Tensor>& bias, double eps) {
   constexpr const char* kName = "norm_scale_shift";
-  check_x(kName, x_in, kMC, 1);
+  TORCH_CHECK(x_in.dim() == 4, kName, ": x must be 4-D (N, C, H, W), got shape ", x_in.sizes());
+  const int64_t c = x_in.size(1);
+  TORCH_CHECK(c <= 128 && moments_channels_supported(static_cast<int>(c)), kName,
+              ": x must have 32, 64 or 128 channels, got ", c, " (other layers use cuDNN)");
+  check_x(kName, x_in, c, 1);
   TORCH_CHECK(eps > 0, kName, ": eps must be > 0, got ", eps);
-  const at::Tensor nw = vector_f32(kName, "weight", weight, x_in, kMC);
-  const at::Tensor nb = vector_f32(kName, "bias", bias, x_in, kMC);
+  const at::Tensor nw = vector_f32(kName, "weight", weight, x_in, c);
+  const at::Tensor nb = vector_f32(kName, "bias", bias, x_in, c);
   const c10::cuda::CUDAGuard guard(x_in.device());
   const at::Tensor x = dense_nhwc(x_in);
   const int64_t n = x.size(0), h = x.size(2), w = x.size(3);
-  at::Tensor scale = at::empty({n, kMC}, x.options().dtype(at::kFloat));
-  at::Tensor shift = at::empty({n, kMC}, x.options().dtype(at::kFloat));
+  at::Tensor scale = at::empty({n, c}, x.options().dtype(at::kFloat));
+  at::Tensor shift = at::empty({n, c}, x.options().dtype(at::kFloat));
   if (n == 0) return {scale, shift};
-  at::Tensor workspace = at::empty({static_cast<int64_t>(conv3x3_workspace_bytes(n, h, w, kMomentsChannels))},
+  at::Tensor workspace = at::empty({static_cast<int64_t>(conv3x3_workspace_bytes(n, h, w, static_cast<int>(c)))},
                                    x.options().dtype(at::kByte));
   MomentsArgs args;
   args.dtype = dtype_of(x);
+  args.channels = static_cast<int>(c);
   args.x = x.data_ptr();
   args.norm = handoff(nw, nb, eps, scale, shift);
   args.N = n;

@@ -20,8 +20,9 @@
 
 namespace styleforge {
 
-// The moments kernel's channel count (conv3's output, the hand-off into the residual chain).
-constexpr int kMomentsChannels = 128;
+// The moments kernel's channel counts: 128 (conv3's output, the hand-off into the residual chain),
+// 64 and 32 (the decoder's, e.g. deconv2's output into deconv3).
+constexpr bool moments_channels_supported(int c) { return c == 32 || c == 64 || c == 128; }
 // Output tiles: 16 columns × 8·(128 / Cout) rows; the statistics workspace holds one (sum, M2)
 // pair per (sample, tile, output channel).
 constexpr int kConv3x3TileW = 16;
@@ -53,8 +54,9 @@ struct Conv3x3Args {
 
 struct MomentsArgs {
   ConvDtype dtype = ConvDtype::kBFloat16;
-  const void* x = nullptr;          // (N, H, W, 128) dense NHWC, 16-byte aligned
-  NormHandoff norm;
+  int channels = 128;               // C: 32, 64 or 128 (moments_channels_supported)
+  const void* x = nullptr;          // (N, H, W, C) dense NHWC, 16-byte aligned
+  NormHandoff norm;                 // over C channels
   int64_t N = 0, H = 0, W = 0;
 };
 
@@ -62,7 +64,7 @@ struct MomentsArgs {
 bool conv3x3_config_supported(int cin, int cout, int upsample);
 
 // Tiles per output image, and the workspace a launch needs (16-byte aligned, no initialisation);
-// Ho, Wo are the output's sizes. The moments launch uses the cout = 128 tiling.
+// Ho, Wo are the output's sizes. The moments launch of C channels uses the cout = C tiling.
 int64_t conv3x3_tiles(int64_t Ho, int64_t Wo, int cout);
 size_t conv3x3_workspace_bytes(int64_t N, int64_t Ho, int64_t Wo, int cout);
 
@@ -75,6 +77,7 @@ bool conv3x3_supported();
 cudaError_t conv3x3_launch(const Conv3x3Args& args, void* workspace, cudaStream_t stream);
 
 // Enqueue the moments of x and the same hand-off (two kernels): InstanceNorm(x) = x·scale + shift.
+// Returns cudaErrorInvalidValue for an unsupported channel count or size, else the first launch error.
 cudaError_t moments_launch(const MomentsArgs& args, void* workspace, cudaStream_t stream);
 
 }  // namespace styleforge

@@ -1,9 +1,11 @@
 // Host-side interface of the tensor-core 9×9 convolutions (csrc/cuda/conv9x9.cu).
 //
 // Plain C++ with CUDA runtime types only, no torch: bindings_conv.cpp checks the tensors, fills
-// Conv9x9Args and calls conv9x9_launch on the current stream. The op's semantics (a VALID 9×9
-// convolution, stride 1, on an input that is already padded) are those of
-// styleforge/kernels/reference_conv.py, the pure-PyTorch twin.
+// Conv9x9Args and calls conv9x9_launch on the current stream. The op's semantics are those of
+// styleforge/kernels/reference_conv.py, the pure-PyTorch twin: a VALID 9×9 convolution, stride 1,
+// of x' = reflection_pad(pad)(round(relu(x·scale + shift))) (the norm only for 32 → 3, the head;
+// x' = round(x) without it), so with pad = 4 the layer's own pad, and the InstanceNorm before the
+// head, cost no pass over memory.
 #pragma once
 
 #include <cstdint>
@@ -17,12 +19,19 @@ enum class ConvDtype : int { kFloat16 = 1, kBFloat16 = 2 };
 
 struct Conv9x9Args {
   ConvDtype dtype = ConvDtype::kBFloat16;
-  const void* x = nullptr;       // (N, Hp, Wp, Cin) dense NHWC, 16-byte aligned
+  // x: 32 → 3: (N, H, W, 32) dense NHWC, 16-byte aligned, x's dtype. 3 → 32: any strides
+  // (element strides below), x's dtype or float32 (x_float32: cast on load, as .to(dtype) does).
+  const void* x = nullptr;
+  bool x_float32 = false;
+  int64_t stride_n = 0, stride_c = 0, stride_h = 0, stride_w = 0;   // 3 → 32 only
+  int pad = 0;                   // 0 (x is already padded) or 4 (reflection pad in the addressing)
+  const float* scale = nullptr;  // 32 → 3 only: (N, 32) fp32, or null (no norm) ...
+  const float* shift = nullptr;  // ... with shift: x' = relu(x·scale + shift) before the pad
   const void* weight = nullptr;  // (Cout, Cin, 9, 9) contiguous, x's dtype
   const float* bias = nullptr;   // (Cout,) fp32, or null
-  void* out = nullptr;           // (N, Hp - 8, Wp - 8, Cout) dense NHWC, 16-byte aligned
+  void* out = nullptr;           // (N, H + 2·pad − 8, W + 2·pad − 8, Cout) dense NHWC, 16-byte aligned
   bool out_float32 = false;      // fp32 output (only the 32→3 kernel has it)
-  int64_t N = 0, Hp = 0, Wp = 0; // Hp, Wp >= 9
+  int64_t N = 0, H = 0, W = 0;   // x's sizes: H + 2·pad, W + 2·pad >= 9, and H, W > pad
   int cin = 0, cout = 0;
   int num_sms = 132;             // sizes the persistent grid; any positive value is correct
 };

@@ -21,8 +21,14 @@ int main(int argc, char** argv) {
   styleforge::Conv9x9Args args;
   args.dtype = static_cast<styleforge::ConvDtype>(num("dtype"));
   args.N = num("N");
-  args.Hp = num("Hp");
-  args.Wp = num("Wp");
+  args.H = num("H");
+  args.W = num("W");
+  args.pad = static_cast<int>(num("pad"));
+  args.x_float32 = num("x_float32") != 0;
+  args.stride_n = num("sn");
+  args.stride_c = num("sc");
+  args.stride_h = num("sh");
+  args.stride_w = num("sw");
   args.cin = static_cast<int>(num("cin"));
   args.cout = static_cast<int>(num("cout"));
   args.out_float32 = num("out_float32") != 0;
@@ -30,11 +36,15 @@ int main(int argc, char** argv) {
   char* x = exact_copy(read_file(kv.at("x")));
   char* w = exact_copy(read_file(kv.at("weight")));
   char* b = kv.count("bias") ? exact_copy(read_file(kv.at("bias"))) : nullptr;
+  char* scale = kv.count("scale") ? exact_copy(read_file(kv.at("scale"))) : nullptr;
+  char* shift = kv.count("shift") ? exact_copy(read_file(kv.at("shift"))) : nullptr;
+  args.scale = reinterpret_cast<const float*>(scale);
+  args.shift = reinterpret_cast<const float*>(shift);
   args.x = x;
   args.weight = w;
   args.bias = reinterpret_cast<const float*>(b);
-  const size_t out_bytes =
-      static_cast<size_t>(args.N * (args.Hp - 8) * (args.Wp - 8) * args.cout) * (args.out_float32 ? 4 : 2);
+  const int64_t ho = args.H + 2 * args.pad - 8, wo = args.W + 2 * args.pad - 8;
+  const size_t out_bytes = static_cast<size_t>(args.N * ho * wo * args.cout) * (args.out_float32 ? 4 : 2);
   char* out = exact_copy(std::vector<char>(out_bytes, static_cast<char>(0xff)));
   args.out = out;
   const cudaError_t err = styleforge::conv9x9_launch(args, nullptr);
@@ -46,6 +56,8 @@ int main(int argc, char** argv) {
   free(x);
   free(w);
   free(b);
+  free(scale);
+  free(shift);
   free(out);
   return 0;
 }

@@ -41,22 +41,33 @@ def build(workdir: Path, sanitize: bool = True) -> Path:
 
 
 def run(exe: Path, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
-        out_float32: bool = False, num_sms: int = 1) -> torch.Tensor:
-    """One conv9x9 call on the emulator: x (N, Cin, Hp, Wp) fp16/bf16 → (N, Cout, Hp−8, Wp−8)."""
-    n, cin, hp, wp = x.shape
+        out_float32: bool = False, num_sms: int = 1, scale: torch.Tensor | None = None,
+        shift: torch.Tensor | None = None, pad: int = 0) -> torch.Tensor:
+    """One conv9x9 call on the emulator: x (N, Cin, H, W) → (N, Cout, H + 2·pad − 8, W + 2·pad − 8).
+
+    The head's x is passed dense NHWC, as the bindings make it; conv1's x is passed in its own
+    layout (NCHW-contiguous or channels_last) with its strides, fp32 or the weight's dtype."""
+    n, cin, h, w = x.shape
     cout = weight.shape[0]
+    if cin == 32 or not (x.is_contiguous() or x.is_contiguous(memory_format=torch.channels_last)):
+        x = x.contiguous(memory_format=torch.channels_last)
+    # The bytes in storage order (NCHW, or NHWC through the permuted view) and x's own strides.
+    dense = x if x.is_contiguous() else x.permute(0, 2, 3, 1)
+    sn, sc, sh, sw = x.stride()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        common.write_tensor(tmp / "x.bin", x.permute(0, 2, 3, 1))
-        common.write_tensor(tmp / "w.bin", weight.to(x.dtype))
-        argv = [str(exe), f"dtype={DTYPE_KIND[x.dtype]}", f"N={n}", f"Hp={hp}", f"Wp={wp}", f"cin={cin}",
-                f"cout={cout}", f"out_float32={int(out_float32)}", f"num_sms={num_sms}",
+        common.write_tensor(tmp / "x.bin", dense)
+        common.write_tensor(tmp / "w.bin", weight)
+        argv = [str(exe), f"dtype={DTYPE_KIND[weight.dtype]}", f"N={n}", f"H={h}", f"W={w}", f"pad={pad}",
+                f"x_float32={int(x.dtype == torch.float32)}", f"sn={sn}", f"sc={sc}", f"sh={sh}", f"sw={sw}",
+                f"cin={cin}", f"cout={cout}", f"out_float32={int(out_float32)}", f"num_sms={num_sms}",
                 f"x={tmp / 'x.bin'}", f"weight={tmp / 'w.bin'}", f"out={tmp / 'out.bin'}"]
-        if bias is not None:
-            common.write_tensor(tmp / "b.bin", bias.float())
-            argv.append(f"bias={tmp / 'b.bin'}")
+        for name, t in (("bias", bias), ("scale", scale), ("shift", shift)):
+            if t is not None:
+                common.write_tensor(tmp / f"{name}.bin", t.float())
+                argv.append(f"{name}={tmp / (name + '.bin')}")
         common.run_driver(argv)
         raw = (tmp / "out.bin").read_bytes()
-    dtype = torch.float32 if out_float32 else x.dtype
+    dtype = torch.float32 if out_float32 else weight.dtype
     out = torch.frombuffer(bytearray(raw), dtype=dtype)
-    return out.view(n, hp - 8, wp - 8, cout).permute(0, 3, 1, 2)
+    return out.view(n, h + 2 * pad - 8, w + 2 * pad - 8, cout).permute(0, 3, 1, 2)

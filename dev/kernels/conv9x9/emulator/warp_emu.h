@@ -42,6 +42,11 @@
 #define __launch_bounds__(...)
 #define STYLEFORGE_CONV_WARP_EMULATION 1
 
+// The round-to-nearest arithmetic intrinsics (device-only in the CUDA headers); x86-64 without
+// -mfma never contracts these into an FMA.
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
+
 namespace emu {
 
 constexpr int kWarp = 32;

@@ -439,25 +439,30 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
 #endif
 }
 
-// Per-tile (sum, M2) of every channel of an NHWC 128-channel tensor, same tiles and layout as the
-// 128 → 128 convolution's epilogue. Thread: one 16-byte chunk (8 channels) of 8 pixels, all loads
-// in flight.
-constexpr int kMC = kMomentsChannels, kMChunks = kMC / 8, kMTH = conv3x3_tile_h(kMC);
-template <typename T>
+// Per-tile (sum, M2) of every channel of an NHWC C-channel tensor, C = 32, 64 or 128: the same
+// tiles and layout as the Cout = C convolution's epilogue, which launch_handoff reads. Thread: one
+// 16-byte chunk (8 channels) of 8 pixels, all loads in flight. The tile (16 × 8·128/C pixels) and
+// the pixel lanes (256 / (C/8)) both grow with 128/C, so every C has 8 pixels per thread and an
+// 8 KB red.
+template <int C>
+constexpr int kMomentsTH = conv3x3_tile_h(C);   // host constexpr: evaluated here, not in the kernel
+template <typename T, int C>
 __global__ void __launch_bounds__(kMomentsThreads) moments_kernel(const uint16_t* x, float2* partials, int H, int W,
                                                                     int tiles_x, int tiles) {
-  __shared__ float red[kMomentsThreads / kMChunks][kMC];   // [pixel lane][channel]
-  __shared__ float mean_s[kMC];
+  constexpr int kMChunks = C / 8, kMLanes = kMomentsThreads / kMChunks, kMTH = kMomentsTH<C>;
+  constexpr int kPer = kMTH * kTW / kMLanes;   // 8 pixels each
+  static_assert((kMChunks & (kMChunks - 1)) == 0 && kPer * kMLanes == kMTH * kTW, "moments: C = 32, 64 or 128");
+  __shared__ float red[kMLanes][C];   // [pixel lane][channel]
+  __shared__ float mean_s[C];
   const int n = blockIdx.x / tiles, tile = blockIdx.x - n * tiles;
   const int y0 = (tile / tiles_x) * kMTH, x0 = (tile % tiles_x) * kTW;
-  const int q = threadIdx.x & (kMChunks - 1), lane_px = threadIdx.x / kMChunks;   // 16 pixel lanes
-  constexpr int kPer = kMTH * kTW / (kMomentsThreads / kMChunks);                 // 8 pixels each
+  const int q = threadIdx.x & (kMChunks - 1), lane_px = threadIdx.x / kMChunks;
   float v[kPer][8];
   bool valid[kPer];
   const uint4* x4 = reinterpret_cast<const uint4*>(x);
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
-    const int px = lane_px + j * (kMomentsThreads / kMChunks);
+    const int px = lane_px + j * kMLanes;
     const int y = y0 + px / kTW, xx = x0 + px % kTW;
     valid[j] = y < H && xx < W;
     uint4 raw = make_uint4(0, 0, 0, 0);
@@ -474,8 +479,11 @@ __global__ void __launch_bounds__(kMomentsThreads) moments_kernel(const uint16_t
   for (int e = 0; e < 8; ++e) red[lane_px][q * 8 + e] = s[e];
   __syncthreads();
   float tile_sum = 0.f;
-  if (threadIdx.x < kMC) {
-    for (int l = 0; l < kMomentsThreads / kMChunks; ++l) tile_sum += red[l][threadIdx.x];
+  if (threadIdx.x < C) {
+    // Unroll 4, not the compiler's choice: with v still live, unrolling C = 32's 64 lanes by 8 or
+    // more spills on sm_80 (its ptxas holds this kernel to 80 registers).
+#pragma unroll 4
+    for (int l = 0; l < kMLanes; ++l) tile_sum += red[l][threadIdx.x];
     mean_s[threadIdx.x] = tile_sum / count;
   }
   __syncthreads();
@@ -494,10 +502,10 @@ __global__ void __launch_bounds__(kMomentsThreads) moments_kernel(const uint16_t
 #pragma unroll
   for (int e = 0; e < 8; ++e) red[lane_px][q * 8 + e] = s[e];
   __syncthreads();
-  if (threadIdx.x < kMC) {
+  if (threadIdx.x < C) {
     float m2 = 0.f;
-    for (int l = 0; l < kMomentsThreads / kMChunks; ++l) m2 += red[l][threadIdx.x];
-    partials[(static_cast<int64_t>(n) * tiles + tile) * kMC + threadIdx.x] = make_float2(tile_sum, m2);
+    for (int l = 0; l < kMLanes; ++l) m2 += red[l][threadIdx.x];
+    partials[(static_cast<int64_t>(n) * tiles + tile) * C + threadIdx.x] = make_float2(tile_sum, m2);
   }
 }
 
@@ -684,21 +692,24 @@ cudaError_t conv3x3_launch(const Conv3x3Args& a, void* workspace, cudaStream_t s
 }
 
 cudaError_t moments_launch(const MomentsArgs& a, void* workspace, cudaStream_t stream) {
-  if (!valid_sizes(a.N, a.H, a.W, kMC)) return cudaErrorInvalidValue;
+  const int c = a.channels;
+  if (!moments_channels_supported(c) || !valid_sizes(a.N, a.H, a.W, c)) return cudaErrorInvalidValue;
   if (a.N == 0) return cudaSuccess;
   float2* partials = static_cast<float2*>(workspace);
-  const int tiles_x = static_cast<int>((a.W + kTW - 1) / kTW), tiles = static_cast<int>(conv3x3_tiles(a.H, a.W, kMC));
+  const int tiles_x = static_cast<int>((a.W + kTW - 1) / kTW), tiles = static_cast<int>(conv3x3_tiles(a.H, a.W, c));
   const unsigned blocks = static_cast<unsigned>(a.N * tiles);
   const uint16_t* x = static_cast<const uint16_t*>(a.x);
   const int H = static_cast<int>(a.H), W = static_cast<int>(a.W);
-  if (a.dtype == ConvDtype::kBFloat16) {
-    moments_kernel<__nv_bfloat16><<<blocks, kMomentsThreads, 0, stream>>>(x, partials, H, W, tiles_x, tiles);
-  } else {
-    moments_kernel<__half><<<blocks, kMomentsThreads, 0, stream>>>(x, partials, H, W, tiles_x, tiles);
-  }
+  // One instantiation per (dtype, C): the tile height and the lane split are compile-time.
+  using Kernel = void (*)(const uint16_t*, float2*, int, int, int, int);
+  const bool bf16 = a.dtype == ConvDtype::kBFloat16;
+  const Kernel kernel = c == 128 ? (bf16 ? moments_kernel<__nv_bfloat16, 128> : moments_kernel<__half, 128>)
+                        : c == 64 ? (bf16 ? moments_kernel<__nv_bfloat16, 64> : moments_kernel<__half, 64>)
+                                  : (bf16 ? moments_kernel<__nv_bfloat16, 32> : moments_kernel<__half, 32>);
+  kernel<<<blocks, kMomentsThreads, 0, stream>>>(x, partials, H, W, tiles_x, tiles);
   const cudaError_t err = cudaPeekAtLastError();
   if (err != cudaSuccess) return err;
-  return launch_handoff(partials, a.N, a.H, a.W, kMC, a.norm, device_runs_sm90a(), stream);
+  return launch_handoff(partials, a.N, a.H, a.W, c, a.norm, device_runs_sm90a(), stream);
 }
 
 }  // namespace styleforge

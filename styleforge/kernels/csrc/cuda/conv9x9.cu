@@ -1,7 +1,12 @@
 // Tensor-core kernels for the style network's two 9×9 convolutions, fp16/bf16 in, fp32 accumulate:
-//   conv1   3 → 32 on the reflection-padded image      (rgb_kernel)
-//   deconv3 32 → 3 on the padded output of IN5         (head_kernel)
-// Both are VALID convolutions, stride 1, NHWC (channels_last) in and out: out is (Hp−8)×(Wp−8).
+//   conv1   3 → 32 on the image                        (rgb_kernel)
+//   deconv3 32 → 3 on IN5's input, IN5 applied on load (head_kernel)
+// Both are VALID convolutions, stride 1, over x padded by `pad` (0, or the layer's reflection pad
+// of 4, resolved in the staging loops' addressing so no padded copy is ever written); NHWC
+// (channels_last) out: (Hp−8)×(Wp−8) with Hp = H + 2·pad. conv1 reads x through any strides and
+// in fp32 too (the 0–255 image, rounded to T on load: the engine's pad + cast pass is gone);
+// deconv3 reads dense NHWC x and can apply the InstanceNorm before it on load (x·scale + shift,
+// ReLU, rounded to T: bit for bit what the norm op would have written), so IN5 costs no pass.
 // Pure CUDA (runtime, fp16/bf16 headers, no torch) so CI compile-checks it without a GPU;
 // bindings_conv.cpp turns tensors into Conv9x9Args. Semantics: styleforge/kernels/reference_conv.py.
 //
@@ -34,9 +39,9 @@
 // Block: 4 warps = 2 row groups × 2 column segments, tile 16×32 output pixels; the weights of
 // all 81 taps (41 KB of fragments) are staged once per block, so the grid is persistent.
 //
-// Tails: the input tile is zero-filled past the input's edge and stores are bounds-checked, so
-// any H, W ≥ 1 works. Global offsets are 64-bit. Not covered: other channel counts (the bindings
-// refuse them and the engine keeps cuDNN), fp32 inputs, strides or dilations.
+// Tails: the input tile is zero-filled past the padded input's edge and stores are bounds-checked,
+// so any output size ≥ 1 works. Global offsets are 64-bit. Not covered: other channel counts (the
+// bindings refuse them and the engine keeps cuDNN), fp32 input to the head, conv strides or dilations.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -87,6 +92,24 @@ template <> __device__ __forceinline__ uint16_t to_bits<__nv_bfloat16>(float v) 
   return __bfloat16_as_ushort(__float2bfloat16_rn(v));
 }
 
+template <typename T> __device__ __forceinline__ float from_bits(uint16_t b);
+template <> __device__ __forceinline__ float from_bits<__half>(uint16_t b) {
+  return __half2float(__ushort_as_half(b));
+}
+template <> __device__ __forceinline__ float from_bits<__nv_bfloat16>(uint16_t b) {
+  return __bfloat162float(__ushort_as_bfloat16(b));
+}
+
+// x·scale + shift rounded twice, as the twin (and PyTorch) computes it: no FMA contraction, so the
+// value rounded to T is the twin's bit for bit.
+__device__ __forceinline__ float affine(float x, float scale, float shift) {
+  return __fadd_rn(__fmul_rn(x, scale), shift);
+}
+
+// One element of x as T's 16 bits: raw when x is T already, else rounded as .to(T) rounds.
+template <typename T> __device__ __forceinline__ uint16_t as_bits(uint16_t v) { return v; }
+template <typename T> __device__ __forceinline__ uint16_t as_bits(float v) { return to_bits<T>(v); }
+
 template <typename Out> __device__ __forceinline__ void store_one(Out* p, float v);
 template <> __device__ __forceinline__ void store_one<float>(float* p, float v) { *p = v; }
 template <> __device__ __forceinline__ void store_one<__half>(__half* p, float v) {
@@ -101,13 +124,24 @@ __device__ __forceinline__ uint32_t pack2(uint16_t lo, uint16_t hi) {
 }
 
 struct Params {
-  const uint16_t* x;       // raw 16-bit elements: the kernels only move them until the mma
+  const void* x;           // T's raw 16-bit elements (the kernels only move them until the mma) or fp32
   const uint16_t* weight;
   const float* bias;
+  const float* scale;      // head: (N, 32) prologue norm, or null
+  const float* shift;
   void* out;
-  int64_t Hp, Wp, H, W;
+  int64_t sn, sc, sh, sw;  // rgb: x's element strides
+  int64_t Hin, Win;        // x's sizes
+  int64_t Hp, Wp, H, W;    // padded input, output
+  int pad;                 // the reflection pad resolved in the addressing (0 or 4)
   int64_t tiles_x, tiles_y, tiles;
 };
+
+// Source row/column of padded coordinate i + pad under reflection (needs pad < n): the staging
+// loops map every padded input position to x itself, so no padded copy exists.
+__device__ __forceinline__ int64_t reflect(int64_t i, int64_t n) {
+  return i < 0 ? -i : (i >= n ? 2 * (n - 1) - i : i);
+}
 
 // ---- rgb_kernel: 3 → 32 -------------------------------------------------------------------
 
@@ -116,13 +150,16 @@ constexpr int kRgbTH = 8, kRgbTW = 64;                 // output tile
 constexpr int kRgbRows = kRgbTH + 8;                   // staged input rows
 constexpr int kRgbCopy = 224;                          // elements per copy: ≥ 3·63 + 32, and 112 words ≡ 16 (mod 32)
 constexpr int kRgbLoad = kRgbCopy + 1;                 // copy 1 needs one element past copy 0
+constexpr int kRgbStaged = kRgbRows * kRgbLoad;         // elements staged per tile
+constexpr int kRgbPerThread = (kRgbStaged + kRgbThreads - 1) / kRgbThreads;   // 15
+constexpr int kRgbBatch = 8;                                                  // loads in flight
 constexpr int kRgbSlots = 9 * 2 * 4;                   // B fragments: ky × k-step × n-tile
 constexpr int kRgbStage = 40;                          // staged output pixel stride (elements), 80 B
 constexpr size_t kRgbInBytes = size_t(kRgbRows) * 2 * kRgbCopy * 2;
 constexpr size_t kRgbWBytes = size_t(kRgbSlots) * 32 * 8;
 constexpr size_t kRgbSmem = kRgbInBytes + kRgbWBytes + size_t(kRgbTH) * kRgbTW * kRgbStage * 2;
 
-template <typename T>
+template <typename T, typename In>
 __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
   extern __shared__ __align__(16) unsigned char smem[];
   uint16_t* in_s = reinterpret_cast<uint16_t*>(smem);                  // [row][copy][kRgbCopy]
@@ -153,19 +190,37 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
   const int a_word = (g & 1) ? kRgbCopy / 2 + (e0 - 1) / 2 : e0 / 2;
   constexpr int kRowWords = kRgbCopy;                      // two copies of kRgbCopy 16-bit elements
   const uint32_t* a_base = reinterpret_cast<const uint32_t*>(in_s) + wr0 * kRowWords + a_word;
-  const uint16_t* x = p.x;
+  const In* x = static_cast<const In*>(p.x);
 
   for (int64_t tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
     const int64_t rest = tile / p.tiles_x, n = rest / p.tiles_y;
     const int y0 = static_cast<int>(rest % p.tiles_y) * kRgbTH, x0 = static_cast<int>(tile % p.tiles_x) * kRgbTW;
     __syncthreads();   // the previous tile's readers of in_s and st_s are done
-    const int64_t row_elems = p.Wp * 3;
-    for (int i = threadIdx.x; i < kRgbRows * kRgbLoad; i += kRgbThreads) {
-      const int r = i / kRgbLoad, j = i - r * kRgbLoad;
-      const int y = y0 + r, e = x0 * 3 + j;
-      const uint16_t v = (y < p.Hp && e < row_elems) ? x[(n * p.Hp + y) * row_elems + e] : uint16_t(0);
-      if (j < kRgbCopy) in_s[(r * 2) * kRgbCopy + j] = v;
-      if (j > 0) in_s[(r * 2 + 1) * kRgbCopy + j - 1] = v;
+    // Element e of a staged row is channel e % 3 of padded pixel e / 3 (the NHWC order of K).
+    // Staging in batches whose loads are all issued before the first is used (one memory latency
+    // per batch, not per element).
+    const In* xn = x + n * p.sn;
+#pragma unroll 1
+    for (int b = 0; b < kRgbPerThread; b += kRgbBatch) {
+      In raw[kRgbBatch];
+#pragma unroll
+      for (int k = 0; k < kRgbBatch; ++k) {
+        const int i = threadIdx.x + (b + k) * kRgbThreads, r = i / kRgbLoad, j = i - r * kRgbLoad;
+        const int y = y0 + r, e = x0 * 3 + j, px = e / 3, c = e - 3 * px;
+        raw[k] = In(0);
+        if (i < kRgbStaged && y < p.Hp && px < p.Wp) {
+          raw[k] = xn[c * p.sc + reflect(y - p.pad, p.Hin) * p.sh + reflect(px - p.pad, p.Win) * p.sw];
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < kRgbBatch; ++k) {
+        const int i = threadIdx.x + (b + k) * kRgbThreads, r = i / kRgbLoad, j = i - r * kRgbLoad;
+        if (i < kRgbStaged) {
+          const uint16_t v = as_bits<T>(raw[k]);
+          if (j < kRgbCopy) in_s[(r * 2) * kRgbCopy + j] = v;
+          if (j > 0) in_s[(r * 2 + 1) * kRgbCopy + j - 1] = v;
+        }
+      }
     }
     __syncthreads();
 
@@ -230,6 +285,10 @@ constexpr int kHeadTH = 16, kHeadTW = 32;              // output tile
 constexpr int kHeadRW = 8;                             // output rows per warp
 constexpr int kHeadRows = kHeadTH + 8, kHeadCols = kHeadTW + 8;
 constexpr int kHeadSlots = 81 * 2;                     // B fragments: tap × k-step
+constexpr int kHeadPerThread = kHeadRows * kHeadCols * 4 / kHeadThreads;   // staged 16-byte chunks
+constexpr int kHeadBatch = 10;                                              // loads in flight
+static_assert(kHeadRows * kHeadCols * 4 % kHeadThreads == 0 && kHeadPerThread % kHeadBatch == 0,
+              "the staging loop covers the tile exactly");
 constexpr size_t kHeadInBytes = size_t(kHeadRows) * kHeadCols * 64;
 constexpr size_t kHeadSmem = kHeadInBytes + size_t(kHeadSlots) * 32 * 8;
 
@@ -263,18 +322,57 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
   // ldmatrix.x4: lanes 0–7 address pixels 0–7 at k 0–7 (→ a[0]), 8–15 pixels 8–15 (→ a[1]),
   // 16–23 pixels 0–7 at k 8–15 (→ a[2]), 24–31 pixels 8–15 at k 8–15 (→ a[3]).
   const int lrow = lane & 15, lhalf = lane >> 4;
-  const uint4* x = reinterpret_cast<const uint4*>(p.x);
+  const uint4* x = static_cast<const uint4*>(p.x);
+  const int q = threadIdx.x & 3;   // the staging loop strides by a multiple of 4: one chunk, always
 
   for (int64_t tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
     const int64_t rest = tile / p.tiles_x, n = rest / p.tiles_y;
     const int y0 = static_cast<int>(rest % p.tiles_y) * kHeadTH, x0 = static_cast<int>(tile % p.tiles_x) * kHeadTW;
+    // The prologue norm of this thread's 8 channels (8q .. 8q + 7) in sample n.
+    float nscale[8], nshift[8];
+    if (p.scale != nullptr) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        nscale[e] = p.scale[n * 32 + 8 * q + e];
+        nshift[e] = p.shift[n * 32 + 8 * q + e];
+      }
+    }
     __syncthreads();   // the previous tile's ldmatrix reads are done
-    for (int i = threadIdx.x; i < kHeadRows * kHeadCols * 4; i += kHeadThreads) {
-      const int q = i & 3, P = i >> 2, r = P / kHeadCols, c = P - r * kHeadCols;
-      const int y = y0 + r, xx = x0 + c;
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (y < p.Hp && xx < p.Wp) v = __ldg(x + ((n * p.Hp + y) * p.Wp + xx) * 4 + q);
-      *reinterpret_cast<uint4*>(in_s + head_chunk_offset(P, q)) = v;
+    // Staging in batches whose loads are all issued before the first is used (one memory latency
+    // per batch, not per chunk).
+    const uint4* xn = x + n * p.Hin * p.Win * 4 + q;
+#pragma unroll 1
+    for (int b = 0; b < kHeadPerThread; b += kHeadBatch) {
+      uint4 raw[kHeadBatch];
+#pragma unroll
+      for (int k = 0; k < kHeadBatch; ++k) {
+        const int P = (threadIdx.x + (b + k) * kHeadThreads) >> 2, r = P / kHeadCols, c = P - r * kHeadCols;
+        const int y = y0 + r, xx = x0 + c;
+        raw[k] = make_uint4(0, 0, 0, 0);
+        if (y < p.Hp && xx < p.Wp) {
+          raw[k] = __ldg(xn + (reflect(y - p.pad, p.Hin) * p.Win + reflect(xx - p.pad, p.Win)) * 4);
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < kHeadBatch; ++k) {
+        const int P = (threadIdx.x + (b + k) * kHeadThreads) >> 2, r = P / kHeadCols, c = P - r * kHeadCols;
+        uint4 v = raw[k];
+        // x' = round(relu(x·scale + shift)), as the InstanceNorm op writes it; zeros past the
+        // padded input stay zeros (they feed only outputs that are not stored).
+        if (p.scale != nullptr && y0 + r < p.Hp && x0 + c < p.Wp) {
+          uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+          for (int h = 0; h < 4; ++h) {
+            const float lo = fmaxf(affine(from_bits<T>(static_cast<uint16_t>(w[h] & 0xffffu)), nscale[2 * h],
+                                          nshift[2 * h]), 0.f);
+            const float hi = fmaxf(affine(from_bits<T>(static_cast<uint16_t>(w[h] >> 16)), nscale[2 * h + 1],
+                                          nshift[2 * h + 1]), 0.f);
+            w[h] = pack2(to_bits<T>(lo), to_bits<T>(hi));
+          }
+          v = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+        *reinterpret_cast<uint4*>(in_s + head_chunk_offset(P, q)) = v;
+      }
     }
     __syncthreads();
 
@@ -331,14 +429,23 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
 
 Params make_params(const Conv9x9Args& a, int th, int tw) {
   Params p;
-  p.x = static_cast<const uint16_t*>(a.x);
+  p.x = a.x;
   p.weight = static_cast<const uint16_t*>(a.weight);
   p.bias = a.bias;
+  p.scale = a.scale;
+  p.shift = a.shift;
   p.out = a.out;
-  p.Hp = a.Hp;
-  p.Wp = a.Wp;
-  p.H = a.Hp - 8;
-  p.W = a.Wp - 8;
+  p.sn = a.stride_n;
+  p.sc = a.stride_c;
+  p.sh = a.stride_h;
+  p.sw = a.stride_w;
+  p.Hin = a.H;
+  p.Win = a.W;
+  p.pad = a.pad;
+  p.Hp = a.H + 2 * a.pad;
+  p.Wp = a.W + 2 * a.pad;
+  p.H = p.Hp - 8;
+  p.W = p.Wp - 8;
   p.tiles_x = (p.W + tw - 1) / tw;
   p.tiles_y = (p.H + th - 1) / th;
   p.tiles = a.N * p.tiles_x * p.tiles_y;
@@ -350,13 +457,13 @@ unsigned grid_for(int64_t tiles, int num_sms) {
   return static_cast<unsigned>(std::min(tiles, resident));
 }
 
-template <typename T>
+template <typename T, typename In>
 cudaError_t launch_rgb(const Conv9x9Args& a, cudaStream_t stream, int id) {
   const Params p = make_params(a, kRgbTH, kRgbTW);
   if (p.tiles == 0) return cudaSuccess;
-  const cudaError_t err = allow_smem(rgb_kernel<T>, kRgbSmem, id);
+  const cudaError_t err = allow_smem(rgb_kernel<T, In>, kRgbSmem, id);
   if (err != cudaSuccess) return err;
-  rgb_kernel<T><<<grid_for(p.tiles, a.num_sms), kRgbThreads, kRgbSmem, stream>>>(p);
+  rgb_kernel<T, In><<<grid_for(p.tiles, a.num_sms), kRgbThreads, kRgbSmem, stream>>>(p);
   return cudaPeekAtLastError();
 }
 
@@ -377,11 +484,17 @@ bool conv9x9_supported(int cin, int cout, bool out_float32) {
 }
 
 cudaError_t conv9x9_launch(const Conv9x9Args& a, cudaStream_t stream) {
-  if (!conv9x9_supported(a.cin, a.cout, a.out_float32) || a.Hp < 9 || a.Wp < 9 || a.N < 0) {
+  const bool head = a.cin == 32;
+  if (!conv9x9_supported(a.cin, a.cout, a.out_float32) || (a.pad != 0 && a.pad != 4) || a.H <= a.pad ||
+      a.W <= a.pad || a.H + 2 * a.pad < 9 || a.W + 2 * a.pad < 9 || a.N < 0 || (a.scale == nullptr) != (a.shift == nullptr) ||
+      (a.scale != nullptr && !head) || (a.x_float32 && head)) {
     return cudaErrorInvalidValue;
   }
   const bool bf16 = a.dtype == ConvDtype::kBFloat16;
-  if (a.cin == 3) return bf16 ? launch_rgb<__nv_bfloat16>(a, stream, 0) : launch_rgb<__half>(a, stream, 1);
+  if (!head) {
+    if (a.x_float32) return bf16 ? launch_rgb<__nv_bfloat16, float>(a, stream, 6) : launch_rgb<__half, float>(a, stream, 7);
+    return bf16 ? launch_rgb<__nv_bfloat16, uint16_t>(a, stream, 0) : launch_rgb<__half, uint16_t>(a, stream, 1);
+  }
   if (a.out_float32) {
     return bf16 ? launch_head<__nv_bfloat16, float>(a, stream, 2) : launch_head<__half, float>(a, stream, 3);
   }
