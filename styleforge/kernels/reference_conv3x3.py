@@ -16,9 +16,14 @@ residual convolutions and (128, 64, 2), (64, 32, 2) decoder convolutions:
 `norm_scale_shift(x, weight, bias, eps)`: the same (scale, shift), (N, C) fp32, for an x of C = 32,
   64 or 128 channels (the hand-off from a cuDNN convolution into the chain).
 
-`weight` is packed once by `pack_weight` into the kernel's shared-memory image: (9 taps, Cin/64,
+`weight` is packed once by `pack_weight` into the kernel's shared-memory image: (taps, Cin/64,
 Cout, 64) with the 16-byte chunks of each 128-byte row XOR-swizzled by the output channel's low 3
-bits. `unpack_weight` inverts it. `check_args` and `check_scale_shift_args` are the one statement
+bits. `unpack_weight` inverts it. Taps are the 9 of the 3×3 kernel, except for (64, 32, 2), which is
+computed in phase-split form: a ×2 nearest upsample then a reflection-padded 3×3 convolution equals,
+for each output phase (a, b) = (row, column) parity, a 2×2 convolution of the replicate-padded
+low-resolution input whose taps are sums of the 3×3 taps (`phase_weight`), so its packed weight
+holds 16 summed taps (4 phases × 2 × 2), each rounded to the dtype once, and the twin computes
+exactly that form. `check_args` and `check_scale_shift_args` are the one statement
 of the argument rules; the CUDA binding mirrors them.
 """
 from __future__ import annotations
@@ -31,8 +36,27 @@ CONFIGS = ((128, 128, 1), (128, 64, 2), (64, 32, 2))   # (Cin, Cout, upsample) w
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
 
 
+PHASE_SPLIT = (64, 32)                           # (Cin, Cout) packed and computed in phase-split form
+# 3×3 kernel rows (or columns) that land on low-resolution row i − 1 + a + d for output parity a and
+# 2×2 tap d: output row 2i + a reads upsampled rows 2i + a − 1 .. 2i + a + 1, i.e. low rows ⌊·/2⌋.
+_PHASE_TAPS = {(0, 0): (0,), (0, 1): (1, 2), (1, 0): (0, 1), (1, 1): (2,)}
+
+
 def packed_shape(cin: int, cout: int) -> tuple[int, int, int, int]:
-    return 9, cin // 64, cout, 64
+    return (16 if (cin, cout) == PHASE_SPLIT else 9), cin // 64, cout, 64
+
+
+def phase_weight(weight: torch.Tensor) -> torch.Tensor:
+    """(Cout, Cin, 3, 3) → (Cout, Cin, 16) summed taps, tap 4·(2a + b) + 2·dy + dx, in fp32."""
+    w = weight.float()
+    taps = []
+    for a in range(2):
+        for b in range(2):
+            for dy in range(2):
+                for dx in range(2):
+                    rows, cols = _PHASE_TAPS[(a, dy)], _PHASE_TAPS[(b, dx)]
+                    taps.append(w[:, :, list(rows)][:, :, :, list(cols)].sum(dim=(2, 3)))
+    return torch.stack(taps, dim=2)
 
 
 def _swizzle_index(cout: int, device: torch.device) -> torch.Tensor:
@@ -43,26 +67,47 @@ def _swizzle_index(cout: int, device: torch.device) -> torch.Tensor:
 
 
 def pack_weight(weight: torch.Tensor) -> torch.Tensor:
-    """(Cout, Cin, 3, 3) → the kernel's (9, Cin/64, Cout, 64) packed, swizzled layout, same dtype."""
+    """(Cout, Cin, 3, 3) → the kernel's (taps, Cin/64, Cout, 64) packed, swizzled layout, same dtype
+    (16 phase-split taps for (Cin, Cout) = (64, 32), summed in fp32 and rounded once, else 9)."""
     if weight.dim() != 4 or tuple(weight.shape[2:]) != (3, 3) or weight.shape[1] % 64 or weight.shape[0] % 8:
         raise ValueError(f"conv3x3 pack_weight: weight must be (Cout, Cin, 3, 3) with Cin a multiple of 64, "
                          f"got {tuple(weight.shape)}")
     cout, cin = weight.shape[:2]
     kb = cin // 64
-    # (Cout, Cin, ky, kx) → (tap, kb, n, chunk, 8) with k = 64·kb + 8·chunk + e.
-    w = weight.detach().permute(2, 3, 0, 1).reshape(9, cout, kb, 8, 8).permute(0, 2, 1, 3, 4)
-    index = _swizzle_index(cout, weight.device).view(1, 1, cout, 8, 1).expand(9, kb, cout, 8, 8)
-    return torch.gather(w, 3, index).reshape(packed_shape(cin, cout)).contiguous()
+    taps = packed_shape(cin, cout)[0]
+    by_tap = (phase_weight(weight.detach()).to(weight.dtype) if taps == 16
+              else weight.detach().reshape(cout, cin, 9))                  # (Cout, Cin, tap)
+    # (tap, n, k) → (tap, kb, n, chunk, 8) with k = 64·kb + 8·chunk + e.
+    w = by_tap.permute(2, 0, 1).reshape(taps, cout, kb, 8, 8).permute(0, 2, 1, 3, 4)
+    index = _swizzle_index(cout, weight.device).view(1, 1, cout, 8, 1).expand(taps, kb, cout, 8, 8)
+    return torch.gather(w, 3, index).reshape(taps, kb, cout, 64).contiguous()
 
 
 def unpack_weight(packed: torch.Tensor) -> torch.Tensor:
-    """The inverse of `pack_weight` (the swizzle is an XOR, its own inverse)."""
-    _, kb, cout, _ = packed.shape
-    w = packed.reshape(9, kb, cout, 8, 8)
-    index = _swizzle_index(cout, packed.device).view(1, 1, cout, 8, 1).expand(9, kb, cout, 8, 8)
+    """The inverse of `pack_weight` (the swizzle is an XOR, its own inverse): (Cout, Cin, 3, 3), or
+    (Cout, Cin, 16) summed taps for a phase-split weight."""
+    taps, kb, cout, _ = packed.shape
+    w = packed.reshape(taps, kb, cout, 8, 8)
+    index = _swizzle_index(cout, packed.device).view(1, 1, cout, 8, 1).expand(taps, kb, cout, 8, 8)
     w = torch.gather(w, 3, index)                                 # (tap, kb, n, chunk, e)
-    w = w.permute(2, 0, 1, 3, 4).reshape(cout, 3, 3, kb * 64)     # (n, ky, kx, k)
-    return w.permute(0, 3, 1, 2).contiguous()
+    w = w.permute(2, 1, 3, 4, 0).reshape(cout, kb * 64, taps)     # (n, k, tap)
+    return w.contiguous() if taps == 16 else w.reshape(cout, kb * 64, 3, 3).contiguous()
+
+
+def _conv(up: torch.Tensor, a: torch.Tensor, weight: torch.Tensor, upsample: int) -> torch.Tensor:
+    """The convolution in fp32: of the reflection-padded upsampled `up`, or, phase split, four 2×2
+    convolutions of the replicate-padded low-resolution `a` interleaved into the ×2 output."""
+    w = unpack_weight(weight).float()
+    if w.dim() == 4:
+        return F.conv2d(F.pad(up, (1, 1, 1, 1), mode="reflect"), w)
+    n, _, h, wd = a.shape
+    low = F.pad(a.float(), (1, 1, 1, 1), mode="replicate")
+    out = low.new_empty((n, w.shape[0], 2 * h, 2 * wd))
+    for pa in range(2):
+        for pb in range(2):
+            taps = w[:, :, 4 * (2 * pa + pb):4 * (2 * pa + pb) + 4].reshape(w.shape[0], w.shape[1], 2, 2)
+            out[:, :, pa::2, pb::2] = F.conv2d(low[:, :, pa:pa + h + 1, pb:pb + wd + 1], taps)
+    return out
 
 
 def _check_x(name: str, x: torch.Tensor, channels: int, upsample: int = 1) -> None:
@@ -101,8 +146,9 @@ def check_scale_shift_args(x, weight, bias, eps) -> None:
 
 def check_args(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps) -> None:
     name = "conv3x3_norm"
-    if weight.dim() != 4 or weight.shape[0] != 9 or weight.shape[3] != 64:
-        raise ValueError(f"{name}: weight must be the packed (9, Cin/64, Cout, 64) tensor from pack_weight, "
+    if weight.dim() != 4 or weight.shape[3] != 64 or weight.shape[0] != packed_shape(64 * weight.shape[1],
+                                                                                      weight.shape[2])[0]:
+        raise ValueError(f"{name}: weight must be the packed (taps, Cin/64, Cout, 64) tensor from pack_weight, "
                          f"got {tuple(weight.shape)}")
     cin, cout = 64 * weight.shape[1], weight.shape[2]
     if (cin, cout, upsample) not in CONFIGS:
@@ -161,7 +207,7 @@ def conv3x3_norm(x, weight, scale=None, shift=None, residual=None, relu=False, u
     up = a.float()
     if upsample > 1:
         up = up.repeat_interleave(upsample, dim=2).repeat_interleave(upsample, dim=3)
-    out = F.conv2d(F.pad(up, (1, 1, 1, 1), mode="reflect"), unpack_weight(weight).float()).to(x.dtype)
+    out = _conv(up, a, weight, upsample).to(x.dtype)
     if stats:
         out_scale, out_shift = _scale_shift(out, norm_weight, norm_bias, eps)
     else:

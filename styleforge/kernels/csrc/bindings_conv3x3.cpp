@@ -68,11 +68,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
     int64_t upsample, bool keep_input, const std::optional<at::Tensor>& norm_weight,
     const std::optional<at::Tensor>& norm_bias, double eps, bool stats) {
   constexpr const char* kName = "conv3x3_norm";
-  TORCH_CHECK(weight.dim() == 4 && weight.size(0) == 9 && weight.size(3) == 64 &&
-                  weight.scalar_type() == x_in.scalar_type() && weight.is_contiguous(),
-              kName, ": weight must be the contiguous packed (9, Cin/64, Cout, 64) ", x_in.scalar_type(),
+  TORCH_CHECK(weight.dim() == 4 && weight.size(3) == 64 && weight.scalar_type() == x_in.scalar_type() &&
+                  weight.is_contiguous(),
+              kName, ": weight must be the contiguous packed (taps, Cin/64, Cout, 64) ", x_in.scalar_type(),
               " tensor from pack_weight, got ", weight.scalar_type(), " ", weight.sizes());
   const int64_t cin = 64 * weight.size(1), cout = weight.size(2);
+  const int64_t taps = conv3x3_phase_split(static_cast<int>(cin), static_cast<int>(cout), 2) ? 16 : 9;
+  TORCH_CHECK(weight.size(0) == taps, kName, ": a packed weight of (Cin, Cout) = (", cin, ", ", cout, ") has ", taps,
+              " taps (pack_weight), got ", weight.size(0));
   TORCH_CHECK(conv3x3_config_supported(static_cast<int>(cin), static_cast<int>(cout), static_cast<int>(upsample)),
               kName, ": (Cin, Cout, upsample) = (", cin, ", ", cout, ", ", upsample, ") is unsupported; supported: ",
               "(128, 128, 1), (128, 64, 2), (64, 32, 2) (other layers use cuDNN)");

@@ -6,7 +6,8 @@
 // styleforge/kernels/reference_conv3x3.py. In short, NHWC, batch N, (Cin, Cout, upsample) one of
 // the style network's (128, 128, 1) residual convolutions or (128, 64, 2), (64, 32, 2) decoder ones:
 //   a   = x·scale + shift (+ residual), ReLU if asked, rounded to x's dtype   (the prologue)
-//   out = conv3x3(reflection_pad1(upsample_nearest(a, upsample)), W)         (no bias)
+//   out = conv3x3(reflection_pad1(upsample_nearest(a, upsample)), W)         (no bias; for (64, 32, 2)
+//         its phase-split form, four 2×2 convolutions with summed, once-rounded taps: see the twin)
 //   (out_scale, out_shift) so that InstanceNorm(out; norm_weight, norm_bias, eps)
 //        = out·out_scale + out_shift per (sample, channel), from fp32 statistics of the rounded out.
 #pragma once
@@ -27,6 +28,11 @@ constexpr bool moments_channels_supported(int c) { return c == 32 || c == 64 || 
 // pair per (sample, tile, output channel).
 constexpr int kConv3x3TileW = 16;
 constexpr int conv3x3_tile_h(int cout) { return 8 * (128 / cout); }
+// The configuration computed as four 2×2 convolutions of the low-resolution input, one per output
+// phase (see Cfg::kPhase in conv3x3.cu): its packed weight holds 16 summed taps, not 9.
+constexpr bool conv3x3_phase_split(int cin, int cout, int upsample) {
+  return cin == 64 && cout == 32 && upsample == 2;
+}
 
 // The InstanceNorm hand-off: per-tile partial moments → (scale, shift) per (sample, channel).
 struct NormHandoff {
@@ -41,7 +47,7 @@ struct Conv3x3Args {
   ConvDtype dtype = ConvDtype::kBFloat16;
   int cin = 128, cout = 128, upsample = 1;
   const void* x = nullptr;          // (N, H, W, cin) dense NHWC, 16-byte aligned
-  const void* weight = nullptr;     // packed (9, cin / 64, cout, 64): see reference_conv3x3.pack_weight
+  const void* weight = nullptr;     // packed (taps, cin / 64, cout, 64), taps 9 or 16 (phase split): reference_conv3x3.pack_weight
   const float* scale = nullptr;     // (N, cin) fp32 prologue affine, or null (identity) ...
   const float* shift = nullptr;     // ... with shift (both or neither)
   const void* residual = nullptr;   // (N, H, W, cin) dense NHWC, or null

@@ -4,7 +4,8 @@
 //   prologue  the previous norm's apply (a = x·scale + shift, + residual, ReLU), the ×2 nearest
 //             upsample and the reflection resolved in the address math, written once to shared
 //             memory (and, if asked, the tile's interior to `act`, which becomes the next residual);
-//   main loop an implicit GEMM: M = the tile's output pixels, N = Cout, K = 9 taps × Cin;
+//   main loop an implicit GEMM: M = the tile's output pixels, N = Cout, K = 9 taps × Cin (64 → 32 ×2:
+//             4 taps × Cin per output phase on the low-resolution input, see Cfg::kPhase);
 //   epilogue  the output, rounded, plus per-tile (sum, M2) of every channel for the next norm;
 // then a second small kernel turns the tiles' moments into (scale, shift) per (sample, channel).
 // So an InstanceNorm between two of these convolutions costs no pass over the activation. Both
@@ -52,7 +53,6 @@ namespace {
 
 constexpr int kTW = kConv3x3TileW;
 constexpr int kConsumers = 256, kThreads = kConsumers + 32;
-[[maybe_unused]] constexpr int kTaps = 9;
 constexpr int kMomentsThreads = 256;
 
 constexpr uint32_t round_up_1k(uint32_t v) { return (v + 1023u) & ~1023u; }
@@ -61,17 +61,29 @@ template <int CIN, int COUT, int UP>
 struct Cfg {
   static constexpr int kMB = 128 / COUT;                      // m64 blocks per warpgroup
   static constexpr int kTH = conv3x3_tile_h(COUT);            // 8·kMB output rows
-  static constexpr int kHaloH = kTH + 2, kHaloW = kTW + 2;
+  // Phase split (the 64 → 32 ×2 layer): a nearest ×2 upsample then a 3×3 convolution is, for each
+  // output phase (a, b) = (row, column) parity, a 2×2 convolution of the low-resolution input
+  // (conv3x3_phase_weight sums the taps that land on the same input pixel; the reflection at the
+  // upsampled border becomes replication): 16 taps of K = Cin instead of 9 per output pixel, 2.25×
+  // fewer MMAs, and the halo holds low-resolution pixels. m64 block mb of each warpgroup is phase mb,
+  // the tile's 16 × 8 low-resolution pixels.
+  static constexpr bool kPhase = conv3x3_phase_split(CIN, COUT, UP);
+  static constexpr int kTaps = kPhase ? 16 : 9;
+  static constexpr int kHaloH = kPhase ? kTH / 2 + 2 : kTH + 2, kHaloW = kPhase ? kTW / 2 + 2 : kTW + 2;
   static constexpr int kHaloPixels = kHaloH * kHaloW;
   static constexpr int kPixelBytes = CIN * 2;
   static constexpr int kChunks = CIN / 8;                     // 16-byte chunks per input pixel
   static constexpr int kKSteps = CIN / 16;                    // k16 steps per tap
-  // Pipeline steps per tap: each step's A fragments are kStepK k16 steps × kMB blocks = 4 ldmatrix.x4
-  // (16 registers; two buffers), so the 64 accumulators and both buffers fit the 168 registers a
-  // thread gets (the block is 2.25 warpgroups; registers are allotted per warpgroup).
-  static constexpr int kStepsPerTap = kKSteps * kMB / 4;
+  // Pipeline steps per tap: each step's A fragments are kStepK k16 steps × kBlocksPerStep blocks = 4
+  // ldmatrix.x4 (16 registers; two buffers), so the 64 accumulators and both buffers fit the 168
+  // registers a thread gets (the block is 2.25 warpgroups; registers are allotted per warpgroup).
+  // A phase-split tap feeds one block (its phase).
+  static constexpr int kBlocksPerStep = kPhase ? 1 : kMB;
+  static constexpr int kStepsPerTap = kKSteps * kBlocksPerStep / 4;
   static constexpr int kStepK = kKSteps / kStepsPerTap;
-  static constexpr uint32_t kHaloBytes = round_up_1k(kHaloPixels * kPixelBytes);
+  static constexpr uint32_t kOutBytes = kTH * kTW * COUT * 2;
+  static constexpr uint32_t kHaloBytes = round_up_1k(kHaloPixels * kPixelBytes > static_cast<int>(kOutBytes)
+                                                         ? kHaloPixels * kPixelBytes : kOutBytes);
   static constexpr uint32_t kTapBytes = CIN * COUT * 2;
   static constexpr uint32_t kKbBytes = COUT * 128;            // one [Cout][64 k] block of a tap
   static constexpr int kStages = kTapBytes >= 16384 ? 4 : 9;
@@ -81,6 +93,7 @@ struct Cfg {
   static constexpr int kOutChunks = COUT / 8;
   static constexpr int kOutPixelBytes = COUT * 2;
   static_assert(kTH * kTW * kOutPixelBytes <= static_cast<int>(kHaloBytes), "the output stages in the halo");
+  static_assert(!kPhase || (kMB == 4 && kStepsPerTap == 1 && kTaps == 16), "phase split: a block per phase, a step per tap");
   static_assert(kSmem <= 227 * 1024, "shared memory");
 };
 
@@ -189,7 +202,7 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
   using namespace sm90;
   using C = Cfg<CIN, COUT, UP>;
   constexpr int kMB = C::kMB, kStepK = C::kStepK, kSPT = C::kStepsPerTap, kStages = C::kStages;
-  constexpr int kSteps = kTaps * kSPT;
+  constexpr int kTaps = C::kTaps, kSteps = kTaps * kSPT, kBPS = C::kBlocksPerStep;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
   const uint32_t base = (raw + 1023u) & ~1023u;
@@ -255,8 +268,10 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
       for (int j = 0; j < kBatch; ++j) {
         const int P = first + j * kRowsPerPass;
         const int r = P / C::kHaloW, c = P - r * C::kHaloW;
-        // Reflect in the (upsampled) output frame, then the nearest source pixel.
-        const int gy = reflect_clamp(y0 - 1 + r, Ho) / UP, gx = reflect_clamp(x0 - 1 + c, Wo) / UP;
+        // Reflect in the (upsampled) output frame, then the nearest source pixel; phase split: the
+        // low-resolution halo, whose reflection is replication.
+        const int gy = C::kPhase ? min(max(y0 / 2 - 1 + r, 0), H - 1) : reflect_clamp(y0 - 1 + r, Ho) / UP;
+        const int gx = C::kPhase ? min(max(x0 / 2 - 1 + c, 0), W - 1) : reflect_clamp(x0 - 1 + c, Wo) / UP;
         off[j] = ((static_cast<int64_t>(n) * H + gy) * W + gx) * kChunks + q;
         interior[j] = UP == 1 && r >= 1 && r <= C::kTH && c >= 1 && c <= kTW && y0 + r - 1 < H && x0 + c - 1 < W;
         if (P < C::kHaloPixels) {
@@ -294,14 +309,24 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
   // ---- main loop: kSteps steps of kStepK k16 steps × kMB wgmma m64n{Cout}k16 per warpgroup ----
   const int lane = tid & 31, warp = tid >> 5;
   const int row0 = (warp >> 2) * kMB * 4 + (warp & 3);   // output row of m64 block 0; block mb: + 4·mb
+  // Phase split: warp (wg, w) holds low-resolution rows lrow0 and lrow0 + 1, 8 pixels each (m16 rows
+  // 0–7 and 8–15), of every phase.
+  const int lrow0 = 8 * (warp >> 2) + 2 * (warp & 3);
   // ldmatrix.x4: lanes 0–15 address pixels 0–15 at channels 0–7 of the k16 step (→ a0, a1),
   // lanes 16–31 the same pixels at channels 8–15 (→ a2, a3).
   const int lrow = lane & 15, lhalf = lane >> 4;
-  auto load_a = [&](uint32_t (&a)[kStepK][kMB][4], int step) {
-    const int tap = step / kSPT, ky = tap / 3, kx = tap - ky * 3;
+  auto load_a = [&](uint32_t (&a)[kStepK][kBPS][4], int step) {
+    const int tap = step / kSPT;
 #pragma unroll
-    for (int mb = 0; mb < kMB; ++mb) {
-      const int P = (row0 + 4 * mb + ky) * C::kHaloW + lrow + kx;
+    for (int mb = 0; mb < kBPS; ++mb) {
+      int P;
+      if constexpr (C::kPhase) {   // tap = 4·phase + 2·dy + dx; phase = 2·a + b
+        const int a = tap >> 3, b = (tap >> 2) & 1, dy = (tap >> 1) & 1, dx = tap & 1;
+        P = (lrow0 + (lrow >> 3) + a + dy) * C::kHaloW + (lrow & 7) + b + dx;
+      } else {
+        const int ky = tap / 3, kx = tap - ky * 3;
+        P = (row0 + 4 * mb + ky) * C::kHaloW + lrow + kx;
+      }
       const uint32_t row = halo_s + P * C::kPixelBytes;
 #pragma unroll
       for (int kk = 0; kk < kStepK; ++kk) {
@@ -318,13 +343,13 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
 #pragma unroll
     for (int i = 0; i < COUT / 2; ++i) acc[mb][i] = 0.f;
   reg_fence(acc);   // the zeros are written before the first wgmma, not between wgmmas
-  uint32_t a0[kStepK][kMB][4], a1[kStepK][kMB][4];
+  uint32_t a0[kStepK][kBPS][4], a1[kStepK][kBPS][4];
   load_a(a0, 0);
 #pragma unroll
   for (int s = 0; s < kSteps; ++s) {
     const int tap = s / kSPT, st = tap % kStages;
-    uint32_t(&a)[kStepK][kMB][4] = (s & 1) ? a1 : a0;
-    uint32_t(&next)[kStepK][kMB][4] = (s & 1) ? a0 : a1;
+    uint32_t(&a)[kStepK][kBPS][4] = (s & 1) ? a1 : a0;
+    uint32_t(&next)[kStepK][kBPS][4] = (s & 1) ? a0 : a1;
     if (s % kSPT == 0) mbar_wait(bar_full + 8 * st, (tap / kStages) & 1);
     wg_fence();
     const uint32_t wb = w_s + st * C::kTapBytes;
@@ -332,8 +357,12 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
     for (int kk = 0; kk < kStepK; ++kk) {
       const int ks = (s % kSPT) * kStepK + kk;
       const uint64_t desc = sw128_desc(wb + (ks >> 2) * C::kKbBytes + (ks & 3) * 32, 16, 1024);
+      if constexpr (C::kPhase) {
+        wgmma_rs<kBF16>(acc[tap >> 2], a[kk][0], desc);   // the tap's phase is its block
+      } else {
 #pragma unroll
-      for (int mb = 0; mb < kMB; ++mb) wgmma_rs<kBF16>(acc[mb], a[kk][mb], desc);
+        for (int mb = 0; mb < kMB; ++mb) wgmma_rs<kBF16>(acc[mb], a[kk][mb], desc);
+      }
     }
     wg_commit();
     if (s > 0) {
@@ -349,14 +378,25 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
 
   // ---- epilogue: round, per-tile moments, stage and store -------------------------------------
   // Lane (g, t) of block mb holds pixels g and g + 8 of output row y0 + row0 + 4·mb, channels
-  // 8i + 2t, 8i + 2t + 1 in acc[mb][4i .. 4i + 3].
+  // 8i + 2t, 8i + 2t + 1 in acc[mb][4i .. 4i + 3]. Phase split: block mb = phase (a, b) holds tile
+  // pixels (2·lrow0 + a, 2g + b) and (2·lrow0 + 2 + a, 2g + b).
   const int g = lane >> 2, t = lane & 3;
+  int px0[kMB], px1[kMB];   // tile pixel (row · 16 + column) of m16 rows g and g + 8
+#pragma unroll
+  for (int mb = 0; mb < kMB; ++mb) {
+    if constexpr (C::kPhase) {
+      px0[mb] = (2 * lrow0 + (mb >> 1)) * kTW + 2 * g + (mb & 1);
+      px1[mb] = px0[mb] + 2 * kTW;
+    } else {
+      px0[mb] = (row0 + 4 * mb) * kTW + g;
+      px1[mb] = px0[mb] + 8;
+    }
+  }
   bool v0[kMB], v1[kMB];
 #pragma unroll
   for (int mb = 0; mb < kMB; ++mb) {
-    const bool row_ok = y0 + row0 + 4 * mb < Ho;
-    v0[mb] = row_ok && x0 + g < Wo;
-    v1[mb] = row_ok && x0 + g + 8 < Wo;
+    v0[mb] = y0 + px0[mb] / kTW < Ho && x0 + px0[mb] % kTW < Wo;
+    v1[mb] = y0 + px1[mb] / kTW < Ho && x0 + px1[mb] % kTW < Wo;
   }
   const float count = static_cast<float>(min(C::kTH, Ho - y0) * min(kTW, Wo - x0));
 #pragma unroll
@@ -407,14 +447,12 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
   // there as [pixel][Cout·2 B], chunks placed by out_slot.
 #pragma unroll
   for (int mb = 0; mb < kMB; ++mb) {
-    const int px = (row0 + 4 * mb) * kTW + g;   // px + 8 has the same slot pattern
 #pragma unroll
     for (int i = 0; i < C::kOutChunks; ++i) {
-      const int off = (out_slot<C::kOutChunks>(i, px) << 4) + 4 * t;
-      *reinterpret_cast<uint32_t*>(halo + px * C::kOutPixelBytes + off) =
-          pack2<T>(acc[mb][4 * i], acc[mb][4 * i + 1]);
-      *reinterpret_cast<uint32_t*>(halo + (px + 8) * C::kOutPixelBytes + off) =
-          pack2<T>(acc[mb][4 * i + 2], acc[mb][4 * i + 3]);
+      *reinterpret_cast<uint32_t*>(halo + px0[mb] * C::kOutPixelBytes + (out_slot<C::kOutChunks>(i, px0[mb]) << 4) +
+                                   4 * t) = pack2<T>(acc[mb][4 * i], acc[mb][4 * i + 1]);
+      *reinterpret_cast<uint32_t*>(halo + px1[mb] * C::kOutPixelBytes + (out_slot<C::kOutChunks>(i, px1[mb]) << 4) +
+                                   4 * t) = pack2<T>(acc[mb][4 * i + 2], acc[mb][4 * i + 3]);
     }
   }
   consumers_sync();

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# One device call for the phase-split 64 → 32 ×2 convolution: the conv3x3 and engine GPU tests,
+# the layer/frame probe and the 512² profile, then memcheck and racecheck of that configuration.
+#   OUT=... bash dev/kernels/conv3x3/phase_device.sh
+set -u
+OUT="${OUT:-out/conv3x3}"
+mkdir -p "$OUT"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 STYLEFORGE_CACHE_DIR=/tmp/sfcache
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+python3 -c "from styleforge import kernels; print(kernels.cuda_kernels_available())" 2>&1 | tail -1
+timeout 300 python3 -m pytest -q tests/test_kernels_conv3x3.py tests/test_fused_engine.py tests/test_gpu_stylize.py \
+  -m gpu -p no:cacheprovider >"$OUT/gpu_tests.log" 2>&1
+grep -E "FAILED|Error|passed|failed" "$OUT/gpu_tests.log" | head -20
+timeout 150 python3 dev/kernels/conv3x3/bench_layer.py --out "$OUT" 2>&1 | cut -c1-400 | tee "$OUT/frames.log"
+timeout 90 python3 dev/kernels/conv3x3/profile_frame.py --out "$OUT" --sizes 512x512 2>&1 | tail -2
+sel="decoder_conv3x3_norm_matches_float64 and odd and bfloat16 and affine_residual and dec64to32"
+for tool in memcheck racecheck; do
+  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 120 compute-sanitizer --tool "$tool" --kernel-name kns=conv3x3_kernel \
+    --error-exitcode 99 python3 -m pytest -q -x tests/test_kernels_conv3x3.py -p no:cacheprovider -k "$sel" \
+    >"$OUT/${tool}_phase.log" 2>&1
+  echo "phase $tool rc=$? $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|Internal|passed|failed' "$OUT/${tool}_phase.log" | tr '\n' ' ')"
+done
