@@ -67,24 +67,31 @@ def test_pack_weight_rule_and_inverse(config):
     w = torch.randn(cout, cin, 3, 3)
     p = ref.pack_weight(w)
     assert p.shape == ref.packed_shape(cin, cout) and p.is_contiguous()
-    phase = (cin, cout) == ref.PHASE_SPLIT
+    phase = (cin, cout) in ref.PHASE_SPLIT
     by_tap = ref.phase_weight(w) if phase else w.reshape(cout, cin, 9)
     assert torch.equal(ref.unpack_weight(p), by_tap if phase else w)
+    # Packed position → tap: phase-major for Cout 32; for Cout 64 ring entry v = 4·j + tap holds
+    # warpgroup 0's phase j, then warpgroup 1's phase 2 + j.
+    order = (list(range(16)) if cout == 32 else
+             [4 * (2 * wg + v // 4) + v % 4 for v in range(8) for wg in range(2)]) if phase else list(range(9))
+    assert sorted(order) == list(range(len(order)))
     rng = random.Random(0)
-    for _ in range(500):   # element (tap, kb, n, 8·slot + e) is tap `tap` of W[n, 64·kb + 8·(slot ^ n % 8) + e]
-        tap, kb, n = rng.randrange(p.shape[0]), rng.randrange(cin // 64), rng.randrange(cout)
+    for _ in range(500):   # element (pos, kb, n, 8·slot + e) is tap order[pos] of W[n, 64·kb + 8·(slot ^ n % 8) + e]
+        pos, kb, n = rng.randrange(p.shape[0]), rng.randrange(cin // 64), rng.randrange(cout)
         slot, e = rng.randrange(8), rng.randrange(8)
-        assert p[tap, kb, n, 8 * slot + e] == by_tap[n, 64 * kb + 8 * (slot ^ (n % 8)) + e, tap]
+        assert p[pos, kb, n, 8 * slot + e] == by_tap[n, 64 * kb + 8 * (slot ^ (n % 8)) + e, order[pos]]
 
 
 @pytest.mark.parametrize("size", [(1, 1), (1, 2), (3, 5), (7, 4), (2, 9)])
-def test_phase_split_is_the_upsampled_reflected_convolution_exactly(size):
+@pytest.mark.parametrize("channels", [(64, 32), (128, 64)], ids=str)
+def test_phase_split_is_the_upsampled_reflected_convolution_exactly(size, channels):
     """With integer data every sum is exact in bf16: the twin's four 2×2 convolutions of the
     replicate-padded input (summed taps) equal the ×2 upsample + reflection pad + 3×3 convolution
     bit for bit, borders included."""
+    cin, cout = channels
     g = torch.Generator().manual_seed(size[0] * 10 + size[1])
-    x = torch.randint(-3, 4, (2, 64, *size), generator=g).to(torch.bfloat16)
-    w = torch.randint(-2, 3, (32, 64, 3, 3), generator=g).to(torch.bfloat16)
+    x = torch.randint(-3, 4, (2, cin, *size), generator=g).to(torch.bfloat16)
+    w = torch.randint(-2, 3, (cout, cin, 3, 3), generator=g).to(torch.bfloat16)
     out = ref.conv3x3_norm(x, ref.pack_weight(w), upsample=2, stats=False)[0]
     want = F.conv2d(F.pad(upsampled(x.double(), 2), (1, 1, 1, 1), mode="reflect"), w.double())
     assert torch.equal(out, want.to(torch.bfloat16).contiguous(memory_format=torch.channels_last))

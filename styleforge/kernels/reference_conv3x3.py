@@ -18,12 +18,12 @@ residual convolutions and (128, 64, 2), (64, 32, 2) decoder convolutions:
 
 `weight` is packed once by `pack_weight` into the kernel's shared-memory image: (taps, Cin/64,
 Cout, 64) with the 16-byte chunks of each 128-byte row XOR-swizzled by the output channel's low 3
-bits. `unpack_weight` inverts it. Taps are the 9 of the 3×3 kernel, except for (64, 32, 2), which is
-computed in phase-split form: a ×2 nearest upsample then a reflection-padded 3×3 convolution equals,
-for each output phase (a, b) = (row, column) parity, a 2×2 convolution of the replicate-padded
-low-resolution input whose taps are sums of the 3×3 taps (`phase_weight`), so its packed weight
-holds 16 summed taps (4 phases × 2 × 2), each rounded to the dtype once, and the twin computes
-exactly that form. `check_args` and `check_scale_shift_args` are the one statement
+bits. `unpack_weight` inverts it. Taps are the 9 of the 3×3 kernel, except for the ×2 decoder
+configurations, computed in phase-split form: a ×2 nearest upsample then a reflection-padded 3×3
+convolution equals, for each output phase (a, b) = (row, column) parity, a 2×2 convolution of the
+replicate-padded low-resolution input whose taps are sums of the 3×3 taps (`phase_weight`), so
+their packed weights hold 16 summed taps (4 phases × 2 × 2), each rounded to the dtype once, in the
+order the kernel streams them (`_ring_order`), and the twin computes exactly that form. `check_args` and `check_scale_shift_args` are the one statement
 of the argument rules; the CUDA binding mirrors them.
 """
 from __future__ import annotations
@@ -36,14 +36,23 @@ CONFIGS = ((128, 128, 1), (128, 64, 2), (64, 32, 2))   # (Cin, Cout, upsample) w
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
 
 
-PHASE_SPLIT = (64, 32)                           # (Cin, Cout) packed and computed in phase-split form
+PHASE_SPLIT = ((128, 64), (64, 32))              # (Cin, Cout) packed and computed in phase-split form
 # 3×3 kernel rows (or columns) that land on low-resolution row i − 1 + a + d for output parity a and
 # 2×2 tap d: output row 2i + a reads upsampled rows 2i + a − 1 .. 2i + a + 1, i.e. low rows ⌊·/2⌋.
 _PHASE_TAPS = {(0, 0): (0,), (0, 1): (1, 2), (1, 0): (0, 1), (1, 1): (2,)}
 
 
 def packed_shape(cin: int, cout: int) -> tuple[int, int, int, int]:
-    return (16 if (cin, cout) == PHASE_SPLIT else 9), cin // 64, cout, 64
+    return (16 if (cin, cout) in PHASE_SPLIT else 9), cin // 64, cout, 64
+
+
+def _ring_order(cout: int) -> list[int]:
+    """Packed position → phase tap 4·phase + 2·dy + dx. Cout 32: each warpgroup takes all four phases
+    in turn, so phase-major. Cout 64: warpgroup wg owns phases 2·wg and 2·wg + 1 and both consume a
+    ring entry at once, so entry v = 4·j + tap holds (phase j, tap) then (phase 2 + j, tap)."""
+    if cout == 32:
+        return list(range(16))
+    return [4 * (2 * wg + (v >> 2)) + (v & 3) for v in range(8) for wg in range(2)]
 
 
 def phase_weight(weight: torch.Tensor) -> torch.Tensor:
@@ -75,8 +84,8 @@ def pack_weight(weight: torch.Tensor) -> torch.Tensor:
     cout, cin = weight.shape[:2]
     kb = cin // 64
     taps = packed_shape(cin, cout)[0]
-    by_tap = (phase_weight(weight.detach()).to(weight.dtype) if taps == 16
-              else weight.detach().reshape(cout, cin, 9))                  # (Cout, Cin, tap)
+    by_tap = (phase_weight(weight.detach()).to(weight.dtype)[:, :, _ring_order(cout)] if taps == 16
+              else weight.detach().reshape(cout, cin, 9))                  # (Cout, Cin, packed tap)
     # (tap, n, k) → (tap, kb, n, chunk, 8) with k = 64·kb + 8·chunk + e.
     w = by_tap.permute(2, 0, 1).reshape(taps, cout, kb, 8, 8).permute(0, 2, 1, 3, 4)
     index = _swizzle_index(cout, weight.device).view(1, 1, cout, 8, 1).expand(taps, kb, cout, 8, 8)
@@ -85,13 +94,16 @@ def pack_weight(weight: torch.Tensor) -> torch.Tensor:
 
 def unpack_weight(packed: torch.Tensor) -> torch.Tensor:
     """The inverse of `pack_weight` (the swizzle is an XOR, its own inverse): (Cout, Cin, 3, 3), or
-    (Cout, Cin, 16) summed taps for a phase-split weight."""
+    (Cout, Cin, 16) summed taps (tap 4·phase + 2·dy + dx) for a phase-split weight."""
     taps, kb, cout, _ = packed.shape
     w = packed.reshape(taps, kb, cout, 8, 8)
     index = _swizzle_index(cout, packed.device).view(1, 1, cout, 8, 1).expand(taps, kb, cout, 8, 8)
     w = torch.gather(w, 3, index)                                 # (tap, kb, n, chunk, e)
     w = w.permute(2, 1, 3, 4, 0).reshape(cout, kb * 64, taps)     # (n, k, tap)
-    return w.contiguous() if taps == 16 else w.reshape(cout, kb * 64, 3, 3).contiguous()
+    if taps == 16:
+        order = torch.tensor(_ring_order(cout), device=packed.device)
+        return w[:, :, torch.argsort(order)].contiguous()
+    return w.reshape(cout, kb * 64, 3, 3).contiguous()
 
 
 def _conv(up: torch.Tensor, a: torch.Tensor, weight: torch.Tensor, upsample: int) -> torch.Tensor:

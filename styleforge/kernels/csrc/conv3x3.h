@@ -6,7 +6,7 @@
 // styleforge/kernels/reference_conv3x3.py. In short, NHWC, batch N, (Cin, Cout, upsample) one of
 // the style network's (128, 128, 1) residual convolutions or (128, 64, 2), (64, 32, 2) decoder ones:
 //   a   = x·scale + shift (+ residual), ReLU if asked, rounded to x's dtype   (the prologue)
-//   out = conv3x3(reflection_pad1(upsample_nearest(a, upsample)), W)         (no bias; for (64, 32, 2)
+//   out = conv3x3(reflection_pad1(upsample_nearest(a, upsample)), W)         (no bias; for upsample 2
 //         its phase-split form, four 2×2 convolutions with summed, once-rounded taps: see the twin)
 //   (out_scale, out_shift) so that InstanceNorm(out; norm_weight, norm_bias, eps)
 //        = out·out_scale + out_shift per (sample, channel), from fp32 statistics of the rounded out.
@@ -28,10 +28,11 @@ constexpr bool moments_channels_supported(int c) { return c == 32 || c == 64 || 
 // pair per (sample, tile, output channel).
 constexpr int kConv3x3TileW = 16;
 constexpr int conv3x3_tile_h(int cout) { return 8 * (128 / cout); }
-// The configuration computed as four 2×2 convolutions of the low-resolution input, one per output
-// phase (see Cfg::kPhase in conv3x3.cu): its packed weight holds 16 summed taps, not 9.
+// The configurations computed as four 2×2 convolutions of the low-resolution input, one per output
+// phase (the ×2 decoder layers; see Cfg::kPhase in conv3x3.cu): their packed weights hold 16 summed
+// taps, not 9.
 constexpr bool conv3x3_phase_split(int cin, int cout, int upsample) {
-  return cin == 64 && cout == 32 && upsample == 2;
+  return upsample == 2 && ((cin == 64 && cout == 32) || (cin == 128 && cout == 64));
 }
 
 // The InstanceNorm hand-off: per-tile partial moments → (scale, shift) per (sample, channel).

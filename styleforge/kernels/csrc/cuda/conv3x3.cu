@@ -4,7 +4,7 @@
 //   prologue  the previous norm's apply (a = x·scale + shift, + residual, ReLU), the ×2 nearest
 //             upsample and the reflection resolved in the address math, written once to shared
 //             memory (and, if asked, the tile's interior to `act`, which becomes the next residual);
-//   main loop an implicit GEMM: M = the tile's output pixels, N = Cout, K = 9 taps × Cin (64 → 32 ×2:
+//   main loop an implicit GEMM: M = the tile's output pixels, N = Cout, K = 9 taps × Cin (×2 upsample:
 //             4 taps × Cin per output phase on the low-resolution input, see Cfg::kPhase);
 //   epilogue  the output, rounded, plus per-tile (sum, M2) of every channel for the next norm;
 // then a second small kernel turns the tiles' moments into (scale, shift) per (sample, channel).
@@ -61,14 +61,17 @@ template <int CIN, int COUT, int UP>
 struct Cfg {
   static constexpr int kMB = 128 / COUT;                      // m64 blocks per warpgroup
   static constexpr int kTH = conv3x3_tile_h(COUT);            // 8·kMB output rows
-  // Phase split (the 64 → 32 ×2 layer): a nearest ×2 upsample then a 3×3 convolution is, for each
+  // Phase split (the ×2 decoder layers): a nearest ×2 upsample then a 3×3 convolution is, for each
   // output phase (a, b) = (row, column) parity, a 2×2 convolution of the low-resolution input
-  // (conv3x3_phase_weight sums the taps that land on the same input pixel; the reflection at the
-  // upsampled border becomes replication): 16 taps of K = Cin instead of 9 per output pixel, 2.25×
-  // fewer MMAs, and the halo holds low-resolution pixels. m64 block mb of each warpgroup is phase mb,
-  // the tile's 16 × 8 low-resolution pixels.
+  // (pack_weight sums the taps that land on the same input pixel; the reflection at the upsampled
+  // border becomes replication): 16 taps of K = Cin per 4 output pixels instead of 36, 2.25× fewer
+  // MMAs, and the halo holds low-resolution pixels. Each m64 block is one phase: Cout 32, four
+  // blocks per warpgroup = the four phases of 16 × 8 low-resolution pixels (the warpgroups split the
+  // rows); Cout 64, two per warpgroup = phases 2·wg, 2·wg + 1 of the same 8 × 8 pixels, so a ring
+  // entry holds two taps, one per warpgroup (kWGSplit).
   static constexpr bool kPhase = conv3x3_phase_split(CIN, COUT, UP);
-  static constexpr int kTaps = kPhase ? 16 : 9;
+  static constexpr int kWGSplit = kPhase ? 4 / kMB : 1;       // distinct B matrices per ring entry
+  static constexpr int kTaps = kPhase ? 16 / kWGSplit : 9;    // ring entries
   static constexpr int kHaloH = kPhase ? kTH / 2 + 2 : kTH + 2, kHaloW = kPhase ? kTW / 2 + 2 : kTW + 2;
   static constexpr int kHaloPixels = kHaloH * kHaloW;
   static constexpr int kPixelBytes = CIN * 2;
@@ -79,21 +82,23 @@ struct Cfg {
   // registers a thread gets (the block is 2.25 warpgroups; registers are allotted per warpgroup).
   // A phase-split tap feeds one block (its phase).
   static constexpr int kBlocksPerStep = kPhase ? 1 : kMB;
-  static constexpr int kStepsPerTap = kKSteps * kBlocksPerStep / 4;
+  // (Phase split at Cin 128: steps of 2 k16 steps, 8 A registers, because 16 spill there.)
+  static constexpr int kStepsPerTap = kPhase && CIN == 128 ? kKSteps / 2 : kKSteps * kBlocksPerStep / 4;
   static constexpr int kStepK = kKSteps / kStepsPerTap;
   static constexpr uint32_t kOutBytes = kTH * kTW * COUT * 2;
   static constexpr uint32_t kHaloBytes = round_up_1k(kHaloPixels * kPixelBytes > static_cast<int>(kOutBytes)
                                                          ? kHaloPixels * kPixelBytes : kOutBytes);
   static constexpr uint32_t kTapBytes = CIN * COUT * 2;
+  static constexpr uint32_t kEntryBytes = kTapBytes * kWGSplit;
   static constexpr uint32_t kKbBytes = COUT * 128;            // one [Cout][64 k] block of a tap
-  static constexpr int kStages = kTapBytes >= 16384 ? 4 : 9;
-  static constexpr uint32_t kBarOff = kStages * kTapBytes + kHaloBytes;
+  static constexpr int kStages = kEntryBytes >= 16384 ? 4 : 9;
+  static constexpr uint32_t kBarOff = kStages * kEntryBytes + kHaloBytes;
   static constexpr uint32_t kRedOff = kBarOff + 2 * kStages * 8;   // fp32 [8 warps][Cout] + mean[Cout]
   static constexpr size_t kSmem = kRedOff + (8 + 1) * COUT * 4 + 1024;   // + slack to 1024-align
   static constexpr int kOutChunks = COUT / 8;
   static constexpr int kOutPixelBytes = COUT * 2;
   static_assert(kTH * kTW * kOutPixelBytes <= static_cast<int>(kHaloBytes), "the output stages in the halo");
-  static_assert(!kPhase || (kMB == 4 && kStepsPerTap == 1 && kTaps == 16), "phase split: a block per phase, a step per tap");
+  static_assert(!kPhase || kTaps * kWGSplit == 16, "phase split: 4 phases × 4 taps");
   static_assert(kSmem <= 227 * 1024, "shared memory");
 };
 
@@ -208,8 +213,8 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
   const uint32_t base = (raw + 1023u) & ~1023u;
   unsigned char* smem = smem_raw + (base - raw);
   const uint32_t w_s = base;                             // [stage][Cin/64][Cout][128 B]
-  const uint32_t halo_s = base + kStages * C::kTapBytes;  // [pixel][Cin·2 B], chunks swizzled
-  unsigned char* halo = smem + kStages * C::kTapBytes;
+  const uint32_t halo_s = base + kStages * C::kEntryBytes;  // [pixel][Cin·2 B], chunks swizzled
+  unsigned char* halo = smem + kStages * C::kEntryBytes;
   const uint32_t bar_full = base + C::kBarOff, bar_empty = bar_full + 8 * kStages;
   float* red = reinterpret_cast<float*>(smem + C::kRedOff);   // [8 warps][Cout]
   float* mean_s = red + 8 * COUT;
@@ -234,8 +239,8 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
       for (int tap = 0; tap < kTaps; ++tap) {
         const int st = tap % kStages;
         if (tap >= kStages) mbar_wait(bar_empty + 8 * st, ((tap / kStages) - 1) & 1);
-        mbar_expect_tx(bar_full + 8 * st, C::kTapBytes);
-        bulk_copy_g2s(w_s + st * C::kTapBytes, p.weight + static_cast<size_t>(tap) * C::kTapBytes, C::kTapBytes,
+        mbar_expect_tx(bar_full + 8 * st, C::kEntryBytes);
+        bulk_copy_g2s(w_s + st * C::kEntryBytes, p.weight + static_cast<size_t>(tap) * C::kEntryBytes, C::kEntryBytes,
                       bar_full + 8 * st);
       }
     }
@@ -310,8 +315,9 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
   const int lane = tid & 31, warp = tid >> 5;
   const int row0 = (warp >> 2) * kMB * 4 + (warp & 3);   // output row of m64 block 0; block mb: + 4·mb
   // Phase split: warp (wg, w) holds low-resolution rows lrow0 and lrow0 + 1, 8 pixels each (m16 rows
-  // 0–7 and 8–15), of every phase.
-  const int lrow0 = 8 * (warp >> 2) + 2 * (warp & 3);
+  // 0–7 and 8–15), of each of its warpgroup's phases: block mb is phase phase0 + mb.
+  const int lrow0 = (C::kWGSplit == 1 ? 8 * (warp >> 2) : 0) + 2 * (warp & 3);
+  const int phase0 = C::kWGSplit == 1 ? 0 : kMB * (warp >> 2);
   // ldmatrix.x4: lanes 0–15 address pixels 0–15 at channels 0–7 of the k16 step (→ a0, a1),
   // lanes 16–31 the same pixels at channels 8–15 (→ a2, a3).
   const int lrow = lane & 15, lhalf = lane >> 4;
@@ -320,8 +326,8 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
 #pragma unroll
     for (int mb = 0; mb < kBPS; ++mb) {
       int P;
-      if constexpr (C::kPhase) {   // tap = 4·phase + 2·dy + dx; phase = 2·a + b
-        const int a = tap >> 3, b = (tap >> 2) & 1, dy = (tap >> 1) & 1, dx = tap & 1;
+      if constexpr (C::kPhase) {   // ring entry tap = 4·block + 2·dy + dx; phase = 2·a + b
+        const int phase = phase0 + (tap >> 2), a = phase >> 1, b = phase & 1, dy = (tap >> 1) & 1, dx = tap & 1;
         P = (lrow0 + (lrow >> 3) + a + dy) * C::kHaloW + (lrow & 7) + b + dx;
       } else {
         const int ky = tap / 3, kx = tap - ky * 3;
@@ -352,13 +358,14 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
     uint32_t(&next)[kStepK][kBPS][4] = (s & 1) ? a0 : a1;
     if (s % kSPT == 0) mbar_wait(bar_full + 8 * st, (tap / kStages) & 1);
     wg_fence();
-    const uint32_t wb = w_s + st * C::kTapBytes;
+    // This warpgroup's tap of the ring entry (phase split with two per entry: warpgroup wg's).
+    const uint32_t wb = w_s + st * C::kEntryBytes + (C::kWGSplit == 1 ? 0 : (warp >> 2) * C::kTapBytes);
 #pragma unroll
     for (int kk = 0; kk < kStepK; ++kk) {
       const int ks = (s % kSPT) * kStepK + kk;
       const uint64_t desc = sw128_desc(wb + (ks >> 2) * C::kKbBytes + (ks & 3) * 32, 16, 1024);
       if constexpr (C::kPhase) {
-        wgmma_rs<kBF16>(acc[tap >> 2], a[kk][0], desc);   // the tap's phase is its block
+        wgmma_rs<kBF16>(acc[tap >> 2], a[kk][0], desc);   // the entry's block (its phase)
       } else {
 #pragma unroll
         for (int mb = 0; mb < kMB; ++mb) wgmma_rs<kBF16>(acc[mb], a[kk][mb], desc);
@@ -378,14 +385,14 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
 
   // ---- epilogue: round, per-tile moments, stage and store -------------------------------------
   // Lane (g, t) of block mb holds pixels g and g + 8 of output row y0 + row0 + 4·mb, channels
-  // 8i + 2t, 8i + 2t + 1 in acc[mb][4i .. 4i + 3]. Phase split: block mb = phase (a, b) holds tile
-  // pixels (2·lrow0 + a, 2g + b) and (2·lrow0 + 2 + a, 2g + b).
+  // 8i + 2t, 8i + 2t + 1 in acc[mb][4i .. 4i + 3]. Phase split: block mb = phase (a, b) = phase0 + mb
+  // holds tile pixels (2·lrow0 + a, 2g + b) and (2·lrow0 + 2 + a, 2g + b).
   const int g = lane >> 2, t = lane & 3;
   int px0[kMB], px1[kMB];   // tile pixel (row · 16 + column) of m16 rows g and g + 8
 #pragma unroll
   for (int mb = 0; mb < kMB; ++mb) {
     if constexpr (C::kPhase) {
-      px0[mb] = (2 * lrow0 + (mb >> 1)) * kTW + 2 * g + (mb & 1);
+      px0[mb] = (2 * lrow0 + ((phase0 + mb) >> 1)) * kTW + 2 * g + ((phase0 + mb) & 1);
       px1[mb] = px0[mb] + 2 * kTW;
     } else {
       px0[mb] = (row0 + 4 * mb) * kTW + g;
