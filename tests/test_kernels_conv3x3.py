@@ -435,13 +435,15 @@ def test_engine_picks_a_plan_and_both_agree(loaded, dtype):
     assert runner.default_plan() == "conv3x3"
     out = runner(x)
     choice = runner.layer_choices[("residual", (1, 3, 128, 192))]
-    assert choice.provider in ("conv3x3", "cudnn") and choice.reason in ("faster", "slower")
+    assert choice.provider in ("conv3x3", "hybrid", "cudnn") and choice.reason in ("faster", "slower")
+    assert set(choice.plans) == {"cudnn", "conv3x3", "hybrid"} and choice.op_ms == min(choice.plans.values())
     with torch.no_grad():
         want = model(x)
         eager = model.to(dtype)(x.to(dtype)).float()
     limit = max(2 * rel_error(eager, want), 1e-3)
     assert rel_error(out, want) <= limit
     assert rel_error(runner.forward(x, "conv3x3"), want) <= limit
+    assert rel_error(runner.forward(x, "hybrid"), want) <= limit
 
 
 @pytest.mark.gpu

@@ -109,7 +109,7 @@ def _bad(**overrides):
 
 def _bad_fused(**overrides):
     x, w, b, scale, shift = make_fused_inputs("deconv3", 1, 6, 6)
-    args = dict(x=x, weight=w, bias=b, out_float32=True, scale=scale, shift=shift, pad=4)
+    args = {"x": x, "weight": w, "bias": b, "out_float32": True, "scale": scale, "shift": shift, "pad": 4}
     args.update(overrides)
     return args
 
@@ -133,16 +133,16 @@ BAD_ARGS = {
 
 
 BAD_FUSED_ARGS = {
-    "pad 2": (dict(pad=2), "pad must be 0 or 4"),
-    "scale without shift": (dict(shift=None), "both or neither"),
-    "norm on conv1": (dict(x=torch.rand(1, 3, 6, 6), weight=torch.zeros(32, 3, 9, 9, dtype=torch.bfloat16),
-                           bias=None, out_float32=False, scale=torch.ones(1, 3), shift=torch.zeros(1, 3)),
+    "pad 2": ({"pad": 2}, "pad must be 0 or 4"),
+    "scale without shift": ({"shift": None}, "both or neither"),
+    "norm on conv1": ({"x": torch.rand(1, 3, 6, 6), "weight": torch.zeros(32, 3, 9, 9, dtype=torch.bfloat16),
+                       "bias": None, "out_float32": False, "scale": torch.ones(1, 3), "shift": torch.zeros(1, 3)},
                       "only supported for Cin=32"),
-    "scale shape": (dict(scale=torch.ones(2, 32)), r"scale must be a float32 \(1, 32\)"),
-    "fp16 shift": (dict(shift=torch.zeros(1, 32, dtype=torch.float16)), "shift must be a float32"),
-    "plane not larger than the pad": (dict(x=torch.zeros(1, 32, 4, 9, dtype=torch.bfloat16), scale=torch.ones(1, 32),
-                                           shift=torch.zeros(1, 32)), "needs H, W > 4"),
-    "unpadded plane too small": (dict(pad=0), "at least 9x9"),
+    "scale shape": ({"scale": torch.ones(2, 32)}, r"scale must be a float32 \(1, 32\)"),
+    "fp16 shift": ({"shift": torch.zeros(1, 32, dtype=torch.float16)}, "shift must be a float32"),
+    "plane not larger than the pad": ({"x": torch.zeros(1, 32, 4, 9, dtype=torch.bfloat16), "scale": torch.ones(1, 32),
+                                       "shift": torch.zeros(1, 32)}, "needs H, W > 4"),
+    "unpadded plane too small": ({"pad": 0}, "at least 9x9"),
 }
 
 

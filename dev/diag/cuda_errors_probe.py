@@ -21,6 +21,6 @@ PRELUDE = ("import torch\nfrom styleforge import kernels\nkernels.ensure_cuda_ke
            "    print('RuntimeError:', str(e).splitlines()[0][:120])\n")
 
 for label, call in CALLS.items():
-    proc = subprocess.run([sys.executable, "-c", PRELUDE.format(call=call)], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", PRELUDE.format(call=call)], capture_output=True, text=True, check=False)
     tail = (proc.stdout.strip() or proc.stderr.strip().splitlines()[-1:] or [""])
     print(f"{label}: rc={proc.returncode} {tail if isinstance(tail, str) else tail[0]}")

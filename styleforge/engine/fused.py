@@ -14,8 +14,8 @@ path (which writes those tensors first) are timed on the real input with CUDA ev
 faster is kept (`layer_choices` records which and why). On Hopper in fp16/bf16 the residual
 blocks and the decoder's two 3×3 convolutions can run as a chain of `kernels.conv3x3_norm` calls instead (plan "conv3x3": each
 InstanceNorm applied in the next convolution's prologue from statistics the previous one's
-epilogue gathered, so no norm pass over the activation); per shape both plans are captured,
-their replays timed, and the faster graph kept. It follows the runner
+epilogue gathered, so no norm pass over the activation), or only the decoder ("hybrid"); per
+shape the plans are captured, their replays timed, and the fastest graph kept. It follows the runner
 contract of `engine.backends`: float (N, 3, H, W) in 0–255, H and W multiples of 4 → the raw
 network output in float32. It is not a training path (inference only, no autograd). On a CPU
 device it runs the same plan eagerly, without graphs, through the op's reference twin: slow,
@@ -33,23 +33,13 @@ import torch.nn.functional as F
 
 from .. import kernels
 from ..models.transformer_net import TransformerNet
+from .choices import CHOICE_REL_TOL, LayerChoice, median_ms
 
 MIN_SIDE = 8          # the 1/4-scale planes must be ≥ 2 px for their reflection pad of 1
 MAX_GRAPHS = 8        # captured shapes kept (each holds its own activation memory)
 WARMUP_ITERS = 3
-CHOICE_REPS = 5       # timed calls per provider when choosing a 9×9 convolution
-CHOICE_REL_TOL = 5e-2  # the op must agree with cuDNN this well before it may be chosen
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class LayerChoice:
-    provider: str                   # "styleforge" (the conv9x9 op), "conv3x3" (the fused residual
-                                    # and decoder chain) or "cudnn"
-    reason: str                     # "faster", "slower", or why the op was not tried
-    op_ms: float | None = None      # median of CHOICE_REPS calls (a whole frame for "residual")
-    cudnn_ms: float | None = None
 
 
 @dataclass
@@ -117,39 +107,58 @@ class FusedRunner:
         """(N, 3, H, W) on self.device, any float dtype → (N, 3, H, W) float32.
 
         plan: how the residual blocks and the decoder's 3×3 convolutions run — "cudnn" (cuDNN
-        convolutions, standalone norms) or "conv3x3" (the fused conv3x3_norm op); None takes
-        `default_plan()`.
+        convolutions, standalone norms), "conv3x3" (the fused conv3x3_norm op for both) or "hybrid"
+        (cuDNN residual blocks, fused decoder: the residual link streams its 288 KB of weights per
+        128-pixel tile, which costs more than cuDNN on large planes, while the decoder's phase-split
+        convolutions win at every size); None takes `default_plan()`.
         """
         plan = plan or self.default_plan()
+        y = self._first_conv(x.float())
         for i, ((weight, stride), n) in enumerate(self.encoder):
-            y = self._first_conv(x.float()) if i == 0 else F.conv2d(y, weight, None, stride)
+            if i > 0:
+                y = F.conv2d(y, weight, None, stride)
             if i == len(self.encoder) - 1 and plan == "conv3x3":
                 break                                   # the first fused convolution applies this norm
             y = kernels.instance_norm(y, n.weight, n.bias, relu=True, pad=1)
         # cudnn: y is (N, 128, H/4 + 2, W/4 + 2), normalised and reflection-padded; conv3x3: y is
         # conv3's raw output (N, 128, H/4, W/4).
         (w4, _), n4 = self.decoder[0]
-        (w5, _), n5 = self.decoder[1]
+        (w5, _), _ = self.decoder[1]
         if plan == "conv3x3":
-            h, scale, shift, block_in = self._residual_conv3x3(y)
-            # deconv1 applies the last block's second norm and skip, then ×2 upsample; deconv2 IN4.
-            (d1p, d2p) = self.packed_decoder
-            h, scale, shift, _ = kernels.conv3x3_norm(h, d1p, scale, shift, residual=block_in, upsample=2,
-                                                      norm_weight=n4.weight, norm_bias=n4.bias)
-            # deconv2 gathers IN5's statistics for the head, which applies IN5 on load.
-            h, scale, shift, _ = kernels.conv3x3_norm(h, d2p, scale, shift, relu=True, upsample=2,
-                                                      norm_weight=n5.weight, norm_bias=n5.bias)
-            return self._head(h, scale, shift)
+            return self._decoder_conv3x3(*self._residual_conv3x3(y))
+        if plan == "hybrid":
+            return self._decoder_conv3x3(*self._residual_cudnn(y, raw_tail=True))
         y = self._residual_cudnn(y)      # the last block's output, ×2 upsampled and padded
         y = kernels.instance_norm(F.conv2d(y, w4), n4.weight, n4.bias, relu=True, pad=1, upsample=2)
         return self._head(F.conv2d(y, w5))
 
-    def _residual_cudnn(self, y: torch.Tensor) -> torch.Tensor:
+    def _decoder_conv3x3(self, h: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
+                         block_in: torch.Tensor) -> torch.Tensor:
+        """The decoder on conv3x3_norm from the last block's raw second convolution h, its norm
+        (scale, shift) and the block's input: deconv1 applies that norm and the skip, then ×2
+        upsamples; deconv2 applies IN4 and gathers IN5's statistics for the head, which applies IN5
+        on load."""
+        (_, n4), (_, n5) = self.decoder
+        d1p, d2p = self.packed_decoder
+        h, scale, shift, _ = kernels.conv3x3_norm(h, d1p, scale, shift, residual=block_in, upsample=2,
+                                                  norm_weight=n4.weight, norm_bias=n4.bias)
+        h, scale, shift, _ = kernels.conv3x3_norm(h, d2p, scale, shift, relu=True, upsample=2,
+                                                  norm_weight=n5.weight, norm_bias=n5.bias)
+        return self._head(h, scale, shift)
+
+    def _residual_cudnn(self, y: torch.Tensor, raw_tail: bool = False):
+        """The blocks on cuDNN from conv3's padded, normalised output y. Returns the last block's
+        output ×2 upsampled and padded for deconv1, or with raw_tail, for the fused decoder, what
+        `_residual_conv3x3` returns: the last raw convolution, its norm as (scale, shift) and the
+        block's input (dense)."""
         last = len(self.residual) - 1
         for i, ((w1, _), n1, (w2, _), n2) in enumerate(self.residual):
             h = F.conv2d(y, w1)
             h = kernels.instance_norm(h, n1.weight, n1.bias, relu=True, pad=1)
             h = F.conv2d(h, w2)
+            if raw_tail and i == last:
+                scale, shift = kernels.norm_scale_shift(h, n2.weight, n2.bias)
+                return h, scale, shift, y[..., 1:-1, 1:-1].contiguous(memory_format=torch.channels_last)
             # The last block's output feeds deconv1, which upsamples ×2 and pads: fold both in.
             y = kernels.instance_norm(h, n2.weight, n2.bias, residual=y[..., 1:-1, 1:-1], pad=1,
                                       upsample=2 if i == last else 1)
@@ -250,7 +259,7 @@ class FusedRunner:
             log.warning("conv9x9 op disagrees with cuDNN on %s %s (rel err %.3g): keeping cuDNN",
                         name, tuple(x.shape), err)
             return LayerChoice("cudnn", f"op disagrees with cuDNN (rel err {err:.3g})")
-        op_ms, cudnn_ms = _median_ms(op), _median_ms(cudnn)
+        op_ms, cudnn_ms = median_ms(op), median_ms(cudnn)
         faster = op_ms < cudnn_ms
         choice = LayerChoice("styleforge" if faster else "cudnn", "faster" if faster else "slower",
                              op_ms, cudnn_ms)
@@ -305,32 +314,39 @@ class FusedRunner:
         return entry
 
     def _capture_best(self, static_in: torch.Tensor) -> _Graph:
-        """Capture the default plan; where that is the fused residual chain and the choice is
-        automatic, also capture the cuDNN plan, time both graphs and keep the faster (the fused
-        chain wins at 512² and may not at every size: one block per tile, no persistence)."""
+        """Capture the default plan; where that is the fused chain and the choice is automatic, also
+        capture the cuDNN and hybrid plans, time the graphs and keep the fastest (the fused residual
+        chain wins at 512² and not on large planes: one block per tile, no persistence). One
+        candidate graph is alive besides the best at any time, so capture memory stays at two."""
         plan = self.default_plan()
         key = ("residual", tuple(static_in.shape))
         automatic = os.environ.get("STYLEFORGE_CONV3X3", "auto").lower() == "auto"
         if plan != "conv3x3" or not automatic:
             self.layer_choices[key] = LayerChoice(plan, "default" if automatic else "STYLEFORGE_CONV3X3")
             return self._capture(static_in, plan)
-        fused, cudnn = self._capture(static_in, "conv3x3"), self._capture(static_in, "cudnn")
-        fused.graph.replay()
-        cudnn.graph.replay()
-        err = float((fused.static_out.double() - cudnn.static_out.double()).norm()
-                    / cudnn.static_out.double().norm().clamp_min(1e-30))
-        if not err <= CHOICE_REL_TOL:
-            log.warning("conv3x3 residual chain disagrees with cuDNN's at %s (rel err %.3g): keeping cuDNN",
-                        tuple(static_in.shape), err)
-            self.layer_choices[key] = LayerChoice("cudnn", f"op disagrees with cuDNN (rel err {err:.3g})")
-            return cudnn
-        op_ms, cudnn_ms = _median_ms(fused.graph.replay), _median_ms(cudnn.graph.replay)
-        faster = op_ms < cudnn_ms
-        self.layer_choices[key] = LayerChoice("conv3x3" if faster else "cudnn", "faster" if faster else "slower",
-                                              op_ms, cudnn_ms)
-        log.info("residual blocks %s: conv3x3 frame %.3f ms, cuDNN frame %.3f ms", tuple(static_in.shape),
-                 op_ms, cudnn_ms)
-        return fused if faster else cudnn
+        best = self._capture(static_in, "cudnn")
+        best.graph.replay()
+        cudnn_ms = best_ms = median_ms(best.graph.replay)
+        best_plan, why, plans = "cudnn", "slower", {"cudnn": cudnn_ms}
+        for candidate in ("conv3x3", "hybrid"):
+            entry = self._capture(static_in, candidate)
+            entry.graph.replay()
+            err = float((entry.static_out.double() - best.static_out.double()).norm()
+                        / best.static_out.double().norm().clamp_min(1e-30))
+            if not err <= CHOICE_REL_TOL:
+                log.warning("plan %s disagrees with the cuDNN plan at %s (rel err %.3g): not used", candidate,
+                            tuple(static_in.shape), err)
+                why = f"{candidate} disagrees with cuDNN (rel err {err:.3g})"
+                continue
+            ms = plans[candidate] = median_ms(entry.graph.replay)
+            log.info("plan %s at %s: %.3f ms per frame (best so far %s, %.3f ms)", candidate,
+                     tuple(static_in.shape), ms, best_plan, best_ms)
+            if ms < best_ms:
+                best, best_ms, best_plan = entry, ms, candidate
+            del entry
+        self.layer_choices[key] = LayerChoice(best_plan, "faster" if best_plan != "cudnn" else why,
+                                              best_ms, cudnn_ms, plans)
+        return best
 
     def _capture(self, static_in: torch.Tensor, plan: str) -> _Graph:
         cudnn = torch.backends.cudnn
@@ -362,17 +378,3 @@ class FusedRunner:
         finally:
             cudnn.benchmark, cudnn.allow_tf32, cudnn.deterministic = benchmark, tf32, deterministic
         return _Graph(graph, static_in, static_out)
-
-
-def _median_ms(fn) -> float:
-    """Median of CHOICE_REPS calls of fn on the current stream, by CUDA events (synchronises)."""
-    fn()
-    times = []
-    for _ in range(CHOICE_REPS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return sorted(times)[len(times) // 2]

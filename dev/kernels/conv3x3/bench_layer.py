@@ -100,7 +100,7 @@ def frame_rows(dtype):
         runner(x)
         choice = runner.layer_choices[("residual", (1, 3, h, w))]
         rows.append({"frame": f"{h}x{w}", "dtype": str(dtype).split(".")[-1], "chosen": choice.provider,
-                     "reason": choice.reason, "conv3x3_plan_ms": choice.op_ms, "cudnn_plan_ms": choice.cudnn_ms})
+                     "reason": choice.reason, "plan_ms": choice.plans})
         del runner
         torch.cuda.empty_cache()
     return rows
