@@ -38,3 +38,9 @@ def median_ms(fn) -> float:
         end.synchronize()
         times.append(start.elapsed_time(end))
     return sorted(times)[len(times) // 2]
+
+
+def relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
+    """‖got − want‖ / ‖want‖ in float64: how well a candidate agrees with cuDNN's result."""
+    want = want.double()
+    return float((got.double() - want).norm() / want.norm().clamp_min(1e-30))
