@@ -21,12 +21,14 @@ from styleforge.kernels import reference_conv3x3 as ref
 
 C = 128
 LOW = (torch.bfloat16, torch.float16)
-CONFIGS = {"res128": (128, 128, 1), "dec128to64": (128, 64, 2), "dec64to32": (64, 32, 2)}
+# name: (Cin, Cout, upsample, stride)
+CONFIGS = {"res128": (128, 128, 1, 1), "dec128to64": (128, 64, 2, 1), "dec64to32": (64, 32, 2, 1),
+           "enc64to128s2": (64, 128, 1, 2)}
 
 
 def make_inputs(n, h, w, dtype=torch.bfloat16, device="cpu", seed=0, affine=True, residual=False, config="res128"):
     """A raw conv output x (mean ≠ 0), a weight, the previous norm as (scale, shift), a residual, the next norm."""
-    cin, cout, _ = CONFIGS[config]
+    cin, cout = CONFIGS[config][:2]
     g = torch.Generator().manual_seed(seed)
     x = (torch.randn(n, cin, h, w, generator=g) * 2 + 0.5).to(device, dtype).contiguous(
         memory_format=torch.channels_last)
@@ -41,6 +43,11 @@ def make_inputs(n, h, w, dtype=torch.bfloat16, device="cpu", seed=0, affine=True
 
 def upsampled(a, up):
     return a if up == 1 else a.repeat_interleave(up, dim=2).repeat_interleave(up, dim=3)
+
+
+def conv_of(a, weight, up, stride):
+    """The op's convolution of an already-formed prologue output a, in a's dtype."""
+    return F.conv2d(F.pad(upsampled(a, up), (1, 1, 1, 1), mode="reflect"), weight, stride=stride)
 
 
 def prologue64(x, scale, shift, res, relu):
@@ -63,7 +70,7 @@ def scale_shift64(out, norm_w, norm_b, eps=1e-5):
 
 @pytest.mark.parametrize("config", list(CONFIGS))
 def test_pack_weight_rule_and_inverse(config):
-    cin, cout, _ = CONFIGS[config]
+    cin, cout = CONFIGS[config][:2]
     w = torch.randn(cout, cin, 3, 3)
     p = ref.pack_weight(w)
     assert p.shape == ref.packed_shape(cin, cout) and p.is_contiguous()
@@ -103,16 +110,16 @@ def test_phase_split_is_the_upsampled_reflected_convolution_exactly(size, channe
 def test_reference_matches_float64(dtype, variant, config):
     affine, residual, relu = {"plain": (False, False, False), "affine_relu": (True, False, True),
                               "affine_residual": (True, True, False)}[variant]
-    up = CONFIGS[config][2]
+    up, stride = CONFIGS[config][2:]
     x, w, s, t, res, nw, nb = make_inputs(2, 9, 13, dtype, affine=affine, residual=residual, config=config)
-    out, os_, ot, _ = ref.conv3x3_norm(x, ref.pack_weight(w), s, t, res, relu, up, False, nw, nb, 1e-5)
-    if up == 1:
+    out, os_, ot, _ = ref.conv3x3_norm(x, ref.pack_weight(w), s, t, res, relu, up, False, nw, nb, 1e-5, True, stride)
+    if up == 1 and stride == 1:
         kept = ref.conv3x3_norm(x, ref.pack_weight(w), s, t, res, relu, up, True, nw, nb, 1e-5)[3]
     else:
         kept = (prologue64(x, s, t, res, relu)).to(dtype)
     a64 = prologue64(x, s, t, res, relu)
     assert rel_error(kept, a64) <= 1e-2
-    conv64 = F.conv2d(F.pad(upsampled(kept.double(), up), (1, 1, 1, 1), mode="reflect"), w.double())
+    conv64 = conv_of(kept.double(), w.double(), up, stride)
     assert_matches_reference(out, conv64)
     s64, t64 = scale_shift64(out, nw, nb)
     assert rel_error(os_, s64) <= 1e-5 and rel_error(ot, t64) <= 1e-5
@@ -214,6 +221,11 @@ def test_unsupported_config_and_keep_with_upsample_are_refused():
         ref.conv3x3_norm(x, ref.pack_weight(w), s, t, None, False, 1, False, nw, nb, 1e-5)
     with pytest.raises(ValueError, match="keep_input"):
         ref.conv3x3_norm(x, ref.pack_weight(w), s, t, None, False, 2, True, nw, nb, 1e-5)
+    with pytest.raises(ValueError, match="unsupported"):   # stride 2 exists for 64 → 128 only
+        ref.conv3x3_norm(x, ref.pack_weight(w), s, t, None, False, 1, False, nw, nb, 1e-5, True, 2)
+    x, w, s, t, _, nw, nb = make_inputs(1, 4, 4, config="enc64to128s2")
+    with pytest.raises(ValueError, match="keep_input"):
+        ref.conv3x3_norm(x, ref.pack_weight(w), s, t, None, False, 1, True, nw, nb, 1e-5, True, 2)
 
 
 def test_opcheck_on_cpu():
@@ -233,6 +245,12 @@ def test_opcheck_on_cpu():
     x, w, s, t, _, nw, nb = make_inputs(1, 5, 6, config="dec64to32")
     torch.library.opcheck(torch.ops.styleforge.conv3x3_norm.default,
                           (x, ref.pack_weight(w), s, t, None, True, 2, False, nw, nb, 1e-5, True),
+                          test_utils=("test_schema", "test_faketensor"))
+    x, w, s, t, res, nw, nb = make_inputs(2, 5, 8, config="enc64to128s2", residual=True)
+    out = torch.ops.styleforge.conv3x3_norm(x, ref.pack_weight(w), s, t, res, True, 1, False, nw, nb, 1e-5, True, 2)
+    assert out[0].shape == (2, 128, 3, 4)   # ⌈5/2⌉ × ⌈8/2⌉
+    torch.library.opcheck(torch.ops.styleforge.conv3x3_norm.default,
+                          (x, ref.pack_weight(w), s, t, res, True, 1, False, nw, nb, 1e-5, True, 2),
                           test_utils=("test_schema", "test_faketensor"))
 
 
@@ -272,12 +290,13 @@ DECODER_SHAPES = {"odd": (2, 9, 13), "min": (1, 1, 1), "edge_tiles": (1, 19, 26)
 
 
 def _check_cuda_against_float64(config, dtype, n, h, w, affine, residual, relu):
-    up = CONFIGS[config][2]
+    up, stride = CONFIGS[config][2:]
     x, wt, s, t, res, nw, nb = make_inputs(n, h, w, dtype, "cuda", seed=h * w, affine=affine, residual=residual,
                                            config=config)
     packed = ref.pack_weight(wt)
-    keep = up == 1
-    out, os_, ot, kept = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, relu, up, keep, nw, nb, 1e-5, True)
+    keep = up == 1 and stride == 1
+    out, os_, ot, kept = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, relu, up, keep, nw, nb, 1e-5, True,
+                                                           stride)
     torch.cuda.synchronize()
     want_a = prologue64(x, s, t, res, relu).to(dtype)
     if keep:   # the prologue: fp32 math rounded once; an FMA may round differently from mul + add
@@ -285,9 +304,8 @@ def _check_cuda_against_float64(config, dtype, n, h, w, affine, residual, relu):
     else:
         assert kept.numel() == 0
     a = kept if keep else want_a
-    padded = F.pad(upsampled(a.double(), up), (1, 1, 1, 1), mode="reflect")
-    conv64 = F.conv2d(padded, wt.double())
-    cudnn = F.conv2d(F.pad(upsampled(a, up), (1, 1, 1, 1), mode="reflect"), wt)
+    conv64 = conv_of(a.double(), wt.double(), up, stride)
+    cudnn = conv_of(a, wt, up, stride)
     assert_matches_reference(out, conv64, cudnn)
     s64, t64 = scale_shift64(out, nw, nb)
     assert rel_error(os_, s64) <= 1e-4 and rel_error(ot, t64) <= 1e-4
@@ -311,6 +329,23 @@ def test_cuda_decoder_conv3x3_norm_matches_float64(loaded, dtype, shape, config,
 def test_cuda_decoder_conv3x3_norm_at_512(loaded, config):
     h = 128 if config == "dec128to64" else 256
     _check_cuda_against_float64(config, torch.bfloat16, 1, h, h, True, False, True)
+
+
+# conv3 (stride 2) at its input sizes: odd (an odd side has no reflection partner at the bottom),
+# the smallest (2×2 → 1×1), tiles past the edge, a batch, the 512² frame's 256² and 1080p's 540×960.
+STRIDED_SHAPES = {"odd": (2, 9, 13), "min": (1, 2, 2), "edge_tiles": (1, 37, 50), "batch3": (3, 24, 40),
+                  "512_frame": (1, 256, 256), "1080p_frame": (1, 540, 960)}
+
+
+@pytest.mark.gpu
+@hopper
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+@pytest.mark.parametrize("shape", list(STRIDED_SHAPES), ids=str)
+@pytest.mark.parametrize("variant", ["plain", "affine_relu", "affine_residual"])
+def test_cuda_strided_conv3x3_norm_matches_float64(loaded, dtype, shape, variant):
+    affine, residual, relu = {"plain": (False, False, False), "affine_relu": (True, False, True),
+                              "affine_residual": (True, True, False)}[variant]
+    _check_cuda_against_float64("enc64to128s2", dtype, *STRIDED_SHAPES[shape], affine, residual, relu)
 
 
 @pytest.mark.gpu
@@ -452,16 +487,18 @@ def test_engine_picks_a_plan_and_both_agree(loaded, dtype):
 def test_cuda_without_statistics_same_output_and_repeatable(loaded, config):
     # stats=False skips the moments and the hand-off; the output must not change. Twenty launches
     # must agree bit for bit (a race between the weight ring, the halo and the staged output would not).
-    cin, cout, up = CONFIGS[config]
+    cin, cout, up, stride = CONFIGS[config]
     h = 128 if up == 1 or cin == 128 else 256
+    h = 256 if stride == 2 else h
     x, wt, s, t, _, nw, nb = make_inputs(1, h, h, device="cuda", seed=11, config=config)
     packed = ref.pack_weight(wt)
-    full = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, None, True, up, False, nw, nb, 1e-5, True)
-    bare = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, None, True, up, False, nw, nb, 1e-5, False)
+    full = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, None, True, up, False, nw, nb, 1e-5, True, stride)
+    bare = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, None, True, up, False, nw, nb, 1e-5, False, stride)
     assert torch.equal(full[0], bare[0])
     assert bare[1].shape == (0, cout) and bare[2].shape == (0, cout)
     for _ in range(20):
-        again = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, None, True, up, False, nw, nb, 1e-5, True)
+        again = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, None, True, up, False, nw, nb, 1e-5, True,
+                                                  stride)
         assert torch.equal(again[0], full[0]) and torch.equal(again[1], full[1]) and torch.equal(again[2], full[2])
 
 

@@ -11,8 +11,8 @@ inputs that live on the CPU go through a pinned staging buffer. The two 9×9 con
 the work around them into its loads: conv1 reads the fp32 image and pads and casts it itself,
 deconv3 applies IN5 + ReLU and pads; for each shape, outside capture, the op path and the cuDNN
 path (which writes those tensors first) are timed on the real input with CUDA events and the
-faster is kept (`layer_choices` records which and why). On Hopper in fp16/bf16 the residual
-blocks and the decoder's two 3×3 convolutions can run as a chain of `kernels.conv3x3_norm` calls instead (plan "conv3x3": each
+faster is kept (`layer_choices` records which and why). On Hopper in fp16/bf16 conv3 (stride 2),
+the residual blocks and the decoder's two 3×3 convolutions can run as a chain of `kernels.conv3x3_norm` calls instead (plan "conv3x3": each
 InstanceNorm applied in the next convolution's prologue from statistics the previous one's
 epilogue gathered, so no norm pass over the activation), or only the decoder ("hybrid"); per
 shape the plans are captured, their replays timed, and the fastest graph kept. It follows the runner
@@ -100,6 +100,7 @@ class FusedRunner:
         self.packed = ([(kernels.pack_weight(w1), kernels.pack_weight(w2)) for (w1, _), _, (w2, _), _ in self.residual]
                        if low else None)
         self.packed_decoder = tuple(kernels.pack_weight(w) for (w, _), _ in self.decoder) if low else None
+        self.packed_conv3 = kernels.pack_weight(self.encoder[2][0][0]) if low else None   # 64 → 128, stride 2
 
     # ---- the plan --------------------------------------------------------------------------
 
@@ -113,19 +114,20 @@ class FusedRunner:
         convolutions win at every size); None takes `default_plan()`.
         """
         plan = plan or self.default_plan()
-        y = self._first_conv(x.float())
-        for i, ((weight, stride), n) in enumerate(self.encoder):
-            if i > 0:
-                y = F.conv2d(y, weight, None, stride)
-            if i == len(self.encoder) - 1 and plan == "conv3x3":
-                break                                   # the first fused convolution applies this norm
-            y = kernels.instance_norm(y, n.weight, n.bias, relu=True, pad=1)
-        # cudnn: y is (N, 128, H/4 + 2, W/4 + 2), normalised and reflection-padded; conv3x3: y is
-        # conv3's raw output (N, 128, H/4, W/4).
+        (_, n1), ((w2, _), n2), ((w3, _), n3) = self.encoder
+        y = kernels.instance_norm(self._first_conv(x.float()), n1.weight, n1.bias, relu=True, pad=1)
+        y = F.conv2d(y, w2, None, 2)                    # conv2's raw output (N, 64, H/2, W/2)
+        if plan == "conv3x3":
+            # conv3 applies IN2 in its prologue and gathers IN3 for the first block.
+            scale, shift = kernels.norm_scale_shift(y, n2.weight, n2.bias)
+            h, scale, shift, _ = kernels.conv3x3_norm(y, self.packed_conv3, scale, shift, relu=True, stride=2,
+                                                      norm_weight=n3.weight, norm_bias=n3.bias)
+            return self._decoder_conv3x3(*self._residual_conv3x3(h, scale, shift))
+        y = kernels.instance_norm(y, n2.weight, n2.bias, relu=True, pad=1)
+        # y: (N, 128, H/4 + 2, W/4 + 2), normalised and reflection-padded.
+        y = kernels.instance_norm(F.conv2d(y, w3, None, 2), n3.weight, n3.bias, relu=True, pad=1)
         (w4, _), n4 = self.decoder[0]
         (w5, _), _ = self.decoder[1]
-        if plan == "conv3x3":
-            return self._decoder_conv3x3(*self._residual_conv3x3(y))
         if plan == "hybrid":
             return self._decoder_conv3x3(*self._residual_cudnn(y, raw_tail=True))
         y = self._residual_cudnn(y)      # the last block's output, ×2 upsampled and padded
@@ -164,13 +166,12 @@ class FusedRunner:
                                       upsample=2 if i == last else 1)
         return y
 
-    def _residual_conv3x3(self, c3: torch.Tensor):
-        """The blocks on conv3x3_norm: each norm is applied in the next convolution's prologue,
-        from the (scale, shift) the previous one's epilogue computed; block inputs are written by
-        the prologue that builds them (keep_input) for the residual after the block. Returns the
-        last block's raw second convolution, its norm as (scale, shift) and the block's input."""
-        n3 = self.encoder[-1][1]
-        scale, shift = kernels.norm_scale_shift(c3, n3.weight, n3.bias)
+    def _residual_conv3x3(self, c3: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor):
+        """The blocks on conv3x3_norm from conv3's raw output and IN3 as (scale, shift): each norm
+        is applied in the next convolution's prologue, from the (scale, shift) the previous one's
+        epilogue computed; block inputs are written by the prologue that builds them (keep_input)
+        for the residual after the block. Returns the last block's raw second convolution, its norm
+        as (scale, shift) and the block's input."""
         h, block_in, relu = c3, None, True        # the first block's input is relu(IN3(conv3))
         for (w1, w2), (_, n1, _, n2) in zip(self.packed, self.residual):
             h, s1, t1, block_in = kernels.conv3x3_norm(h, w1, scale, shift, residual=block_in, relu=relu,

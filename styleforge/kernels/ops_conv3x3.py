@@ -16,8 +16,8 @@ from . import ops, reference_conv3x3
 from .library import define_once
 
 CONV_SCHEMA = ("conv3x3_norm(Tensor x, Tensor weight, Tensor? scale, Tensor? shift, Tensor? residual, bool relu, "
-               "int upsample, bool keep_input, Tensor? norm_weight, Tensor? norm_bias, float eps, bool stats) "
-               "-> (Tensor, Tensor, Tensor, Tensor)")
+               "int upsample, bool keep_input, Tensor? norm_weight, Tensor? norm_bias, float eps, bool stats, "
+               "int stride=1) -> (Tensor, Tensor, Tensor, Tensor)")
 MOMENTS_SCHEMA = "norm_scale_shift(Tensor x, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor)"
 
 _LIB, _FIRST_CONV = define_once(CONV_SCHEMA)
@@ -26,18 +26,21 @@ _LIB_MOMENTS, _FIRST_MOMENTS = define_once(MOMENTS_SCHEMA)
 pack_weight = reference_conv3x3.pack_weight
 
 
-def _conv_impl(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps, stats):
+def _conv_impl(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps, stats,
+               stride=1):
     return reference_conv3x3.conv3x3_norm(x, weight, scale, shift, residual, relu, upsample, keep_input,
-                                          norm_weight, norm_bias, eps, stats)
+                                          norm_weight, norm_bias, eps, stats, stride)
 
 
-def _conv_fake(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps, stats):
+def _conv_fake(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps, stats,
+               stride=1):
     reference_conv3x3.check_args(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight,
-                                 norm_bias, eps)
+                                 norm_bias, eps, stride)
     n, _, h, w = x.shape
     cout = weight.shape[2]
-    out = torch.empty((n, cout, h * upsample, w * upsample), dtype=x.dtype, device=x.device,
-                      memory_format=torch.channels_last)
+    size = reference_conv3x3.output_size
+    out = torch.empty((n, cout, size(h, upsample, stride), size(w, upsample, stride)), dtype=x.dtype,
+                      device=x.device, memory_format=torch.channels_last)
     kept = (torch.empty(x.shape, dtype=x.dtype, device=x.device, memory_format=torch.channels_last)
             if keep_input else x.new_empty(0))
     vector = x.new_empty((n if stats else 0, cout), dtype=torch.float32)
@@ -81,17 +84,17 @@ def _use_reference(x: torch.Tensor) -> bool:
 def conv3x3_norm(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor | None = None,
                  shift: torch.Tensor | None = None, *, residual: torch.Tensor | None = None, relu: bool = False,
                  upsample: int = 1, keep_input: bool = False, norm_weight: torch.Tensor | None = None,
-                 norm_bias: torch.Tensor | None = None, eps: float = 1e-5, stats: bool = True):
+                 norm_bias: torch.Tensor | None = None, eps: float = 1e-5, stats: bool = True, stride: int = 1):
     """Fused prologue (norm apply, + residual, ReLU, ×upsample) → 3×3 reflection-padded conv → next
     norm's affine.
 
-    x (N, Cin, H, W) fp16/bf16 with `weight = pack_weight(w)`, (Cin, Cout, upsample) one of
+    x (N, Cin, H, W) fp16/bf16 with `weight = pack_weight(w)`, (Cin, Cout, upsample, stride) one of
     `reference_conv3x3.CONFIGS`; returns (out, out_scale, out_shift, a or empty). See
     `reference_conv3x3` for the exact semantics; stats=False skips the statistics (out_scale and
     out_shift come back empty). On CUDA devices other than Hopper the reference runs (slow, correct).
     """
     args = (x, weight, scale, shift, residual, bool(relu), int(upsample), bool(keep_input), norm_weight, norm_bias,
-            float(eps), bool(stats))
+            float(eps), bool(stats), int(stride))
     if _use_reference(x) or not conv3x3_norm_supported(x.device):
         return reference_conv3x3.conv3x3_norm(*args)
     return torch.ops.styleforge.conv3x3_norm(*args)

@@ -1,18 +1,20 @@
 """The pure-PyTorch twin of `styleforge::conv3x3_norm` and `styleforge::norm_scale_shift`.
 
 Test oracle, benchmark baseline and fallback of the fused 3×3 convolution (`csrc/cuda/conv3x3.cu`),
-NHWC (channels_last), fp16/bf16, for the style network's (Cin, Cout, upsample) = (128, 128, 1)
-residual convolutions and (128, 64, 2), (64, 32, 2) decoder convolutions:
+NHWC (channels_last), fp16/bf16, for the style network's (Cin, Cout, upsample, stride) = (128, 128, 1, 1)
+residual convolutions, (128, 64, 2, 1), (64, 32, 2, 1) decoder convolutions and (64, 128, 1, 2), the
+encoder's conv3:
 
-`conv3x3_norm(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps, stats)`
+`conv3x3_norm(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps, stats,
+              stride)`
   a   = x·scale + shift (+ residual), then ReLU if `relu`, computed in fp32, rounded to x's dtype;
         scale/shift (N, Cin) fp32 are the previous InstanceNorm folded to one affine (or None);
-  out = conv3x3(reflection_pad(upsample_nearest(a, upsample), 1), weight) in fp32, rounded to x's
-        dtype (no bias: the norm after it removes any per-channel constant);
+  out = conv3x3(reflection_pad(upsample_nearest(a, upsample), 1), weight, stride) in fp32, rounded to
+        x's dtype (no bias: the norm after it removes any per-channel constant);
   (out_scale, out_shift), (N, Cout) fp32, such that InstanceNorm(out; norm_weight, norm_bias, eps)
         = out·out_scale + out_shift, from the biased fp32 statistics of the rounded `out`;
   returns (out, out_scale, out_shift, a if keep_input else an empty tensor); keep_input needs
-  upsample 1; with stats=False no statistics are computed and out_scale, out_shift are (0, Cout).
+  upsample 1 and stride 1; with stats=False no statistics are computed and out_scale, out_shift are (0, Cout).
 `norm_scale_shift(x, weight, bias, eps)`: the same (scale, shift), (N, C) fp32, for an x of C = 32,
   64 or 128 channels (the hand-off from a cuDNN convolution into the chain).
 
@@ -32,7 +34,7 @@ import torch
 import torch.nn.functional as F
 
 SCALE_SHIFT_CHANNELS = (32, 64, 128)             # norm_scale_shift's channel counts
-CONFIGS = ((128, 128, 1), (128, 64, 2), (64, 32, 2))   # (Cin, Cout, upsample) with a kernel
+CONFIGS = ((128, 128, 1, 1), (128, 64, 2, 1), (64, 32, 2, 1), (64, 128, 1, 2))   # (Cin, Cout, upsample, stride)
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
 
 
@@ -106,12 +108,12 @@ def unpack_weight(packed: torch.Tensor) -> torch.Tensor:
     return w.reshape(cout, kb * 64, 3, 3).contiguous()
 
 
-def _conv(up: torch.Tensor, a: torch.Tensor, weight: torch.Tensor, upsample: int) -> torch.Tensor:
+def _conv(up: torch.Tensor, a: torch.Tensor, weight: torch.Tensor, stride: int) -> torch.Tensor:
     """The convolution in fp32: of the reflection-padded upsampled `up`, or, phase split, four 2×2
     convolutions of the replicate-padded low-resolution `a` interleaved into the ×2 output."""
     w = unpack_weight(weight).float()
     if w.dim() == 4:
-        return F.conv2d(F.pad(up, (1, 1, 1, 1), mode="reflect"), w)
+        return F.conv2d(F.pad(up, (1, 1, 1, 1), mode="reflect"), w, stride=stride)
     n, _, h, wd = a.shape
     low = F.pad(a.float(), (1, 1, 1, 1), mode="replicate")
     out = low.new_empty((n, w.shape[0], 2 * h, 2 * wd))
@@ -156,16 +158,22 @@ def check_scale_shift_args(x, weight, bias, eps) -> None:
         raise ValueError(f"{name}: eps must be > 0, got {eps}")
 
 
-def check_args(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps) -> None:
+def output_size(size: int, upsample: int, stride: int) -> int:
+    """One axis of the output: upsample × size, or ⌈size / 2⌉ for stride 2 (3×3, pad 1)."""
+    return (size + 1) // 2 if stride == 2 else size * upsample
+
+
+def check_args(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps,
+               stride=1) -> None:
     name = "conv3x3_norm"
     if weight.dim() != 4 or weight.shape[3] != 64 or weight.shape[0] != packed_shape(64 * weight.shape[1],
                                                                                       weight.shape[2])[0]:
         raise ValueError(f"{name}: weight must be the packed (taps, Cin/64, Cout, 64) tensor from pack_weight, "
                          f"got {tuple(weight.shape)}")
     cin, cout = 64 * weight.shape[1], weight.shape[2]
-    if (cin, cout, upsample) not in CONFIGS:
-        raise ValueError(f"{name}: (Cin, Cout, upsample) = ({cin}, {cout}, {upsample}) is unsupported; supported: "
-                         f"{CONFIGS} (other layers use cuDNN)")
+    if (cin, cout, upsample, stride) not in CONFIGS:
+        raise ValueError(f"{name}: (Cin, Cout, upsample, stride) = ({cin}, {cout}, {upsample}, {stride}) is "
+                         f"unsupported; supported: {CONFIGS} (other layers use cuDNN)")
     _check_x(name, x, cin, upsample)
     if weight.dtype != x.dtype or weight.device != x.device:
         raise ValueError(f"{name}: weight ({weight.dtype} on {weight.device}) must match x ({x.dtype} on {x.device})")
@@ -180,8 +188,8 @@ def check_args(x, weight, scale, shift, residual, relu, upsample, keep_input, no
                                  or residual.device != x.device):
         raise ValueError(f"{name}: residual must match x ({x.dtype} {tuple(x.shape)} on {x.device}), got "
                          f"{residual.dtype} {tuple(residual.shape)} on {residual.device}")
-    if keep_input and upsample != 1:
-        raise ValueError(f"{name}: keep_input needs upsample 1, got {upsample}")
+    if keep_input and (upsample != 1 or stride != 1):
+        raise ValueError(f"{name}: keep_input needs upsample 1 and stride 1, got {upsample} and {stride}")
     _check_vector(name, "norm_weight", norm_weight, x, cout)
     _check_vector(name, "norm_bias", norm_bias, x, cout)
     if not eps > 0:
@@ -206,8 +214,8 @@ def _scale_shift(x, weight, bias, eps):
 
 
 def conv3x3_norm(x, weight, scale=None, shift=None, residual=None, relu=False, upsample=1, keep_input=False,
-                 norm_weight=None, norm_bias=None, eps=1e-5, stats=True):
-    check_args(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps)
+                 norm_weight=None, norm_bias=None, eps=1e-5, stats=True, stride=1):
+    check_args(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps, stride)
     a = x.float()
     if scale is not None:
         a = a * scale[:, :, None, None] + shift[:, :, None, None]
@@ -219,7 +227,7 @@ def conv3x3_norm(x, weight, scale=None, shift=None, residual=None, relu=False, u
     up = a.float()
     if upsample > 1:
         up = up.repeat_interleave(upsample, dim=2).repeat_interleave(upsample, dim=3)
-    out = _conv(up, a, weight, upsample).to(x.dtype)
+    out = _conv(up, a, weight, stride).to(x.dtype)
     if stats:
         out_scale, out_shift = _scale_shift(out, norm_weight, norm_bias, eps)
     else:

@@ -11,14 +11,14 @@ python3 -c "from styleforge import kernels; print(kernels.cuda_kernels_available
 timeout 300 python3 -m pytest -q tests/test_kernels_conv3x3.py tests/test_fused_engine.py tests/test_gpu_stylize.py \
   -m gpu -p no:cacheprovider >"$OUT/gpu_tests.log" 2>&1
 grep -E "FAILED|Error|passed|failed" "$OUT/gpu_tests.log" | head -20
-timeout 150 python3 dev/kernels/conv3x3/bench_layer.py --out "$OUT" 2>&1 | cut -c1-400 | tee "$OUT/frames.log"
+timeout 150 python3 dev/kernels/conv3x3/bench_layer.py --out "$OUT" 2>&1 | grep frame | tee "$OUT/frames.log"
 timeout 90 python3 dev/kernels/conv3x3/profile_frame.py --out "$OUT" --sizes 512x512 2>&1 | tail -2
-sel="decoder_conv3x3_norm_matches_float64 and odd and bfloat16 and affine_residual"
+sel="(decoder_conv3x3_norm_matches_float64 or strided_conv3x3_norm_matches_float64) and odd and bfloat16 and affine_residual"
 PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool memcheck --kernel-name kns=conv3x3_kernel \
   --error-exitcode 99 python3 -m pytest -q -x tests/test_kernels_conv3x3.py -p no:cacheprovider -k "$sel" \
   >"$OUT/memcheck_phase.log" 2>&1
 echo "phase memcheck rc=$? $(grep -hE 'ERROR SUMMARY|Internal|passed|failed' "$OUT/memcheck_phase.log" | tr '\n' ' ')"
 # Racecheck on our kernels alone: the GPU tests also run cuDNN, which racecheck cannot follow.
 PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool racecheck --error-exitcode 99 \
-  python3 dev/kernels/conv3x3/sanitize_decoder.py >"$OUT/racecheck_phase.log" 2>&1
+  python3 dev/kernels/conv3x3/sanitize_alone.py >"$OUT/racecheck_phase.log" 2>&1
 echo "phase racecheck rc=$? $(grep -hE 'RACECHECK SUMMARY|Internal|rel err' "$OUT/racecheck_phase.log" | tr '\n' ' ')"

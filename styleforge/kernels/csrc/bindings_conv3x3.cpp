@@ -66,7 +66,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
     const at::Tensor& x_in, const at::Tensor& weight, const std::optional<at::Tensor>& scale_in,
     const std::optional<at::Tensor>& shift_in, const std::optional<at::Tensor>& residual_in, bool relu,
     int64_t upsample, bool keep_input, const std::optional<at::Tensor>& norm_weight,
-    const std::optional<at::Tensor>& norm_bias, double eps, bool stats) {
+    const std::optional<at::Tensor>& norm_bias, double eps, bool stats, int64_t stride) {
   constexpr const char* kName = "conv3x3_norm";
   TORCH_CHECK(weight.dim() == 4 && weight.size(3) == 64 && weight.scalar_type() == x_in.scalar_type() &&
                   weight.is_contiguous(),
@@ -76,12 +76,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
   const int64_t taps = conv3x3_phase_split(static_cast<int>(cin), static_cast<int>(cout), 2) ? 16 : 9;
   TORCH_CHECK(weight.size(0) == taps, kName, ": a packed weight of (Cin, Cout) = (", cin, ", ", cout, ") has ", taps,
               " taps (pack_weight), got ", weight.size(0));
-  TORCH_CHECK(conv3x3_config_supported(static_cast<int>(cin), static_cast<int>(cout), static_cast<int>(upsample)),
-              kName, ": (Cin, Cout, upsample) = (", cin, ", ", cout, ", ", upsample, ") is unsupported; supported: ",
-              "(128, 128, 1), (128, 64, 2), (64, 32, 2) (other layers use cuDNN)");
+  TORCH_CHECK(conv3x3_config_supported(static_cast<int>(cin), static_cast<int>(cout), static_cast<int>(upsample),
+                                       static_cast<int>(stride)),
+              kName, ": (Cin, Cout, upsample, stride) = (", cin, ", ", cout, ", ", upsample, ", ", stride,
+              ") is unsupported; supported: (128, 128, 1, 1), (128, 64, 2, 1), (64, 32, 2, 1), (64, 128, 1, 2) "
+              "(other layers use cuDNN)");
   check_x(kName, x_in, cin, upsample);
-  TORCH_CHECK(!keep_input || upsample == 1, kName, ": keep_input needs upsample 1, got ", upsample);
-  const int64_t n = x_in.size(0), h = x_in.size(2), w = x_in.size(3), ho = h * upsample, wo = w * upsample;
+  TORCH_CHECK(!keep_input || (upsample == 1 && stride == 1), kName, ": keep_input needs upsample 1 and stride 1");
+  const int64_t n = x_in.size(0), h = x_in.size(2), w = x_in.size(3);
+  const int64_t ho = conv3x3_out_size(h, static_cast<int>(upsample), static_cast<int>(stride));
+  const int64_t wo = conv3x3_out_size(w, static_cast<int>(upsample), static_cast<int>(stride));
   TORCH_CHECK(weight.device() == x_in.device(), kName, ": weight is on ", weight.device(), ", x on ", x_in.device());
   TORCH_CHECK(aligned16(weight), kName, ": weight must be 16-byte aligned");
   const bool affine = scale_in.has_value() && scale_in->defined();
@@ -128,6 +132,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
   args.cin = static_cast<int>(cin);
   args.cout = static_cast<int>(cout);
   args.upsample = static_cast<int>(upsample);
+  args.stride = static_cast<int>(stride);
   args.x = x.data_ptr();
   args.weight = weight.data_ptr();
   args.scale = affine ? scale.data_ptr<float>() : nullptr;

@@ -3,10 +3,11 @@
 //
 // Plain C++ with CUDA runtime types only, no torch: bindings_conv3x3.cpp checks the tensors and
 // fills the argument structs. Semantics (the one statement of them): the pure-PyTorch twin
-// styleforge/kernels/reference_conv3x3.py. In short, NHWC, batch N, (Cin, Cout, upsample) one of
-// the style network's (128, 128, 1) residual convolutions or (128, 64, 2), (64, 32, 2) decoder ones:
+// styleforge/kernels/reference_conv3x3.py. In short, NHWC, batch N, (Cin, Cout, upsample, stride) one
+// of the style network's (128, 128, 1, 1) residual convolutions, (128, 64, 2, 1), (64, 32, 2, 1)
+// decoder ones or (64, 128, 1, 2), the encoder's conv3:
 //   a   = x·scale + shift (+ residual), ReLU if asked, rounded to x's dtype   (the prologue)
-//   out = conv3x3(reflection_pad1(upsample_nearest(a, upsample)), W)         (no bias; for upsample 2
+//   out = conv3x3(reflection_pad1(upsample_nearest(a, upsample)), W, stride) (no bias; for upsample 2
 //         its phase-split form, four 2×2 convolutions with summed, once-rounded taps: see the twin)
 //   (out_scale, out_shift) so that InstanceNorm(out; norm_weight, norm_bias, eps)
 //        = out·out_scale + out_shift per (sample, channel), from fp32 statistics of the rounded out.
@@ -31,6 +32,10 @@ constexpr int conv3x3_tile_h(int cout) { return 8 * (128 / cout); }
 // The configurations computed as four 2×2 convolutions of the low-resolution input, one per output
 // phase (the ×2 decoder layers; see Cfg::kPhase in conv3x3.cu): their packed weights hold 16 summed
 // taps, not 9.
+// Output size along one axis: upsample × size, or ⌈size / 2⌉ for stride 2 (3×3, pad 1).
+constexpr int64_t conv3x3_out_size(int64_t size, int upsample, int stride) {
+  return stride == 2 ? (size + 1) / 2 : size * upsample;
+}
 constexpr bool conv3x3_phase_split(int cin, int cout, int upsample) {
   return upsample == 2 && ((cin == 64 && cout == 32) || (cin == 128 && cout == 64));
 }
@@ -46,7 +51,7 @@ struct NormHandoff {
 
 struct Conv3x3Args {
   ConvDtype dtype = ConvDtype::kBFloat16;
-  int cin = 128, cout = 128, upsample = 1;
+  int cin = 128, cout = 128, upsample = 1, stride = 1;
   const void* x = nullptr;          // (N, H, W, cin) dense NHWC, 16-byte aligned
   const void* weight = nullptr;     // packed (taps, cin / 64, cout, 64), taps 9 or 16 (phase split): reference_conv3x3.pack_weight
   const float* scale = nullptr;     // (N, cin) fp32 prologue affine, or null (identity) ...
@@ -54,9 +59,9 @@ struct Conv3x3Args {
   const void* residual = nullptr;   // (N, H, W, cin) dense NHWC, or null
   bool relu = false;
   void* act = nullptr;              // (N, H, W, cin): the prologue's output a, or null; upsample 1 only
-  void* out = nullptr;              // (N, H·upsample, W·upsample, cout) dense NHWC
+  void* out = nullptr;              // (N, Ho, Wo, cout) dense NHWC, sizes by conv3x3_out_size
   NormHandoff norm;                 // over cout channels; norm.scale null: no statistics, no hand-off
-  int64_t N = 0, H = 0, W = 0;      // H·upsample, W·upsample >= 2 (reflection pad 1)
+  int64_t N = 0, H = 0, W = 0;      // H·upsample, W·upsample >= 2 (reflection pad 1); stride 2: H, W >= 2
 };
 
 struct MomentsArgs {
@@ -67,8 +72,8 @@ struct MomentsArgs {
   int64_t N = 0, H = 0, W = 0;
 };
 
-// Whether a kernel exists for (cin, cout, upsample).
-bool conv3x3_config_supported(int cin, int cout, int upsample);
+// Whether a kernel exists for (cin, cout, upsample, stride).
+bool conv3x3_config_supported(int cin, int cout, int upsample, int stride = 1);
 
 // Tiles per output image, and the workspace a launch needs (16-byte aligned, no initialisation);
 // Ho, Wo are the output's sizes. The moments launch of C channels uses the cout = C tiling.

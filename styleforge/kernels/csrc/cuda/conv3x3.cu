@@ -1,6 +1,7 @@
 // The style network's 3×3 convolutions with their InstanceNorms fused in, fp16/bf16 NHWC, fp32
-// accumulate, on Hopper wgmma: (Cin, Cout, ×upsample) = (128, 128, 1) for the residual blocks and
-// (128, 64, 2), (64, 32, 2) for the decoder; stride 1, reflection pad 1.
+// accumulate, on Hopper wgmma: (Cin, Cout, ×upsample, stride) = (128, 128, 1, 1) for the residual
+// blocks, (128, 64, 2, 1), (64, 32, 2, 1) for the decoder and (64, 128, 1, 2) for the encoder's
+// last convolution (conv3, which then applies IN2 and gathers IN3); reflection pad 1.
 //   prologue  the previous norm's apply (a = x·scale + shift, + residual, ReLU), the ×2 nearest
 //             upsample and the reflection resolved in the address math, written once to shared
 //             memory (and, if asked, the tile's interior to `act`, which becomes the next residual);
@@ -59,7 +60,7 @@ constexpr int kMomentsThreads = 256;
 
 constexpr uint32_t round_up_1k(uint32_t v) { return (v + 1023u) & ~1023u; }
 
-template <int CIN, int COUT, int UP>
+template <int CIN, int COUT, int UP, int STRIDE = 1>
 struct Cfg {
   static constexpr int kMB = 128 / COUT;                      // m64 blocks per warpgroup
   static constexpr int kTH = conv3x3_tile_h(COUT);            // 8·kMB output rows
@@ -74,7 +75,10 @@ struct Cfg {
   static constexpr bool kPhase = conv3x3_phase_split(CIN, COUT, UP);
   static constexpr int kWGSplit = kPhase ? 4 / kMB : 1;       // distinct B matrices per ring entry
   static constexpr int kTaps = kPhase ? 16 / kWGSplit : 9;    // ring entries
-  static constexpr int kHaloH = kPhase ? kTH / 2 + 2 : kTH + 2, kHaloW = kPhase ? kTW / 2 + 2 : kTW + 2;
+  // Halo rows and columns: output tile + 2; phase split: the low-resolution tile + 2; stride 2:
+  // 2·tile + 1 input rows/columns.
+  static constexpr int kHaloH = kPhase ? kTH / 2 + 2 : (STRIDE == 2 ? 2 * kTH + 1 : kTH + 2);
+  static constexpr int kHaloW = kPhase ? kTW / 2 + 2 : (STRIDE == 2 ? 2 * kTW + 1 : kTW + 2);
   static constexpr int kHaloPixels = kHaloH * kHaloW;
   static constexpr int kPixelBytes = CIN * 2;
   static constexpr int kChunks = CIN / 8;                     // 16-byte chunks per input pixel
@@ -101,6 +105,7 @@ struct Cfg {
   static constexpr int kOutPixelBytes = COUT * 2;
   static_assert(kTH * kTW * kOutPixelBytes <= static_cast<int>(kHaloBytes), "the output stages in the halo");
   static_assert(!kPhase || kTaps * kWGSplit == 16, "phase split: 4 phases × 4 taps");
+  static_assert(STRIDE == 1 || (STRIDE == 2 && UP == 1), "stride 2 without upsampling only");
   static_assert(kSmem <= 227 * 1024, "shared memory");
 };
 
@@ -116,6 +121,14 @@ struct Params {
   int H, W, Ho, Wo, tiles_x, tiles;
   bool relu;
 };
+
+// The XOR that places 16-byte chunk q of halo pixel P (chunk q ^ halo_swizzle(P)): a warp's
+// ldmatrix reads 8 pixels of one chunk, consecutive (stride 1: P's low 3 bits) or every other one
+// (stride 2: bits 1–3, so that even and odd runs both hit 8 distinct bank groups).
+template <int STRIDE>
+__device__ __forceinline__ int halo_swizzle(int P) {
+  return STRIDE == 2 ? (P >> 1) & 7 : P & 7;
+}
 
 #if SF_SM90A   // helpers of the sm_90a kernel only
 __device__ __forceinline__ int reflect_clamp(int i, int n) {
@@ -203,11 +216,11 @@ __device__ __forceinline__ int out_slot(int i, int px) {
 }
 #endif
 
-template <typename T, int CIN, int COUT, int UP>
+template <typename T, int CIN, int COUT, int UP, int STRIDE = 1>
 __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
 #if SF_SM90A
   using namespace sm90;
-  using C = Cfg<CIN, COUT, UP>;
+  using C = Cfg<CIN, COUT, UP, STRIDE>;
   constexpr int kMB = C::kMB, kStepK = C::kStepK, kSPT = C::kStepsPerTap, kStages = C::kStages;
   constexpr int kTaps = C::kTaps, kSteps = kTaps * kSPT, kBPS = C::kBlocksPerStep;
   extern __shared__ unsigned char smem_raw[];
@@ -277,10 +290,14 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
         const int r = P / C::kHaloW, c = P - r * C::kHaloW;
         // Reflect in the (upsampled) output frame, then the nearest source pixel; phase split: the
         // low-resolution halo, whose reflection is replication.
-        const int gy = C::kPhase ? min(max(y0 / 2 - 1 + r, 0), H - 1) : reflect_clamp(y0 - 1 + r, Ho) / UP;
-        const int gx = C::kPhase ? min(max(x0 / 2 - 1 + c, 0), W - 1) : reflect_clamp(x0 - 1 + c, Wo) / UP;
+        // Stride 2: input rows 2·y0 − 1 + r, reflected in the input frame.
+        const int gy = C::kPhase ? min(max(y0 / 2 - 1 + r, 0), H - 1)
+                                 : (STRIDE == 2 ? reflect_clamp(2 * y0 - 1 + r, H) : reflect_clamp(y0 - 1 + r, Ho) / UP);
+        const int gx = C::kPhase ? min(max(x0 / 2 - 1 + c, 0), W - 1)
+                                 : (STRIDE == 2 ? reflect_clamp(2 * x0 - 1 + c, W) : reflect_clamp(x0 - 1 + c, Wo) / UP);
         off[j] = ((static_cast<int64_t>(n) * H + gy) * W + gx) * kChunks + q;
-        interior[j] = UP == 1 && r >= 1 && r <= C::kTH && c >= 1 && c <= kTW && y0 + r - 1 < H && x0 + c - 1 < W;
+        interior[j] = UP == 1 && STRIDE == 1 && r >= 1 && r <= C::kTH && c >= 1 && c <= kTW && y0 + r - 1 < H &&
+                      x0 + c - 1 < W;
         if (P < C::kHaloPixels) {
           v[j] = __ldg(x4 + off[j]);
           if (r4) rv[j] = __ldg(r4 + off[j]);
@@ -306,7 +323,7 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
         }
         const uint4 a = make_uint4(pack2<T>(f[0], f[1]), pack2<T>(f[2], f[3]), pack2<T>(f[4], f[5]),
                                    pack2<T>(f[6], f[7]));
-        *reinterpret_cast<uint4*>(halo + P * C::kPixelBytes + ((q ^ (P & 7)) << 4)) = a;
+        *reinterpret_cast<uint4*>(halo + P * C::kPixelBytes + ((q ^ halo_swizzle<STRIDE>(P)) << 4)) = a;
         if (p.act && interior[j]) reinterpret_cast<uint4*>(p.act)[off[j]] = a;
       }
     }
@@ -333,13 +350,13 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
         P = (lrow0 + (lrow >> 3) + a + dy) * C::kHaloW + (lrow & 7) + b + dx;
       } else {
         const int ky = tap / 3, kx = tap - ky * 3;
-        P = (row0 + 4 * mb + ky) * C::kHaloW + lrow + kx;
+        P = (STRIDE * (row0 + 4 * mb) + ky) * C::kHaloW + STRIDE * lrow + kx;
       }
       const uint32_t row = halo_s + P * C::kPixelBytes;
 #pragma unroll
       for (int kk = 0; kk < kStepK; ++kk) {
         const int chunk = 2 * ((step % kSPT) * kStepK + kk) + lhalf;
-        ldmatrix_x4(a[kk][mb], row + ((chunk ^ (P & 7)) << 4));
+        ldmatrix_x4(a[kk][mb], row + ((chunk ^ halo_swizzle<STRIDE>(P)) << 4));
       }
     }
   };
@@ -667,14 +684,16 @@ bool device_runs_sm90a() {
   return s > 0;
 }
 
-bool valid_sizes(int64_t N, int64_t Ho, int64_t Wo, int cout) {
-  return N >= 0 && Ho >= 2 && Wo >= 2 && Ho < (1 << 20) && Wo < (1 << 20) &&
+// min_out: the smallest output side the reflection allows (2: the pad is in the output frame; 1 for
+// stride 2, whose pad is in the input frame, checked by the caller).
+bool valid_sizes(int64_t N, int64_t Ho, int64_t Wo, int cout, int64_t min_out = 2) {
+  return N >= 0 && Ho >= min_out && Wo >= min_out && Ho < (1 << 20) && Wo < (1 << 20) &&
          N * conv3x3_tiles(Ho, Wo, cout) < 0x7fffffff;
 }
 
-template <typename T, int CIN, int COUT, int UP>
+template <typename T, int CIN, int COUT, int UP, int STRIDE = 1>
 cudaError_t launch_conv(const Conv3x3Args& a, float2* partials, cudaStream_t stream, int id) {
-  using C = Cfg<CIN, COUT, UP>;
+  using C = Cfg<CIN, COUT, UP, STRIDE>;
   Params p;
   p.x = static_cast<const uint16_t*>(a.x);
   p.residual = static_cast<const uint16_t*>(a.residual);
@@ -686,20 +705,21 @@ cudaError_t launch_conv(const Conv3x3Args& a, float2* partials, cudaStream_t str
   p.partials = partials;
   p.H = static_cast<int>(a.H);
   p.W = static_cast<int>(a.W);
-  p.Ho = static_cast<int>(a.H * UP);
-  p.Wo = static_cast<int>(a.W * UP);
+  p.Ho = static_cast<int>(conv3x3_out_size(a.H, UP, STRIDE));
+  p.Wo = static_cast<int>(conv3x3_out_size(a.W, UP, STRIDE));
   p.tiles_x = (p.Wo + kTW - 1) / kTW;
   p.tiles = static_cast<int>(conv3x3_tiles(p.Ho, p.Wo, COUT));
   p.relu = a.relu;
-  cudaError_t err = allow_smem(conv3x3_kernel<T, CIN, COUT, UP>, C::kSmem, id);
+  cudaError_t err = allow_smem(conv3x3_kernel<T, CIN, COUT, UP, STRIDE>, C::kSmem, id);
   if (err != cudaSuccess) return err;
-  err = launch_pdl(true, conv3x3_kernel<T, CIN, COUT, UP>, dim3(static_cast<unsigned>(a.N * p.tiles)), dim3(kThreads),
+  err = launch_pdl(true, conv3x3_kernel<T, CIN, COUT, UP, STRIDE>, dim3(static_cast<unsigned>(a.N * p.tiles)), dim3(kThreads),
                    C::kSmem, stream, p);
   return err != cudaSuccess ? err : cudaPeekAtLastError();
 }
 
 template <typename T>
-cudaError_t dispatch(const Conv3x3Args& a, float2* partials, cudaStream_t stream, int id0) {
+cudaError_t dispatch(const Conv3x3Args& a, float2* partials, cudaStream_t stream, int id0, int id_strided) {
+  if (a.stride == 2) return launch_conv<T, 64, 128, 1, 2>(a, partials, stream, id_strided);
   if (a.cin == 128 && a.cout == 128) return launch_conv<T, 128, 128, 1>(a, partials, stream, id0);
   if (a.cin == 128) return launch_conv<T, 128, 64, 2>(a, partials, stream, id0 + 1);
   return launch_conv<T, 64, 32, 2>(a, partials, stream, id0 + 2);
@@ -707,9 +727,10 @@ cudaError_t dispatch(const Conv3x3Args& a, float2* partials, cudaStream_t stream
 
 }  // namespace
 
-bool conv3x3_config_supported(int cin, int cout, int upsample) {
-  return (cin == 128 && cout == 128 && upsample == 1) || (cin == 128 && cout == 64 && upsample == 2) ||
-         (cin == 64 && cout == 32 && upsample == 2);
+bool conv3x3_config_supported(int cin, int cout, int upsample, int stride) {
+  if (stride == 2) return cin == 64 && cout == 128 && upsample == 1;
+  return stride == 1 && ((cin == 128 && cout == 128 && upsample == 1) || (cin == 128 && cout == 64 && upsample == 2) ||
+                         (cin == 64 && cout == 32 && upsample == 2));
 }
 
 int64_t conv3x3_tiles(int64_t Ho, int64_t Wo, int cout) {
@@ -724,16 +745,18 @@ size_t conv3x3_workspace_bytes(int64_t N, int64_t Ho, int64_t Wo, int cout) {
 bool conv3x3_supported() { return device_runs_sm90a(); }
 
 cudaError_t conv3x3_launch(const Conv3x3Args& a, void* workspace, cudaStream_t stream) {
-  const int64_t ho = a.H * a.upsample, wo = a.W * a.upsample;
-  if (!conv3x3_config_supported(a.cin, a.cout, a.upsample) || !valid_sizes(a.N, ho, wo, a.cout) ||
+  const int64_t ho = conv3x3_out_size(a.H, a.upsample, a.stride), wo = conv3x3_out_size(a.W, a.upsample, a.stride);
+  const bool sizes_ok = a.stride == 2 ? a.H >= 2 && a.W >= 2 && valid_sizes(a.N, ho, wo, a.cout, 1)
+                                      : valid_sizes(a.N, ho, wo, a.cout);
+  if (!conv3x3_config_supported(a.cin, a.cout, a.upsample, a.stride) || !sizes_ok ||
       (a.scale == nullptr) != (a.shift == nullptr) || (a.act != nullptr && a.upsample != 1) || !conv3x3_supported()) {
     return cudaErrorInvalidValue;
   }
   if (a.N == 0) return cudaSuccess;
   // No hand-off asked for (norm.scale null): no statistics at all.
   float2* partials = a.norm.scale != nullptr ? static_cast<float2*>(workspace) : nullptr;
-  const cudaError_t err = a.dtype == ConvDtype::kBFloat16 ? dispatch<__nv_bfloat16>(a, partials, stream, 0)
-                                                          : dispatch<__half>(a, partials, stream, 3);
+  const cudaError_t err = a.dtype == ConvDtype::kBFloat16 ? dispatch<__nv_bfloat16>(a, partials, stream, 0, 6)
+                                                          : dispatch<__half>(a, partials, stream, 3, 7);
   if (err != cudaSuccess || partials == nullptr) return err;
   return launch_handoff(partials, a.N, ho, wo, a.cout, a.norm, true, stream);
 }

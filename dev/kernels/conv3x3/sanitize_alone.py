@@ -1,10 +1,10 @@
-"""The decoder configurations of conv3x3_norm alone, for compute-sanitizer racecheck.
+"""conv3x3_norm's ×2 and stride-2 configurations alone, for compute-sanitizer racecheck.
 
 Under racecheck, the GPU test that also runs a cuDNN convolution for its error budget aborts with
 "Internal Sanitizer Error: failed to handle a hardware exception" inside that cuDNN call, after our
-kernel has run; this script launches only our kernels (both ×2 configurations, odd sizes, a
-residual, batch 2) and checks them against the twin on the CPU.
-    compute-sanitizer --tool racecheck python3 dev/kernels/conv3x3/sanitize_decoder.py
+kernel has run; this script launches only our kernels (both ×2 configurations and the stride-2
+one, odd sizes, a residual, batch 2) and checks them against the twin on the CPU.
+    compute-sanitizer --tool racecheck python3 dev/kernels/conv3x3/sanitize_alone.py
 """
 from __future__ import annotations
 
@@ -12,17 +12,17 @@ import torch
 
 from styleforge.kernels import reference_conv3x3 as ref
 
-for cin, cout, (h, w) in ((128, 64, (9, 13)), (64, 32, (13, 10))):
+for cin, cout, up, stride, (h, w) in ((128, 64, 2, 1, (9, 13)), (64, 32, 2, 1, (13, 10)), (64, 128, 1, 2, (19, 37))):
     g = torch.Generator().manual_seed(cin)
     x = (torch.randn(2, cin, h, w, generator=g) * 2 + 1).to(torch.bfloat16).contiguous(memory_format=torch.channels_last)
     res = torch.randn(2, cin, h, w, generator=g).to(torch.bfloat16).contiguous(memory_format=torch.channels_last)
     weight = (torch.randn(cout, cin, 3, 3, generator=g) / (9 * cin) ** 0.5).to(torch.bfloat16)
     scale, shift = torch.rand(2, cin, generator=g) + 0.5, torch.randn(2, cin, generator=g)
     nw, nb = torch.rand(cout, generator=g) + 0.5, torch.randn(cout, generator=g)
-    args = (ref.pack_weight(weight), scale, shift, res, True, 2, False, nw, nb, 1e-5, True)
+    args = (ref.pack_weight(weight), scale, shift, res, True, up, False, nw, nb, 1e-5, True, stride)
     want = ref.conv3x3_norm(x, *args)
     got = torch.ops.styleforge.conv3x3_norm(x.cuda(), *(a.cuda() if isinstance(a, torch.Tensor) else a for a in args))
     torch.cuda.synchronize()
     err = float((got[0].cpu().double() - want[0].double()).norm() / want[0].double().norm())
-    print(f"{cin}->{cout} x2 {h}x{w}: rel err vs twin {err:.2e}")
+    print(f"{cin}->{cout} up {up} stride {stride} {h}x{w}: rel err vs twin {err:.2e}")
     assert err < 1e-2
