@@ -23,7 +23,7 @@ C = 128
 LOW = (torch.bfloat16, torch.float16)
 # name: (Cin, Cout, upsample, stride)
 CONFIGS = {"res128": (128, 128, 1, 1), "dec128to64": (128, 64, 2, 1), "dec64to32": (64, 32, 2, 1),
-           "enc64to128s2": (64, 128, 1, 2)}
+           "enc32to64s2": (32, 64, 1, 2), "enc64to128s2": (64, 128, 1, 2)}
 
 
 def make_inputs(n, h, w, dtype=torch.bfloat16, device="cpu", seed=0, affine=True, residual=False, config="res128"):
@@ -75,6 +75,9 @@ def test_pack_weight_rule_and_inverse(config):
     p = ref.pack_weight(w)
     assert p.shape == ref.packed_shape(cin, cout) and p.is_contiguous()
     phase = (cin, cout) in ref.PHASE_SPLIT
+    if cin == 32:   # packed as 64 input channels, the upper 32 zero
+        w = F.pad(w, (0, 0, 0, 0, 0, 32))
+        cin = 64
     by_tap = ref.phase_weight(w) if phase else w.reshape(cout, cin, 9)
     assert torch.equal(ref.unpack_weight(p), by_tap if phase else w)
     # Packed position → tap: phase-major for Cout 32; for Cout 64 ring entry v = 4·j + tap holds
@@ -341,11 +344,15 @@ STRIDED_SHAPES = {"odd": (2, 9, 13), "min": (1, 2, 2), "edge_tiles": (1, 37, 50)
 @hopper
 @pytest.mark.parametrize("dtype", LOW, ids=str)
 @pytest.mark.parametrize("shape", list(STRIDED_SHAPES), ids=str)
+@pytest.mark.parametrize("config", ["enc32to64s2", "enc64to128s2"])
 @pytest.mark.parametrize("variant", ["plain", "affine_relu", "affine_residual"])
-def test_cuda_strided_conv3x3_norm_matches_float64(loaded, dtype, shape, variant):
+def test_cuda_strided_conv3x3_norm_matches_float64(loaded, dtype, shape, config, variant):
     affine, residual, relu = {"plain": (False, False, False), "affine_relu": (True, False, True),
                               "affine_residual": (True, True, False)}[variant]
-    _check_cuda_against_float64("enc64to128s2", dtype, *STRIDED_SHAPES[shape], affine, residual, relu)
+    n, h, w = STRIDED_SHAPES[shape]
+    if config == "enc32to64s2" and shape.endswith("frame"):   # conv2's input is twice conv3's
+        h, w = 2 * h, 2 * w
+    _check_cuda_against_float64(config, dtype, n, h, w, affine, residual, relu)
 
 
 @pytest.mark.gpu
@@ -489,7 +496,7 @@ def test_cuda_without_statistics_same_output_and_repeatable(loaded, config):
     # must agree bit for bit (a race between the weight ring, the halo and the staged output would not).
     cin, cout, up, stride = CONFIGS[config]
     h = 128 if up == 1 or cin == 128 else 256
-    h = 256 if stride == 2 else h
+    h = (512 if cin == 32 else 256) if stride == 2 else h
     x, wt, s, t, _, nw, nb = make_inputs(1, h, h, device="cuda", seed=11, config=config)
     packed = ref.pack_weight(wt)
     full = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, None, True, up, False, nw, nb, 1e-5, True, stride)

@@ -11,8 +11,8 @@ inputs that live on the CPU go through a pinned staging buffer. The two 9×9 con
 the work around them into its loads: conv1 reads the fp32 image and pads and casts it itself,
 deconv3 applies IN5 + ReLU and pads; for each shape, outside capture, the op path and the cuDNN
 path (which writes those tensors first) are timed on the real input with CUDA events and the
-faster is kept (`layer_choices` records which and why). On Hopper in fp16/bf16 conv3 (stride 2),
-the residual blocks and the decoder's two 3×3 convolutions can run as a chain of `kernels.conv3x3_norm` calls instead (plan "conv3x3": each
+faster is kept (`layer_choices` records which and why). On Hopper in fp16/bf16 conv2 and conv3
+(stride 2), the residual blocks and the decoder's two 3×3 convolutions can run as a chain of `kernels.conv3x3_norm` calls instead (plan "conv3x3": each
 InstanceNorm applied in the next convolution's prologue from statistics the previous one's
 epilogue gathered, so no norm pass over the activation), or only the decoder ("hybrid"); per
 shape the plans are captured, their replays timed, and the fastest graph kept. It follows the runner
@@ -100,7 +100,8 @@ class FusedRunner:
         self.packed = ([(kernels.pack_weight(w1), kernels.pack_weight(w2)) for (w1, _), _, (w2, _), _ in self.residual]
                        if low else None)
         self.packed_decoder = tuple(kernels.pack_weight(w) for (w, _), _ in self.decoder) if low else None
-        self.packed_conv3 = kernels.pack_weight(self.encoder[2][0][0]) if low else None   # 64 → 128, stride 2
+        # conv2 (32 → 64) and conv3 (64 → 128), stride 2.
+        self.packed_encoder = tuple(kernels.pack_weight(w) for (w, _), _ in self.encoder[1:]) if low else None
 
     # ---- the plan --------------------------------------------------------------------------
 
@@ -115,14 +116,18 @@ class FusedRunner:
         """
         plan = plan or self.default_plan()
         (_, n1), ((w2, _), n2), ((w3, _), n3) = self.encoder
-        y = kernels.instance_norm(self._first_conv(x.float()), n1.weight, n1.bias, relu=True, pad=1)
-        y = F.conv2d(y, w2, None, 2)                    # conv2's raw output (N, 64, H/2, W/2)
+        y = self._first_conv(x.float())                 # conv1's raw output (N, 32, H, W)
         if plan == "conv3x3":
-            # conv3 applies IN2 in its prologue and gathers IN3 for the first block.
-            scale, shift = kernels.norm_scale_shift(y, n2.weight, n2.bias)
-            h, scale, shift, _ = kernels.conv3x3_norm(y, self.packed_conv3, scale, shift, relu=True, stride=2,
+            # conv2 and conv3 apply IN1 and IN2 in their prologues and gather IN2 and IN3.
+            p2, p3 = self.packed_encoder
+            scale, shift = kernels.norm_scale_shift(y, n1.weight, n1.bias)
+            h, scale, shift, _ = kernels.conv3x3_norm(y, p2, scale, shift, relu=True, stride=2,
+                                                      norm_weight=n2.weight, norm_bias=n2.bias)
+            h, scale, shift, _ = kernels.conv3x3_norm(h, p3, scale, shift, relu=True, stride=2,
                                                       norm_weight=n3.weight, norm_bias=n3.bias)
             return self._decoder_conv3x3(*self._residual_conv3x3(h, scale, shift))
+        y = kernels.instance_norm(y, n1.weight, n1.bias, relu=True, pad=1)
+        y = F.conv2d(y, w2, None, 2)                    # conv2's raw output (N, 64, H/2, W/2)
         y = kernels.instance_norm(y, n2.weight, n2.bias, relu=True, pad=1)
         # y: (N, 128, H/4 + 2, W/4 + 2), normalised and reflection-padded.
         y = kernels.instance_norm(F.conv2d(y, w3, None, 2), n3.weight, n3.bias, relu=True, pad=1)

@@ -2,8 +2,8 @@
 
 Test oracle, benchmark baseline and fallback of the fused 3×3 convolution (`csrc/cuda/conv3x3.cu`),
 NHWC (channels_last), fp16/bf16, for the style network's (Cin, Cout, upsample, stride) = (128, 128, 1, 1)
-residual convolutions, (128, 64, 2, 1), (64, 32, 2, 1) decoder convolutions and (64, 128, 1, 2), the
-encoder's conv3:
+residual convolutions, (128, 64, 2, 1), (64, 32, 2, 1) decoder convolutions and (32, 64, 1, 2),
+(64, 128, 1, 2), the encoder's conv2 and conv3:
 
 `conv3x3_norm(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps, stats,
               stride)`
@@ -18,8 +18,8 @@ encoder's conv3:
 `norm_scale_shift(x, weight, bias, eps)`: the same (scale, shift), (N, C) fp32, for an x of C = 32,
   64 or 128 channels (the hand-off from a cuDNN convolution into the chain).
 
-`weight` is packed once by `pack_weight` into the kernel's shared-memory image: (taps, Cin/64,
-Cout, 64) with the 16-byte chunks of each 128-byte row XOR-swizzled by the output channel's low 3
+`weight` is packed once by `pack_weight` into the kernel's shared-memory image: (taps, ⌈Cin/64⌉,
+Cout, 64) (Cin 32 zero-padded to 64) with the 16-byte chunks of each 128-byte row XOR-swizzled by the output channel's low 3
 bits. `unpack_weight` inverts it. Taps are the 9 of the 3×3 kernel, except for the ×2 decoder
 configurations, computed in phase-split form: a ×2 nearest upsample then a reflection-padded 3×3
 convolution equals, for each output phase (a, b) = (row, column) parity, a 2×2 convolution of the
@@ -34,7 +34,8 @@ import torch
 import torch.nn.functional as F
 
 SCALE_SHIFT_CHANNELS = (32, 64, 128)             # norm_scale_shift's channel counts
-CONFIGS = ((128, 128, 1, 1), (128, 64, 2, 1), (64, 32, 2, 1), (64, 128, 1, 2))   # (Cin, Cout, upsample, stride)
+# (Cin, Cout, upsample, stride) with a kernel
+CONFIGS = ((128, 128, 1, 1), (128, 64, 2, 1), (64, 32, 2, 1), (32, 64, 1, 2), (64, 128, 1, 2))
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
 
 
@@ -45,7 +46,7 @@ _PHASE_TAPS = {(0, 0): (0,), (0, 1): (1, 2), (1, 0): (0, 1), (1, 1): (2,)}
 
 
 def packed_shape(cin: int, cout: int) -> tuple[int, int, int, int]:
-    return (16 if (cin, cout) in PHASE_SPLIT else 9), cin // 64, cout, 64
+    return (16 if (cin, cout) in PHASE_SPLIT else 9), (cin + 63) // 64, cout, 64
 
 
 def _ring_order(cout: int) -> list[int]:
@@ -79,13 +80,17 @@ def _swizzle_index(cout: int, device: torch.device) -> torch.Tensor:
 
 def pack_weight(weight: torch.Tensor) -> torch.Tensor:
     """(Cout, Cin, 3, 3) → the kernel's (taps, Cin/64, Cout, 64) packed, swizzled layout, same dtype
-    (16 phase-split taps for (Cin, Cout) = (64, 32), summed in fp32 and rounded once, else 9)."""
-    if weight.dim() != 4 or tuple(weight.shape[2:]) != (3, 3) or weight.shape[1] % 64 or weight.shape[0] % 8:
-        raise ValueError(f"conv3x3 pack_weight: weight must be (Cout, Cin, 3, 3) with Cin a multiple of 64, "
+    (16 phase-split taps for the ×2 configurations, summed in fp32 and rounded once, else 9; Cin 32
+    is zero-padded to 64)."""
+    if (weight.dim() != 4 or tuple(weight.shape[2:]) != (3, 3) or (weight.shape[1] % 64 and weight.shape[1] != 32)
+            or weight.shape[0] % 8):
+        raise ValueError(f"conv3x3 pack_weight: weight must be (Cout, Cin, 3, 3) with Cin 32 or a multiple of 64, "
                          f"got {tuple(weight.shape)}")
+    taps = packed_shape(*reversed(weight.shape[:2]))[0]
+    if weight.shape[1] == 32:
+        weight = F.pad(weight, (0, 0, 0, 0, 0, 32))                  # K padded with zero channels
     cout, cin = weight.shape[:2]
     kb = cin // 64
-    taps = packed_shape(cin, cout)[0]
     by_tap = (phase_weight(weight.detach()).to(weight.dtype)[:, :, _ring_order(cout)] if taps == 16
               else weight.detach().reshape(cout, cin, 9))                  # (Cout, Cin, packed tap)
     # (tap, n, k) → (tap, kb, n, chunk, 8) with k = 64·kb + 8·chunk + e.
@@ -111,7 +116,7 @@ def unpack_weight(packed: torch.Tensor) -> torch.Tensor:
 def _conv(up: torch.Tensor, a: torch.Tensor, weight: torch.Tensor, stride: int) -> torch.Tensor:
     """The convolution in fp32: of the reflection-padded upsampled `up`, or, phase split, four 2×2
     convolutions of the replicate-padded low-resolution `a` interleaved into the ×2 output."""
-    w = unpack_weight(weight).float()
+    w = unpack_weight(weight).float()[:, :a.shape[1]]                # Cin 32: drop the zero padding
     if w.dim() == 4:
         return F.conv2d(F.pad(up, (1, 1, 1, 1), mode="reflect"), w, stride=stride)
     n, _, h, wd = a.shape
@@ -166,11 +171,18 @@ def output_size(size: int, upsample: int, stride: int) -> int:
 def check_args(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps,
                stride=1) -> None:
     name = "conv3x3_norm"
-    if weight.dim() != 4 or weight.shape[3] != 64 or weight.shape[0] != packed_shape(64 * weight.shape[1],
-                                                                                      weight.shape[2])[0]:
-        raise ValueError(f"{name}: weight must be the packed (taps, Cin/64, Cout, 64) tensor from pack_weight, "
+    if x.dim() != 4:
+        raise ValueError(f"{name}: x must be 4-D (N, C, H, W), got shape {tuple(x.shape)}")
+    if weight.dim() != 4 or weight.shape[3] != 64:
+        raise ValueError(f"{name}: weight must be the packed (taps, ⌈Cin/64⌉, Cout, 64) tensor from pack_weight, "
                          f"got {tuple(weight.shape)}")
-    cin, cout = 64 * weight.shape[1], weight.shape[2]
+    cin, cout = x.shape[1], weight.shape[2]
+    if weight.shape[1] != (cin + 63) // 64:
+        raise ValueError(f"{name}: x has {cin} channels but the packed weight is for {64 * weight.shape[1]} "
+                         "channels (Cin 32 packs as 64)")
+    if weight.shape[0] != packed_shape(cin, cout)[0]:
+        raise ValueError(f"{name}: a packed weight of (Cin, Cout) = ({cin}, {cout}) has {packed_shape(cin, cout)[0]} "
+                         f"taps (pack_weight), got {weight.shape[0]}")
     if (cin, cout, upsample, stride) not in CONFIGS:
         raise ValueError(f"{name}: (Cin, Cout, upsample, stride) = ({cin}, {cout}, {upsample}, {stride}) is "
                          f"unsupported; supported: {CONFIGS} (other layers use cuDNN)")

@@ -72,15 +72,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
                   weight.is_contiguous(),
               kName, ": weight must be the contiguous packed (taps, Cin/64, Cout, 64) ", x_in.scalar_type(),
               " tensor from pack_weight, got ", weight.scalar_type(), " ", weight.sizes());
-  const int64_t cin = 64 * weight.size(1), cout = weight.size(2);
+  TORCH_CHECK(x_in.dim() == 4, kName, ": x must be 4-D (N, C, H, W), got shape ", x_in.sizes());
+  // Cin is x's; the packed weight holds ⌈Cin / 64⌉ blocks of 64 (Cin 32: zero-padded by pack_weight).
+  const int64_t cin = x_in.size(1), cout = weight.size(2);
+  TORCH_CHECK(weight.size(1) == (cin + 63) / 64, kName, ": a packed weight for Cin = ", cin, " has ",
+              (cin + 63) / 64, " blocks of 64 input channels, got ", weight.size(1));
   const int64_t taps = conv3x3_phase_split(static_cast<int>(cin), static_cast<int>(cout), 2) ? 16 : 9;
   TORCH_CHECK(weight.size(0) == taps, kName, ": a packed weight of (Cin, Cout) = (", cin, ", ", cout, ") has ", taps,
               " taps (pack_weight), got ", weight.size(0));
   TORCH_CHECK(conv3x3_config_supported(static_cast<int>(cin), static_cast<int>(cout), static_cast<int>(upsample),
                                        static_cast<int>(stride)),
               kName, ": (Cin, Cout, upsample, stride) = (", cin, ", ", cout, ", ", upsample, ", ", stride,
-              ") is unsupported; supported: (128, 128, 1, 1), (128, 64, 2, 1), (64, 32, 2, 1), (64, 128, 1, 2) "
-              "(other layers use cuDNN)");
+              ") is unsupported; supported: (128, 128, 1, 1), (128, 64, 2, 1), (64, 32, 2, 1), (32, 64, 1, 2), "
+              "(64, 128, 1, 2) (other layers use cuDNN)");
   check_x(kName, x_in, cin, upsample);
   TORCH_CHECK(!keep_input || (upsample == 1 && stride == 1), kName, ": keep_input needs upsample 1 and stride 1");
   const int64_t n = x_in.size(0), h = x_in.size(2), w = x_in.size(3);

@@ -5,7 +5,7 @@
 // fills the argument structs. Semantics (the one statement of them): the pure-PyTorch twin
 // styleforge/kernels/reference_conv3x3.py. In short, NHWC, batch N, (Cin, Cout, upsample, stride) one
 // of the style network's (128, 128, 1, 1) residual convolutions, (128, 64, 2, 1), (64, 32, 2, 1)
-// decoder ones or (64, 128, 1, 2), the encoder's conv3:
+// decoder ones or (32, 64, 1, 2), (64, 128, 1, 2), the encoder's conv2 and conv3:
 //   a   = x·scale + shift (+ residual), ReLU if asked, rounded to x's dtype   (the prologue)
 //   out = conv3x3(reflection_pad1(upsample_nearest(a, upsample)), W, stride) (no bias; for upsample 2
 //         its phase-split form, four 2×2 convolutions with summed, once-rounded taps: see the twin)
@@ -53,7 +53,7 @@ struct Conv3x3Args {
   ConvDtype dtype = ConvDtype::kBFloat16;
   int cin = 128, cout = 128, upsample = 1, stride = 1;
   const void* x = nullptr;          // (N, H, W, cin) dense NHWC, 16-byte aligned
-  const void* weight = nullptr;     // packed (taps, cin / 64, cout, 64), taps 9 or 16 (phase split): reference_conv3x3.pack_weight
+  const void* weight = nullptr;     // packed (taps, ⌈cin / 64⌉, cout, 64), taps 9 or 16 (phase split): reference_conv3x3.pack_weight
   const float* scale = nullptr;     // (N, cin) fp32 prologue affine, or null (identity) ...
   const float* shift = nullptr;     // ... with shift (both or neither)
   const void* residual = nullptr;   // (N, H, W, cin) dense NHWC, or null

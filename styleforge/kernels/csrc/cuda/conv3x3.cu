@@ -1,7 +1,9 @@
 // The style network's 3×3 convolutions with their InstanceNorms fused in, fp16/bf16 NHWC, fp32
 // accumulate, on Hopper wgmma: (Cin, Cout, ×upsample, stride) = (128, 128, 1, 1) for the residual
-// blocks, (128, 64, 2, 1), (64, 32, 2, 1) for the decoder and (64, 128, 1, 2) for the encoder's
-// last convolution (conv3, which then applies IN2 and gathers IN3); reflection pad 1.
+// blocks, (128, 64, 2, 1), (64, 32, 2, 1) for the decoder and (32, 64, 1, 2), (64, 128, 1, 2) for
+// the encoder's conv2 and conv3 (applying IN1 and IN2, gathering IN2 and IN3); reflection pad 1.
+// Cin 32 runs as Cin 64 with the upper 32 channels zero in the halo and the weight (K padded to
+// the 64-channel blocks of the B layout; conv2 is 2.4 of the network's 81 GFLOP).
 //   prologue  the previous norm's apply (a = x·scale + shift, + residual, ReLU), the ×2 nearest
 //             upsample and the reflection resolved in the address math, written once to shared
 //             memory (and, if asked, the tile's interior to `act`, which becomes the next residual);
@@ -60,7 +62,7 @@ constexpr int kMomentsThreads = 256;
 
 constexpr uint32_t round_up_1k(uint32_t v) { return (v + 1023u) & ~1023u; }
 
-template <int CIN, int COUT, int UP, int STRIDE = 1>
+template <int CIN, int COUT, int UP, int STRIDE = 1, int CIN_X = CIN>
 struct Cfg {
   static constexpr int kMB = 128 / COUT;                      // m64 blocks per warpgroup
   static constexpr int kTH = conv3x3_tile_h(COUT);            // 8·kMB output rows
@@ -81,7 +83,8 @@ struct Cfg {
   static constexpr int kHaloW = kPhase ? kTW / 2 + 2 : (STRIDE == 2 ? 2 * kTW + 1 : kTW + 2);
   static constexpr int kHaloPixels = kHaloH * kHaloW;
   static constexpr int kPixelBytes = CIN * 2;
-  static constexpr int kChunks = CIN / 8;                     // 16-byte chunks per input pixel
+  static constexpr int kChunks = CIN / 8;                     // 16-byte chunks per halo pixel
+  static constexpr int kChunksX = CIN_X / 8;                  // ... per pixel of x (CIN_X ≤ CIN: the rest are 0)
   static constexpr int kKSteps = CIN / 16;                    // k16 steps per tap
   // Pipeline steps per tap: each step's A fragments are kStepK k16 steps × kBlocksPerStep blocks = 4
   // ldmatrix.x4 (16 registers; two buffers), so the 64 accumulators and both buffers fit the 168
@@ -216,11 +219,11 @@ __device__ __forceinline__ int out_slot(int i, int px) {
 }
 #endif
 
-template <typename T, int CIN, int COUT, int UP, int STRIDE = 1>
+template <typename T, int CIN, int COUT, int UP, int STRIDE = 1, int CIN_X = CIN>
 __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
 #if SF_SM90A
   using namespace sm90;
-  using C = Cfg<CIN, COUT, UP, STRIDE>;
+  using C = Cfg<CIN, COUT, UP, STRIDE, CIN_X>;
   constexpr int kMB = C::kMB, kStepK = C::kStepK, kSPT = C::kStepsPerTap, kStages = C::kStages;
   constexpr int kTaps = C::kTaps, kSteps = kTaps * kSPT, kBPS = C::kBlocksPerStep;
   extern __shared__ unsigned char smem_raw[];
@@ -265,13 +268,14 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
   // ---- prologue: a = act(x·scale + shift + residual) on the reflected (upsampled) halo tile --------
   grid_dependency_wait();   // x, scale, shift and residual come from the kernels before this one
   {
-    constexpr int kChunks = C::kChunks;
+    constexpr int kChunks = C::kChunks, kChunksX = C::kChunksX;
     const int q = tid % kChunks;   // fixed per thread: its 8 channels' affine stays in registers
+    const bool real = q < kChunksX;   // else a zero chunk of the padded K
     float sc[8], sh[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
-      sc[e] = p.scale ? p.scale[n * CIN + q * 8 + e] : 1.f;
-      sh[e] = p.shift ? p.shift[n * CIN + q * 8 + e] : 0.f;
+      sc[e] = p.scale && real ? p.scale[n * CIN_X + q * 8 + e] : 1.f;
+      sh[e] = p.shift && real ? p.shift[n * CIN_X + q * 8 + e] : 0.f;
     }
     const uint4* x4 = reinterpret_cast<const uint4*>(p.x);
     const uint4* r4 = reinterpret_cast<const uint4*>(p.residual);
@@ -295,10 +299,11 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
                                  : (STRIDE == 2 ? reflect_clamp(2 * y0 - 1 + r, H) : reflect_clamp(y0 - 1 + r, Ho) / UP);
         const int gx = C::kPhase ? min(max(x0 / 2 - 1 + c, 0), W - 1)
                                  : (STRIDE == 2 ? reflect_clamp(2 * x0 - 1 + c, W) : reflect_clamp(x0 - 1 + c, Wo) / UP);
-        off[j] = ((static_cast<int64_t>(n) * H + gy) * W + gx) * kChunks + q;
+        off[j] = ((static_cast<int64_t>(n) * H + gy) * W + gx) * kChunksX + q;
         interior[j] = UP == 1 && STRIDE == 1 && r >= 1 && r <= C::kTH && c >= 1 && c <= kTW && y0 + r - 1 < H &&
                       x0 + c - 1 < W;
-        if (P < C::kHaloPixels) {
+        v[j] = rv[j] = make_uint4(0, 0, 0, 0);
+        if (P < C::kHaloPixels && real) {
           v[j] = __ldg(x4 + off[j]);
           if (r4) rv[j] = __ldg(r4 + off[j]);
         }
@@ -691,9 +696,9 @@ bool valid_sizes(int64_t N, int64_t Ho, int64_t Wo, int cout, int64_t min_out = 
          N * conv3x3_tiles(Ho, Wo, cout) < 0x7fffffff;
 }
 
-template <typename T, int CIN, int COUT, int UP, int STRIDE = 1>
+template <typename T, int CIN, int COUT, int UP, int STRIDE = 1, int CIN_X = CIN>
 cudaError_t launch_conv(const Conv3x3Args& a, float2* partials, cudaStream_t stream, int id) {
-  using C = Cfg<CIN, COUT, UP, STRIDE>;
+  using C = Cfg<CIN, COUT, UP, STRIDE, CIN_X>;
   Params p;
   p.x = static_cast<const uint16_t*>(a.x);
   p.residual = static_cast<const uint16_t*>(a.residual);
@@ -710,16 +715,17 @@ cudaError_t launch_conv(const Conv3x3Args& a, float2* partials, cudaStream_t str
   p.tiles_x = (p.Wo + kTW - 1) / kTW;
   p.tiles = static_cast<int>(conv3x3_tiles(p.Ho, p.Wo, COUT));
   p.relu = a.relu;
-  cudaError_t err = allow_smem(conv3x3_kernel<T, CIN, COUT, UP, STRIDE>, C::kSmem, id);
+  cudaError_t err = allow_smem(conv3x3_kernel<T, CIN, COUT, UP, STRIDE, CIN_X>, C::kSmem, id);
   if (err != cudaSuccess) return err;
-  err = launch_pdl(true, conv3x3_kernel<T, CIN, COUT, UP, STRIDE>, dim3(static_cast<unsigned>(a.N * p.tiles)), dim3(kThreads),
+  err = launch_pdl(true, conv3x3_kernel<T, CIN, COUT, UP, STRIDE, CIN_X>, dim3(static_cast<unsigned>(a.N * p.tiles)), dim3(kThreads),
                    C::kSmem, stream, p);
   return err != cudaSuccess ? err : cudaPeekAtLastError();
 }
 
 template <typename T>
-cudaError_t dispatch(const Conv3x3Args& a, float2* partials, cudaStream_t stream, int id0, int id_strided) {
-  if (a.stride == 2) return launch_conv<T, 64, 128, 1, 2>(a, partials, stream, id_strided);
+cudaError_t dispatch(const Conv3x3Args& a, float2* partials, cudaStream_t stream, int id0) {
+  if (a.stride == 2 && a.cin == 32) return launch_conv<T, 64, 64, 1, 2, 32>(a, partials, stream, id0 + 4);
+  if (a.stride == 2) return launch_conv<T, 64, 128, 1, 2>(a, partials, stream, id0 + 3);
   if (a.cin == 128 && a.cout == 128) return launch_conv<T, 128, 128, 1>(a, partials, stream, id0);
   if (a.cin == 128) return launch_conv<T, 128, 64, 2>(a, partials, stream, id0 + 1);
   return launch_conv<T, 64, 32, 2>(a, partials, stream, id0 + 2);
@@ -728,7 +734,7 @@ cudaError_t dispatch(const Conv3x3Args& a, float2* partials, cudaStream_t stream
 }  // namespace
 
 bool conv3x3_config_supported(int cin, int cout, int upsample, int stride) {
-  if (stride == 2) return cin == 64 && cout == 128 && upsample == 1;
+  if (stride == 2) return upsample == 1 && ((cin == 64 && cout == 128) || (cin == 32 && cout == 64));
   return stride == 1 && ((cin == 128 && cout == 128 && upsample == 1) || (cin == 128 && cout == 64 && upsample == 2) ||
                          (cin == 64 && cout == 32 && upsample == 2));
 }
@@ -755,8 +761,8 @@ cudaError_t conv3x3_launch(const Conv3x3Args& a, void* workspace, cudaStream_t s
   if (a.N == 0) return cudaSuccess;
   // No hand-off asked for (norm.scale null): no statistics at all.
   float2* partials = a.norm.scale != nullptr ? static_cast<float2*>(workspace) : nullptr;
-  const cudaError_t err = a.dtype == ConvDtype::kBFloat16 ? dispatch<__nv_bfloat16>(a, partials, stream, 0, 6)
-                                                          : dispatch<__half>(a, partials, stream, 3, 7);
+  const cudaError_t err = a.dtype == ConvDtype::kBFloat16 ? dispatch<__nv_bfloat16>(a, partials, stream, 0)
+                                                          : dispatch<__half>(a, partials, stream, 5);
   if (err != cudaSuccess || partials == nullptr) return err;
   return launch_handoff(partials, a.N, ho, wo, a.cout, a.norm, true, stream);
 }

@@ -12,7 +12,7 @@ namespace {
 
 template <typename Kernel>
 cudaError_t allow_smem(Kernel kernel, size_t bytes, int kernel_id) {
-  constexpr int kMaxDevices = 64, kKernels = 8;
+  constexpr int kMaxDevices = 64, kKernels = 16;
   static std::mutex mutex;
   static bool done[kMaxDevices][kKernels] = {};
   int device = 0;
