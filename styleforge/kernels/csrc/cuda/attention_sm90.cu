@@ -8,7 +8,9 @@
 // Structure: FlashAttention-3 (Shah et al., 2024); written from the PTX ISA sections
 // "Asynchronous Warpgroup Level Matrix Multiply-Accumulate" (fragments, matrix descriptors,
 // shared memory matrix layouts), "Tensor copy" (cp.async.bulk.tensor), mbarrier, bar and
-// setmaxnreg, no library code. Two kernels, chosen by shape (use_ws, at the end):
+// setmaxnreg, no library code. Over 600 lines because the two kernels share the TMA set-up, the
+// tile loaders and the online-softmax step, which separate files would each restate. Two kernels,
+// chosen by shape (use_ws, at the end):
 //  * attention_sm90_kernel: CTA = ONE warpgroup (128 threads) owning kBM = 64 query rows (the
 //    wgmma M); 3–4 independent CTAs share an SM, so one CTA's softmax overlaps another's MMAs and
 //    one CTA's prologue (Q load, first tile) another's main loop. Thread 0 issues the TMA; K and V
