@@ -131,11 +131,14 @@ class FusedRunner:
         y = kernels.instance_norm(y, n2.weight, n2.bias, relu=True, pad=1)
         # y: (N, 128, H/4 + 2, W/4 + 2), normalised and reflection-padded.
         y = kernels.instance_norm(F.conv2d(y, w3, None, 2), n3.weight, n3.bias, relu=True, pad=1)
-        (w4, _), n4 = self.decoder[0]
-        (w5, _), _ = self.decoder[1]
-        if plan == "hybrid":
-            return self._decoder_conv3x3(*self._residual_cudnn(y, raw_tail=True))
-        y = self._residual_cudnn(y)      # the last block's output, ×2 upsampled and padded
+        h, y = self._residual_cudnn(y)
+        n2 = self.residual[-1][3]
+        if plan == "hybrid":      # the fused decoder takes the last norm as (scale, shift), the skip dense
+            scale, shift = kernels.norm_scale_shift(h, n2.weight, n2.bias)
+            return self._decoder_conv3x3(h, scale, shift, y[..., 1:-1, 1:-1].contiguous(memory_format=torch.channels_last))
+        # The last block's output feeds deconv1, which upsamples ×2 and pads: fold both in.
+        y = kernels.instance_norm(h, n2.weight, n2.bias, residual=y[..., 1:-1, 1:-1], pad=1, upsample=2)
+        ((w4, _), n4), ((w5, _), _) = self.decoder
         y = kernels.instance_norm(F.conv2d(y, w4), n4.weight, n4.bias, relu=True, pad=1, upsample=2)
         return self._head(F.conv2d(y, w5))
 
@@ -153,23 +156,19 @@ class FusedRunner:
                                                   norm_weight=n5.weight, norm_bias=n5.bias)
         return self._head(h, scale, shift)
 
-    def _residual_cudnn(self, y: torch.Tensor, raw_tail: bool = False):
+    def _residual_cudnn(self, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The blocks on cuDNN from conv3's padded, normalised output y. Returns the last block's
-        output ×2 upsampled and padded for deconv1, or with raw_tail, for the fused decoder, what
-        `_residual_conv3x3` returns: the last raw convolution, its norm as (scale, shift) and the
-        block's input (dense)."""
-        last = len(self.residual) - 1
-        for i, ((w1, _), n1, (w2, _), n2) in enumerate(self.residual):
-            h = F.conv2d(y, w1)
-            h = kernels.instance_norm(h, n1.weight, n1.bias, relu=True, pad=1)
-            h = F.conv2d(h, w2)
-            if raw_tail and i == last:
-                scale, shift = kernels.norm_scale_shift(h, n2.weight, n2.bias)
-                return h, scale, shift, y[..., 1:-1, 1:-1].contiguous(memory_format=torch.channels_last)
-            # The last block's output feeds deconv1, which upsamples ×2 and pads: fold both in.
-            y = kernels.instance_norm(h, n2.weight, n2.bias, residual=y[..., 1:-1, 1:-1], pad=1,
-                                      upsample=2 if i == last else 1)
-        return y
+        raw second convolution and its padded input: its norm and skip are left to the caller,
+        which either folds them into deconv1's padded, upsampled input or hands them to the fused
+        decoder."""
+        def raw_block(y, block):
+            (w1, _), n1, (w2, _), _ = block
+            return F.conv2d(kernels.instance_norm(F.conv2d(y, w1), n1.weight, n1.bias, relu=True, pad=1), w2)
+
+        for block in self.residual[:-1]:
+            n2 = block[3]
+            y = kernels.instance_norm(raw_block(y, block), n2.weight, n2.bias, residual=y[..., 1:-1, 1:-1], pad=1)
+        return raw_block(y, self.residual[-1]), y
 
     def _residual_conv3x3(self, c3: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor):
         """The blocks on conv3x3_norm from conv3's raw output and IN3 as (scale, shift): each norm
@@ -202,15 +201,13 @@ class FusedRunner:
         resolves the reflection pad and the cast to the compute dtype in its loads; cuDNN needs
         both written first (pad before cast: two kernels, the other order was five)."""
         p, weight = self.input_pad, self.encoder[0][0][0]
-
-        def op():
-            return torch.ops.styleforge.conv9x9(x, self.op_weights["conv1"], None, False, None, None, p)
+        args = (x, self.op_weights["conv1"], None, False, None, None, p)
 
         def cudnn():
             y = F.pad(x, (p, p, p, p), mode="reflect").to(self.dtype, memory_format=torch.channels_last)
             return F.conv2d(y, weight)
 
-        return self._pick("conv1", x, (x, self.op_weights["conv1"], None, False, None, None, p), op, cudnn)
+        return self._pick("conv1", x, args, lambda: torch.ops.styleforge.conv9x9(*args), cudnn)
 
     def _head(self, h: torch.Tensor, scale: torch.Tensor | None = None,
               shift: torch.Tensor | None = None) -> torch.Tensor:
