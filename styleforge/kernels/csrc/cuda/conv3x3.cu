@@ -168,12 +168,16 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   }
 }
 
+// The two floats of a pack2 word (exact: bf16 and fp16 widen without rounding).
 template <typename T>
-__device__ __forceinline__ float round_to(float v) {
+__device__ __forceinline__ void unpack2(uint32_t w, float& lo, float& hi) {
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __bfloat162float(__float2bfloat16_rn(v));
+    lo = __uint_as_float(w << 16);
+    hi = __uint_as_float(w & 0xffff0000u);
   } else {
-    return __half2float(__float2half_rn(v));
+    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w));
+    lo = f.x;
+    hi = f.y;
   }
 }
 
@@ -200,12 +204,33 @@ __device__ __forceinline__ float tile_pixels(int tile, int tiles_x, int th, int 
 }
 
 #if SF_SM90A
-// Sums v over the 8 lanes that share lane % 4 (the g index of an mma fragment).
-__device__ __forceinline__ float sum_over_g(float v) {
-  v += __shfl_xor_sync(0xffffffffu, v, 4);
-  v += __shfl_xor_sync(0xffffffffu, v, 8);
-  v += __shfl_xor_sync(0xffffffffu, v, 16);
-  return v;
+// One halving step of sum_over_g: the lanes `kMask` apart swap halves of v[0 .. 2·kWidth); the lane
+// with that bit set keeps (and sums) the upper half, its partner the lower, into v[0 .. kWidth).
+// The selects are bit masks: a `c ? v[i] : v[j]` becomes an indexed load from a local-memory copy.
+template <int V, int kWidth, int kMask>
+__device__ __forceinline__ void halve(float (&v)[V], int lane) {
+  const uint32_t keep_hi = (lane & kMask) != 0 ? 0xffffffffu : 0u;
+#pragma unroll
+  for (int k = 0; k < kWidth; ++k) {
+    const uint32_t lo = __float_as_uint(v[k]), hi = __float_as_uint(v[k + kWidth]);
+    const float send = __uint_as_float((lo & keep_hi) | (hi & ~keep_hi));
+    const float keep = __uint_as_float((hi & keep_hi) | (lo & ~keep_hi));
+    v[k] = keep + __shfl_xor_sync(0xffffffffu, send, kMask);
+  }
+}
+// Sums each of v[0 .. V) over the 8 lanes that share lane % 4 (the g index of an mma fragment) by
+// recursive halving: V/2 + V/4 + V/8 shuffles instead of 3·V. Afterwards lane (g, t) holds in
+// v[0 .. V/8) the sums of v[first .. first + V/8), first = halving_first<V>(g).
+template <int V>
+__device__ __forceinline__ void sum_over_g(float (&v)[V], int lane) {
+  static_assert(V % 8 == 0, "three halvings");
+  halve<V, V / 2, 16>(v, lane);
+  halve<V, V / 4, 8>(v, lane);
+  halve<V, V / 8, 4>(v, lane);
+}
+template <int V>
+__device__ __forceinline__ int halving_first(int g) {
+  return (V / 2) * ((g >> 2) & 1) + (V / 4) * ((g >> 1) & 1) + (V / 8) * (g & 1);
 }
 
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
@@ -280,57 +305,67 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
     const uint4* x4 = reinterpret_cast<const uint4*>(p.x);
     const uint4* r4 = reinterpret_cast<const uint4*>(p.residual);
     constexpr int kRowsPerPass = kConsumers / kChunks;   // pixels per pass: 16 (Cin 128) or 32 (Cin 64)
-    // Six loads in flight per thread (twelve with a residual): more spilled at Cin 128 (the main
-    // loop's register budget).
-    constexpr int kBatch = 6;
+    // All of a batch's loads are issued before the first is used. Twelve in flight per thread without
+    // a residual (one round trip for the 128-channel halo), six (+ six residual) with one: more spill
+    // at Cin 128 (the main loop's register budget).
+    auto stage = [&](auto batch, auto with_residual) {
+      constexpr int kBatch = decltype(batch)::value;
+      constexpr bool kRes = decltype(with_residual)::value;
 #pragma unroll 1
-    for (int first = tid / kChunks; first < C::kHaloPixels; first += kBatch * kRowsPerPass) {
-      uint4 v[kBatch], rv[kBatch];
-      int64_t off[kBatch];
-      bool interior[kBatch];
+      for (int first = tid / kChunks; first < C::kHaloPixels; first += kBatch * kRowsPerPass) {
+        uint4 v[kBatch], rv[kRes ? kBatch : 1];
+        int64_t off[kBatch];
+        bool interior[kBatch];
 #pragma unroll
-      for (int j = 0; j < kBatch; ++j) {
-        const int P = first + j * kRowsPerPass;
-        const int r = P / C::kHaloW, c = P - r * C::kHaloW;
-        // Reflect in the (upsampled) output frame, then the nearest source pixel; phase split: the
-        // low-resolution halo, whose reflection is replication.
-        // Stride 2: input rows 2·y0 − 1 + r, reflected in the input frame.
-        const int gy = C::kPhase ? min(max(y0 / 2 - 1 + r, 0), H - 1)
-                                 : (STRIDE == 2 ? reflect_clamp(2 * y0 - 1 + r, H) : reflect_clamp(y0 - 1 + r, Ho) / UP);
-        const int gx = C::kPhase ? min(max(x0 / 2 - 1 + c, 0), W - 1)
-                                 : (STRIDE == 2 ? reflect_clamp(2 * x0 - 1 + c, W) : reflect_clamp(x0 - 1 + c, Wo) / UP);
-        off[j] = ((static_cast<int64_t>(n) * H + gy) * W + gx) * kChunksX + q;
-        interior[j] = UP == 1 && STRIDE == 1 && r >= 1 && r <= C::kTH && c >= 1 && c <= kTW && y0 + r - 1 < H &&
-                      x0 + c - 1 < W;
-        v[j] = rv[j] = make_uint4(0, 0, 0, 0);
-        if (P < C::kHaloPixels && real) {
-          v[j] = __ldg(x4 + off[j]);
-          if (r4) rv[j] = __ldg(r4 + off[j]);
+        for (int j = 0; j < kBatch; ++j) {
+          const int P = first + j * kRowsPerPass;
+          const int r = P / C::kHaloW, c = P - r * C::kHaloW;
+          // Reflect in the (upsampled) output frame, then the nearest source pixel; phase split: the
+          // low-resolution halo, whose reflection is replication.
+          // Stride 2: input rows 2·y0 − 1 + r, reflected in the input frame.
+          const int gy = C::kPhase ? min(max(y0 / 2 - 1 + r, 0), H - 1)
+                                   : (STRIDE == 2 ? reflect_clamp(2 * y0 - 1 + r, H) : reflect_clamp(y0 - 1 + r, Ho) / UP);
+          const int gx = C::kPhase ? min(max(x0 / 2 - 1 + c, 0), W - 1)
+                                   : (STRIDE == 2 ? reflect_clamp(2 * x0 - 1 + c, W) : reflect_clamp(x0 - 1 + c, Wo) / UP);
+          off[j] = ((static_cast<int64_t>(n) * H + gy) * W + gx) * kChunksX + q;
+          interior[j] = UP == 1 && STRIDE == 1 && r >= 1 && r <= C::kTH && c >= 1 && c <= kTW && y0 + r - 1 < H &&
+                        x0 + c - 1 < W;
+          v[j] = make_uint4(0, 0, 0, 0);
+          if constexpr (kRes) rv[j] = make_uint4(0, 0, 0, 0);
+          if (P < C::kHaloPixels && real) {
+            v[j] = __ldg(x4 + off[j]);
+            if constexpr (kRes) rv[j] = __ldg(r4 + off[j]);
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+          const int P = first + j * kRowsPerPass;
+          if (P >= C::kHaloPixels) break;
+          float f[8];
+          unpack8<T>(v[j], f);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) f[e] = fmaf(f[e], sc[e], sh[e]);
+          if constexpr (kRes) {
+            float g[8];
+            unpack8<T>(rv[j], g);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) f[e] += g[e];
+          }
+          if (p.relu) {
+#pragma unroll
+            for (int e = 0; e < 8; ++e) f[e] = fmaxf(f[e], 0.f);
+          }
+          const uint4 a = make_uint4(pack2<T>(f[0], f[1]), pack2<T>(f[2], f[3]), pack2<T>(f[4], f[5]),
+                                     pack2<T>(f[6], f[7]));
+          *reinterpret_cast<uint4*>(halo + P * C::kPixelBytes + ((q ^ halo_swizzle<STRIDE>(P)) << 4)) = a;
+          if (p.act && interior[j]) reinterpret_cast<uint4*>(p.act)[off[j]] = a;
         }
       }
-#pragma unroll
-      for (int j = 0; j < kBatch; ++j) {
-        const int P = first + j * kRowsPerPass;
-        if (P >= C::kHaloPixels) break;
-        float f[8];
-        unpack8<T>(v[j], f);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) f[e] = fmaf(f[e], sc[e], sh[e]);
-        if (r4) {
-          float g[8];
-          unpack8<T>(rv[j], g);
-#pragma unroll
-          for (int e = 0; e < 8; ++e) f[e] += g[e];
-        }
-        if (p.relu) {
-#pragma unroll
-          for (int e = 0; e < 8; ++e) f[e] = fmaxf(f[e], 0.f);
-        }
-        const uint4 a = make_uint4(pack2<T>(f[0], f[1]), pack2<T>(f[2], f[3]), pack2<T>(f[4], f[5]),
-                                   pack2<T>(f[6], f[7]));
-        *reinterpret_cast<uint4*>(halo + P * C::kPixelBytes + ((q ^ halo_swizzle<STRIDE>(P)) << 4)) = a;
-        if (p.act && interior[j]) reinterpret_cast<uint4*>(p.act)[off[j]] = a;
-      }
+    };
+    if (r4 != nullptr) {
+      stage(std::integral_constant<int, 6>{}, std::true_type{});
+    } else {
+      stage(std::integral_constant<int, 12>{}, std::false_type{});
     }
   }
   consumers_sync();
@@ -430,24 +465,39 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
     v1[mb] = y0 + px1[mb] / kTW < Ho && x0 + px1[mb] % kTW < Wo;
   }
   const float count = static_cast<float>(min(C::kTH, Ho - y0) * min(kTW, Wo - x0));
+  // Round once, to the stored pairs (pk[mb][2i]: pixel g, channels 8i + 2t, + 1; pk[mb][2i + 1]:
+  // pixel g + 8); the statistics see exactly those values.
+  uint32_t pk[kMB][COUT / 4];
 #pragma unroll
   for (int mb = 0; mb < kMB; ++mb)
 #pragma unroll
-    for (int i = 0; i < COUT / 2; ++i) acc[mb][i] = round_to<T>(acc[mb][i]);
+    for (int j = 0; j < COUT / 4; ++j) {
+      pk[mb][j] = pack2<T>(acc[mb][2 * j], acc[mb][2 * j + 1]);
+      unpack2<T>(pk[mb][j], acc[mb][2 * j], acc[mb][2 * j + 1]);
+    }
   const bool stats = p.partials != nullptr;   // uniform: every consumer takes the same branch
   float tile_sum = 0.f;
+  // The per-warp channel sums: v[2i + j] is channel 8i + 2t + j, summed over the lane's pixels, then
+  // over g; lane (g, t) writes its V/8 of them (see sum_over_g).
+  constexpr int kV = 2 * C::kOutChunks;
+  const int first = halving_first<kV>(g);
   if (stats) {
+  {
+    float v[kV];
 #pragma unroll
-  for (int i = 0; i < C::kOutChunks; ++i) {
-    float s0 = 0.f, s1 = 0.f;
+    for (int i = 0; i < C::kOutChunks; ++i) {
+      float s0 = 0.f, s1 = 0.f;
 #pragma unroll
-    for (int mb = 0; mb < kMB; ++mb) {
-      s0 += (v0[mb] ? acc[mb][4 * i] : 0.f) + (v1[mb] ? acc[mb][4 * i + 2] : 0.f);
-      s1 += (v0[mb] ? acc[mb][4 * i + 1] : 0.f) + (v1[mb] ? acc[mb][4 * i + 3] : 0.f);
+      for (int mb = 0; mb < kMB; ++mb) {
+        s0 += (v0[mb] ? acc[mb][4 * i] : 0.f) + (v1[mb] ? acc[mb][4 * i + 2] : 0.f);
+        s1 += (v0[mb] ? acc[mb][4 * i + 1] : 0.f) + (v1[mb] ? acc[mb][4 * i + 3] : 0.f);
+      }
+      v[2 * i] = s0;
+      v[2 * i + 1] = s1;
     }
-    s0 = sum_over_g(s0);
-    s1 = sum_over_g(s1);
-    if (g == 0) *reinterpret_cast<float2*>(red + warp * COUT + 8 * i + 2 * t) = make_float2(s0, s1);
+    sum_over_g(v, lane);
+#pragma unroll
+    for (int k = 0; k < kV / 8; ++k) red[warp * COUT + 8 * ((first + k) >> 1) + 2 * t + ((first + k) & 1)] = v[k];
   }
   consumers_sync();
   if (tid < COUT) {
@@ -456,20 +506,25 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
     mean_s[tid] = tile_sum / count;
   }
   consumers_sync();
+  {
+    float v[kV];
 #pragma unroll
-  for (int i = 0; i < C::kOutChunks; ++i) {
-    const float2 m = *reinterpret_cast<const float2*>(mean_s + 8 * i + 2 * t);
-    float s0 = 0.f, s1 = 0.f;
+    for (int i = 0; i < C::kOutChunks; ++i) {
+      const float2 m = *reinterpret_cast<const float2*>(mean_s + 8 * i + 2 * t);
+      float s0 = 0.f, s1 = 0.f;
 #pragma unroll
-    for (int mb = 0; mb < kMB; ++mb) {
-      const float d0 = v0[mb] ? acc[mb][4 * i] - m.x : 0.f, d2 = v1[mb] ? acc[mb][4 * i + 2] - m.x : 0.f;
-      const float d1 = v0[mb] ? acc[mb][4 * i + 1] - m.y : 0.f, d3 = v1[mb] ? acc[mb][4 * i + 3] - m.y : 0.f;
-      s0 += d0 * d0 + d2 * d2;
-      s1 += d1 * d1 + d3 * d3;
+      for (int mb = 0; mb < kMB; ++mb) {
+        const float d0 = v0[mb] ? acc[mb][4 * i] - m.x : 0.f, d2 = v1[mb] ? acc[mb][4 * i + 2] - m.x : 0.f;
+        const float d1 = v0[mb] ? acc[mb][4 * i + 1] - m.y : 0.f, d3 = v1[mb] ? acc[mb][4 * i + 3] - m.y : 0.f;
+        s0 += d0 * d0 + d2 * d2;
+        s1 += d1 * d1 + d3 * d3;
+      }
+      v[2 * i] = s0;
+      v[2 * i + 1] = s1;
     }
-    s0 = sum_over_g(s0);
-    s1 = sum_over_g(s1);
-    if (g == 0) *reinterpret_cast<float2*>(red + warp * COUT + 8 * i + 2 * t) = make_float2(s0, s1);
+    sum_over_g(v, lane);
+#pragma unroll
+    for (int k = 0; k < kV / 8; ++k) red[warp * COUT + 8 * ((first + k) >> 1) + 2 * t + ((first + k) & 1)] = v[k];
   }
   } else {
     consumers_sync();   // every warp is past its last ldmatrix before the halo is overwritten
@@ -481,9 +536,9 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
 #pragma unroll
     for (int i = 0; i < C::kOutChunks; ++i) {
       *reinterpret_cast<uint32_t*>(halo + px0[mb] * C::kOutPixelBytes + (out_slot<C::kOutChunks>(i, px0[mb]) << 4) +
-                                   4 * t) = pack2<T>(acc[mb][4 * i], acc[mb][4 * i + 1]);
+                                   4 * t) = pk[mb][2 * i];
       *reinterpret_cast<uint32_t*>(halo + px1[mb] * C::kOutPixelBytes + (out_slot<C::kOutChunks>(i, px1[mb]) << 4) +
-                                   4 * t) = pack2<T>(acc[mb][4 * i + 2], acc[mb][4 * i + 3]);
+                                   4 * t) = pk[mb][2 * i + 1];
     }
   }
   consumers_sync();
