@@ -26,11 +26,13 @@ class LayerChoice:
     plans: dict[str, float] | None = None   # "residual": each plan's frame time (ms) where timed
 
 
-def median_ms(fn) -> float:
-    """Median of CHOICE_REPS calls of fn on the current stream, by CUDA events (synchronises)."""
-    fn()
+def median_ms(fn, reps: int = CHOICE_REPS, warmup: int = 1) -> float:
+    """Median of `reps` calls of fn on the current stream after `warmup` untimed ones, by CUDA events
+    (synchronises)."""
+    for _ in range(warmup):
+        fn()
     times = []
-    for _ in range(CHOICE_REPS):
+    for _ in range(reps):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))   # run from a checkout, not installed
 from styleforge import kernels
+from styleforge.engine.choices import median_ms
 
 REPS = 20
 # (label, B, H, Nq, Nk, D, masked) → the H200 anchors for SDPA, µs (bf16, fp32)
@@ -34,20 +35,6 @@ SHAPES = [
     ("32x12x577 masked", 32, 12, 577, 577, 64, True),
 ]
 ANCHORS = {"32x12x197": (28.7, 203), "32x12x577": (116, 1172), "32x12x1025": (334, 3272), "1x8x4096": (79, 1129)}
-
-
-def median_ms(fn) -> float:
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(REPS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return sorted(times)[REPS // 2]
 
 
 def main() -> int:
@@ -81,7 +68,7 @@ def main() -> int:
             exact = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=keep, scale=scale)
             out = ours()
             err = float((out.float() - exact).norm() / exact.norm())
-            t_sdpa, t_ours = median_ms(sdpa) * 1e3, median_ms(ours) * 1e3
+            t_sdpa, t_ours = median_ms(sdpa, REPS, warmup=3) * 1e3, median_ms(ours, REPS, warmup=3) * 1e3
             flops = 4 * b * h * nq * nk * d
             anchor = ANCHORS.get(label, (None, None))[1 if fp32 else 0]
             target = 3.0 if fp32 else 0.9

@@ -20,25 +20,12 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))   # run from a checkout, not installed
 from styleforge import kernels
+from styleforge.engine.choices import median_ms
 
 OP = torch.ops.styleforge.conv9x9.default
 RESOLUTIONS = {"512": (512, 512), "1080p": (1080, 1920), "4k": (2160, 3840)}
 LAYERS = {"conv1": (3, 32), "deconv3": (32, 3)}
 REPS = 20
-
-
-def median_ms(fn) -> float:
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(REPS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return sorted(times)[REPS // 2]
 
 
 def main() -> int:
@@ -72,7 +59,7 @@ def main() -> int:
                     op = (lambda: OP(x, weight, bias, fp32))
                     want, got = cudnn().double(), op().double()
                     diff = float((got - want).norm() / want.norm())
-                    t_cudnn, t_op = median_ms(cudnn), median_ms(op)
+                    t_cudnn, t_op = median_ms(cudnn, REPS, warmup=3), median_ms(op, REPS, warmup=3)
                     row = dict(layer=layer, res=res, dtype=str(dtype).removeprefix("torch."), variant=variant,
                                cudnn_ms=t_cudnn, op_ms=t_op, op_tflops=flops / t_op / 1e9,
                                cudnn_tflops=flops / t_cudnn / 1e9, speedup=t_cudnn / t_op, rel_diff=diff)
