@@ -43,6 +43,7 @@
 #include <mutex>
 #include <type_traits>
 
+#include "packed16.cuh"
 #include "smem_optin.cuh"
 #include "../attention.h"
 
@@ -100,19 +101,6 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
 
 __device__ __forceinline__ float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 #endif
-
-template <typename T> __device__ __forceinline__ uint16_t to_bits(float v);
-template <> __device__ __forceinline__ uint16_t to_bits<__half>(float v) {
-  return __half_as_ushort(__float2half_rn(v));
-}
-template <> __device__ __forceinline__ uint16_t to_bits<__nv_bfloat16>(float v) {
-  return __bfloat16_as_ushort(__float2bfloat16_rn(v));
-}
-
-template <typename T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  return static_cast<uint32_t>(to_bits<T>(lo)) | (static_cast<uint32_t>(to_bits<T>(hi)) << 16);
-}
 
 __device__ __forceinline__ uint32_t load32(const uint16_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
 

@@ -71,6 +71,7 @@
 #include <mutex>
 #include <type_traits>
 
+#include "packed16.cuh"
 #include "sm90_ptx.cuh"   // SF_SM90A and the mbarrier / descriptor / wgmma-discipline wrappers
 #include "../attention_sm90.h"
 
@@ -223,16 +224,6 @@ __device__ __forceinline__ float ex2(float x) {
 }
 __device__ __forceinline__ float shfl_xor(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 
-template <typename T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  } else {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  }
-}
 
 // ---- pieces shared by both kernels (one warpgroup's 64 rows; lane (g, t) of warp w holds rows
 // 16w + g and 16w + g + 8, columns 8i + 2t and 8i + 2t + 1 of n8 block i) -----------------------

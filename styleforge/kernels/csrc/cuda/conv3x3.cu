@@ -49,6 +49,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "packed16.cuh"
 #include "smem_optin.cuh"
 #include "sm90_ptx.cuh"
 #include "../conv3x3.h"
@@ -139,47 +140,6 @@ __device__ __forceinline__ int reflect_clamp(int i, int n) {
   return min(max(i, 0), n - 1);   // only tiles past the edge reach further; their outputs are dropped
 }
 #endif
-
-template <typename T>
-__device__ __forceinline__ void unpack8(const uint4& v, float (&f)[8]) {
-  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-      const float2 p = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]));
-      f[2 * i] = p.x;
-      f[2 * i + 1] = p.y;
-    } else {
-      const float2 p = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
-      f[2 * i] = p.x;
-      f[2 * i + 1] = p.y;
-    }
-  }
-}
-
-template <typename T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  } else {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  }
-}
-
-// The two floats of a pack2 word (exact: bf16 and fp16 widen without rounding).
-template <typename T>
-__device__ __forceinline__ void unpack2(uint32_t w, float& lo, float& hi) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    lo = __uint_as_float(w << 16);
-    hi = __uint_as_float(w & 0xffff0000u);
-  } else {
-    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w));
-    lo = f.x;
-    hi = f.y;
-  }
-}
 
 // Programmatic dependent launch (sm_90+; no-ops elsewhere). A kernel launched with programmatic
 // stream serialization may start while the previous kernel in the stream still runs: it must
