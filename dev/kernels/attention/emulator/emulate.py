@@ -35,7 +35,8 @@ def transform(source: str) -> str:
     out = common.rewrite_shared_launches(source, expected=1)
     # The transformed copy is compiled elsewhere: point its relative includes at the sources.
     return (out.replace('#include "../attention.h"', f'#include "{HEADER}"')
-               .replace('#include "smem_optin.cuh"', f'#include "{CU.parent / "smem_optin.cuh"}"'))
+               .replace('#include "smem_optin.cuh"', f'#include "{CU.parent / "smem_optin.cuh"}"')
+               .replace('#include "packed16.cuh"', f'#include "{CU.parent / "packed16.cuh"}"'))
 
 
 def build(workdir: Path, sanitize: bool = True) -> Path:

@@ -25,14 +25,16 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
 // The two floats of a pack2 word (exact: bf16 and fp16 widen without rounding).
 template <typename T>
 __device__ __forceinline__ void unpack2(uint32_t w, float& lo, float& hi) {
+  // (The cuda_bf16/fp16 conversions, not bit shifts through __uint_as_float: those are device-only,
+  // and the attention kernel's CPU emulator compiles this header as host code.)
+  float2 f;
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    lo = __uint_as_float(w << 16);
-    hi = __uint_as_float(w & 0xffff0000u);
+    f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w));
   } else {
-    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w));
-    lo = f.x;
-    hi = f.y;
+    f = __half22float2(*reinterpret_cast<const __half2*>(&w));
   }
+  lo = f.x;
+  hi = f.y;
 }
 
 // The eight floats of a 16-byte chunk.
