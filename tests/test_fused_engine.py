@@ -72,9 +72,9 @@ def test_plan_bf16_error_within_twice_eager_bf16_on_cpu():
     assert rel_error(fused, ref) <= 2 * rel_error(eager, ref)
 
 
-@pytest.mark.parametrize("plan", ["cudnn", "conv3x3", "hybrid"])
+@pytest.mark.parametrize("plan", ["cudnn", "conv3x3", "conv3x3_links", "hybrid"])
 def test_every_plan_bf16_error_within_twice_eager_bf16_on_cpu(plan):
-    """The three residual/decoder plans on the CPU (the fused op runs as its twin there)."""
+    """The four residual/decoder plans on the CPU (the fused ops run as their twins there)."""
     model = _model(2)
     x = _image((1, 3, 24, 32), seed=2)
     ref = _reference(model, x)

@@ -268,7 +268,78 @@ def test_engine_fused_plan_equals_cudnn_plan_on_cpu():
     with torch.no_grad():
         want = model(x.double().float())
     assert rel_error(fused, want) <= 2 * max(rel_error(plain, want), 1e-3)
+    assert torch.equal(runner.forward(x, "conv3x3_links"), fused)   # the same twins, one call or ten
     assert runner.default_plan() == "cudnn"   # no Hopper GPU on the CPU
+
+
+# ---- the residual chain ------------------------------------------------------------------------
+
+def chain_inputs(n, h, w, dtype=torch.bfloat16, device="cpu", links=4, seed=3, offset=0.0):
+    """conv3's raw output and IN3, `links` residual convolutions (unpacked and packed) with their norms.
+    offset: added to the last weight, so the last output's mean is large against its spread."""
+    g = torch.Generator().manual_seed(seed)
+    x = (torch.randn(n, C, h, w, generator=g) * 2 + 0.5).to(device, dtype).contiguous(
+        memory_format=torch.channels_last)
+    scale, shift = (torch.rand(n, C, generator=g) + 0.5).to(device), torch.randn(n, C, generator=g).to(device)
+    raw = [torch.randn(C, C, 3, 3, generator=g) / (C * 9) ** 0.5 for _ in range(links)]
+    raw[-1] = raw[-1] + offset
+    weights = [w.to(device, dtype) for w in raw]
+    nws = [(torch.rand(C, generator=g) + 0.5).to(device) for _ in range(links)]
+    nbs = [(torch.randn(C, generator=g) * 0.5).to(device) for _ in range(links)]
+    return x, scale, shift, weights, nws, nbs
+
+
+def chain64(x, scale, shift, weights, nws, nbs, eps=1e-5):
+    """The residual blocks in float64, nothing rounded: (h, scale, shift, block_in)."""
+    h, s, t, block_in, relu = x.double(), scale.double(), shift.double(), None, True
+    for b in range(0, len(weights), 2):
+        a = prologue64(h, s, t, block_in, relu)
+        h = conv_of(a, weights[b].double(), 1, 1)
+        s1, t1 = scale_shift64(h, nws[b], nbs[b], eps)
+        h = conv_of(prologue64(h, s1, t1, None, True), weights[b + 1].double(), 1, 1)
+        s, t = scale_shift64(h, nws[b + 1], nbs[b + 1], eps)
+        block_in, relu = a, False
+    return h, s, t, block_in
+
+
+def test_reference_chain_matches_float64_and_the_op_on_cpu():
+    x, s, t, ws, nws, nbs = chain_inputs(2, 7, 10)
+    packed = [ref.pack_weight(w) for w in ws]
+    got = kernels.conv3x3_residual_chain(x, s, t, packed, nws, nbs)
+    op = torch.ops.styleforge.conv3x3_residual_chain(x, s, t, packed, nws, nbs, 1e-5, kernels.chain_state(2, 4, "cpu"))
+    want = chain64(x, s, t, ws, nws, nbs)
+    for a, b in zip(got, op):
+        assert torch.equal(a, b)
+    assert got[0].shape == (2, C, 7, 10) and got[1].shape == (2, C) and got[3].shape == (2, C, 7, 10)
+    assert rel_error(got[0], want[0]) <= 2e-2 and rel_error(got[3], want[3]) <= 2e-2
+    assert rel_error(got[1], want[1]) <= 2e-2 and rel_error(got[2], want[2]) <= 2e-2
+    torch.library.opcheck(torch.ops.styleforge.conv3x3_residual_chain.default,
+                          (x, s, t, packed, nws, nbs, 1e-5, kernels.chain_state(2, 4, "cpu")),
+                          test_utils=("test_schema", "test_faketensor"))
+
+
+@pytest.mark.parametrize("case, match", [
+    ("odd", "even number"), ("norms", "one \\(128,\\) tensor per convolution"), ("weight", "weight"),
+    ("scale", "scale must be a float32")])
+def test_chain_named_argument_errors(case, match):
+    x, s, t, ws, nws, nbs = chain_inputs(1, 4, 4)
+    packed = [ref.pack_weight(w) for w in ws]
+    if case == "odd":
+        packed = packed[:3]
+    elif case == "norms":
+        nws = nws[:2]
+    elif case == "weight":
+        packed[1] = ws[1]   # unpacked
+    else:
+        s = s[:, :64]
+    with pytest.raises(ValueError, match=match):
+        kernels.conv3x3_residual_chain(x, s, t, packed, nws, nbs)
+
+
+def test_chain_state_size():
+    assert ref.chain_state_bytes(1, 10) == 256 + 10 * 8 * 2 * 128 * 8
+    state = kernels.chain_state(3, 4, "cpu")
+    assert state.dtype == torch.uint8 and state.numel() == ref.chain_state_bytes(3, 4) and not state.any()
 
 
 # ---- GPU ------------------------------------------------------------------------------------
@@ -477,14 +548,16 @@ def test_engine_picks_a_plan_and_both_agree(loaded, dtype):
     assert runner.default_plan() == "conv3x3"
     out = runner(x)
     choice = runner.layer_choices[("residual", (1, 3, 128, 192))]
-    assert choice.provider in ("conv3x3", "hybrid", "cudnn") and choice.reason in ("faster", "slower")
-    assert set(choice.plans) == {"cudnn", "conv3x3", "hybrid"} and choice.op_ms == min(choice.plans.values())
+    assert choice.provider in ("conv3x3", "conv3x3_links", "hybrid", "cudnn") and choice.reason in ("faster", "slower")
+    assert set(choice.plans) == {"cudnn", "conv3x3", "conv3x3_links", "hybrid"}
+    assert choice.op_ms == min(choice.plans.values())
     with torch.no_grad():
         want = model(x)
         eager = model.to(dtype)(x.to(dtype)).float()
     limit = max(2 * rel_error(eager, want), 1e-3)
     assert rel_error(out, want) <= limit
     assert rel_error(runner.forward(x, "conv3x3"), want) <= limit
+    assert rel_error(runner.forward(x, "conv3x3_links"), want) <= limit
     assert rel_error(runner.forward(x, "hybrid"), want) <= limit
 
 
@@ -513,3 +586,92 @@ def test_reference_without_statistics():
     x, w, s, t, _, nw, nb = make_inputs(1, 6, 7, config="dec64to32")
     out, os_, ot, _ = ref.conv3x3_norm(x, ref.pack_weight(w), s, t, None, True, 2, False, nw, nb, 1e-5, False)
     assert out.shape == (1, 32, 12, 14) and os_.shape == (0, 32) and ot.shape == (0, 32)
+
+
+# The chain's shapes: the 512² plane and smaller run as one persistent kernel (every tile resident),
+# the 1080p plane does not fit and runs the separate kernels.
+CHAIN_SHAPES = {"512_plane": (1, 128, 128), "odd": (2, 9, 13), "batch3": (3, 24, 40), "min": (1, 2, 2),
+                "1080p_plane": (1, 270, 480)}
+
+
+@pytest.mark.gpu
+@hopper
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+@pytest.mark.parametrize("shape", list(CHAIN_SHAPES), ids=str)
+def test_cuda_residual_chain_matches_float64_like_the_separate_links(loaded, dtype, shape):
+    n, h, w = CHAIN_SHAPES[shape]
+    links = 10 if shape in ("512_plane", "1080p_plane") else 4
+    x, s, t, ws, nws, nbs = chain_inputs(n, h, w, dtype, "cuda", links=links, seed=h * w)
+    packed = [ref.pack_weight(wt) for wt in ws]
+    state = kernels.chain_state(n, links, "cuda")
+    got = torch.ops.styleforge.conv3x3_residual_chain(x, s, t, packed, nws, nbs, 1e-5, state)
+    separate = ref.residual_chain(x, s, t, packed, nws, nbs, 1e-5, conv=torch.ops.styleforge.conv3x3_norm)
+    torch.cuda.synchronize()
+    assert not state.any(), "the chain must leave its state zero"
+    fits = shape != "1080p_plane"
+    if not fits:   # the same kernels one after another: the same bits
+        for a, b in zip(got, separate):
+            assert torch.equal(a, b)
+        return
+    want = chain64(x, s, t, ws, nws, nbs)
+    for a, b, w64 in zip(got, separate, want):
+        # Each output within the separate links' own distance from float64 (their statistics merge
+        # in fp32, the chain's in fp64, so the rounding of the activations may differ by an ulp).
+        assert rel_error(a, w64) <= max(1.5 * rel_error(b, w64), 2e-3)
+        assert a.shape == b.shape and a.dtype == b.dtype
+    # The last norm against float64 statistics of the chain's own last output.
+    s64, t64 = scale_shift64(got[0], nws[-1], nbs[-1])
+    assert rel_error(got[1], s64) <= 1e-4 and rel_error(got[2], t64) <= 1e-4
+    assert got[0].is_contiguous(memory_format=torch.channels_last)
+
+
+@pytest.mark.gpu
+@hopper
+def test_cuda_residual_chain_large_mean_statistics(loaded):
+    # The last link's output has a mean ~10× its spread: Σx²/n − mean² in fp64 must keep the variance.
+    x, s, t, ws, nws, nbs = chain_inputs(1, 64, 64, torch.bfloat16, "cuda", links=2, offset=0.05)
+    packed = [ref.pack_weight(wt) for wt in ws]
+    h, scale, shift, _ = kernels.conv3x3_residual_chain(x, s, t, packed, nws, nbs)
+    var, mean = torch.var_mean(h.double(), dim=(2, 3), unbiased=False)
+    assert float((mean.abs() / var.sqrt()).median()) > 5
+    s64, t64 = scale_shift64(h, nws[-1], nbs[-1])
+    assert rel_error(scale, s64) <= 1e-4 and rel_error(shift, t64) <= 1e-4
+
+
+@pytest.mark.gpu
+@hopper
+def test_cuda_residual_chain_repeatable_and_in_a_cuda_graph(loaded):
+    x, s, t, ws, nws, nbs = chain_inputs(1, 128, 128, torch.bfloat16, "cuda", links=10, seed=7)
+    packed = [ref.pack_weight(wt) for wt in ws]
+    state = kernels.chain_state(1, 10, "cuda")
+    run = lambda: torch.ops.styleforge.conv3x3_residual_chain(x, s, t, packed, nws, nbs, 1e-5, state)
+    first = run()
+    for _ in range(10):   # fp64 sums in any order round to the same fp32 affine here
+        for a, b in zip(run(), first):
+            assert torch.equal(a, b)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        run()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = run()
+    x.mul_(0.5)
+    for _ in range(3):
+        graph.replay()
+    fresh = run()
+    for got, want in zip(captured, fresh):
+        assert torch.equal(got, want)
+    assert not torch.equal(captured[0], first[0])
+    torch.cuda.synchronize()
+    assert not state.any()
+
+
+@pytest.mark.gpu
+@hopper
+def test_opcheck_chain_on_cuda(loaded):
+    x, s, t, ws, nws, nbs = chain_inputs(1, 12, 20, torch.bfloat16, "cuda", links=2)
+    torch.library.opcheck(torch.ops.styleforge.conv3x3_residual_chain.default,
+                          (x, s, t, [ref.pack_weight(w) for w in ws], nws, nbs, 1e-5, kernels.chain_state(1, 2, "cuda")),
+                          test_utils=("test_schema", "test_faketensor"))

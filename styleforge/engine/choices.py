@@ -19,7 +19,8 @@ CHOICE_REL_TOL = 5e-2  # a candidate must agree with cuDNN's result this well be
 @dataclass
 class LayerChoice:
     provider: str                   # "styleforge" (the conv9x9 op), "conv3x3" (the fused residual
-                                    # and decoder chain), "hybrid" (fused decoder only) or "cudnn"
+                                    # and decoder chain), "conv3x3_links" (the same, the residual
+                                    # blocks as separate calls), "hybrid" (fused decoder only) or "cudnn"
     reason: str                     # "faster", "slower", or why the op was not tried
     op_ms: float | None = None      # median of CHOICE_REPS calls (a whole frame for "residual")
     cudnn_ms: float | None = None

@@ -102,6 +102,9 @@ class FusedRunner:
         self.packed_decoder = tuple(kernels.pack_weight(w) for (w, _), _ in self.decoder) if low else None
         # conv2 (32 → 64) and conv3 (64 → 128), stride 2.
         self.packed_encoder = tuple(kernels.pack_weight(w) for (w, _), _ in self.encoder[1:]) if low else None
+        # conv3x3_residual_chain's states per (device, batch): zeroed once, left zero by every call,
+        # shared by the captured graphs (which replay one at a time on one stream).
+        self._chain_states: dict[tuple[torch.device, int], torch.Tensor] = {}
 
     # ---- the plan --------------------------------------------------------------------------
 
@@ -109,15 +112,16 @@ class FusedRunner:
         """(N, 3, H, W) on self.device, any float dtype → (N, 3, H, W) float32.
 
         plan: how the residual blocks and the decoder's 3×3 convolutions run — "cudnn" (cuDNN
-        convolutions, standalone norms), "conv3x3" (the fused conv3x3_norm op for both) or "hybrid"
-        (cuDNN residual blocks, fused decoder: the residual link streams its 288 KB of weights per
+        convolutions, standalone norms), "conv3x3" (the fused ops for both, the blocks as one
+        conv3x3_residual_chain), "conv3x3_links" (the same with the blocks as ten conv3x3_norm calls,
+        which overlap where the plane leaves SMs free) or "hybrid" (cuDNN residual blocks, fused decoder: the residual link streams its 288 KB of weights per
         128-pixel tile, which costs more than cuDNN on large planes, while the decoder's phase-split
         convolutions win at every size); None takes `default_plan()`.
         """
         plan = plan or self.default_plan()
         (_, n1), ((w2, _), n2), ((w3, _), n3) = self.encoder
         y = self._first_conv(x.float())                 # conv1's raw output (N, 32, H, W)
-        if plan == "conv3x3":
+        if plan in ("conv3x3", "conv3x3_links"):
             # conv2 and conv3 apply IN1 and IN2 in their prologues and gather IN2 and IN3.
             p2, p3 = self.packed_encoder
             scale, shift = kernels.norm_scale_shift(y, n1.weight, n1.bias)
@@ -125,7 +129,7 @@ class FusedRunner:
                                                       norm_weight=n2.weight, norm_bias=n2.bias)
             h, scale, shift, _ = kernels.conv3x3_norm(h, p3, scale, shift, relu=True, stride=2,
                                                       norm_weight=n3.weight, norm_bias=n3.bias)
-            return self._decoder_conv3x3(*self._residual_conv3x3(h, scale, shift))
+            return self._decoder_conv3x3(*self._residual_conv3x3(h, scale, shift, chain=plan == "conv3x3"))
         y = kernels.instance_norm(y, n1.weight, n1.bias, relu=True, pad=1)
         y = F.conv2d(y, w2, None, 2)                    # conv2's raw output (N, 64, H/2, W/2)
         y = kernels.instance_norm(y, n2.weight, n2.bias, relu=True, pad=1)
@@ -170,20 +174,21 @@ class FusedRunner:
             y = kernels.instance_norm(raw_block(y, block), n2.weight, n2.bias, residual=y[..., 1:-1, 1:-1], pad=1)
         return raw_block(y, self.residual[-1]), y
 
-    def _residual_conv3x3(self, c3: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor):
-        """The blocks on conv3x3_norm from conv3's raw output and IN3 as (scale, shift): each norm
-        is applied in the next convolution's prologue, from the (scale, shift) the previous one's
-        epilogue computed; block inputs are written by the prologue that builds them (keep_input)
-        for the residual after the block. Returns the last block's raw second convolution, its norm
-        as (scale, shift) and the block's input."""
-        h, block_in, relu = c3, None, True        # the first block's input is relu(IN3(conv3))
-        for (w1, w2), (_, n1, _, n2) in zip(self.packed, self.residual):
-            h, s1, t1, block_in = kernels.conv3x3_norm(h, w1, scale, shift, residual=block_in, relu=relu,
-                                                       keep_input=True, norm_weight=n1.weight, norm_bias=n1.bias)
-            h, scale, shift, _ = kernels.conv3x3_norm(h, w2, s1, t1, relu=True, norm_weight=n2.weight,
-                                                      norm_bias=n2.bias)
-            relu = False                          # later block inputs: block_in + IN2(h), no ReLU
-        return h, scale, shift, block_in
+    def _residual_conv3x3(self, c3: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, chain: bool = True):
+        """The blocks on conv3x3_norm from conv3's raw output and IN3 as (scale, shift): each norm is
+        applied in the next convolution's prologue from the statistics the previous one's epilogue
+        gathered. chain: as one `conv3x3_residual_chain` call (one persistent kernel where the plane
+        fits the GPU at once), else as ten conv3x3_norm calls (which overlap on small planes, where
+        consecutive links' blocks run on different SMs). Returns the last block's raw second
+        convolution, its norm as (scale, shift) and the block's input."""
+        weights = [w for pair in self.packed for w in pair]
+        norms = [n for _, n1, _, n2 in self.residual for n in (n1, n2)]
+        n = c3.shape[0]
+        state = self._chain_states.get((c3.device, n))
+        if state is None:   # first met in a warm-up, outside any capture; then reused by the graphs
+            state = self._chain_states[(c3.device, n)] = kernels.chain_state(n, len(weights), c3.device)
+        return kernels.conv3x3_residual_chain(c3, scale, shift, weights, [m.weight for m in norms],
+                                              [m.bias for m in norms], state=state, chain=chain)
 
     def default_plan(self) -> str:
         """"conv3x3" where the fused op runs (Hopper, fp16/bf16) unless STYLEFORGE_CONV3X3 says off."""
@@ -319,7 +324,8 @@ class FusedRunner:
     def _capture_best(self, static_in: torch.Tensor) -> _Graph:
         """Capture the default plan; where that is the fused chain and the choice is automatic, also
         capture the cuDNN and hybrid plans, time the graphs and keep the fastest (the fused residual
-        chain wins at 512² and not on large planes: one block per tile, no persistence). One
+        chain wins at 512² and not on large planes: one block per tile; the persistent chain only
+        where every tile is resident, and the separate links overlap on small planes). One
         candidate graph is alive besides the best at any time, so capture memory stays at two."""
         plan = self.default_plan()
         key = ("residual", tuple(static_in.shape))
@@ -332,7 +338,7 @@ class FusedRunner:
         reference = best.static_out.clone()   # the cuDNN plan's frame, which every candidate must match
         cudnn_ms = best_ms = median_ms(best.graph.replay)
         best_plan, why, plans = "cudnn", "slower", {"cudnn": cudnn_ms}
-        for candidate in ("conv3x3", "hybrid"):
+        for candidate in ("conv3x3", "conv3x3_links", "hybrid"):
             entry = self._capture(static_in, candidate)
             entry.graph.replay()
             err = relative_error(entry.static_out, reference)

@@ -1,4 +1,4 @@
-"""`torch.ops.styleforge.conv3x3_norm` and `torch.ops.styleforge.norm_scale_shift`: schemas,
+"""`torch.ops.styleforge.conv3x3_norm`, `norm_scale_shift` and `conv3x3_residual_chain`: schemas,
 reference/fake registrations and the Python entries, with the same reference|cuda switch as
 `ops.instance_norm`.
 
@@ -10,6 +10,8 @@ engine keeps cuDNN elsewhere. `norm_scale_shift`'s kernel runs on any GPU.
 """
 from __future__ import annotations
 
+import os
+
 import torch
 
 from . import ops, reference_conv3x3
@@ -19,9 +21,13 @@ CONV_SCHEMA = ("conv3x3_norm(Tensor x, Tensor weight, Tensor? scale, Tensor? shi
                "int upsample, bool keep_input, Tensor? norm_weight, Tensor? norm_bias, float eps, bool stats, "
                "int stride=1) -> (Tensor, Tensor, Tensor, Tensor)")
 MOMENTS_SCHEMA = "norm_scale_shift(Tensor x, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor)"
+# state: conv3x3_chain.cu's zeroed scratch (barrier counters, fp64 sums), used and left zero.
+CHAIN_SCHEMA = ("conv3x3_residual_chain(Tensor x, Tensor scale, Tensor shift, Tensor[] weights, Tensor[] norm_weights, "
+                "Tensor[] norm_biases, float eps, Tensor(a!) state) -> (Tensor, Tensor, Tensor, Tensor)")
 
 _LIB, _FIRST_CONV = define_once(CONV_SCHEMA)
 _LIB_MOMENTS, _FIRST_MOMENTS = define_once(MOMENTS_SCHEMA)
+_LIB_CHAIN, _FIRST_CHAIN = define_once(CHAIN_SCHEMA)
 
 pack_weight = reference_conv3x3.pack_weight
 
@@ -57,12 +63,28 @@ def _moments_fake(x, weight, bias, eps):
     return vector, vector.clone()
 
 
+def _chain_impl(x, scale, shift, weights, norm_weights, norm_biases, eps, state):
+    return reference_conv3x3.residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps)
+
+
+def _chain_fake(x, scale, shift, weights, norm_weights, norm_biases, eps, state):
+    reference_conv3x3.check_chain_args(x, scale, shift, weights, norm_weights, norm_biases, eps)
+    act = torch.empty(x.shape, dtype=x.dtype, device=x.device, memory_format=torch.channels_last)
+    vector = x.new_empty((x.shape[0], 128), dtype=torch.float32)
+    return torch.empty_like(act), vector, vector.clone(), act
+
+
 if _FIRST_CONV:
     _LIB.impl("conv3x3_norm", _conv_impl, "CompositeExplicitAutograd")
     torch.library.register_fake("styleforge::conv3x3_norm", _conv_fake, lib=_LIB)
 if _FIRST_MOMENTS:
     _LIB_MOMENTS.impl("norm_scale_shift", _moments_impl, "CompositeExplicitAutograd")
     torch.library.register_fake("styleforge::norm_scale_shift", _moments_fake, lib=_LIB_MOMENTS)
+
+
+if _FIRST_CHAIN:
+    _LIB_CHAIN.impl("conv3x3_residual_chain", _chain_impl, "CompositeExplicitAutograd")
+    torch.library.register_fake("styleforge::conv3x3_residual_chain", _chain_fake, lib=_LIB_CHAIN)
 
 
 def conv3x3_norm_supported(device: torch.device | str) -> bool:
@@ -98,6 +120,32 @@ def conv3x3_norm(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor | No
     if _use_reference(x) or not conv3x3_norm_supported(x.device):
         return reference_conv3x3.conv3x3_norm(*args)
     return torch.ops.styleforge.conv3x3_norm(*args)
+
+
+def chain_state(n: int, links: int, device: torch.device | str) -> torch.Tensor:
+    """A zeroed state for `conv3x3_residual_chain` (batch n, `links` convolutions). Each call leaves
+    it zero, so one state serves every call on one stream (graph replays too); calls that may run
+    at the same time need their own."""
+    return torch.zeros(reference_conv3x3.chain_state_bytes(n, links), dtype=torch.uint8, device=device)
+
+
+def conv3x3_residual_chain(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weights, norm_weights,
+                           norm_biases, eps: float = 1e-5, state: torch.Tensor | None = None, chain: bool = True):
+    """The residual blocks as one op: `reference_conv3x3.residual_chain`'s semantics. On Hopper one
+    persistent kernel runs every link where all the tiles fit on the GPU at once (512² and smaller at
+    batch 1), else the links run as conv3x3_norm kernels. chain=False (or STYLEFORGE_CONV3X3_CHAIN=off)
+    runs them as separate conv3x3_norm calls instead. state: from `chain_state`, or a fresh one per call."""
+    weights, norm_weights, norm_biases = list(weights), list(norm_weights), list(norm_biases)
+    if _use_reference(x) or not conv3x3_norm_supported(x.device):
+        return reference_conv3x3.residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps)
+    if not chain or os.environ.get("STYLEFORGE_CONV3X3_CHAIN", "auto").lower() in ("0", "off"):
+        return reference_conv3x3.residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps,
+                                                conv=torch.ops.styleforge.conv3x3_norm)
+    reference_conv3x3.check_chain_args(x, scale, shift, weights, norm_weights, norm_biases, eps)
+    if state is None:
+        state = chain_state(x.shape[0], len(weights), x.device)
+    return torch.ops.styleforge.conv3x3_residual_chain(x, scale, shift, weights, norm_weights, norm_biases,
+                                                       float(eps), state)
 
 
 def norm_scale_shift(x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None,

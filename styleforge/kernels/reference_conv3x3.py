@@ -246,3 +246,43 @@ def conv3x3_norm(x, weight, scale=None, shift=None, residual=None, relu=False, u
         out_scale = out_shift = x.new_empty((0, out.shape[1]), dtype=torch.float32)
     kept = a.contiguous(memory_format=torch.channels_last) if keep_input else x.new_empty(0)
     return out.contiguous(memory_format=torch.channels_last), out_scale, out_shift, kept
+
+
+CHAIN_STATE_HEADER_BYTES = 256                    # conv3x3_chain.cu's counters before the fp64 sums
+CHAIN_SUM_COPIES = 8                              # copies of the sums (conv3x3_tile.cuh, kChainSumCopies)
+
+
+def chain_state_bytes(n: int, links: int) -> int:
+    """Bytes of `residual_chain`'s state for batch n: the CUDA chain's barrier counters and fp64
+    per-(link, copy, sample, channel) sums Σx, Σx² (conv3x3.h, conv3x3_chain_state_bytes)."""
+    return CHAIN_STATE_HEADER_BYTES + links * CHAIN_SUM_COPIES * 2 * n * 128 * 8
+
+
+def check_chain_args(x, scale, shift, weights, norm_weights, norm_biases, eps) -> None:
+    name = "conv3x3_residual_chain"
+    links = len(weights)
+    if links < 2 or links % 2 or links > 16:
+        raise ValueError(f"{name}: weights must hold an even number of packed convolutions, 2 to 16, got {links}")
+    if len(norm_weights) != links or len(norm_biases) != links:
+        raise ValueError(f"{name}: norm_weights and norm_biases need one (128,) tensor per convolution ({links}), "
+                         f"got {len(norm_weights)} and {len(norm_biases)}")
+    # Every link is conv3x3_norm's (128, 128, 1, 1) configuration: its rules name the argument.
+    for w, nw, nb in zip(weights, norm_weights, norm_biases):
+        check_args(x, w, scale, shift, None, True, 1, True, nw, nb, eps, 1)
+
+
+def residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps=1e-5, conv=None):
+    """The style network's residual blocks on conv3x3_norm: block b is links 2b and 2b + 1. x is conv3's
+    raw output, (scale, shift) its norm (applied with ReLU); returns the last link's raw output, its
+    norm as (scale, shift) and the last block's input (for the skip that deconv1 adds). `conv` takes
+    conv3x3_norm's positional arguments (default: this twin; the CUDA op for separate launches)."""
+    check_chain_args(x, scale, shift, weights, norm_weights, norm_biases, eps)
+    conv = conv or conv3x3_norm
+    h, block_in, relu = x, None, True        # the first block's input is relu(norm(x))
+    for b in range(0, len(weights), 2):
+        h, s1, t1, block_in = conv(h, weights[b], scale, shift, block_in, relu, 1, True, norm_weights[b],
+                                   norm_biases[b], eps, True)
+        h, scale, shift, _ = conv(h, weights[b + 1], s1, t1, None, True, 1, False, norm_weights[b + 1],
+                                  norm_biases[b + 1], eps, True)
+        relu = False                          # later block inputs: block_in + norm(h), no ReLU
+    return h, scale, shift, block_in

@@ -7,14 +7,17 @@ flushed: these are the activations' steady state inside a frame):
   in_op        kernels.instance_norm(relu, pad=1, upsample) that makes that input
   fused        conv3x3_norm(affine+relu): prologue, conv, epilogue moments and the hand-off kernel
   moments      norm_scale_shift alone (the hand-off out of a cuDNN convolution)
-for the residual link (128→128) and the decoder links (128→64, 64→32, ×2 upsample).
-End to end: FusedRunner captures both plans per shape and records each frame's replay time.
+for the residual link (128→128) and the decoder links (128→64, 64→32, ×2 upsample); the ten residual
+convolutions as one conv3x3_residual_chain call against ten conv3x3_norm calls (128² and 64² planes).
+End to end: FusedRunner captures its plans per shape and records each frame's replay time (512² bf16
+again with STYLEFORGE_CONV3X3_CHAIN=off).
 Writes JSON to --out. Run from the repo root with PYTHONPATH=$PWD.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 from pathlib import Path
 
@@ -88,19 +91,48 @@ def layer_rows(cin, cout, up, h, w, dtype):
     return row
 
 
-def frame_rows(dtype):
+def chain_rows(h, w, dtype):
+    """The ten residual convolutions at plane h × w: one conv3x3_residual_chain call (the persistent
+    kernel where the tiles fit) against ten conv3x3_norm calls (kernel + hand-off each)."""
+    g = torch.Generator(device="cuda").manual_seed(1)
+    x = (torch.randn(1, C, h, w, device="cuda", generator=g) + 0.3).to(dtype).contiguous(
+        memory_format=torch.channels_last)
+    weights = [ref.pack_weight((torch.randn(C, C, 3, 3, device="cuda", generator=g) / (C * 27) ** 0.5).to(dtype))
+               for _ in range(10)]
+    nws = [torch.rand(C, device="cuda", generator=g) + 0.5 for _ in range(10)]
+    nbs = [torch.randn(C, device="cuda", generator=g) * 0.1 for _ in range(10)]
+    s, t = ref.norm_scale_shift(x)
+    state = kernels.chain_state(1, 10, "cuda")
+    chain = lambda: torch.ops.styleforge.conv3x3_residual_chain(x, s, t, weights, nws, nbs, 1e-5, state)
+    links = lambda: ref.residual_chain(x, s, t, weights, nws, nbs, 1e-5, conv=torch.ops.styleforge.conv3x3_norm)
+    got, want = chain(), links()
+    err = max(float((a.double() - b.double()).norm() / b.double().norm()) for a, b in zip(got, want))
+    row = {"chain": f"10 x 128->128 at {h}x{w}", "dtype": str(dtype).split(".")[-1], "rel_err_vs_links": err,
+           "state_zero_after": bool((state == 0).all())}
+    row["chain_ms"] = graph_ms(chain)
+    row["links_ms"] = graph_ms(links)
+    row["per_link_us"] = {"chain": 100 * row["chain_ms"], "links": 100 * row["links_ms"]}
+    row["links_over_chain"] = row["links_ms"] / row["chain_ms"]
+    return row
+
+
+FRAME_SIZES = ((256, 256), (512, 512), (1080, 1920), (2160, 3840))
+
+
+def frame_rows(dtype, sizes=FRAME_SIZES):
     from styleforge.engine.fused import FusedRunner
     from styleforge.models.checkpoint import build_model, load_checkpoint
     styles = sorted((Path("styleforge") / "styles").glob("*.safetensors"))
     model = build_model(load_checkpoint(styles[0])).cuda().eval()
     rows = []
-    for h, w in ((256, 256), (512, 512), (1080, 1920), (2160, 3840)):
+    chain = os.environ.get("STYLEFORGE_CONV3X3_CHAIN", "auto")
+    for h, w in sizes:
         runner = FusedRunner(model, torch.device("cuda"), dtype)
         x = torch.rand(1, 3, h, w, device="cuda") * 255
         runner(x)
         choice = runner.layer_choices[("residual", (1, 3, h, w))]
-        rows.append({"frame": f"{h}x{w}", "dtype": str(dtype).split(".")[-1], "chosen": choice.provider,
-                     "reason": choice.reason, "plan_ms": choice.plans})
+        rows.append({"frame": f"{h}x{w}", "dtype": str(dtype).split(".")[-1], "chain": chain,
+                     "chosen": choice.provider, "reason": choice.reason, "plan_ms": choice.plans})
         del runner
         torch.cuda.empty_cache()
     return rows
@@ -110,6 +142,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="out/conv3x3")
     parser.add_argument("--no-frames", action="store_true")
+    parser.add_argument("--chain-only", action="store_true", help="the residual chain rows, no single links")
+    parser.add_argument("--all-frames", action="store_true", help="1080p and 4K frames too (three plans each)")
     args = parser.parse_args()
     ok, why = kernels.cuda_kernels_available()
     assert ok, why
@@ -118,15 +152,28 @@ def main():
     links = [(128, 128, 1, 128, 128), (128, 128, 1, 270, 480), (128, 64, 2, 128, 128), (64, 32, 2, 256, 256),
              (128, 64, 2, 270, 480), (64, 32, 2, 540, 960)]
     for dtype in (torch.bfloat16, torch.float16):
+        for h, w in ((128, 128), (64, 64)):
+            row = chain_rows(h, w, dtype)
+            print(json.dumps(row), flush=True)
+            result["layers"].append(row)
+    if args.chain_only:
+        links = []
+    for dtype in (torch.bfloat16, torch.float16):
         for cin, cout, up, h, w in links:
             row = layer_rows(cin, cout, up, h, w, dtype)
             print(json.dumps(row), flush=True)
             result["layers"].append(row)
     if not args.no_frames:
         for dtype in (torch.bfloat16, torch.float16):
-            for row in frame_rows(dtype):
+            for row in frame_rows(dtype, FRAME_SIZES if args.all_frames else ((256, 256), (512, 512))):
                 print(json.dumps(row), flush=True)
                 result["frames"].append(row)
+        # The same 512² frame with the residual blocks as separate conv3x3_norm calls (A/B, same run).
+        os.environ["STYLEFORGE_CONV3X3_CHAIN"] = "off"
+        for row in frame_rows(torch.bfloat16, ((512, 512),)):
+            print(json.dumps(row), flush=True)
+            result["frames"].append(row)
+        del os.environ["STYLEFORGE_CONV3X3_CHAIN"]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench_layer.json").write_text(json.dumps(result, indent=1))

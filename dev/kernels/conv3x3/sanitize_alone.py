@@ -1,4 +1,4 @@
-"""conv3x3_norm's configurations alone, for compute-sanitizer racecheck.
+"""conv3x3_norm's configurations and the residual chain alone, for compute-sanitizer racecheck.
 
 Under racecheck, the GPU test that also runs a cuDNN convolution for its error budget aborts with
 "Internal Sanitizer Error: failed to handle a hardware exception" inside that cuDNN call, after our
@@ -27,3 +27,20 @@ for cin, cout, up, stride, (h, w) in CASES:
     err = float((got[0].cpu().double() - want[0].double()).norm() / want[0].double().norm())
     print(f"{cin}->{cout} up {up} stride {stride} {h}x{w}: rel err vs twin {err:.2e}")
     assert err < 1e-2
+
+# The residual chain's persistent kernel: 4 links, batch 2, an odd plane (every tile resident).
+g = torch.Generator().manual_seed(5)
+x = (torch.randn(2, 128, 19, 21, generator=g) + 0.5).to(torch.bfloat16).contiguous(memory_format=torch.channels_last)
+scale, shift = torch.rand(2, 128, generator=g) + 0.5, torch.randn(2, 128, generator=g)
+weights = [ref.pack_weight((torch.randn(128, 128, 3, 3, generator=g) / (9 * 128) ** 0.5).to(torch.bfloat16))
+           for _ in range(4)]
+nws = [torch.rand(128, generator=g) + 0.5 for _ in range(4)]
+nbs = [torch.randn(128, generator=g) for _ in range(4)]
+want = ref.residual_chain(x, scale, shift, weights, nws, nbs)
+state = torch.zeros(ref.chain_state_bytes(2, 4), dtype=torch.uint8, device="cuda")
+got = torch.ops.styleforge.conv3x3_residual_chain(x.cuda(), scale.cuda(), shift.cuda(), [w.cuda() for w in weights],
+                                                  [v.cuda() for v in nws], [v.cuda() for v in nbs], 1e-5, state)
+torch.cuda.synchronize()
+err = float((got[0].cpu().double() - want[0].double()).norm() / want[0].double().norm())
+print(f"residual chain 4 links 2x19x21: rel err vs twin {err:.2e}, state zero after: {not state.any()}")
+assert err < 3e-2 and not state.any()

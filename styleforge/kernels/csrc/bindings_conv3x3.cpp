@@ -1,4 +1,5 @@
-// CUDA implementations of styleforge::conv3x3_norm and styleforge::norm_scale_shift.
+// CUDA implementations of styleforge::conv3x3_norm, styleforge::norm_scale_shift and
+// styleforge::conv3x3_residual_chain.
 //
 // As in bindings.cpp, the schemas are defined in Python (styleforge/kernels/ops_conv3x3.py) and this
 // file only adds the CUDA kernels with TORCH_LIBRARY_IMPL. Argument rules mirror
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <tuple>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
@@ -186,10 +188,91 @@ std::tuple<at::Tensor, at::Tensor> norm_scale_shift_cuda(const at::Tensor& x_in,
   return {scale, shift};
 }
 
+// The residual blocks in one call (see ChainArgs in conv3x3.h); state: the chain's zeroed state
+// bytes, mutated during the call and left zero.
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_residual_chain_cuda(
+    const at::Tensor& x_in, const at::Tensor& scale_in, const at::Tensor& shift_in, at::TensorList weights,
+    at::TensorList norm_weights, at::TensorList norm_biases, double eps, at::Tensor& state) {
+  constexpr const char* kName = "conv3x3_residual_chain";
+  const int64_t links = static_cast<int64_t>(weights.size());
+  TORCH_CHECK(links >= 2 && links <= kChainMaxLinks && links % 2 == 0, kName,
+              ": weights must hold an even number of packed convolutions, 2 to ", kChainMaxLinks, ", got ", links);
+  TORCH_CHECK(static_cast<int64_t>(norm_weights.size()) == links && static_cast<int64_t>(norm_biases.size()) == links,
+              kName, ": norm_weights and norm_biases need one (128,) tensor per convolution (", links, "), got ",
+              norm_weights.size(), " and ", norm_biases.size());
+  check_x(kName, x_in, 128, 1);
+  const int64_t n = x_in.size(0), h = x_in.size(2), w = x_in.size(3);
+  for (const at::Tensor& wt : weights) {
+    TORCH_CHECK(wt.dim() == 4 && wt.size(0) == 9 && wt.size(1) == 2 && wt.size(2) == 128 && wt.size(3) == 64 &&
+                    wt.scalar_type() == x_in.scalar_type() && wt.is_contiguous() && wt.device() == x_in.device() &&
+                    aligned16(wt),
+                kName, ": each weight must be a contiguous, 16-byte aligned packed (9, 2, 128, 64) ", x_in.scalar_type(),
+                " tensor on ", x_in.device(), " from pack_weight, got ", wt.scalar_type(), " ", wt.sizes());
+  }
+  for (const at::Tensor* t : {&scale_in, &shift_in}) {
+    TORCH_CHECK(t->dim() == 2 && t->size(0) == n && t->size(1) == 128 && t->scalar_type() == at::kFloat &&
+                    t->device() == x_in.device(),
+                kName, ": scale and shift must be float32 (", n, ", 128) tensors on ", x_in.device(), ", got ",
+                t->scalar_type(), " ", t->sizes(), " on ", t->device());
+  }
+  TORCH_CHECK(eps > 0, kName, ": eps must be > 0, got ", eps);
+  const size_t state_bytes = conv3x3_chain_state_bytes(n, static_cast<int>(links));
+  TORCH_CHECK(state.scalar_type() == at::kByte && state.is_contiguous() && state.device() == x_in.device() &&
+                  static_cast<size_t>(state.numel()) >= state_bytes && aligned16(state),
+              kName, ": state must be a contiguous uint8 tensor of at least ", state_bytes, " bytes on ",
+              x_in.device(), " (zero-filled; chain_state_bytes), got ", state.scalar_type(), " ", state.sizes());
+  std::vector<at::Tensor> nw, nb;
+  for (int64_t l = 0; l < links; ++l) {
+    nw.push_back(vector_f32(kName, "norm_weights", norm_weights[l], x_in, 128));
+    nb.push_back(vector_f32(kName, "norm_biases", norm_biases[l], x_in, 128));
+  }
+
+  const c10::cuda::CUDAGuard guard(x_in.device());
+  TORCH_CHECK(conv3x3_supported(), kName, ": the fused convolution needs an sm_90a (Hopper) GPU; ",
+              "styleforge.kernels.conv3x3_residual_chain falls back to the reference elsewhere");
+  const at::Tensor x = dense_nhwc(x_in);
+  const at::Tensor scale = scale_in.contiguous(), shift = shift_in.contiguous();
+  const auto cl = x.options().memory_format(at::MemoryFormat::ChannelsLast);
+  at::Tensor raw[2] = {at::empty({n, 128, h, w}, cl), at::empty({n, 128, h, w}, cl)};
+  at::Tensor act[2] = {at::empty({n, 128, h, w}, cl), at::empty({n, 128, h, w}, cl)};
+  at::Tensor out_scale = at::empty({n, 128}, x.options().dtype(at::kFloat));
+  at::Tensor out_shift = at::empty({n, 128}, x.options().dtype(at::kFloat));
+  const at::Tensor& h_out = raw[(links - 1) & 1];
+  const at::Tensor& block_in = act[((links - 2) / 2) & 1];
+  if (n == 0) return {h_out, out_scale, out_shift, block_in};
+  at::Tensor workspace = at::empty({static_cast<int64_t>(conv3x3_chain_workspace_bytes(n, h, w))},
+                                   x.options().dtype(at::kByte));
+  ChainArgs args;
+  args.dtype = dtype_of(x);
+  args.links = static_cast<int>(links);
+  args.x = x.data_ptr();
+  args.scale = scale.data_ptr<float>();
+  args.shift = shift.data_ptr<float>();
+  for (int64_t l = 0; l < links; ++l) {
+    args.weight[l] = weights[l].data_ptr();
+    args.norm_weight[l] = nw[l].data_ptr<float>();
+    args.norm_bias[l] = nb[l].data_ptr<float>();
+  }
+  args.eps = static_cast<float>(eps);
+  for (int i = 0; i < 2; ++i) {
+    args.raw[i] = raw[i].data_ptr();
+    args.act[i] = act[i].data_ptr();
+  }
+  args.out_scale = out_scale.data_ptr<float>();
+  args.out_shift = out_shift.data_ptr<float>();
+  args.N = n;
+  args.H = h;
+  args.W = w;
+  C10_CUDA_CHECK(conv3x3_chain_launch(args, state.data_ptr(), workspace.data_ptr(), c10::cuda::getCurrentCUDAStream()));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return {h_out, out_scale, out_shift, block_in};
+}
+
 }  // namespace
 }  // namespace styleforge
 
 TORCH_LIBRARY_IMPL(styleforge, CUDA, m) {
   m.impl("conv3x3_norm", &styleforge::conv3x3_norm_cuda);
   m.impl("norm_scale_shift", &styleforge::norm_scale_shift_cuda);
+  m.impl("conv3x3_residual_chain", &styleforge::conv3x3_residual_chain_cuda);
 }

@@ -72,6 +72,45 @@ struct MomentsArgs {
   int64_t N = 0, H = 0, W = 0;
 };
 
+// The residual chain (csrc/cuda/conv3x3_chain.cu): `links` (even, ≤ kChainMaxLinks) 128 → 128
+// convolutions in one persistent kernel, the style network's residual blocks, link 2b and 2b + 1
+// being block b's two convolutions. Semantics: reference_conv3x3.residual_chain, i.e. with
+// h = x, (s, t) = (scale, shift), block_in none, for each block b:
+//   (h, s1, t1, block_in) = conv3x3_norm(h, weight[2b], s, t, residual=block_in, relu = b == 0,
+//                                        keep_input, norm 2b)
+//   (h, s, t)             = conv3x3_norm(h, weight[2b + 1], s1, t1, relu, norm 2b + 1)
+// and it returns the last (h, s, t, block_in). raw[2] and act[2] are ping-pong buffers (N, H, W,
+// 128): h ends in raw[(links − 1) & 1], block_in in act[((links − 2) / 2) & 1].
+constexpr int kChainMaxLinks = 16;
+struct ChainArgs {
+  ConvDtype dtype = ConvDtype::kBFloat16;
+  int links = 0;
+  const void* x = nullptr;                          // (N, H, W, 128) dense NHWC, 16-byte aligned
+  const float* scale = nullptr;                     // (N, 128) fp32: the norm before the chain ...
+  const float* shift = nullptr;                     // ... as an affine, applied with ReLU
+  const void* weight[kChainMaxLinks] = {};          // packed (9, 2, 128, 64) each
+  const float* norm_weight[kChainMaxLinks] = {};    // (128,) fp32 each, or null (= 1)
+  const float* norm_bias[kChainMaxLinks] = {};      // (128,) fp32 each, or null (= 0)
+  float eps = 1e-5f;
+  void* raw[2] = {};
+  void* act[2] = {};
+  float* out_scale = nullptr;                       // (N, 128) fp32: the last link's norm, written
+  float* out_shift = nullptr;
+  int64_t N = 0, H = 0, W = 0;                      // H, W >= 2
+};
+
+// The chain's state: grid-barrier counters and fp64 statistics. Zero before the first launch (e.g.
+// a zero-filled allocation); every launch leaves it zero, so one state serves a stream's launches
+// (a CUDA graph's replays included). Launches that may overlap need separate states.
+size_t conv3x3_chain_state_bytes(int64_t N, int links);
+// Scratch for the launch when the tiles do not all fit on the GPU at once (the per-link path).
+size_t conv3x3_chain_workspace_bytes(int64_t N, int64_t H, int64_t W);
+// Whether the persistent kernel runs for this size on the current device: one CTA per tile, all
+// resident at once (the grid barriers need every CTA running).
+bool conv3x3_chain_fits(ConvDtype dtype, int64_t N, int64_t H, int64_t W);
+// Enqueue the chain: one persistent kernel where it fits, else `links` conv3x3_launch calls.
+cudaError_t conv3x3_chain_launch(const ChainArgs& args, void* state, void* workspace, cudaStream_t stream);
+
 // Whether a kernel exists for (cin, cout, upsample, stride).
 bool conv3x3_config_supported(int cin, int cout, int upsample, int stride = 1);
 

@@ -1,0 +1,77 @@
+"""Where a residual link's time goes: the chain kernel built with -DSF_TILE_PROFILE=1 records, per
+link and CTA, clock64 at the link's start (after the grid barrier), after the prologue, after the
+main loop, after the epilogue, and at steps inside them (tile_mark's slots). Builds its own library (not the package's: both would register
+the same CUDA kernels), runs ten 128 → 128 links at the 512² plane, prints the median phase times
+in µs at the SM clock given (nvidia-smi's clocks.sm under load). Run from the repo root:
+    PYTHONPATH=$PWD python3 dev/kernels/conv3x3/chain_profile.py --out $OUT --mhz 1980
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+from pathlib import Path
+
+import torch
+from torch.utils import cpp_extension
+
+from styleforge.kernels import build
+from styleforge.kernels import reference_conv3x3 as ref
+
+C, LINKS = 128, 10
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default="out/conv3x3")
+    parser.add_argument("--mhz", type=float, default=1980.0)
+    parser.add_argument("--size", type=int, default=128)
+    args = parser.parse_args()
+    cap = torch.cuda.get_device_capability()
+    directory = Path(os.environ.get("STYLEFORGE_CACHE_DIR", "/tmp/sfcache")) / "tile_profile"
+    directory.mkdir(parents=True, exist_ok=True)
+    cpp_extension.load(name="styleforge_kernels_tile_profile", sources=[str(build.CSRC / s) for s in build.SOURCES],
+                       extra_cflags=list(build.CXX_FLAGS),
+                       extra_cuda_cflags=[*build.CUDA_FLAGS, *build.arch_flags(cap), "-DSF_TILE_PROFILE=1"],
+                       build_directory=str(directory), is_python_module=False)
+    h = w = args.size
+    g = torch.Generator(device="cuda").manual_seed(1)
+    x = (torch.randn(1, C, h, w, device="cuda", generator=g) + 0.3).to(torch.bfloat16).contiguous(
+        memory_format=torch.channels_last)
+    weights = [ref.pack_weight((torch.randn(C, C, 3, 3, device="cuda", generator=g) / (C * 27) ** 0.5).to(
+        torch.bfloat16)) for _ in range(LINKS)]
+    nws = [torch.rand(C, device="cuda", generator=g) + 0.5 for _ in range(LINKS)]
+    nbs = [torch.randn(C, device="cuda", generator=g) * 0.1 for _ in range(LINKS)]
+    s, t = ref.norm_scale_shift(x)
+    tiles = ((h + 7) // 8) * ((w + 15) // 16)
+    base = ref.chain_state_bytes(1, LINKS)
+    state = torch.zeros(base + LINKS * tiles * 8 * 8, dtype=torch.uint8, device="cuda")
+    for _ in range(20):
+        torch.ops.styleforge.conv3x3_residual_chain(x, s, t, weights, nws, nbs, 1e-5, state)
+    torch.cuda.synchronize()
+    marks = state[base:].view(torch.int64).view(LINKS, tiles, 8).double().cpu()
+    us = 1.0 / args.mhz   # µs per cycle
+    marks[0, :, 7] = marks[0, :, 0]   # link 0 takes its affine from (scale, shift): no mark
+    phases = {"prologue": marks[:, :, 1] - marks[:, :, 0], "main_loop": marks[:, :, 2] - marks[:, :, 1],
+              "epilogue": marks[:, :, 3] - marks[:, :, 2],
+              # the prologue's affine ready (after its first halo batch), the epilogue's steps
+              "pro_affine": marks[:, :, 7] - marks[:, :, 0], "epi_sum": marks[:, :, 4] - marks[:, :, 2],
+              "epi_mean": marks[:, :, 5] - marks[:, :, 4], "epi_m2_stage": marks[:, :, 6] - marks[:, :, 5],
+              "epi_store": marks[:, :, 3] - marks[:, :, 6]}
+    row = {"plane": f"{h}x{w}", "tiles": tiles, "mhz": args.mhz}
+    for name, cycles in phases.items():
+        row[name + "_us"] = statistics.median(cycles.flatten().tolist()) * us
+        row[name + "_max_us"] = float(cycles.max()) * us
+    # Barrier: from a CTA's epilogue end to its next link's start (its wait for the slowest CTA).
+    barrier = marks[1:, :, 0] - marks[:-1, :, 3]
+    row["barrier_us"] = statistics.median(barrier.flatten().tolist()) * us
+    row["link_us"] = statistics.median((marks[1:, :, 0] - marks[:-1, :, 0]).flatten().tolist()) * us
+    print(json.dumps(row))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"chain_profile_{h}.json").write_text(json.dumps(row, indent=1))
+
+
+if __name__ == "__main__":
+    main()

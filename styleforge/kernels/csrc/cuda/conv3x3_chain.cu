@@ -1,0 +1,307 @@
+// The style network's residual blocks as one persistent kernel: the ten 128 → 128 convolutions of
+// conv3x3.cu (same tile, prologue, wgmma main loop and epilogue: conv3x3_tile.cuh) run back to back
+// in one grid, one CTA per output tile, all CTAs resident, with a grid-wide barrier between links.
+//   * the epilogue adds each tile's statistics to fp64 per-(sample, channel) sums Σx, Σx² (atomic
+//     adds of the tile's sum and M2 + sum²/count: Chan's merge written as sums, exact enough in
+//     fp64), in eight copies so that 16 CTAs, not all, add to one address; no hand-off kernel runs,
+//     the next link's prologue turns the sums into its affine while its halo loads are in flight;
+//   * the producer warp streams the weights through the same ring across links, so the first taps
+//     of link l + 1 are in shared memory while link l finishes and the CTAs wait at the barrier.
+// Measured (H200, 128² plane = the 512² frame, 128 CTAs): 14.7 µs per link against 16.2 for ten
+// conv3x3_norm calls. Where a plane leaves SMs free (64²: 32 CTAs) the separate kernels win, since
+// consecutive links' blocks run side by side on different SMs; the engine times both forms.
+// A link is prologue ~3.2 µs, wgmma ~4.9 (at the tensor peak), epilogue ~3.8, barrier ~1.8
+// (dev/kernels/conv3x3/chain_profile.py). ptxas spills ~240 bytes per thread here (the single
+// convolution's kernel: none), the price of the loop over links at 168 registers.
+// Not covered: more tiles than resident CTAs (one CTA per SM at 174 KB of shared memory: 512² and
+// smaller at batch 1): conv3x3_chain_launch then runs the links as conv3x3_launch calls.
+// Pure CUDA (no torch); bindings_conv3x3.cpp binds it; semantics: reference_conv3x3.residual_chain.
+#include "conv3x3_tile.cuh"
+
+namespace styleforge {
+namespace {
+
+// The state's layout: counters (arrivals at the grid barriers, CTAs done), then the sums.
+constexpr size_t kStateHeaderBytes = 256;
+constexpr int kC = 128;
+using ChainCfg = Cfg<kC, kC, 1>;
+
+struct ChainParams {
+  const uint16_t* x;
+  const float* scale;
+  const float* shift;
+  uint16_t* raw[2];
+  uint16_t* act[2];
+  const unsigned char* weight[kChainMaxLinks];
+  const float* gamma[kChainMaxLinks];
+  const float* beta[kChainMaxLinks];
+  float eps;
+  double* sums;        // [links][kChainSumCopies][2][N][128]: Σx, Σx² of each link's output
+  unsigned* counters;  // [0] arrivals at the grid barriers, [1] CTAs done
+  float* out_scale;
+  float* out_shift;
+  long long* profile;  // SF_TILE_PROFILE builds: [links][CTAs][8] clock64 (link start, then tile_mark's)
+  int links, N, H, W, tiles_x, tiles;
+};
+
+// Link l's buffers (ChainArgs in conv3x3.h): its input (−1: the chain's x, else raw[i]), residual
+// (−1: none, else act[i]), kept input (−1: none, else act[i]: the next block's skip), output raw[i],
+// and whether a ReLU follows the norm it applies. Link 2b opens block b: it forms the block's input
+// (norm + the previous block's input, no ReLU; the first block: ReLU(IN3)) and keeps it.
+struct LinkRoles {
+  int in_raw, residual_act, keep_act, out_raw;
+  bool relu;
+};
+__host__ __device__ constexpr LinkRoles link_roles(int l) {
+  const bool opens_block = l % 2 == 0;
+  return {l == 0 ? -1 : (l - 1) & 1, opens_block && l >= 2 ? (l / 2 - 1) & 1 : -1, opens_block ? (l / 2) & 1 : -1,
+          l & 1, l == 0 || !opens_block};
+}
+
+// Shared memory: a 128 → 128 tile's layout, then the current link's Params.
+constexpr size_t kChainSmem = ChainCfg::kSmem + 256;
+static_assert(sizeof(Params) <= 256, "the link's Params fit their slot");
+
+#if SF_SM90A
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// Link l's Params: which buffers it reads and writes (link_roles).
+__device__ __forceinline__ void link_params(const ChainParams& cp, int l, Params& p) {
+  const int per_link = kChainSumCopies * 2 * cp.N * kC;
+  const LinkRoles r = link_roles(l);
+  p = Params{};
+  p.H = p.Ho = cp.H;
+  p.W = p.Wo = cp.W;
+  p.tiles_x = cp.tiles_x;
+  p.tiles = cp.tiles;
+  p.eps = cp.eps;
+  p.inv_count = 1.0 / (static_cast<double>(cp.H) * cp.W);
+  p.sums_stride = cp.N * kC;
+  p.x = r.in_raw < 0 ? cp.x : cp.raw[r.in_raw];
+  p.scale = l == 0 ? cp.scale : nullptr;
+  p.shift = l == 0 ? cp.shift : nullptr;
+  p.in_sums = l == 0 ? nullptr : cp.sums + static_cast<size_t>(l - 1) * per_link;
+  p.gamma = l == 0 ? nullptr : cp.gamma[l - 1];
+  p.beta = l == 0 ? nullptr : cp.beta[l - 1];
+  p.residual = r.residual_act < 0 ? nullptr : cp.act[r.residual_act];
+  p.act = r.keep_act < 0 ? nullptr : cp.act[r.keep_act];
+  p.relu = r.relu;
+  p.out = cp.raw[r.out_raw];
+  p.out_sums = cp.sums + static_cast<size_t>(l) * per_link + (blockIdx.x % kChainSumCopies) * 2 * cp.N * kC;
+  p.profile = cp.profile ? cp.profile + (static_cast<size_t>(l) * gridDim.x + blockIdx.x) * 8 : nullptr;
+}
+#endif
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 1) residual_chain_kernel(const ChainParams cp) {
+  extern __shared__ unsigned char smem_raw[];
+#if SF_SM90A
+  const TileSmem<ChainCfg> sm(smem_raw);
+  // The link's Params live in shared memory, written by thread 0 while the grid barrier waits: held
+  // in registers across the links they would spill (the main loop uses all 168).
+  Params& lp = *reinterpret_cast<Params*>(sm.end);
+  const int tid = threadIdx.x;
+  if (tid == 0) {
+    sm.init_barriers();
+    link_params(cp, 0, lp);
+  }
+  __syncthreads();
+  // Dependents are scheduled only once every CTA of this grid has issued this, so all of ours are
+  // resident before the next kernel's blocks can take an SM: no deadlock at the grid barriers.
+  allow_dependents_launch();
+  if (tid >= kConsumers) {   // producer warp: every link's taps through one ring
+    if (tid == kConsumers) {
+      for (int l = 0; l < cp.links; ++l) produce_taps<ChainCfg>(sm, cp.weight[l], l * ChainCfg::kTaps);
+    }
+    return;
+  }
+  const int per_link = kChainSumCopies * 2 * cp.N * kC;   // doubles of one link's sums
+  grid_dependency_wait();   // x, scale and shift come from the kernels before this one
+#pragma unroll 1
+  for (int l = 0; l < cp.links; ++l) {
+    // Link l − 1 read the sums of link l − 2 in its prologue, before the last barrier: clear them
+    // for the next launch.
+    if (blockIdx.x == 0 && l >= 2) {
+      for (int i = tid; i < per_link; i += kConsumers) cp.sums[static_cast<size_t>(l - 2) * per_link + i] = 0.0;
+    }
+    tile_mark(lp, 0);
+    const int n = blockIdx.x / cp.tiles;
+    conv_tile<T, kC, kC, 1, 1, kC, true>(lp, sm, n, blockIdx.x - n * cp.tiles, l * ChainCfg::kTaps);
+    if (l + 1 == cp.links) break;
+    // Grid barrier (CUTLASS's generic barrier form): CTA barrier; one thread counts with release
+    // semantics (cumulative: it publishes what the CTA barrier ordered before it) and spins with
+    // acquire loads until every CTA has counted; CTA barrier. The count rises through a launch:
+    // barrier l waits for (l + 1) · gridDim.x.
+    consumers_sync();
+    if (tid == 0) {
+      link_params(cp, l + 1, lp);   // every consumer is past its last read of link l's
+      asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(cp.counters) : "memory");
+      const unsigned target = static_cast<unsigned>(l + 1) * gridDim.x;
+      while (load_acquire(cp.counters) < target) {
+      }
+    }
+    consumers_sync();
+  }
+  // The last CTA to finish turns the last link's sums into (scale, shift) for the decoder and leaves
+  // the state zero for the next launch.
+  consumers_sync();
+  unsigned* last_flag = reinterpret_cast<unsigned*>(sm.mean_s);   // free after the epilogue
+  if (tid == 0) {
+    __threadfence();
+    const unsigned done = atomicAdd(cp.counters + 1, 1u);
+    __threadfence();
+    *last_flag = done == gridDim.x - 1;
+  }
+  consumers_sync();
+  if (*last_flag == 0) return;
+  const int L = cp.links;
+  const double* last = cp.sums + static_cast<size_t>(L - 1) * per_link;
+  for (int i = tid; i < cp.N * kC; i += kConsumers) {
+    const int c = i % kC;
+    const double inv_count = 1.0 / (static_cast<double>(cp.H) * cp.W);
+    double sum1 = 0.0, sum2 = 0.0;
+    for (int k = 0; k < kChainSumCopies; ++k) {
+      sum1 += __ldcg(last + 2 * k * cp.N * kC + i);
+      sum2 += __ldcg(last + (2 * k + 1) * cp.N * kC + i);
+    }
+    const double mean = sum1 * inv_count;
+    const double var = fmax(sum2 * inv_count - mean * mean, 0.0);
+    const float s = (cp.gamma[L - 1] ? cp.gamma[L - 1][c] : 1.f) * rsqrtf(static_cast<float>(var) + cp.eps);
+    cp.out_scale[i] = s;
+    cp.out_shift[i] = (cp.beta[L - 1] ? cp.beta[L - 1][c] : 0.f) - static_cast<float>(mean) * s;
+  }
+  consumers_sync();
+  for (int i = tid; i < 2 * per_link; i += kConsumers) cp.sums[static_cast<size_t>(L - 2) * per_link + i] = 0.0;
+  if (tid == 0) {
+    cp.counters[0] = 0;
+    cp.counters[1] = 0;
+  }
+#else
+  __trap();   // built without sm_90a code: conv3x3_chain_fits() keeps launches away
+#endif
+}
+
+using ChainKernel = void (*)(const ChainParams);
+ChainKernel chain_kernel(ConvDtype dtype) {
+  return dtype == ConvDtype::kBFloat16 ? residual_chain_kernel<__nv_bfloat16> : residual_chain_kernel<__half>;
+}
+
+bool valid_chain(const ChainArgs& a) {
+  if (a.links < 2 || a.links > kChainMaxLinks || a.links % 2 != 0) return false;
+  if (a.N < 0 || a.H < 2 || a.W < 2 || a.H >= (1 << 20) || a.W >= (1 << 20)) return false;
+  if (a.N * conv3x3_tiles(a.H, a.W, kC) >= 0x7fffffff || a.N * kC * 2 * kChainSumCopies * a.links >= 0x7fffffff) return false;
+  if (a.x == nullptr || (a.scale == nullptr) != (a.shift == nullptr) || a.out_scale == nullptr ||
+      a.out_shift == nullptr) {
+    return false;
+  }
+  for (int l = 0; l < a.links; ++l) {
+    if (a.weight[l] == nullptr) return false;
+  }
+  return a.raw[0] && a.raw[1] && a.act[0] && a.act[1];
+}
+
+// The links as separate conv3x3_norm launches (convolution + hand-off each); scratch: two (scale,
+// shift) pairs in ping-pong, then the per-tile partials.
+cudaError_t launch_links(const ChainArgs& a, void* workspace, cudaStream_t stream) {
+  float* f = static_cast<float*>(workspace);
+  const int64_t v = a.N * kC;
+  float* scale[2] = {f, f + v};
+  float* shift[2] = {f + 2 * v, f + 3 * v};
+  void* partials = f + 4 * ((v + 63) / 64) * 64;
+  const float* in_scale = a.scale;
+  const float* in_shift = a.shift;
+  for (int l = 0; l < a.links; ++l) {
+    const bool last = l + 1 == a.links;
+    const LinkRoles r = link_roles(l);
+    Conv3x3Args c;
+    c.dtype = a.dtype;
+    c.cin = c.cout = kC;
+    c.x = r.in_raw < 0 ? a.x : a.raw[r.in_raw];
+    c.weight = a.weight[l];
+    c.scale = in_scale;
+    c.shift = in_shift;
+    c.residual = r.residual_act < 0 ? nullptr : a.act[r.residual_act];
+    c.relu = r.relu;
+    c.act = r.keep_act < 0 ? nullptr : a.act[r.keep_act];
+    c.out = a.raw[r.out_raw];
+    c.norm.weight = a.norm_weight[l];
+    c.norm.bias = a.norm_bias[l];
+    c.norm.eps = a.eps;
+    c.norm.scale = last ? a.out_scale : scale[l & 1];
+    c.norm.shift = last ? a.out_shift : shift[l & 1];
+    c.N = a.N;
+    c.H = a.H;
+    c.W = a.W;
+    const cudaError_t err = conv3x3_launch(c, partials, stream);
+    if (err != cudaSuccess) return err;
+    in_scale = c.norm.scale;
+    in_shift = c.norm.shift;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace
+
+size_t conv3x3_chain_state_bytes(int64_t N, int links) {
+  return kStateHeaderBytes + static_cast<size_t>(links) * kChainSumCopies * 2 * N * kC * sizeof(double);
+}
+
+size_t conv3x3_chain_workspace_bytes(int64_t N, int64_t H, int64_t W) {
+  return 4 * ((N * kC + 63) / 64) * 64 * sizeof(float) + conv3x3_workspace_bytes(N, H, W, kC);
+}
+
+bool conv3x3_chain_fits(ConvDtype dtype, int64_t N, int64_t H, int64_t W) {
+  if (!conv3x3_supported() || N < 1 || H < 2 || W < 2) return false;
+  int device = 0, sms = 0, per_sm = 0;
+  const ChainKernel kernel = chain_kernel(dtype);
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      allow_smem(kernel, kChainSmem, dtype == ConvDtype::kBFloat16 ? 0 : 1) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, kChainSmem) != cudaSuccess) {
+    return false;
+  }
+  return N * conv3x3_tiles(H, W, kC) <= static_cast<int64_t>(per_sm) * sms;
+}
+
+cudaError_t conv3x3_chain_launch(const ChainArgs& a, void* state, void* workspace, cudaStream_t stream) {
+  if (!valid_chain(a) || !conv3x3_supported()) return cudaErrorInvalidValue;
+  if (a.N == 0) return cudaSuccess;
+  if (!conv3x3_chain_fits(a.dtype, a.N, a.H, a.W)) return launch_links(a, workspace, stream);
+  ChainParams cp{};
+  cp.x = static_cast<const uint16_t*>(a.x);
+  cp.scale = a.scale;
+  cp.shift = a.shift;
+  for (int i = 0; i < 2; ++i) {
+    cp.raw[i] = static_cast<uint16_t*>(a.raw[i]);
+    cp.act[i] = static_cast<uint16_t*>(a.act[i]);
+  }
+  for (int l = 0; l < a.links; ++l) {
+    cp.weight[l] = static_cast<const unsigned char*>(a.weight[l]);
+    cp.gamma[l] = a.norm_weight[l];
+    cp.beta[l] = a.norm_bias[l];
+  }
+  cp.eps = a.eps;
+  cp.counters = static_cast<unsigned*>(state);
+  cp.sums = reinterpret_cast<double*>(static_cast<unsigned char*>(state) + kStateHeaderBytes);
+  cp.out_scale = a.out_scale;
+  cp.out_shift = a.out_shift;
+  // Profile builds: after the sums, in state bytes the caller added (dev/kernels/conv3x3/chain_profile.py).
+  cp.profile = SF_TILE_PROFILE ? reinterpret_cast<long long*>(static_cast<unsigned char*>(state) +
+                                                              conv3x3_chain_state_bytes(a.N, a.links))
+                               : nullptr;
+  cp.links = a.links;
+  cp.N = static_cast<int>(a.N);
+  cp.H = static_cast<int>(a.H);
+  cp.W = static_cast<int>(a.W);
+  cp.tiles_x = static_cast<int>((a.W + kTW - 1) / kTW);
+  cp.tiles = static_cast<int>(conv3x3_tiles(a.H, a.W, kC));
+  const cudaError_t err = launch_pdl(true, chain_kernel(a.dtype), dim3(static_cast<unsigned>(a.N * cp.tiles)),
+                                     dim3(kThreads), kChainSmem, stream, cp);
+  return err != cudaSuccess ? err : cudaPeekAtLastError();
+}
+
+}  // namespace styleforge

@@ -1,0 +1,666 @@
+// One output tile of the fused 3×3 convolution with its InstanceNorms (conv3x3.cu) and of the
+// residual chain's persistent kernel (conv3x3_chain.cu): the tile geometry (Cfg), the kernels'
+// parameters, the shared-memory layout, the weight producer and conv_tile (prologue, wgmma main
+// loop, epilogue). Pure CUDA, no torch; included by those two files only (anonymous namespace).
+// Over 600 lines because prologue, main loop and epilogue share one geometry, one register budget
+// and one shared-memory layout, which separate files would each have to restate.
+//
+// Block: 288 threads = two consumer warpgroups + one producer warp; 64 fp32 accumulators per
+// thread whatever Cout: the tile is 16 columns × 8·MB rows with MB = 128 / Cout m64 blocks per
+// warpgroup (Cout 128: 8 × 16, 64: 16 × 16, 32: 32 × 16). In m64 block mb of warpgroup wg, warp w
+// owns output row 4·(MB·wg + mb) + w: its 16 pixels are the m16 rows of the A fragment.
+//  * A (activations) comes from registers: the prologue stores the (rows + 2) × 18-pixel halo tile
+//    in shared memory, Cin·2 bytes per pixel with the 16-byte chunks XOR-swizzled by the pixel's
+//    low 3 bits, so the ldmatrix.x4 of 16 consecutive pixels (one tap, 16 channels) is
+//    conflict-free. A tap (ky, kx) is the same tile shifted: no im2col, each input pixel is loaded
+//    from global memory once per tile, not nine times. The main loop runs in steps of 4 A fragments
+//    (2–4 per tap); the fragments of step s + 1 are loaded while step s's wgmmas run (two buffers).
+//  * B (weights) comes from shared memory: one tap (Cin·Cout·2 bytes) at a time, in a 4-stage
+//    ring (all 9 taps when they are 4 KB) filled by the producer warp with bulk copies (full/empty
+//    mbarriers). The packed weight is already the shared-memory image: per tap Cin/64 blocks of
+//    [Cout rows][64 k] in 128-byte rows with the 128-byte swizzle, i.e. K-major B with descriptor
+//    SBO = 1024 (8 rows), start + 32 bytes per k16 step.
+//  * Statistics: from the rounded outputs (what the next layer reads), per tile the channel sum,
+//    then the tile mean, then M2 = Σ(v − mean)²; the hand-off kernel merges tiles with Chan's
+//    formula, so large means do not cancel the variance away (the chain adds them as fp64 sums).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "packed16.cuh"
+#include "smem_optin.cuh"
+#include "sm90_ptx.cuh"
+#include "../conv3x3.h"
+
+namespace styleforge {
+namespace {
+
+constexpr int kTW = kConv3x3TileW;
+constexpr int kConsumers = 256, kThreads = kConsumers + 32;
+constexpr int kChainSumCopies = 8;   // copies of the chain's sums (see Params::out_sums)
+constexpr int kMomentsThreads = 256;
+
+constexpr uint32_t round_up_1k(uint32_t v) { return (v + 1023u) & ~1023u; }
+
+template <int CIN, int COUT, int UP, int STRIDE = 1, int CIN_X = CIN>
+struct Cfg {
+  static constexpr int kMB = 128 / COUT;                      // m64 blocks per warpgroup
+  static constexpr int kTH = conv3x3_tile_h(COUT);            // 8·kMB output rows
+  // Phase split (the ×2 decoder layers): a nearest ×2 upsample then a 3×3 convolution is, for each
+  // output phase (a, b) = (row, column) parity, a 2×2 convolution of the low-resolution input
+  // (pack_weight sums the taps that land on the same input pixel; the reflection at the upsampled
+  // border becomes replication): 16 taps of K = Cin per 4 output pixels instead of 36, 2.25× fewer
+  // MMAs, and the halo holds low-resolution pixels. Each m64 block is one phase: Cout 32, four
+  // blocks per warpgroup = the four phases of 16 × 8 low-resolution pixels (the warpgroups split the
+  // rows); Cout 64, two per warpgroup = phases 2·wg, 2·wg + 1 of the same 8 × 8 pixels, so a ring
+  // entry holds two taps, one per warpgroup (kWGSplit).
+  static constexpr bool kPhase = conv3x3_phase_split(CIN, COUT, UP);
+  static constexpr int kWGSplit = kPhase ? 4 / kMB : 1;       // distinct B matrices per ring entry
+  static constexpr int kTaps = kPhase ? 16 / kWGSplit : 9;    // ring entries
+  // Halo rows and columns: output tile + 2; phase split: the low-resolution tile + 2; stride 2:
+  // 2·tile + 1 input rows/columns.
+  static constexpr int kHaloH = kPhase ? kTH / 2 + 2 : (STRIDE == 2 ? 2 * kTH + 1 : kTH + 2);
+  static constexpr int kHaloW = kPhase ? kTW / 2 + 2 : (STRIDE == 2 ? 2 * kTW + 1 : kTW + 2);
+  static constexpr int kHaloPixels = kHaloH * kHaloW;
+  static constexpr int kPixelBytes = CIN * 2;
+  static constexpr int kChunks = CIN / 8;                     // 16-byte chunks per halo pixel
+  static constexpr int kChunksX = CIN_X / 8;                  // ... per pixel of x (CIN_X ≤ CIN: the rest are 0)
+  static constexpr int kKSteps = CIN / 16;                    // k16 steps per tap
+  // Pipeline steps per tap: each step's A fragments are kStepK k16 steps × kBlocksPerStep blocks = 4
+  // ldmatrix.x4 (16 registers; two buffers), so the 64 accumulators and both buffers fit the 168
+  // registers a thread gets (the block is 2.25 warpgroups; registers are allotted per warpgroup).
+  // A phase-split tap feeds one block (its phase).
+  static constexpr int kBlocksPerStep = kPhase ? 1 : kMB;
+  // (Phase split at Cin 128: steps of 2 k16 steps, 8 A registers, because 16 spill there.)
+  static constexpr int kStepsPerTap = kPhase && CIN == 128 ? kKSteps / 2 : kKSteps * kBlocksPerStep / 4;
+  static constexpr int kStepK = kKSteps / kStepsPerTap;
+  static constexpr uint32_t kOutBytes = kTH * kTW * COUT * 2;
+  static constexpr uint32_t kHaloBytes = round_up_1k(kHaloPixels * kPixelBytes > static_cast<int>(kOutBytes)
+                                                         ? kHaloPixels * kPixelBytes : kOutBytes);
+  static constexpr uint32_t kTapBytes = CIN * COUT * 2;
+  static constexpr uint32_t kEntryBytes = kTapBytes * kWGSplit;
+  static constexpr uint32_t kKbBytes = COUT * 128;            // one [Cout][64 k] block of a tap
+  static constexpr int kStages = kEntryBytes >= 16384 ? 4 : 9;
+  static constexpr uint32_t kBarOff = kStages * kEntryBytes + kHaloBytes;
+  static constexpr uint32_t kRedOff = kBarOff + 2 * kStages * 8;   // fp32 [8 warps][Cout] + mean[Cout]
+  static constexpr uint32_t kEndOff = kRedOff + (8 + 1) * COUT * 4;   // the chain keeps its link's Params here
+  static constexpr size_t kSmem = kEndOff + 1024;   // + slack to 1024-align
+  static constexpr int kOutChunks = COUT / 8;
+  static constexpr int kCout = COUT;
+  static constexpr int kOutPixelBytes = COUT * 2;
+  static_assert(kTH * kTW * kOutPixelBytes <= static_cast<int>(kHaloBytes), "the output stages in the halo");
+  static_assert(!kPhase || kTaps * kWGSplit == 16, "phase split: 4 phases × 4 taps");
+  static_assert(STRIDE == 1 || (STRIDE == 2 && UP == 1), "stride 2 without upsampling only");
+  static_assert(kSmem <= 227 * 1024, "shared memory");
+};
+
+struct Params {
+  const uint16_t* x;
+  const uint16_t* residual;
+  uint16_t* act;
+  uint16_t* out;
+  const unsigned char* weight;
+  const float* scale;
+  const float* shift;
+  float2* partials;   // [N][tiles][Cout] (sum, M2), or null: no statistics
+  int H, W, Ho, Wo, tiles_x, tiles;
+  bool relu;
+  // The residual chain (conv3x3_chain.cu) only: the prologue's affine from the previous link's
+  // sums (in_sums, with gamma, beta, eps and 1 / pixels) instead of scale/shift, and the epilogue's
+  // statistics added to out_sums instead of written to partials. Sums: kChainSumCopies copies (the
+  // CTAs add to copy blockIdx % copies: fewer atomics per address), each [2][N][Cout] fp64, Σx then
+  // Σx², sums_stride = N·Cout apart; copies 2·sums_stride apart.
+  const double* in_sums;
+  const float* gamma;
+  const float* beta;
+  float eps;
+  double inv_count;
+  double* out_sums;
+  int sums_stride;
+  long long* profile;   // SF_TILE_PROFILE builds: clock64 at tile_mark's points (8 slots)
+};
+
+// Dev builds (-DSF_TILE_PROFILE=1, dev/kernels/conv3x3/chain_profile.py) time the tile's phases.
+#ifndef SF_TILE_PROFILE
+#define SF_TILE_PROFILE 0
+#endif
+__device__ __forceinline__ void tile_mark(const Params& p, int k) {
+#if SF_TILE_PROFILE
+  if (p.profile != nullptr && threadIdx.x == 0) p.profile[k] = clock64();
+#endif
+}
+
+// The XOR that places 16-byte chunk q of halo pixel P (chunk q ^ halo_swizzle(P)): a warp's
+// ldmatrix reads 8 pixels of one chunk, consecutive (stride 1: P's low 3 bits) or every other one
+// (stride 2: bits 1–3, so that even and odd runs both hit 8 distinct bank groups).
+template <int STRIDE>
+__device__ __forceinline__ int halo_swizzle(int P) {
+  return STRIDE == 2 ? (P >> 1) & 7 : P & 7;
+}
+
+#if SF_SM90A   // helpers of the sm_90a kernel only
+__device__ __forceinline__ int reflect_clamp(int i, int n) {
+  i = i < 0 ? -i : (i >= n ? 2 * n - 2 - i : i);
+  return min(max(i, 0), n - 1);   // only tiles past the edge reach further; their outputs are dropped
+}
+#endif
+
+// Programmatic dependent launch (sm_90+; no-ops elsewhere). A kernel launched with programmatic
+// stream serialization may start while the previous kernel in the stream still runs: it must
+// wait (grid_dependency_wait) before it reads what that kernel writes, and it lets its own
+// successor start early with allow_dependents_launch. Work before the wait may only touch inputs
+// no earlier kernel writes (here: the packed weights) and shared memory.
+__device__ __forceinline__ void grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void allow_dependents_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+// Count of image pixels in tile `tile` (row-major over tiles_x, th × 16): edge tiles are clipped.
+__device__ __forceinline__ float tile_pixels(int tile, int tiles_x, int th, int H, int W) {
+  const int ty = tile / tiles_x, tx = tile - ty * tiles_x;
+  return static_cast<float>(min(th, H - ty * th) * min(kTW, W - tx * kTW));
+}
+
+#if SF_SM90A
+// One halving step of sum_over_g: the lanes `kMask` apart swap halves of v[0 .. 2·kWidth); the lane
+// with that bit set keeps (and sums) the upper half, its partner the lower, into v[0 .. kWidth).
+// The selects are bit masks: a `c ? v[i] : v[j]` becomes an indexed load from a local-memory copy.
+template <int V, int kWidth, int kMask>
+__device__ __forceinline__ void halve(float (&v)[V], int lane) {
+  const uint32_t keep_hi = (lane & kMask) != 0 ? 0xffffffffu : 0u;
+#pragma unroll
+  for (int k = 0; k < kWidth; ++k) {
+    const uint32_t lo = __float_as_uint(v[k]), hi = __float_as_uint(v[k + kWidth]);
+    const float send = __uint_as_float((lo & keep_hi) | (hi & ~keep_hi));
+    const float keep = __uint_as_float((hi & keep_hi) | (lo & ~keep_hi));
+    v[k] = keep + __shfl_xor_sync(0xffffffffu, send, kMask);
+  }
+}
+// Sums each of v[0 .. V) over the 8 lanes that share lane % 4 (the g index of an mma fragment) by
+// recursive halving: V/2 + V/4 + V/8 shuffles instead of 3·V. Afterwards lane (g, t) holds in
+// v[0 .. V/8) the sums of v[first .. first + V/8), first = halving_first<V>(g).
+template <int V>
+__device__ __forceinline__ void sum_over_g(float (&v)[V], int lane) {
+  static_assert(V % 8 == 0, "three halvings");
+  halve<V, V / 2, 16>(v, lane);
+  halve<V, V / 4, 8>(v, lane);
+  halve<V, V / 8, 4>(v, lane);
+}
+template <int V>
+__device__ __forceinline__ int halving_first(int g) {
+  return (V / 2) * ((g >> 2) & 1) + (V / 4) * ((g >> 1) & 1) + (V / 8) * (g & 1);
+}
+
+__device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
+
+// Slot of 16-byte chunk i of staged output pixel px: conflict-free for the epilogue's 4-byte writes
+// (8 pixels × 4 lanes) with 8+ chunks per pixel (XOR the pixel's low bits), and with 4 (Cout 32:
+// 64-byte pixels, two per 128 bytes, so XOR bits 1–2).
+template <int kOutChunks>
+__device__ __forceinline__ int out_slot(int i, int px) {
+  return kOutChunks >= 8 ? (i ^ (px & 7)) : (i ^ ((px >> 1) & 3));
+}
+#endif
+
+#if SF_SM90A
+// One CTA's shared memory, both kernels: the weight ring [stage][Cin/64][Cout][128 B], the halo tile
+// [pixel][Cin·2 B] (chunks swizzled; later the staged output), the ring's full/empty mbarriers and
+// the statistics scratch red [8 warps][Cout] + mean_s [Cout].
+template <class C>
+struct TileSmem {
+  uint32_t w_s, halo_s, bar_full, bar_empty;
+  unsigned char* halo;
+  float* red;
+  float* mean_s;
+  unsigned char* end;   // past the layout (the chain's extra bytes)
+  __device__ __forceinline__ explicit TileSmem(unsigned char* smem_raw) {
+    const uint32_t raw = sm90::smem_u32(smem_raw);
+    const uint32_t base = (raw + 1023u) & ~1023u;
+    unsigned char* smem = smem_raw + (base - raw);
+    w_s = base;
+    halo_s = base + C::kStages * C::kEntryBytes;
+    halo = smem + C::kStages * C::kEntryBytes;
+    bar_full = base + C::kBarOff;
+    bar_empty = bar_full + 8 * C::kStages;
+    red = reinterpret_cast<float*>(smem + C::kRedOff);
+    mean_s = red + 8 * C::kCout;
+    end = smem + C::kEndOff;
+  }
+  __device__ __forceinline__ void init_barriers() const {
+    for (int s = 0; s < C::kStages; ++s) {
+      sm90::mbar_init(bar_full + 8 * s, 1);
+      sm90::mbar_init(bar_empty + 8 * s, 8);   // one arrival per consumer warp
+    }
+    sm90::mbar_init_fence();
+  }
+};
+
+// The producer warp's lane 0: one convolution's kTaps ring entries of B, at ring positions u0 ..
+// u0 + kTaps − 1 (the chain continues the ring from one convolution to the next). The weights are
+// constant: no dependency wait.
+template <class C>
+__device__ __forceinline__ void produce_taps(const TileSmem<C>& sm, const unsigned char* weight, int u0) {
+  for (int tap = 0; tap < C::kTaps; ++tap) {
+    const int u = u0 + tap, st = u % C::kStages;
+    if (u >= C::kStages) sm90::mbar_wait(sm.bar_empty + 8 * st, ((u / C::kStages) - 1) & 1);
+    sm90::mbar_expect_tx(sm.bar_full + 8 * st, C::kEntryBytes);
+    sm90::bulk_copy_g2s(sm.w_s + st * C::kEntryBytes, weight + static_cast<size_t>(tap) * C::kEntryBytes,
+                        C::kEntryBytes, sm.bar_full + 8 * st);
+  }
+}
+
+// Loads of activations: through L1 (read-only path) in a single convolution; at L2 (ld.global.cg) in
+// the chain, whose inputs other CTAs of the same grid wrote (the read-only path may keep stale lines).
+template <bool kChain>
+__device__ __forceinline__ uint4 load_act(const uint4* p) {
+  if constexpr (kChain) {
+    return __ldcg(p);
+  } else {
+    return __ldg(p);
+  }
+}
+
+// One output tile (sample n, tile `tile`) by the 256 consumer threads: prologue, implicit GEMM over
+// the ring entries at positions u0 .., epilogue with the tile's statistics.
+template <typename T, int CIN, int COUT, int UP, int STRIDE, int CIN_X, bool kChain>
+__device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CIN, COUT, UP, STRIDE, CIN_X>>& sm,
+                                          int n, int tile, int u0) {
+  using namespace sm90;
+  using C = Cfg<CIN, COUT, UP, STRIDE, CIN_X>;
+  constexpr int kMB = C::kMB, kStepK = C::kStepK, kSPT = C::kStepsPerTap, kStages = C::kStages;
+  constexpr int kTaps = C::kTaps, kSteps = kTaps * kSPT, kBPS = C::kBlocksPerStep;
+  const uint32_t w_s = sm.w_s, halo_s = sm.halo_s, bar_full = sm.bar_full, bar_empty = sm.bar_empty;
+  unsigned char* halo = sm.halo;
+  float* red = sm.red;
+  float* mean_s = sm.mean_s;
+  const int tid = threadIdx.x;
+  // ---- prologue: a = act(x·scale + shift + residual) on the reflected (upsampled) halo tile --------
+  // (The caller has waited for the kernels before it: x, scale, shift and residual come from them.)
+  // Sizes and the tile origin are read from p again after the main loop, not held across it: the
+  // chain's p is in shared memory, and registers held through the main loop would spill.
+  {
+    const int y0 = (tile / p.tiles_x) * C::kTH, x0 = (tile % p.tiles_x) * kTW;
+    const int H = p.H, W = p.W, Ho = p.Ho, Wo = p.Wo;
+    constexpr int kChunks = C::kChunks, kChunksX = C::kChunksX;
+    const int q = tid % kChunks;   // fixed per thread: its 8 channels' affine stays in registers
+    const bool real = q < kChunksX;   // else a zero chunk of the padded K
+    float sc[8], sh[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      sc[e] = p.scale && real ? p.scale[n * CIN_X + q * 8 + e] : 1.f;
+      sh[e] = p.shift && real ? p.shift[n * CIN_X + q * 8 + e] : 0.f;
+    }
+    // Chain: the norm's affine from the previous link's sums. Thread tid loads channel tid % Cin of
+    // half the copies (tid / Cin picks which); the halves meet in `red` (free until the epilogue),
+    // channel threads form (scale, shift) there. The loads are issued here and used only after the
+    // first batch of halo loads is issued, so the two round trips overlap.
+    static_assert(!kChain || (CIN == 128 && kConsumers == 2 * CIN && kChainSumCopies % 2 == 0), "chain layout");
+    constexpr int kHalfCopies = kChainSumCopies / 2;
+    bool pending = false;
+    double part[2 * kHalfCopies];
+    float gm = 1.f, bt = 0.f;
+    if constexpr (kChain) {
+      pending = p.in_sums != nullptr;
+      if (pending) {
+        const int c = tid % CIN, half = tid / CIN;
+#pragma unroll
+        for (int k = 0; k < kHalfCopies; ++k) {
+          const double* copy = p.in_sums + 2 * (half * kHalfCopies + k) * p.sums_stride + n * CIN + c;
+          part[2 * k] = __ldcg(copy);
+          part[2 * k + 1] = __ldcg(copy + p.sums_stride);
+        }
+        if (half == 0) {
+          if (p.gamma) gm = p.gamma[c];
+          if (p.beta) bt = p.beta[c];
+        }
+      }
+    }
+    // InstanceNorm from fp64 sums: var = Σx²/n − mean², exact enough in fp64 for any mean the
+    // activations reach (the sums are of fp32 per-tile moments, see the epilogue). Every consumer
+    // thread calls this at the same point (the halo loop's trip count is the same for all).
+    auto affine_from_sums = [&]() {
+      double sum1 = 0.0, sum2 = 0.0;
+#pragma unroll
+      for (int k = 0; k < kHalfCopies; ++k) {
+        sum1 += part[2 * k];
+        sum2 += part[2 * k + 1];
+      }
+      double* halves = reinterpret_cast<double*>(red);   // [Cin][2]: the second half's sums
+      float* affine = red + 4 * CIN;                      // scale [Cin], then shift [Cin]
+      if (tid >= CIN) {
+        halves[2 * (tid - CIN)] = sum1;
+        halves[2 * (tid - CIN) + 1] = sum2;
+      }
+      consumers_sync();
+      if (tid < CIN) {
+        const double mean = (sum1 + halves[2 * tid]) * p.inv_count;
+        const double var = fmax((sum2 + halves[2 * tid + 1]) * p.inv_count - mean * mean, 0.0);
+        const float s = gm * rsqrtf(static_cast<float>(var) + p.eps);
+        affine[tid] = s;
+        affine[CIN + tid] = bt - static_cast<float>(mean) * s;
+      }
+      consumers_sync();
+      tile_mark(p, 7);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        sc[e] = affine[q * 8 + e];
+        sh[e] = affine[CIN + q * 8 + e];
+      }
+    };
+    const uint4* x4 = reinterpret_cast<const uint4*>(p.x);
+    const uint4* r4 = reinterpret_cast<const uint4*>(p.residual);
+    constexpr int kRowsPerPass = kConsumers / kChunks;   // pixels per pass: 16 (Cin 128) or 32 (Cin 64)
+    // All of a batch's loads are issued before the first is used. Twelve in flight per thread without
+    // a residual (one round trip for the 128-channel halo), six (+ six residual) with one: more spill
+    // at Cin 128 (the main loop's register budget).
+    auto stage = [&](auto batch, auto with_residual) {
+      constexpr int kBatch = decltype(batch)::value;
+      constexpr bool kRes = decltype(with_residual)::value;
+#pragma unroll 1
+      for (int first = tid / kChunks; first < C::kHaloPixels; first += kBatch * kRowsPerPass) {
+        uint4 v[kBatch], rv[kRes ? kBatch : 1];
+        int64_t off[kBatch];
+        bool interior[kBatch];
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+          const int P = first + j * kRowsPerPass;
+          const int r = P / C::kHaloW, c = P - r * C::kHaloW;
+          // Reflect in the (upsampled) output frame, then the nearest source pixel; phase split: the
+          // low-resolution halo, whose reflection is replication.
+          // Stride 2: input rows 2·y0 − 1 + r, reflected in the input frame.
+          const int gy = C::kPhase ? min(max(y0 / 2 - 1 + r, 0), H - 1)
+                                   : (STRIDE == 2 ? reflect_clamp(2 * y0 - 1 + r, H) : reflect_clamp(y0 - 1 + r, Ho) / UP);
+          const int gx = C::kPhase ? min(max(x0 / 2 - 1 + c, 0), W - 1)
+                                   : (STRIDE == 2 ? reflect_clamp(2 * x0 - 1 + c, W) : reflect_clamp(x0 - 1 + c, Wo) / UP);
+          off[j] = ((static_cast<int64_t>(n) * H + gy) * W + gx) * kChunksX + q;
+          interior[j] = UP == 1 && STRIDE == 1 && r >= 1 && r <= C::kTH && c >= 1 && c <= kTW && y0 + r - 1 < H &&
+                        x0 + c - 1 < W;
+          v[j] = make_uint4(0, 0, 0, 0);
+          if constexpr (kRes) rv[j] = make_uint4(0, 0, 0, 0);
+          if (P < C::kHaloPixels && real) {
+            v[j] = load_act<kChain>(x4 + off[j]);
+            if constexpr (kRes) rv[j] = load_act<kChain>(r4 + off[j]);
+          }
+        }
+        if constexpr (kChain) {
+          if (pending) {
+            affine_from_sums();
+            pending = false;
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+          const int P = first + j * kRowsPerPass;
+          if (P >= C::kHaloPixels) break;
+          float f[8];
+          unpack8<T>(v[j], f);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) f[e] = fmaf(f[e], sc[e], sh[e]);
+          if constexpr (kRes) {
+            float g[8];
+            unpack8<T>(rv[j], g);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) f[e] += g[e];
+          }
+          if (p.relu) {
+#pragma unroll
+            for (int e = 0; e < 8; ++e) f[e] = fmaxf(f[e], 0.f);
+          }
+          const uint4 a = make_uint4(pack2<T>(f[0], f[1]), pack2<T>(f[2], f[3]), pack2<T>(f[4], f[5]),
+                                     pack2<T>(f[6], f[7]));
+          *reinterpret_cast<uint4*>(halo + P * C::kPixelBytes + ((q ^ halo_swizzle<STRIDE>(P)) << 4)) = a;
+          if (p.act && interior[j]) reinterpret_cast<uint4*>(p.act)[off[j]] = a;
+        }
+      }
+    };
+    if (r4 != nullptr) {
+      stage(std::integral_constant<int, 6>{}, std::true_type{});
+    } else {
+      stage(std::integral_constant<int, 12>{}, std::false_type{});
+    }
+  }
+  consumers_sync();
+  tile_mark(p, 1);
+
+  // ---- main loop: kSteps steps of kStepK k16 steps × kMB wgmma m64n{Cout}k16 per warpgroup ----
+  const int lane = tid & 31, warp = tid >> 5;
+  const int row0 = (warp >> 2) * kMB * 4 + (warp & 3);   // output row of m64 block 0; block mb: + 4·mb
+  // Phase split: warp (wg, w) holds low-resolution rows lrow0 and lrow0 + 1, 8 pixels each (m16 rows
+  // 0–7 and 8–15), of each of its warpgroup's phases: block mb is phase phase0 + mb.
+  const int lrow0 = (C::kWGSplit == 1 ? 8 * (warp >> 2) : 0) + 2 * (warp & 3);
+  const int phase0 = C::kWGSplit == 1 ? 0 : kMB * (warp >> 2);
+  // ldmatrix.x4: lanes 0–15 address pixels 0–15 at channels 0–7 of the k16 step (→ a0, a1),
+  // lanes 16–31 the same pixels at channels 8–15 (→ a2, a3).
+  const int lrow = lane & 15, lhalf = lane >> 4;
+  auto load_a = [&](uint32_t (&a)[kStepK][kBPS][4], int step) {
+    const int tap = step / kSPT;
+#pragma unroll
+    for (int mb = 0; mb < kBPS; ++mb) {
+      int P;
+      if constexpr (C::kPhase) {   // ring entry tap = 4·block + 2·dy + dx; phase = 2·a + b
+        const int phase = phase0 + (tap >> 2), a = phase >> 1, b = phase & 1, dy = (tap >> 1) & 1, dx = tap & 1;
+        P = (lrow0 + (lrow >> 3) + a + dy) * C::kHaloW + (lrow & 7) + b + dx;
+      } else {
+        const int ky = tap / 3, kx = tap - ky * 3;
+        P = (STRIDE * (row0 + 4 * mb) + ky) * C::kHaloW + STRIDE * lrow + kx;
+      }
+      const uint32_t row = halo_s + P * C::kPixelBytes;
+#pragma unroll
+      for (int kk = 0; kk < kStepK; ++kk) {
+        const int chunk = 2 * ((step % kSPT) * kStepK + kk) + lhalf;
+        ldmatrix_x4(a[kk][mb], row + ((chunk ^ halo_swizzle<STRIDE>(P)) << 4));
+      }
+    }
+  };
+  constexpr bool kBF16 = std::is_same_v<T, __nv_bfloat16>;
+
+  float acc[kMB][COUT / 2];
+#pragma unroll
+  for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+    for (int i = 0; i < COUT / 2; ++i) acc[mb][i] = 0.f;
+  reg_fence(acc);   // the zeros are written before the first wgmma, not between wgmmas
+  uint32_t a0[kStepK][kBPS][4], a1[kStepK][kBPS][4];
+  load_a(a0, 0);
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s) {
+    const int tap = s / kSPT, u = u0 + tap, st = u % kStages;   // u: the entry's ring position
+    uint32_t(&a)[kStepK][kBPS][4] = (s & 1) ? a1 : a0;
+    uint32_t(&next)[kStepK][kBPS][4] = (s & 1) ? a0 : a1;
+    if (s % kSPT == 0) mbar_wait(bar_full + 8 * st, (u / kStages) & 1);
+    wg_fence();
+    // This warpgroup's tap of the ring entry (phase split with two per entry: warpgroup wg's).
+    const uint32_t wb = w_s + st * C::kEntryBytes + (C::kWGSplit == 1 ? 0 : (warp >> 2) * C::kTapBytes);
+#pragma unroll
+    for (int kk = 0; kk < kStepK; ++kk) {
+      const int ks = (s % kSPT) * kStepK + kk;
+      const uint64_t desc = sw128_desc(wb + (ks >> 2) * C::kKbBytes + (ks & 3) * 32, 16, 1024);
+      if constexpr (C::kPhase) {
+        wgmma_rs<kBF16>(acc[tap >> 2], a[kk][0], desc);   // the entry's block (its phase)
+      } else {
+#pragma unroll
+        for (int mb = 0; mb < kMB; ++mb) wgmma_rs<kBF16>(acc[mb], a[kk][mb], desc);
+      }
+    }
+    wg_commit();
+    if (s > 0) {
+      wg_wait<1>();   // step s − 1 is done: its A registers (and, ending a tap, its B stage) are free
+      reg_fence(next);
+      if (s % kSPT == 0 && lane == 0) mbar_arrive(bar_empty + 8 * ((u - 1) % kStages));
+    }
+    if (s + 1 < kSteps) load_a(next, s + 1);
+  }
+  wg_wait<0>();
+  reg_fence(acc);
+  reg_fence((kSteps - 1) & 1 ? a1 : a0);
+  tile_mark(p, 2);
+  // The chain's producer refills the last entry's stage with the next convolution's taps.
+  if (kChain && lane == 0) mbar_arrive(bar_empty + 8 * ((u0 + kTaps - 1) % kStages));
+
+  // ---- epilogue: round, per-tile moments, stage and store -------------------------------------
+  const int y0 = (tile / p.tiles_x) * C::kTH, x0 = (tile % p.tiles_x) * kTW;
+  const int Ho = p.Ho, Wo = p.Wo;
+  // Lane (g, t) of block mb holds pixels g and g + 8 of output row y0 + row0 + 4·mb, channels
+  // 8i + 2t, 8i + 2t + 1 in acc[mb][4i .. 4i + 3]. Phase split: block mb = phase (a, b) = phase0 + mb
+  // holds tile pixels (2·lrow0 + a, 2g + b) and (2·lrow0 + 2 + a, 2g + b).
+  const int g = lane >> 2, t = lane & 3;
+  int px0[kMB], px1[kMB];   // tile pixel (row · 16 + column) of m16 rows g and g + 8
+#pragma unroll
+  for (int mb = 0; mb < kMB; ++mb) {
+    if constexpr (C::kPhase) {
+      px0[mb] = (2 * lrow0 + ((phase0 + mb) >> 1)) * kTW + 2 * g + ((phase0 + mb) & 1);
+      px1[mb] = px0[mb] + 2 * kTW;
+    } else {
+      px0[mb] = (row0 + 4 * mb) * kTW + g;
+      px1[mb] = px0[mb] + 8;
+    }
+  }
+  bool v0[kMB], v1[kMB];
+#pragma unroll
+  for (int mb = 0; mb < kMB; ++mb) {
+    v0[mb] = y0 + px0[mb] / kTW < Ho && x0 + px0[mb] % kTW < Wo;
+    v1[mb] = y0 + px1[mb] / kTW < Ho && x0 + px1[mb] % kTW < Wo;
+  }
+  const float count = static_cast<float>(min(C::kTH, Ho - y0) * min(kTW, Wo - x0));
+  // Round once, to the stored pairs (pk[mb][2i]: pixel g, channels 8i + 2t, + 1; pk[mb][2i + 1]:
+  // pixel g + 8); the statistics see exactly those values.
+  uint32_t pk[kMB][COUT / 4];
+#pragma unroll
+  for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+    for (int j = 0; j < COUT / 4; ++j) {
+      pk[mb][j] = pack2<T>(acc[mb][2 * j], acc[mb][2 * j + 1]);
+      unpack2<T>(pk[mb][j], acc[mb][2 * j], acc[mb][2 * j + 1]);
+    }
+  const bool stats = kChain || p.partials != nullptr;   // uniform: every consumer takes the same branch
+  float tile_sum = 0.f;
+  // The per-warp channel sums: v[2i + j] is channel 8i + 2t + j, summed over the lane's pixels, then
+  // over g; lane (g, t) writes its V/8 of them (see sum_over_g).
+  constexpr int kV = 2 * C::kOutChunks;
+  const int first = halving_first<kV>(g);
+  if (stats) {
+  {
+    float v[kV];
+#pragma unroll
+    for (int i = 0; i < C::kOutChunks; ++i) {
+      float s0 = 0.f, s1 = 0.f;
+#pragma unroll
+      for (int mb = 0; mb < kMB; ++mb) {
+        s0 += (v0[mb] ? acc[mb][4 * i] : 0.f) + (v1[mb] ? acc[mb][4 * i + 2] : 0.f);
+        s1 += (v0[mb] ? acc[mb][4 * i + 1] : 0.f) + (v1[mb] ? acc[mb][4 * i + 3] : 0.f);
+      }
+      v[2 * i] = s0;
+      v[2 * i + 1] = s1;
+    }
+    sum_over_g(v, lane);
+#pragma unroll
+    for (int k = 0; k < kV / 8; ++k) red[warp * COUT + 8 * ((first + k) >> 1) + 2 * t + ((first + k) & 1)] = v[k];
+  }
+  consumers_sync();
+  tile_mark(p, 4);
+  if (tid < COUT) {
+#pragma unroll
+    for (int w = 0; w < 8; ++w) tile_sum += red[w * COUT + tid];
+    mean_s[tid] = tile_sum / count;
+  }
+  consumers_sync();
+  tile_mark(p, 5);
+  {
+    float v[kV];
+#pragma unroll
+    for (int i = 0; i < C::kOutChunks; ++i) {
+      const float2 m = *reinterpret_cast<const float2*>(mean_s + 8 * i + 2 * t);
+      float s0 = 0.f, s1 = 0.f;
+#pragma unroll
+      for (int mb = 0; mb < kMB; ++mb) {
+        const float d0 = v0[mb] ? acc[mb][4 * i] - m.x : 0.f, d2 = v1[mb] ? acc[mb][4 * i + 2] - m.x : 0.f;
+        const float d1 = v0[mb] ? acc[mb][4 * i + 1] - m.y : 0.f, d3 = v1[mb] ? acc[mb][4 * i + 3] - m.y : 0.f;
+        s0 += d0 * d0 + d2 * d2;
+        s1 += d1 * d1 + d3 * d3;
+      }
+      v[2 * i] = s0;
+      v[2 * i + 1] = s1;
+    }
+    sum_over_g(v, lane);
+#pragma unroll
+    for (int k = 0; k < kV / 8; ++k) red[warp * COUT + 8 * ((first + k) >> 1) + 2 * t + ((first + k) & 1)] = v[k];
+  }
+  } else {
+    consumers_sync();   // every warp is past its last ldmatrix before the halo is overwritten
+  }
+  // The halo is dead (every warp is past its last ldmatrix: the barrier above): stage the output
+  // there as [pixel][Cout·2 B], chunks placed by out_slot.
+#pragma unroll
+  for (int mb = 0; mb < kMB; ++mb) {
+#pragma unroll
+    for (int i = 0; i < C::kOutChunks; ++i) {
+      *reinterpret_cast<uint32_t*>(halo + px0[mb] * C::kOutPixelBytes + (out_slot<C::kOutChunks>(i, px0[mb]) << 4) +
+                                   4 * t) = pk[mb][2 * i];
+      *reinterpret_cast<uint32_t*>(halo + px1[mb] * C::kOutPixelBytes + (out_slot<C::kOutChunks>(i, px1[mb]) << 4) +
+                                   4 * t) = pk[mb][2 * i + 1];
+    }
+  }
+  consumers_sync();
+  tile_mark(p, 6);
+  uint4* out4 = reinterpret_cast<uint4*>(p.out);
+#pragma unroll
+  for (int j = 0; j < C::kTH * kTW * C::kOutChunks / kConsumers; ++j) {
+    const int idx = tid + j * kConsumers, px = idx / C::kOutChunks, q = idx % C::kOutChunks;
+    const int y = y0 + px / kTW, xx = x0 + px % kTW;
+    if (y < Ho && xx < Wo) {
+      out4[((static_cast<int64_t>(n) * Ho + y) * Wo + xx) * C::kOutChunks + q] = *reinterpret_cast<const uint4*>(
+          halo + px * C::kOutPixelBytes + (out_slot<C::kOutChunks>(q, px) << 4));
+    }
+  }
+  // The statistics after the output: the chain's atomic adds must not hold up the stores.
+  if (stats && tid < COUT) {
+    float m2 = 0.f;
+#pragma unroll
+    for (int w = 0; w < 8; ++w) m2 += red[w * COUT + tid];
+    if constexpr (kChain) {
+      // Σx and Σx² over the image, from the tile's (sum, M2): Σx² = M2 + sum²/count exactly, and in
+      // fp64 the chain's Σx²/n − mean² keeps the precision that Chan's merge keeps in fp32.
+      const double sum = tile_sum;
+      atomicAdd(p.out_sums + n * COUT + tid, sum);
+      atomicAdd(p.out_sums + p.sums_stride + n * COUT + tid, static_cast<double>(m2) + sum * sum / count);
+    } else {
+      p.partials[(static_cast<int64_t>(n) * p.tiles + tile) * COUT + tid] = make_float2(tile_sum, m2);
+    }
+  }
+  tile_mark(p, 3);
+}
+#endif  // SF_SM90A
+
+// Launch with programmatic stream serialization (see grid_dependency_wait) where `pdl` is set:
+// on Hopper, for the conv3x3 chain.
+template <typename Kernel, typename... Args>
+cudaError_t launch_pdl(bool pdl, Kernel kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                       Args... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
+}  // namespace
+}  // namespace styleforge
