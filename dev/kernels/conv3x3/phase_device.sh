@@ -2,12 +2,8 @@
 # One device call for the phase-split ×2 decoder convolutions: the conv3x3 and engine GPU tests,
 # the layer/frame probe and the 512² profile, then memcheck and racecheck of that configuration.
 #   OUT=... bash dev/kernels/conv3x3/phase_device.sh
-set -u
-OUT="${OUT:-out/conv3x3}"
-mkdir -p "$OUT"
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 STYLEFORGE_CACHE_DIR=/tmp/sfcache
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-python3 -c "from styleforge import kernels; print(kernels.cuda_kernels_available())" 2>&1 | tail -1
+DEVICE_TOPIC=conv3x3
+source dev/kernels/device_preamble.sh
 timeout 300 python3 -m pytest -q tests/test_kernels_conv3x3.py tests/test_fused_engine.py tests/test_gpu_stylize.py \
   -m gpu -p no:cacheprovider >"$OUT/gpu_tests.log" 2>&1
 grep -E "FAILED|Error|passed|failed" "$OUT/gpu_tests.log" | head -20

@@ -2,12 +2,8 @@
 # One device call: build, GPU tests of the op and the engine, the layer/frame probe, then
 # compute-sanitizer memcheck and racecheck on one small case. From the repo root:
 #   OUT=... bash dev/kernels/conv3x3/run_device.sh
-set -u
-OUT="${OUT:-out/conv3x3}"
-mkdir -p "$OUT"
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 STYLEFORGE_CACHE_DIR=/tmp/sfcache
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-python3 -c "from styleforge import kernels; print(kernels.cuda_kernels_available())" 2>&1 | tail -3
+DEVICE_TOPIC=conv3x3
+source dev/kernels/device_preamble.sh
 python3 -m pytest -q -x tests/test_kernels_conv3x3.py ${TESTS:-} 2>&1 | tail -15 | tee "$OUT/tests.log"
 python3 dev/kernels/conv3x3/bench_layer.py --out "$OUT" ${BENCH_ARGS:-} 2>&1 | tail -30 | tee "$OUT/bench.log"
 if [ "${SANITIZE:-1}" = 1 ]; then

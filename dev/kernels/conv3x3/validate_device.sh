@@ -2,12 +2,8 @@
 # One device call: the whole GPU test suite, the conv3x3 layer/frame probe and the 512² profile,
 # then compute-sanitizer memcheck and racecheck on each conv3x3 configuration separately.
 #   OUT=... bash dev/kernels/conv3x3/validate_device.sh
-set -u
-OUT="${OUT:-out/conv3x3}"
-mkdir -p "$OUT"
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 STYLEFORGE_CACHE_DIR=/tmp/sfcache
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-python3 -c "from styleforge import kernels; print(kernels.cuda_kernels_available())" 2>&1 | tail -1
+DEVICE_TOPIC=conv3x3
+source dev/kernels/device_preamble.sh
 timeout 300 python3 -m pytest -q ${TESTS:-tests} -m gpu -p no:cacheprovider 2>&1 | tail -8 | tee "$OUT/gpu_tests.log"
 timeout 150 python3 dev/kernels/conv3x3/bench_layer.py --out "$OUT" ${BENCH_ARGS:-} 2>&1 | grep frame | tee "$OUT/frames.log"
 timeout 60 python3 dev/kernels/conv3x3/profile_frame.py --out "$OUT" --sizes 512x512 2>&1 | tail -2

@@ -4,12 +4,8 @@
 # the 512² frame profile and the frames of both plans, then memcheck and racecheck of the two
 # 9×9 kernels on the fused calls.
 #   OUT=... bash dev/kernels/conv9x9/fused_device.sh
-set -u
-OUT="${OUT:-out/conv9x9}"
-mkdir -p "$OUT"
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 STYLEFORGE_CACHE_DIR=/tmp/sfcache
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-python3 -c "from styleforge import kernels; print(kernels.cuda_kernels_available())" 2>&1 | tail -1
+DEVICE_TOPIC=conv9x9
+source dev/kernels/device_preamble.sh
 timeout 300 python3 -m pytest -q ${TESTS:-tests/test_kernels_conv9x9.py tests/test_kernels_conv3x3.py tests/test_fused_engine.py tests/test_gpu_stylize.py} \
   -m gpu -p no:cacheprovider -x -v >"$OUT/gpu_tests.log" 2>&1
 grep -E "Fatal|FAILED|Error|passed|failed" "$OUT/gpu_tests.log" | head -20
