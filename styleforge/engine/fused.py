@@ -114,9 +114,10 @@ class FusedRunner:
         plan: how the residual blocks and the decoder's 3×3 convolutions run — "cudnn" (cuDNN
         convolutions, standalone norms), "conv3x3" (the fused ops for both, the blocks as one
         conv3x3_residual_chain), "conv3x3_links" (the same with the blocks as ten conv3x3_norm calls,
-        which overlap where the plane leaves SMs free) or "hybrid" (cuDNN residual blocks, fused decoder: the residual link streams its 288 KB of weights per
-        128-pixel tile, which costs more than cuDNN on large planes, while the decoder's phase-split
-        convolutions win at every size); None takes `default_plan()`.
+        which overlap where the plane leaves SMs free) or "hybrid" (cuDNN residual blocks, fused
+        decoder: the residual link streams its 288 KB of weights per 128-pixel tile, which costs more
+        than cuDNN on large planes, while the decoder's phase-split convolutions win at every size);
+        None takes `default_plan()`.
         """
         plan = plan or self.default_plan()
         (_, n1), ((w2, _), n2), ((w3, _), n3) = self.encoder

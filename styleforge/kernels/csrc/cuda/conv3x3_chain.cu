@@ -160,19 +160,16 @@ __global__ void __launch_bounds__(kThreads, 1) residual_chain_kernel(const Chain
   if (*last_flag == 0) return;
   const int L = cp.links;
   const double* last = cp.sums + static_cast<size_t>(L - 1) * per_link;
+  const double inv_count = 1.0 / (static_cast<double>(cp.H) * cp.W);
   for (int i = tid; i < cp.N * kC; i += kConsumers) {
     const int c = i % kC;
-    const double inv_count = 1.0 / (static_cast<double>(cp.H) * cp.W);
     double sum1 = 0.0, sum2 = 0.0;
     for (int k = 0; k < kChainSumCopies; ++k) {
       sum1 += __ldcg(last + 2 * k * cp.N * kC + i);
       sum2 += __ldcg(last + (2 * k + 1) * cp.N * kC + i);
     }
-    const double mean = sum1 * inv_count;
-    const double var = fmax(sum2 * inv_count - mean * mean, 0.0);
-    const float s = (cp.gamma[L - 1] ? cp.gamma[L - 1][c] : 1.f) * rsqrtf(static_cast<float>(var) + cp.eps);
-    cp.out_scale[i] = s;
-    cp.out_shift[i] = (cp.beta[L - 1] ? cp.beta[L - 1][c] : 0.f) - static_cast<float>(mean) * s;
+    norm_affine_from_sums(sum1, sum2, inv_count, cp.gamma[L - 1] ? cp.gamma[L - 1][c] : 1.f,
+                          cp.beta[L - 1] ? cp.beta[L - 1][c] : 0.f, cp.eps, cp.out_scale[i], cp.out_shift[i]);
   }
   consumers_sync();
   for (int i = tid; i < 2 * per_link; i += kConsumers) cp.sums[static_cast<size_t>(L - 2) * per_link + i] = 0.0;

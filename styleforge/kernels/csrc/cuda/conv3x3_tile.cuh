@@ -262,6 +262,17 @@ __device__ __forceinline__ void produce_taps(const TileSmem<C>& sm, const unsign
   }
 }
 
+// InstanceNorm as one affine from fp64 sums Σx, Σx² of the channel's values (the chain's statistics):
+// scale = γ / √(var + eps), shift = β − mean·scale. var = Σx²/n − mean² is exact enough in fp64 for
+// any mean the activations reach (the sums are of fp32 per-tile moments, see the epilogue).
+__device__ __forceinline__ void norm_affine_from_sums(double sum1, double sum2, double inv_count, float gamma,
+                                                      float beta, float eps, float& scale, float& shift) {
+  const double mean = sum1 * inv_count;
+  const double var = fmax(sum2 * inv_count - mean * mean, 0.0);
+  scale = gamma * rsqrtf(static_cast<float>(var) + eps);
+  shift = beta - static_cast<float>(mean) * scale;
+}
+
 // Loads of activations: through L1 (read-only path) in a single convolution; at L2 (ld.global.cg) in
 // the chain, whose inputs other CTAs of the same grid wrote (the read-only path may keep stale lines).
 template <bool kChain>
@@ -328,9 +339,8 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
         }
       }
     }
-    // InstanceNorm from fp64 sums: var = Σx²/n − mean², exact enough in fp64 for any mean the
-    // activations reach (the sums are of fp32 per-tile moments, see the epilogue). Every consumer
-    // thread calls this at the same point (the halo loop's trip count is the same for all).
+    // The norm from the sums (norm_affine_from_sums). Every consumer thread calls this at the same
+    // point (the halo loop's trip count is the same for all).
     auto affine_from_sums = [&]() {
       double sum1 = 0.0, sum2 = 0.0;
 #pragma unroll
@@ -346,11 +356,8 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
       }
       consumers_sync();
       if (tid < CIN) {
-        const double mean = (sum1 + halves[2 * tid]) * p.inv_count;
-        const double var = fmax((sum2 + halves[2 * tid + 1]) * p.inv_count - mean * mean, 0.0);
-        const float s = gm * rsqrtf(static_cast<float>(var) + p.eps);
-        affine[tid] = s;
-        affine[CIN + tid] = bt - static_cast<float>(mean) * s;
+        norm_affine_from_sums(sum1 + halves[2 * tid], sum2 + halves[2 * tid + 1], p.inv_count, gm, bt, p.eps,
+                              affine[tid], affine[CIN + tid]);
       }
       consumers_sync();
       tile_mark(p, 7);
