@@ -80,10 +80,9 @@ def test_pack_weight_rule_and_inverse(config):
         cin = 64
     by_tap = ref.phase_weight(w) if phase else w.reshape(cout, cin, 9)
     assert torch.equal(ref.unpack_weight(p), by_tap if phase else w)
-    # Packed position → tap: phase-major for Cout 32; for Cout 64 ring entry v = 4·j + tap holds
-    # warpgroup 0's phase j, then warpgroup 1's phase 2 + j.
-    order = (list(range(16)) if cout == 32 else
-             [4 * (2 * wg + v // 4) + v % 4 for v in range(8) for wg in range(2)]) if phase else list(range(9))
+    # Packed position → tap: ring entry v = 4·j + tap holds warpgroup 0's phase j, then warpgroup 1's
+    # phase 2 + j (Cout 64 and 32).
+    order = [4 * (2 * wg + v // 4) + v % 4 for v in range(8) for wg in range(2)] if phase else list(range(9))
     assert sorted(order) == list(range(len(order)))
     rng = random.Random(0)
     for _ in range(500):   # element (pos, kb, n, 8·slot + e) is tap order[pos] of W[n, 64·kb + 8·(slot ^ n % 8) + e]

@@ -15,6 +15,7 @@ output memory, misaligned and NCHW inputs, fp32 output, CUDA graph capture, opch
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import shutil
 from pathlib import Path
 
@@ -265,7 +266,8 @@ def test_fragment_model_rgb_kernel():
 
 
 def test_fragment_model_head_kernel():
-    """deconv3: swizzled tile + ldmatrix.x4 for A (16 pixels × 16 channels), B per (tap, k-step)."""
+    """deconv3: swizzled tile + ldmatrix.x4 for A (16 pixels × 16 channels), B per (ky pair, kx,
+    k-step) with column n = 2·co + j holding kernel row 2G + j of output channel co."""
     rng = np.random.default_rng(1)
     cols, rows = 40, 24
     tile = rng.standard_normal((rows * cols, 32))                     # [pixel][channel]
@@ -275,8 +277,8 @@ def test_fragment_model_head_kernel():
             off = (P * 64 + ((q ^ ((P >> 1) & 3)) << 4)) // 2
             smem[off:off + 8] = tile[P, 8 * q:8 * q + 8]
     W = rng.standard_normal((3, 32, 9, 9))
-    wr0, cs, R, kx, ky = 8, 16, 11, 7, 3
-    for ks in range(2):
+    wr0, cs, R, kx = 8, 16, 11, 7
+    for G, ks in itertools.product(range(5), range(2)):
         addr = []
         for lane in range(32):
             P = (wr0 + R) * cols + cs + kx + (lane & 15)
@@ -288,17 +290,20 @@ def test_fragment_model_head_kernel():
         a_pairs = [[tuple(smem[addr[8 * i + lane // 4] + 2 * (lane % 4):][:2]) for i in range(4)]
                    for lane in range(32)]
         b_pairs = []
-        for lane in range(32):
+        for lane in range(32):                                        # the kernel's w_s staging
             n, c0 = lane >> 2, ks * 16 + (lane & 3) * 2
-            v = [W[n, c, ky, kx] if n < 3 else 0.0 for c in (c0, c0 + 1, c0 + 8, c0 + 9)]
+            co, ky = n >> 1, 2 * G + (n & 1)
+            v = [W[co, c, ky, kx] if n < 6 and ky < 9 else 0.0 for c in (c0, c0 + 1, c0 + 8, c0 + 9)]
             b_pairs.append([(v[0], v[1]), (v[2], v[3])])
         got = mma_from_fragments(a_pairs, b_pairs)
         for lane in range(32):
             g, t = divmod(lane, 4)
             for e in range(4):
-                m, n = g + 8 * (e >> 1), 2 * t + (e & 1)
+                # C register e: pixel g (+8 for e ≥ 2), column 2t + (e & 1) = channel t, kernel row 2G + (e & 1)
+                m, co, ky = g + 8 * (e >> 1), t, 2 * G + (e & 1)
                 P = (wr0 + R) * cols + cs + kx + m
-                want = tile[P, ks * 16:ks * 16 + 16] @ W[n, ks * 16:ks * 16 + 16, ky, kx] if n < 3 else 0.0
+                real = t < 3 and ky < 9
+                want = tile[P, ks * 16:ks * 16 + 16] @ W[co, ks * 16:ks * 16 + 16, ky, kx] if real else 0.0
                 assert abs(got[lane, e] - want) < 1e-9
 
 

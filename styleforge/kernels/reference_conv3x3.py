@@ -50,11 +50,9 @@ def packed_shape(cin: int, cout: int) -> tuple[int, int, int, int]:
 
 
 def _ring_order(cout: int) -> list[int]:
-    """Packed position → phase tap 4·phase + 2·dy + dx. Cout 32: each warpgroup takes all four phases
-    in turn, so phase-major. Cout 64: warpgroup wg owns phases 2·wg and 2·wg + 1 and both consume a
-    ring entry at once, so entry v = 4·j + tap holds (phase j, tap) then (phase 2 + j, tap)."""
-    if cout == 32:
-        return list(range(16))
+    """Packed position → phase tap 4·phase + 2·dy + dx. Warpgroup wg owns phases 2·wg and 2·wg + 1
+    (Cout 64 and 32 alike) and both consume a ring entry at once, so entry v = 4·j + tap holds
+    (phase j, tap) then (phase 2 + j, tap)."""
     return [4 * (2 * wg + (v >> 2)) + (v & 3) for v in range(8) for wg in range(2)]
 
 

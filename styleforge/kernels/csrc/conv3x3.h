@@ -25,10 +25,11 @@ namespace styleforge {
 // The moments kernel's channel counts: 128 (conv3's output, the hand-off into the residual chain),
 // 64 and 32 (the decoder's, e.g. deconv2's output into deconv3).
 constexpr bool moments_channels_supported(int c) { return c == 32 || c == 64 || c == 128; }
-// Output tiles: 16 columns × 8·(128 / Cout) rows; the statistics workspace holds one (sum, M2)
-// pair per (sample, tile, output channel).
+// Output tiles: 16 columns × 8 rows (Cout 128) or 16 rows (Cout 64 and 32); the statistics
+// workspace holds one (sum, M2) pair per (sample, tile, output channel). Cout 32 keeps 16 rows, not
+// 32: its 32 accumulators per thread leave registers for two CTAs per SM (see Cfg::kMinBlocks).
 constexpr int kConv3x3TileW = 16;
-constexpr int conv3x3_tile_h(int cout) { return 8 * (128 / cout); }
+constexpr int conv3x3_tile_h(int cout) { return cout == 128 ? 8 : 16; }
 // The configurations computed as four 2×2 convolutions of the low-resolution input, one per output
 // phase (the ×2 decoder layers; see Cfg::kPhase in conv3x3.cu): their packed weights hold 16 summed
 // taps, not 9.

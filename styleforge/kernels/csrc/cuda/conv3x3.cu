@@ -28,7 +28,7 @@ namespace styleforge {
 namespace {
 
 template <typename T, int CIN, int COUT, int UP, int STRIDE = 1, int CIN_X = CIN>
-__global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
+__global__ void __launch_bounds__(kThreads, (Cfg<CIN, COUT, UP, STRIDE, CIN_X>::kMinBlocks)) conv3x3_kernel(const Params p) {
 #if SF_SM90A
   using C = Cfg<CIN, COUT, UP, STRIDE, CIN_X>;
   extern __shared__ unsigned char smem_raw[];
@@ -51,16 +51,16 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const Params p) {
 
 // Per-tile (sum, M2) of every channel of an NHWC C-channel tensor, C = 32, 64 or 128: the same
 // tiles and layout as the Cout = C convolution's epilogue, which launch_handoff reads. Thread: one
-// 16-byte chunk (8 channels) of 8 pixels, all loads in flight. The tile (16 × 8·128/C pixels) and
-// the pixel lanes (256 / (C/8)) both grow with 128/C, so every C has 8 pixels per thread and an
-// 8 KB red.
+// 16-byte chunk (8 channels) of kPer pixels, all loads in flight. The tile (16 × conv3x3_tile_h(C)
+// pixels) over the pixel lanes (256 / (C/8)): 8 pixels per thread at C 128 and 64, 4 at C 32; red
+// is 8 KB for every C.
 template <int C>
 constexpr int kMomentsTH = conv3x3_tile_h(C);   // host constexpr: evaluated here, not in the kernel
 template <typename T, int C>
 __global__ void __launch_bounds__(kMomentsThreads) moments_kernel(const uint16_t* x, float2* partials, int H, int W,
                                                                     int tiles_x, int tiles) {
   constexpr int kMChunks = C / 8, kMLanes = kMomentsThreads / kMChunks, kMTH = kMomentsTH<C>;
-  constexpr int kPer = kMTH * kTW / kMLanes;   // 8 pixels each
+  constexpr int kPer = kMTH * kTW / kMLanes;   // 8 pixels each (4 at C 32)
   static_assert((kMChunks & (kMChunks - 1)) == 0 && kPer * kMLanes == kMTH * kTW, "moments: C = 32, 64 or 128");
   __shared__ float red[kMLanes][C];   // [pixel lane][channel]
   __shared__ float mean_s[C];
@@ -129,42 +129,57 @@ __device__ __forceinline__ void merge(float& na, float& ma, float& m2a, float nb
   na = n;
 }
 
-// One warp per (sample, channel): each lane loads up to 8 tiles at once (one L2 round trip per 256
-// tiles, not one per tile), merges them, then the warp merges its lanes.
+// One block per (sample, channel): each thread merges every kHandoffThreads-th tile, kHandoffLoads
+// loads in flight, then the block merges its threads (shuffles, then the warps through shared
+// memory). A warp per channel was the first form: at 512² deconv2's output has 1024 tiles per
+// channel and only 32 channels, so 32 warps merged 32 tiles each in series (~11 µs after the
+// convolution); at 4K, 32400 tiles each.
+constexpr int kHandoffThreads = 512, kHandoffLoads = 8;
 struct HandoffGeometry {
   int N, C, H, W, th, tiles_x, tiles;
 };
-__global__ void __launch_bounds__(256) handoff_kernel(const float2* partials, HandoffGeometry geo, NormHandoff h) {
-  constexpr int kLoads = 8;
-  const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+__global__ void __launch_bounds__(kHandoffThreads) handoff_kernel(const float2* partials, HandoffGeometry geo,
+                                                                  NormHandoff h) {
+  __shared__ float3 warp_m[kHandoffThreads / 32];   // (count, mean, M2) per warp
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   grid_dependency_wait();      // the partials come from the kernel before this one
   allow_dependents_launch();   // the next convolution may start loading its weights
-  if (warp >= geo.N * geo.C) return;
-  const int n = warp / geo.C, c = warp - n * geo.C;
+  const int n = blockIdx.x / geo.C, c = blockIdx.x - n * geo.C;
   const float2* part = partials + static_cast<int64_t>(n) * geo.tiles * geo.C + c;
   float cnt = 0.f, mean = 0.f, m2 = 0.f;
-  for (int t0 = lane; t0 < geo.tiles; t0 += 32 * kLoads) {
-    float2 s[kLoads];
+  for (int t0 = threadIdx.x; t0 < geo.tiles; t0 += kHandoffThreads * kHandoffLoads) {
+    float2 s[kHandoffLoads];
 #pragma unroll
-    for (int j = 0; j < kLoads; ++j) {
-      const int t = t0 + 32 * j;
+    for (int j = 0; j < kHandoffLoads; ++j) {
+      const int t = t0 + kHandoffThreads * j;
       s[j] = t < geo.tiles ? part[static_cast<int64_t>(t) * geo.C] : make_float2(0.f, 0.f);
     }
 #pragma unroll
-    for (int j = 0; j < kLoads; ++j) {
-      const int t = t0 + 32 * j;
+    for (int j = 0; j < kHandoffLoads; ++j) {
+      const int t = t0 + kHandoffThreads * j;
       if (t < geo.tiles) {
         const float tc = tile_pixels(t, geo.tiles_x, geo.th, geo.H, geo.W);
         merge(cnt, mean, m2, tc, s[j].x / tc, s[j].y);
       }
     }
   }
+  auto merge_warp = [&]() {
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const float cb = __shfl_xor_sync(0xffffffffu, cnt, o), mb = __shfl_xor_sync(0xffffffffu, mean, o),
-                m2b = __shfl_xor_sync(0xffffffffu, m2, o);
-    merge(cnt, mean, m2, cb, mb, m2b);
-  }
+    for (int o = 16; o > 0; o >>= 1) {
+      const float cb = __shfl_xor_sync(0xffffffffu, cnt, o), mb = __shfl_xor_sync(0xffffffffu, mean, o),
+                  m2b = __shfl_xor_sync(0xffffffffu, m2, o);
+      merge(cnt, mean, m2, cb, mb, m2b);
+    }
+  };
+  merge_warp();
+  if (lane == 0) warp_m[warp] = make_float3(cnt, mean, m2);
+  __syncthreads();
+  if (warp != 0) return;
+  const float3 w = lane < kHandoffThreads / 32 ? warp_m[lane] : make_float3(0.f, 0.f, 0.f);   // count 0: merges as nothing
+  cnt = w.x;
+  mean = w.y;
+  m2 = w.z;
+  merge_warp();
   if (lane == 0) {
     const float var = fmaxf(m2 / cnt, 0.f);
     const float s = (h.weight ? h.weight[c] : 1.f) * rsqrtf(var + h.eps);
@@ -183,10 +198,8 @@ cudaError_t launch_handoff(const float2* partials, int64_t N, int64_t Ho, int64_
   geo.th = conv3x3_tile_h(cout);
   geo.tiles_x = static_cast<int>((Wo + kTW - 1) / kTW);
   geo.tiles = static_cast<int>(conv3x3_tiles(Ho, Wo, cout));
-  const int64_t threads = N * cout * 32;
-  const cudaError_t err =
-      launch_pdl(pdl, handoff_kernel, dim3(static_cast<unsigned>((threads + 255) / 256)), dim3(256), 0, stream,
-                 partials, geo, h);
+  const cudaError_t err = launch_pdl(pdl, handoff_kernel, dim3(static_cast<unsigned>(N * cout)), dim3(kHandoffThreads), 0,
+                                     stream, partials, geo, h);
   return err != cudaSuccess ? err : cudaPeekAtLastError();
 }
 

@@ -5,10 +5,12 @@
 // Over 600 lines because prologue, main loop and epilogue share one geometry, one register budget
 // and one shared-memory layout, which separate files would each have to restate.
 //
-// Block: 288 threads = two consumer warpgroups + one producer warp; 64 fp32 accumulators per
-// thread whatever Cout: the tile is 16 columns × 8·MB rows with MB = 128 / Cout m64 blocks per
-// warpgroup (Cout 128: 8 × 16, 64: 16 × 16, 32: 32 × 16). In m64 block mb of warpgroup wg, warp w
-// owns output row 4·(MB·wg + mb) + w: its 16 pixels are the m16 rows of the A fragment.
+// Block: 288 threads = two consumer warpgroups + one producer warp; the tile is 16 columns × 8·MB
+// rows with MB m64 blocks per warpgroup (Cout 128: MB 1, 8 × 16; Cout 64 and 32: MB 2, 16 × 16), so
+// MB·Cout/2 fp32 accumulators per thread: 64, or 32 at Cout 32, whose CTAs then fit two per SM (a
+// tile is latency-bound: one CTA's loads and stores overlap the other's MMAs). In m64 block mb of
+// warpgroup wg, warp w owns output row 4·(MB·wg + mb) + w: its 16 pixels are the m16 rows of the A
+// fragment.
 //  * A (activations) comes from registers: the prologue stores the (rows + 2) × 18-pixel halo tile
 //    in shared memory, Cin·2 bytes per pixel with the 16-byte chunks XOR-swizzled by the pixel's
 //    low 3 bits, so the ldmatrix.x4 of 16 consecutive pixels (one tap, 16 channels) is
@@ -51,16 +53,17 @@ constexpr uint32_t round_up_1k(uint32_t v) { return (v + 1023u) & ~1023u; }
 
 template <int CIN, int COUT, int UP, int STRIDE = 1, int CIN_X = CIN>
 struct Cfg {
-  static constexpr int kMB = 128 / COUT;                      // m64 blocks per warpgroup
-  static constexpr int kTH = conv3x3_tile_h(COUT);            // 8·kMB output rows
+  static constexpr int kTH = conv3x3_tile_h(COUT);            // output rows
+  static constexpr int kMB = kTH / 8;                         // m64 blocks per warpgroup
+  static constexpr int kMinBlocks = kMB * COUT / 2 <= 32 ? 2 : 1;   // CTAs per SM (__launch_bounds__)
   // Phase split (the ×2 decoder layers): a nearest ×2 upsample then a 3×3 convolution is, for each
   // output phase (a, b) = (row, column) parity, a 2×2 convolution of the low-resolution input
   // (pack_weight sums the taps that land on the same input pixel; the reflection at the upsampled
   // border becomes replication): 16 taps of K = Cin per 4 output pixels instead of 36, 2.25× fewer
-  // MMAs, and the halo holds low-resolution pixels. Each m64 block is one phase: Cout 32, four
-  // blocks per warpgroup = the four phases of 16 × 8 low-resolution pixels (the warpgroups split the
-  // rows); Cout 64, two per warpgroup = phases 2·wg, 2·wg + 1 of the same 8 × 8 pixels, so a ring
-  // entry holds two taps, one per warpgroup (kWGSplit).
+  // MMAs, and the halo holds low-resolution pixels. Each m64 block is one phase, two per warpgroup:
+  // phases 2·wg, 2·wg + 1 of the same 8 × 8 low-resolution pixels, so a ring entry holds two taps,
+  // one per warpgroup (kWGSplit; the weight's order: reference_conv3x3._ring_order). (The code also
+  // takes four blocks per warpgroup, kWGSplit 1, the warpgroups splitting the rows.)
   static constexpr bool kPhase = conv3x3_phase_split(CIN, COUT, UP);
   static constexpr int kWGSplit = kPhase ? 4 / kMB : 1;       // distinct B matrices per ring entry
   static constexpr int kTaps = kPhase ? 16 / kWGSplit : 9;    // ring entries

@@ -30,14 +30,19 @@
 // epilogue stages the tile in shared memory (pixel stride 80 B, conflict-free) and writes each
 // pixel's 64 bytes with 16-byte stores.
 //
-// head_kernel (32→3). K = the 32 input channels of one tap (two k-steps), N = 3 output channels
-// padded to 8. The input tile (24×40 pixels × 64 B) is stored with the 16-byte chunks of each
+// head_kernel (32→3). K = the 32 input channels of one tap (two k-steps). N = 8 columns hold two
+// kernel rows of the 3 output channels: n = 2·co + j is (co, ky = 2G + j) for ky pair G = 0..4
+// (n 6, 7 and ky 9 are zeros), so 6 of 8 columns are useful, not 3 (a 3-channel N alone wastes 5/8
+// of every mma). The input tile (24×40 pixels × 64 B) is stored with the 16-byte chunks of each
 // pixel XOR-swizzled by bits 1..2 of the pixel index, so that ldmatrix.x4 of 16 consecutive
-// pixels is conflict-free. An A fragment (input row R, column shift kx, k-step) serves every
-// output row R − ky: each warp keeps 8 output rows of accumulators and the 9 B fragments of one
-// (kx, k-step), loads each A fragment once and issues up to 9 mma with it (4.5 on average).
-// Block: 4 warps = 2 row groups × 2 column segments, tile 16×32 output pixels; the weights of
-// all 81 taps (41 KB of fragments) are staged once per block, so the grid is persistent.
+// pixels is conflict-free. An A fragment (input row R, column shift kx, k-step) serves every ky
+// pair G through accumulator row r = R − 2G: column j of acc[r] is kernel row 2G + j, i.e. output
+// row r − j. So each warp keeps 9 accumulator rows for its 8 output rows, and output row y is
+// acc[y] column (co, 0) + acc[y + 1] column (co, 1): both in the same thread (C holds columns 2t,
+// 2t + 1), no shuffle. Per (kx, k-step) a warp issues 44 mma instead of 72 (0.61×), with 5 B
+// fragments in registers instead of 9. Block: 4 warps = 2 row groups × 2 column segments, tile
+// 16×32 output pixels; the weights (90 fragments of (G, kx, k-step), 23 KB) are staged once per
+// block, so the grid is persistent.
 //
 // Tails: the input tile is zero-filled past the padded input's edge and stores are bounds-checked,
 // so any output size ≥ 1 works. Global offsets are 64-bit. Not covered: other channel counts (the
@@ -282,9 +287,10 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
 
 constexpr int kHeadThreads = 128;
 constexpr int kHeadTH = 16, kHeadTW = 32;              // output tile
-constexpr int kHeadRW = 8;                             // output rows per warp
+constexpr int kHeadRW = 8;                             // output rows per warp (kHeadRW + 1 accumulator rows)
 constexpr int kHeadRows = kHeadTH + 8, kHeadCols = kHeadTW + 8;
-constexpr int kHeadSlots = 81 * 2;                     // B fragments: tap × k-step
+constexpr int kHeadPairs = 5;                          // ky pairs (0,1) (2,3) (4,5) (6,7) (8,-)
+constexpr int kHeadSlots = kHeadPairs * 9 * 2;         // B fragments: ky pair × kx × k-step
 constexpr int kHeadPerThread = kHeadRows * kHeadCols * 4 / kHeadThreads;   // staged 16-byte chunks
 constexpr int kHeadBatch = 10;                                              // loads in flight
 static_assert(kHeadRows * kHeadCols * 4 % kHeadThreads == 0 && kHeadPerThread % kHeadBatch == 0,
@@ -300,18 +306,18 @@ template <typename T, typename Out>
 __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
   extern __shared__ __align__(16) unsigned char smem[];
   unsigned char* in_s = smem;                                          // swizzled [pixel][4 chunks]
-  uint2* w_s = reinterpret_cast<uint2*>(smem + kHeadInBytes);          // [ky][kx][ks][lane]
+  uint2* w_s = reinterpret_cast<uint2*>(smem + kHeadInBytes);          // [G][kx][ks][lane]
 
-  // B[k][n] = W[n][16·ks + k][ky][kx] for n < 3, else 0.
+  // B[k][n] = W[co][16·ks + k][2G + j][kx] for n = 2·co + j < 6 and 2G + j < 9, else 0.
   for (int i = threadIdx.x; i < kHeadSlots * 32; i += kHeadThreads) {
     const int lane = i & 31, slot = i >> 5;
-    const int ks = slot & 1, tap = slot >> 1;                          // tap = ky·9 + kx
-    const int n = lane >> 2, c0 = ks * 16 + (lane & 3) * 2;
+    const int ks = slot & 1, kx = (slot >> 1) % 9, G = (slot >> 1) / 9;
+    const int n = lane >> 2, co = n >> 1, ky = 2 * G + (n & 1), c0 = ks * 16 + (lane & 3) * 2;
     uint16_t v[4] = {0, 0, 0, 0};
-    if (n < 3) {
+    if (n < 6 && ky < 9) {
       const int cs4[4] = {c0, c0 + 1, c0 + 8, c0 + 9};
 #pragma unroll
-      for (int j = 0; j < 4; ++j) v[j] = p.weight[(n * 32 + cs4[j]) * 81 + tap];
+      for (int e = 0; e < 4; ++e) v[e] = p.weight[(co * 32 + cs4[e]) * 81 + ky * 9 + kx];
     }
     w_s[i] = make_uint2(pack2(v[0], v[1]), pack2(v[2], v[3]));
   }
@@ -376,9 +382,9 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
     }
     __syncthreads();
 
-    float acc[kHeadRW][4];
+    float acc[kHeadRW + 1][4];   // accumulator row r: column j belongs to output row wr0 + r − j
 #pragma unroll
-    for (int i = 0; i < kHeadRW; ++i)
+    for (int i = 0; i <= kHeadRW; ++i)
 #pragma unroll
       for (int c = 0; c < 4; ++c) acc[i][c] = 0.f;
 
@@ -386,27 +392,29 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
     for (int kx = 0; kx < 9; ++kx) {
 #pragma unroll
       for (int ks = 0; ks < 2; ++ks) {
-        uint2 b[9];
+        uint2 b[kHeadPairs];
 #pragma unroll
-        for (int ky = 0; ky < 9; ++ky) b[ky] = w_s[((ky * 9 + kx) * 2 + ks) * 32 + lane];
+        for (int G = 0; G < kHeadPairs; ++G) b[G] = w_s[((G * 9 + kx) * 2 + ks) * 32 + lane];
         const int q = ks * 2 + lhalf;
 #pragma unroll
         for (int R = 0; R < kHeadRW + 8; ++R) {          // input row wr0 + R of the tile
           uint32_t a[4];
           ldmatrix_x4(a, in_s + head_chunk_offset((wr0 + R) * kHeadCols + cs + kx + lrow, q));
 #pragma unroll
-          for (int ky = 0; ky < 9; ++ky) {                // feeds output row wr0 + R − ky
-            if (R - ky >= 0 && R - ky < kHeadRW) mma_16816<T>(acc[R - ky], a, b[ky]);
+          for (int G = 0; G < kHeadPairs; ++G) {         // kernel rows 2G, 2G + 1 → accumulator row R − 2G
+            const int r = R - 2 * G;
+            // acc[kHeadRW] only needs column j = 1 (output row kHeadRW − 1): ky 9 is zero, so G = 4 adds nothing.
+            if (r >= 0 && r <= kHeadRW && !(r == kHeadRW && G == kHeadPairs - 1)) mma_16816<T>(acc[r], a, b[G]);
           }
         }
       }
     }
 
-    // C[m][n]: m = pixel cs + g (+8), n = channel 2t, 2t+1; only channels 0..2 exist.
-    if (t < 2) {
+    // C[m][n]: m = pixel cs + g (+8), n = 2t (kernel rows 2G) and 2t + 1 (rows 2G + 1) of channel
+    // co = t; lanes t = 3 hold the zero columns.
+    if (t < 3) {
       Out* out = static_cast<Out*>(p.out);
-      const float b0 = p.bias ? p.bias[2 * t] : 0.f;
-      const float b1 = (t == 0 && p.bias) ? p.bias[1] : 0.f;
+      const float bias = p.bias ? p.bias[t] : 0.f;
 #pragma unroll
       for (int i = 0; i < kHeadRW; ++i) {
         const int y = y0 + wr0 + i;
@@ -414,9 +422,8 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
         for (int half = 0; half < 2; ++half) {
           const int xx = x0 + cs + g + half * 8;
           if (y < p.H && xx < p.W) {
-            Out* o = out + ((n * p.H + y) * p.W + xx) * 3 + 2 * t;
-            store_one<Out>(o, acc[i][half * 2] + b0);
-            if (t == 0) store_one<Out>(o + 1, acc[i][half * 2 + 1] + b1);
+            store_one<Out>(out + ((n * p.H + y) * p.W + xx) * 3 + t,
+                           acc[i][half * 2] + acc[i + 1][half * 2 + 1] + bias);
           }
         }
       }
