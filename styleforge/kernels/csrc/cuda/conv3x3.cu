@@ -129,42 +129,34 @@ __device__ __forceinline__ void merge(float& na, float& ma, float& m2a, float nb
   na = n;
 }
 
-// One block per (sample, channel): each thread merges every blockDim-th tile, kHandoffLoads loads
-// in flight, then the block merges its threads (shuffles, then the warps through shared memory).
-// A warp per channel was the first form: at 512² deconv2's output has 1024 tiles per channel and
-// only 32 channels, so 32 warps merged 32 tiles each in series (~11 µs after the convolution); at
-// 4K, 32400 tiles each. The block is no larger than the tiles need (handoff_threads): a 512-thread
-// block (20K registers) cannot share an SM with a convolution CTA (48K), so on small planes it
-// waited for the convolution's CTAs to leave and held up the next one's (256² frame +12 µs).
-constexpr int kHandoffMaxThreads = 512, kHandoffLoads = 8;
-int handoff_threads(int tiles) {
-  int threads = 32;
-  while (threads < kHandoffMaxThreads && threads * kHandoffLoads < tiles) threads *= 2;
-  return threads;
-}
+// One block per (sample, channel): each thread merges every kHandoffThreads-th tile, kHandoffLoads
+// loads in flight, then the block merges its threads (shuffles, then the warps through shared
+// memory). A warp per channel was the first form: at 512² deconv2's output has 1024 tiles per
+// channel and only 32 channels, so 32 warps merged 32 tiles each in series (~11 µs after the
+// convolution); at 4K, 32400 tiles each.
+constexpr int kHandoffThreads = 512, kHandoffLoads = 8;
 struct HandoffGeometry {
   int N, C, H, W, th, tiles_x, tiles;
 };
-__global__ void __launch_bounds__(kHandoffMaxThreads) handoff_kernel(const float2* partials, HandoffGeometry geo,
-                                                                     NormHandoff h) {
-  __shared__ float3 warp_m[kHandoffMaxThreads / 32];   // (count, mean, M2) per warp
+__global__ void __launch_bounds__(kHandoffThreads) handoff_kernel(const float2* partials, HandoffGeometry geo,
+                                                                  NormHandoff h) {
+  __shared__ float3 warp_m[kHandoffThreads / 32];   // (count, mean, M2) per warp
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   grid_dependency_wait();      // the partials come from the kernel before this one
   allow_dependents_launch();   // the next convolution may start loading its weights
   const int n = blockIdx.x / geo.C, c = blockIdx.x - n * geo.C;
   const float2* part = partials + static_cast<int64_t>(n) * geo.tiles * geo.C + c;
   float cnt = 0.f, mean = 0.f, m2 = 0.f;
-  const int threads = blockDim.x;   // handoff_threads: a multiple of 32
-  for (int t0 = threadIdx.x; t0 < geo.tiles; t0 += threads * kHandoffLoads) {
+  for (int t0 = threadIdx.x; t0 < geo.tiles; t0 += kHandoffThreads * kHandoffLoads) {
     float2 s[kHandoffLoads];
 #pragma unroll
     for (int j = 0; j < kHandoffLoads; ++j) {
-      const int t = t0 + threads * j;
+      const int t = t0 + kHandoffThreads * j;
       s[j] = t < geo.tiles ? part[static_cast<int64_t>(t) * geo.C] : make_float2(0.f, 0.f);
     }
 #pragma unroll
     for (int j = 0; j < kHandoffLoads; ++j) {
-      const int t = t0 + threads * j;
+      const int t = t0 + kHandoffThreads * j;
       if (t < geo.tiles) {
         const float tc = tile_pixels(t, geo.tiles_x, geo.th, geo.H, geo.W);
         merge(cnt, mean, m2, tc, s[j].x / tc, s[j].y);
@@ -183,7 +175,7 @@ __global__ void __launch_bounds__(kHandoffMaxThreads) handoff_kernel(const float
   if (lane == 0) warp_m[warp] = make_float3(cnt, mean, m2);
   __syncthreads();
   if (warp != 0) return;
-  const float3 w = lane < threads / 32 ? warp_m[lane] : make_float3(0.f, 0.f, 0.f);   // count 0: merges as nothing
+  const float3 w = lane < kHandoffThreads / 32 ? warp_m[lane] : make_float3(0.f, 0.f, 0.f);   // count 0: merges as nothing
   cnt = w.x;
   mean = w.y;
   m2 = w.z;
@@ -206,8 +198,8 @@ cudaError_t launch_handoff(const float2* partials, int64_t N, int64_t Ho, int64_
   geo.th = conv3x3_tile_h(cout);
   geo.tiles_x = static_cast<int>((Wo + kTW - 1) / kTW);
   geo.tiles = static_cast<int>(conv3x3_tiles(Ho, Wo, cout));
-  const cudaError_t err = launch_pdl(pdl, handoff_kernel, dim3(static_cast<unsigned>(N * cout)),
-                                     dim3(handoff_threads(geo.tiles)), 0, stream, partials, geo, h);
+  const cudaError_t err = launch_pdl(pdl, handoff_kernel, dim3(static_cast<unsigned>(N * cout)), dim3(kHandoffThreads), 0,
+                                     stream, partials, geo, h);
   return err != cudaSuccess ? err : cudaPeekAtLastError();
 }
 
