@@ -133,7 +133,8 @@ __device__ __forceinline__ void merge(float& na, float& ma, float& m2a, float nb
 // loads in flight, then the block merges its threads (shuffles, then the warps through shared
 // memory). A warp per channel was the first form: at 512² deconv2's output has 1024 tiles per
 // channel and only 32 channels, so 32 warps merged 32 tiles each in series (~11 µs after the
-// convolution); at 4K, 32400 tiles each.
+// convolution); at 4K, 32400 tiles each. A block sized to the tiles (32 threads per 8, up to 512)
+// was slower at every frame size on the H200 (perf-notes, session 7), so every block has 512.
 constexpr int kHandoffThreads = 512, kHandoffLoads = 8;
 struct HandoffGeometry {
   int N, C, H, W, th, tiles_x, tiles;
