@@ -581,6 +581,73 @@ def test_cuda_without_statistics_same_output_and_repeatable(loaded, config):
         assert torch.equal(again[0], full[0]) and torch.equal(again[1], full[1]) and torch.equal(again[2], full[2])
 
 
+@pytest.mark.gpu
+@hopper
+@pytest.mark.parametrize("shape", ["odd", "batch3", "frame"])
+@pytest.mark.parametrize("config", list(CONFIGS))
+def test_cuda_in_kernel_handoff_matches_the_handoff_kernel(loaded, config, shape):
+    # With a norm_state the convolution's last block writes (scale, shift) from fp64 sums: the output
+    # is the same tensor, the affine the same to fp32 rounding (the sums' order varies), the state is
+    # left zero, and a graph of the call replays it with the same state.
+    cin, cout, up, stride = CONFIGS[config]
+    if shape == "frame":   # the layer's input in the 512² frame
+        n, h = 1, {"res128": 128, "dec128to64": 128, "dec64to32": 256, "enc32to64s2": 512, "enc64to128s2": 256}[config]
+        w = h
+    else:
+        n, h, w = {"odd": (2, 9, 13), "batch3": (3, 24, 40)}[shape]
+    x, wt, s, t, res, nw, nb = make_inputs(n, h, w, device="cuda", seed=h + w, residual=cin == cout,
+                                           config=config)
+    x.add_(3.0)   # a mean well away from 0: the sums' Σx² − n·mean² must not cancel the variance
+    packed = ref.pack_weight(wt)
+    state = kernels.norm_state(n, cout, "cuda")
+    args = (x, packed, s, t, res, True, up, False, nw, nb, 1e-5, True, stride)
+    want = torch.ops.styleforge.conv3x3_norm(*args)
+    got = torch.ops.styleforge.conv3x3_norm(*args, state)
+    torch.cuda.synchronize()
+    assert not state.any()
+    assert torch.equal(got[0], want[0])
+    s64, t64 = scale_shift64(got[0], nw, nb)
+    assert rel_error(got[1], s64) <= 1e-5 and rel_error(got[2], t64) <= 1e-5
+    assert rel_error(got[1], want[1]) <= 1e-5 and rel_error(got[2], want[2]) <= 1e-5
+    for _ in range(5):
+        again = torch.ops.styleforge.conv3x3_norm(*args, state)
+        assert torch.equal(again[0], got[0])
+        assert rel_error(again[1], got[1]) <= 1e-6 and rel_error(again[2], got[2]) <= 1e-6
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        torch.ops.styleforge.conv3x3_norm(*args, state)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = torch.ops.styleforge.conv3x3_norm(*args, state)
+    x.mul_(0.5)
+    for _ in range(3):
+        graph.replay()
+    fresh = torch.ops.styleforge.conv3x3_norm(*args)
+    torch.cuda.synchronize()
+    assert not state.any()
+    assert torch.equal(captured[0], fresh[0])
+    assert rel_error(captured[1], fresh[1]) <= 1e-5 and rel_error(captured[2], fresh[2]) <= 1e-5
+
+
+@pytest.mark.gpu
+@hopper
+def test_cuda_in_kernel_handoff_refuses_a_wrong_state(loaded):
+    x, wt, s, t, _, nw, nb = make_inputs(2, 9, 13, device="cuda")
+    packed = ref.pack_weight(wt)
+    for bad in (kernels.norm_state(1, C, "cuda"), kernels.norm_state(2, C, "cuda").float(),
+                kernels.norm_state(2, C, "cpu")):
+        with pytest.raises(ValueError, match="state must be"):
+            kernels.conv3x3_norm(x, packed, s, t, norm_weight=nw, norm_bias=nb, state=bad)
+
+
+def test_norm_state_size():
+    assert ref.norm_state_bytes(1, 32) == 256 + 8 * 2 * 32 * 8
+    state = kernels.norm_state(3, 64, "cpu")
+    assert state.dtype == torch.uint8 and state.numel() == ref.norm_state_bytes(3, 64) and not state.any()
+
+
 def test_reference_without_statistics():
     x, w, s, t, _, nw, nb = make_inputs(1, 6, 7, config="dec64to32")
     out, os_, ot, _ = ref.conv3x3_norm(x, ref.pack_weight(w), s, t, None, True, 2, False, nw, nb, 1e-5, False)

@@ -11,6 +11,11 @@ mma.m16n8k16 steps, and the real conv9x9.cu run through the warp emulator
 persistent-grid loops. GPU: the CUDA op against float64 under conftest's low-precision rule
 (≤ 2× the error of cuDNN's own same-dtype convolution), edge and 1080p/4K shapes, poisoned
 output memory, misaligned and NCHW inputs, fp32 output, CUDA graph capture, opcheck.
+
+conv9x9_norm (conv1 plus IN1's statistics through the in-kernel hand-off): its twin is conv9x9
+then norm_scale_shift, checked on the CPU with its registrations and named errors; the emulator and
+the GPU check that y is conv9x9's bit for bit, (scale, shift) match the twin's statistics of that
+y, the state is left zero and repeated calls (and CUDA graph replays) give the same bits.
 """
 from __future__ import annotations
 
@@ -28,9 +33,10 @@ from conftest import assert_matches_reference, rel_error
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from styleforge import kernels
-from styleforge.kernels import reference_conv
+from styleforge.kernels import reference_conv, reference_conv3x3
 
 OP = torch.ops.styleforge.conv9x9.default
+NORM_OP = torch.ops.styleforge.conv9x9_norm.default
 LOW = (torch.bfloat16, torch.float16)
 LAYERS = {"conv1": (3, 32), "deconv3": (32, 3)}
 EMULATOR = Path(__file__).resolve().parents[1] / "dev" / "kernels" / "conv9x9" / "emulator"
@@ -231,6 +237,119 @@ def test_switch_routes_between_op_and_twin():
     torch.testing.assert_close(via_op, via_twin, rtol=0, atol=0)
 
 
+# ---- conv9x9_norm: the twin and its registrations (CPU) ----------------------------------------
+
+def make_norm_inputs(n, h, w, dtype=torch.bfloat16, device="cpu", seed=0, image=True, affine=True):
+    """conv1's inputs for an (h, w) output: the fp32 0–255 image with pad=4 (image), or a pre-padded
+    x in the dtype with pad=0; the weight, IN1's (weight, bias) or None, and the pad."""
+    if image:
+        x, weight, _, _, _ = make_fused_inputs("conv1", n, h, w, dtype, device, seed, channels_last=seed % 2 == 1)
+        pad = 4
+    else:
+        x, weight, _ = make_inputs("conv1", n, h, w, dtype, device, bias=False, seed=seed)
+        pad = 0
+    g = torch.Generator().manual_seed(seed + 1)
+    nw, nb = (torch.rand(32, generator=g) + 0.5).to(device), torch.randn(32, generator=g).to(device)
+    return x, weight, (nw, nb) if affine else (None, None), pad
+
+
+def scale_shift64(y, nw, nb, eps=1e-5):
+    """InstanceNorm(y) as (scale, shift) from float64 statistics of y."""
+    var, mean = torch.var_mean(y.double(), dim=(2, 3), unbiased=False)
+    scale = torch.rsqrt(var + eps) * (1.0 if nw is None else nw.double())
+    return scale, (0.0 if nb is None else nb.double()) - mean * scale
+
+
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+@pytest.mark.parametrize("image", [True, False], ids=["fp32 image pad 4", "pre-padded pad 0"])
+def test_reference_norm_is_conv9x9_then_norm_scale_shift(dtype, image):
+    for affine in (True, False):
+        x, w, (nw, nb), pad = make_norm_inputs(2, 5, 7, dtype, image=image, affine=affine)
+        y, scale, shift = reference_conv.conv9x9_norm(x, w, pad, nw, nb, 1e-5)
+        want_y = reference_conv.conv9x9(x, w, None, False, None, None, pad)
+        want = reference_conv3x3.norm_scale_shift(want_y, nw, nb, 1e-5)
+        torch.testing.assert_close(y, want_y, rtol=0, atol=0)
+        torch.testing.assert_close((scale, shift), want, rtol=0, atol=0)
+        assert scale.dtype == shift.dtype == torch.float32 and scale.shape == shift.shape == (2, 32)
+        # The affine is the network's InstanceNorm of y, to fp32 statistics' precision.
+        s64, t64 = scale_shift64(y, nw, nb)
+        assert rel_error(scale, s64) <= 1e-5 and rel_error(shift, t64) <= 1e-5
+        # The op (its CPU impl is the twin) and the Python entry agree bit for bit.
+        state = kernels.norm_state(2, 32, "cpu")
+        for got in (NORM_OP(x, w, pad, nw, nb, 1e-5, state), kernels.conv9x9_norm(x, w, pad=pad, norm_weight=nw,
+                                                                                   norm_bias=nb)):
+            for a, b in zip(got, (y, scale, shift)):
+                assert torch.equal(a, b)
+        assert not state.any()
+
+
+def _bad_norm(**overrides):
+    x, w, (nw, nb), pad = make_norm_inputs(1, 5, 6)
+    args = {"x": x, "weight": w, "pad": pad, "norm_weight": nw, "norm_bias": nb, "eps": 1e-5,
+            "state": kernels.norm_state(1, 32, "cpu")}
+    args.update(overrides)
+    return args
+
+
+BAD_NORM_ARGS = {
+    "deconv3 weight": ({"x": torch.zeros(1, 32, 6, 6, dtype=torch.bfloat16),
+                        "weight": torch.zeros(3, 32, 9, 9, dtype=torch.bfloat16)}, r"only conv1"),
+    "pad 2": ({"pad": 2}, "conv9x9_norm: pad must be 0 or 4"),
+    "fp32 weight": ({"weight": torch.zeros(32, 3, 9, 9)}, "conv9x9_norm: weight dtype"),
+    "1x1 output": ({"x": torch.zeros(1, 3, 9, 10, dtype=torch.bfloat16), "pad": 0}, "at least 2x2"),
+    "norm_weight shape": ({"norm_weight": torch.ones(3)}, r"norm_weight must be a floating \(32,\)"),
+    "integer norm_bias": ({"norm_bias": torch.zeros(32, dtype=torch.int32)}, "norm_bias must be a floating"),
+    "eps 0": ({"eps": 0.0}, "eps must be > 0"),
+    "state too small": ({"state": torch.zeros(100, dtype=torch.uint8)}, r"norm_state_bytes\(N, 32\)"),
+    "state dtype": ({"state": torch.zeros(reference_conv3x3.norm_state_bytes(1, 32))}, "state must be"),
+    "state of another batch": ({"state": kernels.norm_state(0, 32, "cpu")}, "state must be"),
+}
+
+
+@pytest.mark.parametrize("label", list(BAD_NORM_ARGS))
+def test_norm_bad_arguments_are_named(label):
+    overrides, needle = BAD_NORM_ARGS[label]
+    args = _bad_norm(**overrides)
+    with pytest.raises(ValueError, match=needle):
+        NORM_OP(*args.values())
+    state = args.pop("state")
+    x, weight = args.pop("x"), args.pop("weight")
+    with pytest.raises(ValueError, match=needle):
+        kernels.conv9x9_norm(x, weight, state=state, **args)
+
+
+def test_norm_state_is_the_header_layout():
+    # norm_state.h: a 256-byte header (the CTA counter), then 8 copies of fp64 [Σx | Σx²][N][C].
+    assert reference_conv3x3.norm_state_bytes(3, 32) == 256 + 8 * 2 * 3 * 32 * 8
+    state = kernels.norm_state(3, 32, "cpu")
+    assert state.dtype == torch.uint8 and state.numel() == reference_conv3x3.norm_state_bytes(3, 32)
+    assert not state.any()
+
+
+def test_norm_opcheck_and_fake_impl():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    for dtype, image in ((torch.bfloat16, True), (torch.float16, False)):
+        x, w, (nw, nb), pad = make_norm_inputs(2, 5, 6, dtype, image=image)
+        args = (x, w, pad, nw, nb, 1e-5, kernels.norm_state(2, 32, "cpu"))
+        torch.library.opcheck(NORM_OP, args, test_utils=("test_schema", "test_faketensor"))
+        real = NORM_OP(*args)
+        with FakeTensorMode() as mode:
+            fake = NORM_OP(*(mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args))
+        for f, r in zip(fake, real):
+            assert f.shape == r.shape and f.stride() == r.stride() and f.dtype == r.dtype
+
+
+def test_norm_entry_runs_the_twin_on_cpu_and_in_reference_mode():
+    x, w, (nw, nb), pad = make_norm_inputs(1, 6, 5)
+    with _Recorder() as rec:
+        got = kernels.conv9x9_norm(x, w, pad=pad, norm_weight=nw, norm_bias=nb)
+    assert "styleforge.conv9x9_norm.default" not in rec.ops
+    with kernels.using("reference"):
+        again = kernels.conv9x9_norm(x, w, pad=pad, norm_weight=nw, norm_bias=nb)
+    for a, b in zip(got, again):
+        assert torch.equal(a, b)
+
+
 # ---- the kernels' fragment index math, modelled per lane (CPU) ------------------------------
 # mma_from_fragments (tests/mma_model.py) rebuilds one mma from per-lane fragments.
 
@@ -378,6 +497,30 @@ def test_emulated_kernel_matches_reference(emulator, label):
     assert_matches_reference(out.to(dtype), ref64(x, weight, b), torch_same_dtype(x, weight, b))
 
 
+# label: (N, H, W, dtype, fp32 image with pad=4 (else pre-padded, pad=0), IN1 affine, emulated SMs, seed);
+# an odd seed makes the image channels_last (make_norm_inputs).
+EMULATED_NORM = {
+    "fp32 NCHW image, batch 2, tails, 3 tiles per block": (2, 9, 67, torch.bfloat16, True, True, 1, 0),
+    "fp16 pre-padded, no affine, tiles over 4 blocks": (1, 17, 70, torch.float16, False, False, 2, 2),
+    "fp32 channels_last image, 9 blocks over the 8 sum copies": (3, 17, 5, torch.float16, True, True, 8, 1),
+}
+
+
+@pytest.mark.parametrize("label", list(EMULATED_NORM))
+def test_emulated_norm_kernel_matches_reference(emulator, label):
+    """The statistics epilogue and the in-kernel hand-off on the emulator (fp64 atomics modelled with
+    std::atomic_ref; blocks run one after another): two launches on one state, each leaving it zero
+    and writing the same bytes (the driver checks), y equal to the plain kernel's."""
+    emulate, exe = emulator
+    n, h, w, dtype, image, affine, sms, seed = EMULATED_NORM[label]
+    x, weight, (nw, nb), pad = make_norm_inputs(n, h, w, dtype, seed=seed, image=image, affine=affine)
+    y, scale, shift = emulate.run_norm(exe, x, weight, pad, nw, nb, 1e-5, num_sms=sms, repeat=2)
+    torch.testing.assert_close(y, emulate.run(exe, x, weight, None, False, sms, pad=pad), rtol=0, atol=0)
+    assert rel_error(y, reference_conv.conv9x9(x, weight, None, False, None, None, pad)) <= 2e-3
+    want_scale, want_shift = reference_conv3x3.norm_scale_shift(y.contiguous(), nw, nb, 1e-5)
+    assert rel_error(scale, want_scale) <= 1e-5 and rel_error(shift, want_shift) <= 1e-5
+
+
 # ---- the CUDA kernel (GPU) ----------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -481,6 +624,16 @@ def test_cuda_fused_conv1_matches_the_padded_cast_path_bit_for_bit(cuda_op):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+def test_cuda_fused_head_norm_matches_the_norm_then_pad_path_bit_for_bit(cuda_op, dtype):
+    """IN5 applied on load (one cvt.rn.relu per pair) writes the operand the norm op and pad wrote:
+    the same kernel on that pre-padded operand gives the same bits."""
+    x, w, b, scale, shift = make_fused_inputs("deconv3", 2, 48, 80, dtype, "cuda")
+    padded = fused_operand(x, w, scale, shift).contiguous(memory_format=torch.channels_last)
+    torch.testing.assert_close(cuda_op(x, w, b, True, scale, shift, 4), cuda_op(padded, w, b, True), rtol=0, atol=0)
+
+
+@pytest.mark.gpu
 def test_cuda_misaligned_and_nchw_inputs(cuda_op):
     x, w, b = make_inputs("conv1", 1, 20, 30, torch.float16, "cuda")
     nhwc = x.permute(0, 2, 3, 1).reshape(-1)
@@ -517,6 +670,84 @@ def test_cuda_opcheck(cuda_op):
     torch.library.opcheck(cuda_op, (x, w, b, True, scale, shift, 4))
     x, w, _, _, _ = make_fused_inputs("conv1", 1, 10, 12, torch.float16, "cuda")
     torch.library.opcheck(cuda_op, (x, w, None, False, None, None, 4))
+
+
+@pytest.mark.gpu
+def test_cuda_misaligned_weight(cuda_op):
+    """The kernels copy the weight in 16-byte chunks: a view at an odd offset is cloned first."""
+    x, w, b = make_inputs("conv1", 1, 20, 30, torch.bfloat16, "cuda")
+    base = torch.empty(w.numel() + 1, dtype=w.dtype, device="cuda")
+    base[1:].copy_(w.reshape(-1))
+    view = base[1:].view(w.shape)
+    assert view.data_ptr() % 16 != 0
+    torch.testing.assert_close(cuda_op(x, view, b, False), cuda_op(x, w, b, False), rtol=0, atol=0)
+
+
+# (N, H, W) for conv9x9_norm on the GPU: odd sizes, batch 2, the 512² frame.
+NORM_SHAPES = {"odd": (1, 17, 33), "min": (1, 5, 5), "batch 2": (2, 37, 70), "512": (1, 512, 512),
+               "batch 2 at 256x384": (2, 256, 384)}
+
+
+def _check_cuda_norm(n, h, w, dtype, image, seed=0):
+    x, weight, (nw, nb), pad = make_norm_inputs(n, h, w, dtype, "cuda", seed=seed, image=image)
+    state = kernels.norm_state(n, 32, "cuda")
+    y, scale, shift = NORM_OP(x, weight, pad, nw, nb, 1e-5, state)
+    torch.cuda.synchronize()
+    assert not state.any(), "the hand-off must leave its state zero"
+    torch.testing.assert_close(y, OP(x, weight, None, False, None, None, pad), rtol=0, atol=0)
+    assert y.is_contiguous(memory_format=torch.channels_last) and scale.shape == shift.shape == (n, 32)
+    # The statistics of the stored y: against the twin's fp32 ones and float64 ones.
+    want_scale, want_shift = reference_conv3x3.norm_scale_shift(y, nw, nb, 1e-5)
+    assert rel_error(scale, want_scale) <= 1e-4 and rel_error(shift, want_shift) <= 1e-4
+    s64, t64 = scale_shift64(y, nw, nb)
+    assert rel_error(scale, s64) <= 1e-4 and rel_error(shift, t64) <= 1e-4
+    return x, weight, nw, nb, pad, (y, scale, shift)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", list(NORM_SHAPES))
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+@pytest.mark.parametrize("image", [True, False], ids=["fp32 image pad 4", "pre-padded pad 0"])
+def test_cuda_norm_matches_conv9x9_and_the_twin(cuda_op, shape, dtype, image):
+    n, h, w = NORM_SHAPES[shape]
+    _check_cuda_norm(n, h, w, dtype, image, seed=h + w)
+
+
+@pytest.mark.gpu
+def test_cuda_norm_repeatable_on_one_state_and_in_a_cuda_graph(cuda_op):
+    x, weight, nw, nb, pad, first = _check_cuda_norm(1, 256, 256, torch.bfloat16, True)
+    state = kernels.norm_state(1, 32, "cuda")
+    run = lambda: NORM_OP(x, weight, pad, nw, nb, 1e-5, state)
+    for _ in range(5):   # fp64 sums in any order round to the same fp32 affine here
+        for a, b in zip(run(), first):
+            assert torch.equal(a, b)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        run()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = run()
+    x.mul_(0.5)
+    for _ in range(3):
+        graph.replay()
+    fresh = run()
+    for got, want in zip(captured, fresh):
+        assert torch.equal(got, want)
+    assert not torch.equal(captured[1], first[1])
+    torch.cuda.synchronize()
+    assert not state.any()
+
+
+@pytest.mark.gpu
+def test_cuda_norm_entry_and_opcheck(cuda_op):
+    x, weight, (nw, nb), pad = make_norm_inputs(2, 10, 12, torch.float16, "cuda")
+    got = kernels.conv9x9_norm(x, weight, pad=pad, norm_weight=nw, norm_bias=nb)   # a fresh state per call
+    for a, b in zip(got, NORM_OP(x, weight, pad, nw, nb, 1e-5, kernels.norm_state(2, 32, "cuda"))):
+        assert torch.equal(a, b)
+    torch.library.opcheck(NORM_OP, (x, weight, pad, nw, nb, 1e-5, kernels.norm_state(2, 32, "cuda")),
+                          test_utils=("test_schema", "test_faketensor"))
 
 
 # ---- the fused engine's choice (CPU) -----------------------------------------------------------

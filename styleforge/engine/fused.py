@@ -38,6 +38,7 @@ from .choices import CHOICE_REL_TOL, LayerChoice, median_ms, relative_error
 MIN_SIDE = 8          # the 1/4-scale planes must be ≥ 2 px for their reflection pad of 1
 MAX_GRAPHS = 8        # captured shapes kept (each holds its own activation memory)
 WARMUP_ITERS = 3
+DEFAULT_INKERNEL_NORMS = "in1"
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +106,14 @@ class FusedRunner:
         # conv3x3_residual_chain's states per (device, batch): zeroed once, left zero by every call,
         # shared by the captured graphs (which replay one at a time on one stream).
         self._chain_states: dict[tuple[torch.device, int], torch.Tensor] = {}
+        # The in-kernel norm hand-offs' states per (device, batch, norm): the same contract.
+        self._norm_states: dict[tuple[torch.device, int, str], torch.Tensor] = {}
+        # Which norms take the in-kernel hand-off (the rest: the hand-off kernel). On the H200 (perf
+        # notes, session 8) it wins for IN1 (conv1: one persistent wave, and no moments pass) and
+        # loses for IN3..IN5 (every CTA of a multi-wave grid waits for its fence and count before
+        # it leaves its SM); IN2 is even. STYLEFORGE_INKERNEL_NORMS overrides, e.g. "in1,in2".
+        setting = os.environ.get("STYLEFORGE_INKERNEL_NORMS", DEFAULT_INKERNEL_NORMS)
+        self.inkernel_norms = frozenset(n.strip() for n in setting.split(",") if n.strip())
 
     # ---- the plan --------------------------------------------------------------------------
 
@@ -121,16 +130,18 @@ class FusedRunner:
         """
         plan = plan or self.default_plan()
         (_, n1), ((w2, _), n2), ((w3, _), n3) = self.encoder
-        y = self._first_conv(x.float())                 # conv1's raw output (N, 32, H, W)
         if plan in ("conv3x3", "conv3x3_links"):
             # conv2 and conv3 apply IN1 and IN2 in their prologues and gather IN2 and IN3.
             p2, p3 = self.packed_encoder
-            scale, shift = kernels.norm_scale_shift(y, n1.weight, n1.bias)
+            y, scale, shift = self._first_conv_norm(x.float(), n1)
             h, scale, shift, _ = kernels.conv3x3_norm(y, p2, scale, shift, relu=True, stride=2,
-                                                      norm_weight=n2.weight, norm_bias=n2.bias)
+                                                      norm_weight=n2.weight, norm_bias=n2.bias,
+                                                      state=self._norm_state(y, "in2", 64))
             h, scale, shift, _ = kernels.conv3x3_norm(h, p3, scale, shift, relu=True, stride=2,
-                                                      norm_weight=n3.weight, norm_bias=n3.bias)
+                                                      norm_weight=n3.weight, norm_bias=n3.bias,
+                                                      state=self._norm_state(h, "in3", 128))
             return self._decoder_conv3x3(*self._residual_conv3x3(h, scale, shift, chain=plan == "conv3x3"))
+        y = self._first_conv(x.float())                 # conv1's raw output (N, 32, H, W)
         y = kernels.instance_norm(y, n1.weight, n1.bias, relu=True, pad=1)
         y = F.conv2d(y, w2, None, 2)                    # conv2's raw output (N, 64, H/2, W/2)
         y = kernels.instance_norm(y, n2.weight, n2.bias, relu=True, pad=1)
@@ -156,9 +167,11 @@ class FusedRunner:
         (_, n4), (_, n5) = self.decoder
         d1p, d2p = self.packed_decoder
         h, scale, shift, _ = kernels.conv3x3_norm(h, d1p, scale, shift, residual=block_in, upsample=2,
-                                                  norm_weight=n4.weight, norm_bias=n4.bias)
+                                                  norm_weight=n4.weight, norm_bias=n4.bias,
+                                                  state=self._norm_state(h, "in4", 64))
         h, scale, shift, _ = kernels.conv3x3_norm(h, d2p, scale, shift, relu=True, upsample=2,
-                                                  norm_weight=n5.weight, norm_bias=n5.bias)
+                                                  norm_weight=n5.weight, norm_bias=n5.bias,
+                                                  state=self._norm_state(h, "in5", 32))
         return self._head(h, scale, shift)
 
     def _residual_cudnn(self, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -191,6 +204,18 @@ class FusedRunner:
         return kernels.conv3x3_residual_chain(c3, scale, shift, weights, [m.weight for m in norms],
                                               [m.bias for m in norms], state=state, chain=chain)
 
+    def _norm_state(self, x: torch.Tensor, norm: str, channels: int) -> torch.Tensor | None:
+        """The zeroed state of norm `norm`'s in-kernel hand-off at x's batch (None off CUDA, where
+        the twins need none): made in the first (warm-up) call, outside any capture, then shared by
+        the captured graphs, which replay one at a time on one stream and leave it zero."""
+        if not x.is_cuda or norm not in self.inkernel_norms:
+            return None
+        key = (x.device, x.shape[0], norm)
+        state = self._norm_states.get(key)
+        if state is None:
+            state = self._norm_states[key] = kernels.norm_state(x.shape[0], channels, x.device)
+        return state
+
     def default_plan(self) -> str:
         """"conv3x3" where the fused op runs (Hopper, fp16/bf16) unless STYLEFORGE_CONV3X3 says off."""
         setting = os.environ.get("STYLEFORGE_CONV3X3", "auto").lower()
@@ -214,6 +239,24 @@ class FusedRunner:
             return F.conv2d(y, weight)
 
         return self._pick("conv1", x, args, lambda: torch.ops.styleforge.conv9x9(*args), cudnn)
+
+    def _first_conv_norm(self, x: torch.Tensor, norm: _Norm) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """conv1's raw output and IN1 as (scale, shift). Where the op is chosen for conv1 it also
+        gathers IN1's statistics in its epilogue (conv9x9_norm: the in-kernel hand-off, no moments
+        pass); after cuDNN, norm_scale_shift reads the output once for them."""
+        key = ("conv1", tuple(x.shape))
+        if "in1" not in self.inkernel_norms:
+            y = self._first_conv(x)
+            return (y, *kernels.norm_scale_shift(y, norm.weight, norm.bias))
+        if self.layer_choices.get(key) is None:   # not chosen yet: choose (outside capture it sticks)
+            y = self._first_conv(x)
+            if getattr(self.layer_choices.get(key), "provider", None) != "styleforge":
+                return (y, *kernels.norm_scale_shift(y, norm.weight, norm.bias))
+        elif self.layer_choices[key].provider != "styleforge":
+            y = self._first_conv(x)
+            return (y, *kernels.norm_scale_shift(y, norm.weight, norm.bias))
+        return kernels.conv9x9_norm(x, self.op_weights["conv1"], pad=self.input_pad, norm_weight=norm.weight,
+                                    norm_bias=norm.bias, state=self._norm_state(x, "in1", 32))
 
     def _head(self, h: torch.Tensor, scale: torch.Tensor | None = None,
               shift: torch.Tensor | None = None) -> torch.Tensor:

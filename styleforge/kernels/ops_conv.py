@@ -1,10 +1,11 @@
-"""`torch.ops.styleforge.conv9x9`: schema, reference/fake/autograd registrations, and the Python
-entry with the same reference|cuda switch as `ops.instance_norm`.
+"""`torch.ops.styleforge.conv9x9` and `conv9x9_norm`: schemas, reference/fake(/autograd)
+registrations, and the Python entries with the same reference|cuda switch as `ops.instance_norm`.
 
-The pattern is ops.py's (its docstring says why the schema is defined in Python): the twin in
-`reference_conv.py` is the `CompositeExplicitAutograd` impl, so CPU-only installs have the op,
-and `csrc/bindings_conv.cpp` adds the tensor-core kernel for the CUDA key when the extension
-loads. The op is an inference kernel; its backward differentiates the twin (correct, not fast).
+The pattern is ops.py's (its docstring says why the schema is defined in Python): the twins in
+`reference_conv.py` are the `CompositeExplicitAutograd` impls, so CPU-only installs have the ops,
+and `csrc/bindings_conv.cpp` adds the tensor-core kernels for the CUDA key when the extension
+loads. conv9x9 is an inference kernel whose backward differentiates the twin (correct, not fast);
+conv9x9_norm (conv1 plus IN1's statistics through the in-kernel hand-off) is inference only.
 """
 from __future__ import annotations
 
@@ -12,12 +13,18 @@ import torch
 
 from . import ops, reference_conv
 from .library import backward_through_reference, define_once
+from .ops_conv3x3 import norm_state
 
 SCHEMA = ("conv9x9(Tensor x, Tensor weight, Tensor? bias, bool out_float32=False, Tensor? scale=None, "
           "Tensor? shift=None, int pad=0) -> Tensor")
 QUALNAME = "styleforge::conv9x9"
+# state: norm_state(N, 32)'s zeroed scratch (a CTA counter and fp64 sums), used and left zero.
+NORM_SCHEMA = ("conv9x9_norm(Tensor x, Tensor weight, int pad, Tensor? norm_weight, Tensor? norm_bias, float eps, "
+               "Tensor(a!) state) -> (Tensor, Tensor, Tensor)")
+NORM_QUALNAME = "styleforge::conv9x9_norm"
 
 _LIB, _FIRST_IMPORT = define_once(SCHEMA)  # registrations below run only when this defined it
+_LIB_NORM, _FIRST_NORM = define_once(NORM_SCHEMA)
 
 
 def _conv9x9_impl(x, weight, bias, out_float32=False, scale=None, shift=None, pad=0):
@@ -46,10 +53,25 @@ def _backward(ctx, grad):
         ctx.saved_tensors, ctx.needs_input_grad, grad, num_inputs=7)
 
 
+def _norm_impl(x, weight, pad, norm_weight, norm_bias, eps, state):
+    return reference_conv.conv9x9_norm(x, weight, pad, norm_weight, norm_bias, eps, state)
+
+
+def _norm_fake(x, weight, pad, norm_weight, norm_bias, eps, state):
+    reference_conv.check_norm_args(x, weight, pad, norm_weight, norm_bias, eps, state)
+    y = torch.empty(reference_conv.output_shape(x, weight, pad), dtype=weight.dtype, device=x.device,
+                    memory_format=torch.channels_last)
+    vector = x.new_empty((x.shape[0], weight.shape[0]), dtype=torch.float32)
+    return y, vector, vector.clone()
+
+
 if _FIRST_IMPORT:
     _LIB.impl("conv9x9", _conv9x9_impl, "CompositeExplicitAutograd")
     torch.library.register_fake(QUALNAME, _conv9x9_fake, lib=_LIB)
     torch.library.register_autograd(QUALNAME, _backward, setup_context=_setup_context, lib=_LIB)
+if _FIRST_NORM:
+    _LIB_NORM.impl("conv9x9_norm", _norm_impl, "CompositeExplicitAutograd")
+    torch.library.register_fake(NORM_QUALNAME, _norm_fake, lib=_LIB_NORM)
 
 
 def conv9x9_supported(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
@@ -82,3 +104,23 @@ def conv9x9(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = N
     if x.is_cuda:
         ops.ensure_cuda_kernels()
     return torch.ops.styleforge.conv9x9(x, weight, bias, bool(out_float32), scale, shift, int(pad))
+
+
+def conv9x9_norm(x: torch.Tensor, weight: torch.Tensor, *, pad: int = 0, norm_weight: torch.Tensor | None = None,
+                 norm_bias: torch.Tensor | None = None, eps: float = 1e-5,
+                 state: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """conv1 (3 → 32, no bias) and its InstanceNorm's statistics in one kernel: (y, scale, shift) with
+    y exactly `conv9x9(x, weight, pad=pad)` and (scale, shift), fp32 (N, 32), such that
+    InstanceNorm(y; norm_weight, norm_bias, eps) = y·scale + shift (`reference_conv.conv9x9_norm`).
+
+    state: a zeroed `norm_state(N, 32, device)`, left zero (one per stream serves every call, CUDA
+    graph replays too); None allocates one per call. Reference mode and CPU tensors run the twin.
+    """
+    if ops.current_mode() == "reference" or not x.is_cuda:
+        return reference_conv.conv9x9_norm(x, weight, pad, norm_weight, norm_bias, eps, state)
+    # Checked here first (ValueError naming the rule): see `conv9x9` for why.
+    reference_conv.check_norm_args(x, weight, pad, norm_weight, norm_bias, eps, state)
+    ops.ensure_cuda_kernels()
+    if state is None:
+        state = norm_state(x.shape[0], weight.shape[0], x.device)
+    return torch.ops.styleforge.conv9x9_norm(x, weight, int(pad), norm_weight, norm_bias, float(eps), state)

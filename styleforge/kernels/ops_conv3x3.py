@@ -19,7 +19,7 @@ from .library import define_once
 
 CONV_SCHEMA = ("conv3x3_norm(Tensor x, Tensor weight, Tensor? scale, Tensor? shift, Tensor? residual, bool relu, "
                "int upsample, bool keep_input, Tensor? norm_weight, Tensor? norm_bias, float eps, bool stats, "
-               "int stride=1) -> (Tensor, Tensor, Tensor, Tensor)")
+               "int stride=1, Tensor(a!)? state=None) -> (Tensor, Tensor, Tensor, Tensor)")
 MOMENTS_SCHEMA = "norm_scale_shift(Tensor x, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor)"
 # state: conv3x3_chain.cu's zeroed scratch (barrier counters, fp64 sums), used and left zero.
 CHAIN_SCHEMA = ("conv3x3_residual_chain(Tensor x, Tensor scale, Tensor shift, Tensor[] weights, Tensor[] norm_weights, "
@@ -33,13 +33,13 @@ pack_weight = reference_conv3x3.pack_weight
 
 
 def _conv_impl(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps, stats,
-               stride=1):
+               stride=1, state=None):   # the twin needs no state (it computes the affine directly)
     return reference_conv3x3.conv3x3_norm(x, weight, scale, shift, residual, relu, upsample, keep_input,
                                           norm_weight, norm_bias, eps, stats, stride)
 
 
 def _conv_fake(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps, stats,
-               stride=1):
+               stride=1, state=None):
     reference_conv3x3.check_args(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight,
                                  norm_bias, eps, stride)
     n, _, h, w = x.shape
@@ -106,7 +106,8 @@ def _use_reference(x: torch.Tensor) -> bool:
 def conv3x3_norm(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor | None = None,
                  shift: torch.Tensor | None = None, *, residual: torch.Tensor | None = None, relu: bool = False,
                  upsample: int = 1, keep_input: bool = False, norm_weight: torch.Tensor | None = None,
-                 norm_bias: torch.Tensor | None = None, eps: float = 1e-5, stats: bool = True, stride: int = 1):
+                 norm_bias: torch.Tensor | None = None, eps: float = 1e-5, stats: bool = True, stride: int = 1,
+                 state: torch.Tensor | None = None):
     """Fused prologue (norm apply, + residual, ReLU, ×upsample) → 3×3 reflection-padded conv → next
     norm's affine.
 
@@ -114,12 +115,17 @@ def conv3x3_norm(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor | No
     `reference_conv3x3.CONFIGS`; returns (out, out_scale, out_shift, a or empty). See
     `reference_conv3x3` for the exact semantics; stats=False skips the statistics (out_scale and
     out_shift come back empty). On CUDA devices other than Hopper the reference runs (slow, correct).
+    state: a `norm_state(N, Cout, device)` for the in-kernel hand-off (the convolution's last block
+    writes out_scale/out_shift: no second kernel), reused across calls on one stream; None: the
+    separate hand-off kernel. The result is the same either way (to fp32 rounding of the sums).
     """
     args = (x, weight, scale, shift, residual, bool(relu), int(upsample), bool(keep_input), norm_weight, norm_bias,
             float(eps), bool(stats), int(stride))
     if _use_reference(x) or not conv3x3_norm_supported(x.device):
         return reference_conv3x3.conv3x3_norm(*args)
-    return torch.ops.styleforge.conv3x3_norm(*args)
+    if state is not None:
+        check_norm_state("conv3x3_norm", state, x, x.shape[0], weight.shape[2])
+    return torch.ops.styleforge.conv3x3_norm(*args, state)
 
 
 def chain_state(n: int, links: int, device: torch.device | str) -> torch.Tensor:
@@ -127,6 +133,26 @@ def chain_state(n: int, links: int, device: torch.device | str) -> torch.Tensor:
     it zero, so one state serves every call on one stream (graph replays too); calls that may run
     at the same time need their own."""
     return torch.zeros(reference_conv3x3.chain_state_bytes(n, links), dtype=torch.uint8, device=device)
+
+
+def check_norm_state(name: str, state: torch.Tensor, x: torch.Tensor, n: int, c: int) -> None:
+    """ValueError unless state can be the in-kernel hand-off's state for batch n, c channels on x's
+    device (its zeros are the caller's promise: `norm_state` makes them, every call keeps them)."""
+    need = reference_conv3x3.norm_state_bytes(n, c)
+    if (state.dtype != torch.uint8 or state.device != x.device or not state.is_contiguous()
+            or state.numel() < need or state.data_ptr() % 16):
+        raise ValueError(f"{name}: state must be a contiguous, 16-byte aligned uint8 tensor of at least {need} "
+                         f"bytes on {x.device} (norm_state({n}, {c}, device)), got {state.dtype} "
+                         f"{tuple(state.shape)} on {state.device}")
+
+
+def norm_state(n: int, c: int, device: torch.device | str) -> torch.Tensor:
+    """A zeroed state for the in-kernel InstanceNorm hand-off of a convolution with c output channels
+    at batch n (`conv3x3_norm(..., state=)`, `conv9x9_norm`): the kernel adds its tiles' moments
+    to it and its last block turns them into (scale, shift), so no hand-off kernel runs. Each call
+    leaves it zero, so one state serves every call on one stream (graph replays too); calls that may
+    run at the same time need their own."""
+    return torch.zeros(reference_conv3x3.norm_state_bytes(n, c), dtype=torch.uint8, device=device)
 
 
 def conv3x3_residual_chain(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weights, norm_weights,

@@ -12,11 +12,18 @@ only one with fp32 output or a norm) — so the twin and the CUDA kernel (`csrc/
 refuse exactly the same calls.
 `check_args` and `output_shape` are the one statement of those rules: the fake impl in
 `ops_conv.py` uses them and `csrc/bindings_conv.cpp` mirrors them. Not fast; not a general conv.
+
+`conv9x9_norm(x, weight, pad, norm_weight, norm_bias, eps)` is conv1 with its InstanceNorm's
+statistics: (y, scale, shift) with y = `conv9x9(x, weight, None, False, None, None, pad)` and
+(scale, shift) = `reference_conv3x3.norm_scale_shift(y, norm_weight, norm_bias, eps)`, exactly that
+composition (the kernel gathers the statistics of the y it stores); `check_norm_args` its rules.
 """
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+
+from . import reference_conv3x3
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
 KERNEL = 9
@@ -29,51 +36,52 @@ NORM_CHANNELS = 32   # the prologue norm exists for the head (deconv3) only
 
 
 def check_args(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, out_float32: bool,
-               scale: torch.Tensor | None = None, shift: torch.Tensor | None = None, pad: int = 0) -> None:
-    """Raise ValueError naming the argument and the rule it breaks."""
+               scale: torch.Tensor | None = None, shift: torch.Tensor | None = None, pad: int = 0, *,
+               name: str = "conv9x9") -> None:
+    """Raise ValueError naming the argument and the rule it breaks (messages start with `name`)."""
     if x.dim() != 4:
-        raise ValueError(f"conv9x9: x must be 4-D (N, C, H, W), got shape {tuple(x.shape)}")
+        raise ValueError(f"{name}: x must be 4-D (N, C, H, W), got shape {tuple(x.shape)}")
     if weight.dim() != 4 or tuple(weight.shape[2:]) != (KERNEL, KERNEL):
-        raise ValueError(f"conv9x9: weight must have shape (Cout, Cin, 9, 9), got {tuple(weight.shape)}")
+        raise ValueError(f"{name}: weight must have shape (Cout, Cin, 9, 9), got {tuple(weight.shape)}")
     if weight.dtype not in SUPPORTED_DTYPES:
-        raise ValueError(f"conv9x9: weight dtype {weight.dtype} is unsupported (float16, bfloat16)")
+        raise ValueError(f"{name}: weight dtype {weight.dtype} is unsupported (float16, bfloat16)")
     if x.dtype != weight.dtype and not (x.dtype == torch.float32 and weight.shape[1] == 3):
-        raise ValueError(f"conv9x9: x dtype {x.dtype} must equal the weight dtype {weight.dtype} "
+        raise ValueError(f"{name}: x dtype {x.dtype} must equal the weight dtype {weight.dtype} "
                          "(or be float32 for Cin=3)")
     if weight.device != x.device:
-        raise ValueError(f"conv9x9: weight is on {weight.device}, x on {x.device}")
+        raise ValueError(f"{name}: weight is on {weight.device}, x on {x.device}")
     cout, cin = weight.shape[:2]
     if x.shape[1] != cin:
-        raise ValueError(f"conv9x9: x has {x.shape[1]} channels but weight expects Cin={cin}")
+        raise ValueError(f"{name}: x has {x.shape[1]} channels but weight expects Cin={cin}")
     if (cin, cout) not in SUPPORTED_CHANNELS:
-        raise ValueError(f"conv9x9: (Cin, Cout) = ({cin}, {cout}) is unsupported; supported: "
+        raise ValueError(f"{name}: (Cin, Cout) = ({cin}, {cout}) is unsupported; supported: "
                          f"{SUPPORTED_CHANNELS} (other layers use cuDNN)")
     if out_float32 and (cin, cout) not in FP32_OUTPUT_CHANNELS:
-        raise ValueError(f"conv9x9: out_float32 is only supported for (Cin, Cout) in {FP32_OUTPUT_CHANNELS}")
+        raise ValueError(f"{name}: out_float32 is only supported for (Cin, Cout) in {FP32_OUTPUT_CHANNELS}")
     if pad not in PADS:
-        raise ValueError(f"conv9x9: pad must be 0 or 4, got {pad}")
+        raise ValueError(f"{name}: pad must be 0 or 4, got {pad}")
     h, w = x.shape[2:]
     if h + 2 * pad < KERNEL or w + 2 * pad < KERNEL:
-        raise ValueError(f"conv9x9: x padded by {pad} must be at least 9x9 (H, W >= {KERNEL - 2 * pad}), "
+        raise ValueError(f"{name}: x padded by {pad} must be at least 9x9 (H, W >= {KERNEL - 2 * pad}), "
                          f"got {h}x{w}")
     if h <= pad or w <= pad:
-        raise ValueError(f"conv9x9: a reflection pad of {pad} needs H, W > {pad}, got {h}x{w}")
+        raise ValueError(f"{name}: a reflection pad of {pad} needs H, W > {pad}, got {h}x{w}")
     if (scale is None) != (shift is None):
-        raise ValueError("conv9x9: scale and shift come together (both or neither)")
+        raise ValueError(f"{name}: scale and shift come together (both or neither)")
     if scale is not None and cin != NORM_CHANNELS:
-        raise ValueError(f"conv9x9: scale/shift (the prologue norm) are only supported for Cin={NORM_CHANNELS}")
+        raise ValueError(f"{name}: scale/shift (the prologue norm) are only supported for Cin={NORM_CHANNELS}")
     for arg, t in (("scale", scale), ("shift", shift)):
         if t is not None and (tuple(t.shape) != (x.shape[0], cin) or t.dtype != torch.float32
                               or t.device != x.device):
-            raise ValueError(f"conv9x9: {arg} must be a float32 ({x.shape[0]}, {cin}) tensor on {x.device}, "
+            raise ValueError(f"{name}: {arg} must be a float32 ({x.shape[0]}, {cin}) tensor on {x.device}, "
                              f"got {t.dtype} {tuple(t.shape)} on {t.device}")
     if bias is not None:
         if bias.dim() != 1 or bias.shape[0] != cout:
-            raise ValueError(f"conv9x9: bias must have shape ({cout},), got {tuple(bias.shape)}")
+            raise ValueError(f"{name}: bias must have shape ({cout},), got {tuple(bias.shape)}")
         if not bias.is_floating_point():
-            raise ValueError(f"conv9x9: bias must be a floating tensor, got {bias.dtype}")
+            raise ValueError(f"{name}: bias must be a floating tensor, got {bias.dtype}")
         if bias.device != x.device:
-            raise ValueError(f"conv9x9: bias is on {bias.device}, x on {x.device}")
+            raise ValueError(f"{name}: bias is on {bias.device}, x on {x.device}")
 
 
 def output_shape(x: torch.Tensor, weight: torch.Tensor, pad: int = 0) -> tuple[int, int, int, int]:
@@ -93,3 +101,46 @@ def conv9x9(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = N
         a = F.pad(a, (pad, pad, pad, pad), mode="reflect")
     y = F.conv2d(a, weight.float(), None if bias is None else bias.float())
     return y.to(torch.float32 if out_float32 else weight.dtype).contiguous(memory_format=torch.channels_last)
+
+
+NORM_NAME = "conv9x9_norm"
+
+
+def check_norm_args(x: torch.Tensor, weight: torch.Tensor, pad: int, norm_weight: torch.Tensor | None,
+                    norm_bias: torch.Tensor | None, eps: float, state: torch.Tensor | None = None) -> None:
+    """conv9x9_norm's rules, ValueError naming the argument: conv9x9's for (x, weight, pad), conv1
+    only, norm_scale_shift's for the norm (its output at least 2x2, (32,) vectors, eps > 0), and a
+    state, where given, of at least norm_state_bytes(N, 32) uint8 bytes on x's device."""
+    check_args(x, weight, None, False, None, None, pad, name=NORM_NAME)
+    cout, cin = weight.shape[:2]
+    if (cin, cout) != (3, 32):
+        raise ValueError(f"{NORM_NAME}: only conv1, (Cin, Cout) = (3, 32), has the statistics epilogue, "
+                         f"got ({cin}, {cout})")
+    _, _, h, w = output_shape(x, weight, pad)
+    if h < 2 or w < 2:
+        raise ValueError(f"{NORM_NAME}: the output must be at least 2x2 for the InstanceNorm (norm_scale_shift's "
+                         f"rule), got {h}x{w}")
+    reference_conv3x3._check_vector(NORM_NAME, "norm_weight", norm_weight, x, cout)
+    reference_conv3x3._check_vector(NORM_NAME, "norm_bias", norm_bias, x, cout)
+    if not eps > 0:
+        raise ValueError(f"{NORM_NAME}: eps must be > 0, got {eps}")
+    if state is not None:
+        need = reference_conv3x3.norm_state_bytes(x.shape[0], cout)
+        if (state.dtype != torch.uint8 or state.device != x.device or not state.is_contiguous()
+                or state.numel() < need):
+            raise ValueError(f"{NORM_NAME}: state must be a contiguous uint8 tensor of at least "
+                             f"norm_state_bytes(N, 32) = {need} bytes on {x.device} (zeroed: "
+                             f"styleforge.kernels.norm_state), got {state.dtype} {tuple(state.shape)} "
+                             f"on {state.device}")
+
+
+def conv9x9_norm(x: torch.Tensor, weight: torch.Tensor, pad: int = 0, norm_weight: torch.Tensor | None = None,
+                 norm_bias: torch.Tensor | None = None, eps: float = 1e-5,
+                 state: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(y, scale, shift): conv1 (no bias) and its InstanceNorm as one affine per (sample, channel),
+    InstanceNorm(y; norm_weight, norm_bias, eps) = y·scale + shift. The state is only checked: the
+    twin computes the statistics directly."""
+    check_norm_args(x, weight, pad, norm_weight, norm_bias, eps, state)
+    y = conv9x9(x, weight, None, False, None, None, pad)
+    scale, shift = reference_conv3x3.norm_scale_shift(y, norm_weight, norm_bias, eps)
+    return y, scale, shift

@@ -256,6 +256,17 @@ def chain_state_bytes(n: int, links: int) -> int:
     return CHAIN_STATE_HEADER_BYTES + links * CHAIN_SUM_COPIES * 2 * n * 128 * 8
 
 
+NORM_STATE_HEADER_BYTES = 256                     # norm_state.h: the CTA counter before the fp64 sums
+NORM_SUM_COPIES = 8                               # norm_state.h, kNormSumCopies
+
+
+def norm_state_bytes(n: int, c: int) -> int:
+    """Bytes of the in-kernel InstanceNorm hand-off's state for batch n and c channels (norm_state.h):
+    a CTA counter and fp64 (copy, Σx | Σx², sample, channel) sums. The twins ignore states (they
+    compute the same affine directly); the CUDA kernels use them and leave them zero."""
+    return NORM_STATE_HEADER_BYTES + NORM_SUM_COPIES * 2 * n * c * 8
+
+
 def check_chain_args(x, scale, shift, weights, norm_weights, norm_biases, eps) -> None:
     name = "conv3x3_residual_chain"
     links = len(weights)

@@ -144,6 +144,7 @@ def main():
     parser.add_argument("--no-frames", action="store_true")
     parser.add_argument("--chain-only", action="store_true", help="the residual chain rows, no single links")
     parser.add_argument("--all-frames", action="store_true", help="1080p and 4K frames too (three plans each)")
+    parser.add_argument("--frames-only", action="store_true", help="bf16 frames only: no layer rows, no fp16")
     args = parser.parse_args()
     ok, why = kernels.cuda_kernels_available()
     assert ok, why
@@ -151,20 +152,21 @@ def main():
     result = {"gpu": props.name, "torch": torch.__version__, "cuda": torch.version.cuda, "layers": [], "frames": []}
     links = [(128, 128, 1, 128, 128), (128, 128, 1, 270, 480), (128, 64, 2, 128, 128), (64, 32, 2, 256, 256),
              (128, 64, 2, 270, 480), (64, 32, 2, 540, 960)]
-    for dtype in (torch.bfloat16, torch.float16):
+    dtypes = (torch.bfloat16,) if args.frames_only else (torch.bfloat16, torch.float16)
+    for dtype in () if args.frames_only else dtypes:
         for h, w in ((128, 128), (64, 64)):
             row = chain_rows(h, w, dtype)
             print(json.dumps(row), flush=True)
             result["layers"].append(row)
-    if args.chain_only:
+    if args.chain_only or args.frames_only:
         links = []
-    for dtype in (torch.bfloat16, torch.float16):
+    for dtype in dtypes:
         for cin, cout, up, h, w in links:
             row = layer_rows(cin, cout, up, h, w, dtype)
             print(json.dumps(row), flush=True)
             result["layers"].append(row)
     if not args.no_frames:
-        for dtype in (torch.bfloat16, torch.float16):
+        for dtype in dtypes:
             for row in frame_rows(dtype, FRAME_SIZES if args.all_frames else ((256, 256), (512, 512))):
                 print(json.dumps(row), flush=True)
                 result["frames"].append(row)

@@ -6,7 +6,9 @@
 (without the caching allocator every tensor is its own cudaMalloc, so memcheck sees any overrun
 of x, weight, bias or out). Covers conv1 and deconv3 (bf16 and fp16 output, fp32 output),
 with and without bias, tails in H and W, 1×1 outputs, N = 1..3, and more tiles than resident
-blocks (persistent loop). Each call is also checked against the fp32 twin; the exit code is
+blocks (persistent loop); and conv9x9_norm (conv1 with IN1's statistics: the statistics
+epilogue's shared scratch and the hand-off's atomics), whose y must equal conv9x9's and whose
+state must be left zero. Each call is also checked against the fp32 twin; the exit code is
 non-zero on any mismatch. Not a pytest module (run_device.sh runs it).
 """
 from __future__ import annotations
@@ -18,9 +20,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))   # run from a checkout, not installed
 from styleforge import kernels
-from styleforge.kernels import reference_conv
+from styleforge.kernels import reference_conv, reference_conv3x3
 
 OP = torch.ops.styleforge.conv9x9.default
+NORM_OP = torch.ops.styleforge.conv9x9_norm.default
 LAYERS = {"conv1": (3, 32), "deconv3": (32, 3)}
 
 
@@ -38,6 +41,23 @@ def check(layer, n, h, w, dtype, bias, out_float32, failures):
     label = f"{layer} N={n} {h}x{w} {dtype} bias={bias} fp32_out={out_float32}"
     if not err <= limit or torch.isnan(out).any():
         failures.append(f"{label}: rel err {err:.3g}")
+
+
+def check_norm(n, h, w, dtype, failures):
+    """conv9x9_norm on the fp32 image with pad 4 (the engine's call)."""
+    g = torch.Generator(device="cuda").manual_seed(n * 1000 + h * 10 + w + 7)
+    x = torch.rand(n, 3, h, w, generator=g, device="cuda") * 255
+    weight = (torch.randn(32, 3, 9, 9, generator=g, device="cuda") / 243 ** 0.5).to(dtype)
+    nw, nb = torch.rand(32, generator=g, device="cuda") + 0.5, torch.randn(32, generator=g, device="cuda")
+    state = kernels.norm_state(n, 32, "cuda")
+    y, scale, shift = NORM_OP(x, weight, 4, nw, nb, 1e-5, state)
+    want_scale, want_shift = reference_conv3x3.norm_scale_shift(y, nw, nb, 1e-5)
+    err = max(float((a - b).norm() / b.norm()) for a, b in ((scale, want_scale), (shift, want_shift)))
+    label = f"conv9x9_norm N={n} {h}x{w} {dtype}"
+    if not torch.equal(y, OP(x, weight, None, False, None, None, 4)):
+        failures.append(f"{label}: y differs from conv9x9's")
+    if not err <= 1e-4 or bool(state.any()):
+        failures.append(f"{label}: statistics rel err {err:.3g}, state zero: {not state.any()}")
 
 
 def main(quick: bool) -> int:
@@ -61,8 +81,11 @@ def main(quick: bool) -> int:
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     check("conv1", 1, 8 * 3, 64 * sms, torch.bfloat16, False, False, failures)
     check("deconv3", 1, 16 * 3, 32 * sms, torch.bfloat16, True, True, failures)
+    norm_shapes = [(1, 5, 5), (2, 17, 70)] + ([] if quick else [(3, 9, 130), (1, 8 * 3, 64 * sms)])
+    for n, h, w in norm_shapes:
+        check_norm(n, h, w, torch.bfloat16, failures)
     torch.cuda.synchronize()
-    print(f"{calls + 2} calls, {len(failures)} failures")
+    print(f"{calls + 2 + len(norm_shapes)} calls, {len(failures)} failures")
     for line in failures:
         print("FAIL", line)
     return 1 if failures else 0

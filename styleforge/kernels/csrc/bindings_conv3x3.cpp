@@ -68,7 +68,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
     const at::Tensor& x_in, const at::Tensor& weight, const std::optional<at::Tensor>& scale_in,
     const std::optional<at::Tensor>& shift_in, const std::optional<at::Tensor>& residual_in, bool relu,
     int64_t upsample, bool keep_input, const std::optional<at::Tensor>& norm_weight,
-    const std::optional<at::Tensor>& norm_bias, double eps, bool stats, int64_t stride) {
+    const std::optional<at::Tensor>& norm_bias, double eps, bool stats, int64_t stride,
+    const std::optional<at::Tensor>& state_in) {
   constexpr const char* kName = "conv3x3_norm";
   TORCH_CHECK(weight.dim() == 4 && weight.size(3) == 64 && weight.scalar_type() == x_in.scalar_type() &&
                   weight.is_contiguous(),
@@ -130,7 +131,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
   at::Tensor out_scale = at::empty({stats ? n : 0, cout}, x.options().dtype(at::kFloat));
   at::Tensor out_shift = at::empty({stats ? n : 0, cout}, x.options().dtype(at::kFloat));
   if (n == 0) return {out, out_scale, out_shift, act};
-  const int64_t ws_bytes = stats ? static_cast<int64_t>(conv3x3_workspace_bytes(n, ho, wo, static_cast<int>(cout))) : 0;
+  // A state (checked in Python: ops_conv3x3.conv3x3_norm) selects the in-kernel hand-off: no partials.
+  const bool in_kernel = stats && state_in.has_value() && state_in->defined();
+  if (in_kernel) {
+    TORCH_CHECK(state_in->is_cuda() && state_in->device() == x_in.device() && state_in->scalar_type() == at::kByte &&
+                    state_in->is_contiguous() && aligned16(*state_in) &&
+                    state_in->numel() >= static_cast<int64_t>(norm_state_bytes(n, static_cast<int>(cout))),
+                kName, ": state must be a zeroed, contiguous uint8 tensor of norm_state_bytes(N, Cout) on x's device");
+  }
+  const int64_t ws_bytes =
+      stats && !in_kernel ? static_cast<int64_t>(conv3x3_workspace_bytes(n, ho, wo, static_cast<int>(cout))) : 0;
   at::Tensor workspace = at::empty({ws_bytes}, x.options().dtype(at::kByte));
 
   Conv3x3Args args;
@@ -148,6 +158,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
   args.act = keep_input ? act.data_ptr() : nullptr;
   args.out = out.data_ptr();
   if (stats) args.norm = handoff(nw, nb, eps, out_scale, out_shift);
+  args.norm_state = in_kernel ? state_in->data_ptr() : nullptr;
   args.N = n;
   args.H = h;
   args.W = w;

@@ -18,7 +18,8 @@
 
 #include <cuda_runtime.h>
 
-#include "conv9x9.h"   // ConvDtype
+#include "conv9x9.h"     // ConvDtype
+#include "norm_state.h"  // NormHandoff, the in-kernel hand-off's state
 
 namespace styleforge {
 
@@ -41,15 +42,6 @@ constexpr bool conv3x3_phase_split(int cin, int cout, int upsample) {
   return upsample == 2 && ((cin == 64 && cout == 32) || (cin == 128 && cout == 64));
 }
 
-// The InstanceNorm hand-off: per-tile partial moments → (scale, shift) per (sample, channel).
-struct NormHandoff {
-  const float* weight = nullptr;   // (C,) fp32 or null (= 1)
-  const float* bias = nullptr;     // (C,) fp32 or null (= 0)
-  float eps = 1e-5f;
-  float* scale = nullptr;          // (N, C) fp32, written
-  float* shift = nullptr;          // (N, C) fp32, written
-};
-
 struct Conv3x3Args {
   ConvDtype dtype = ConvDtype::kBFloat16;
   int cin = 128, cout = 128, upsample = 1, stride = 1;
@@ -62,6 +54,10 @@ struct Conv3x3Args {
   void* act = nullptr;              // (N, H, W, cin): the prologue's output a, or null; upsample 1 only
   void* out = nullptr;              // (N, Ho, Wo, cout) dense NHWC, sizes by conv3x3_out_size
   NormHandoff norm;                 // over cout channels; norm.scale null: no statistics, no hand-off
+  // With norm: a zeroed state of norm_state_bytes(N, cout) for the in-kernel hand-off (the grid's
+  // last CTA writes norm.scale/shift, left zero), or null: per-tile partials in the workspace and
+  // the separate hand-off kernel.
+  void* norm_state = nullptr;
   int64_t N = 0, H = 0, W = 0;      // H·upsample, W·upsample >= 2 (reflection pad 1); stride 2: H, W >= 2
 };
 
@@ -124,7 +120,8 @@ size_t conv3x3_workspace_bytes(int64_t N, int64_t Ho, int64_t Wo, int cout);
 // The moments launch runs on any GPU.
 bool conv3x3_supported();
 
-// Enqueue the convolution and the statistics hand-off on `stream` (two kernels). Returns
+// Enqueue the convolution and the statistics hand-off on `stream` (two kernels; one with a
+// norm_state). Returns
 // cudaErrorInvalidValue for an unsupported configuration, else the first launch error.
 cudaError_t conv3x3_launch(const Conv3x3Args& args, void* workspace, cudaStream_t stream);
 

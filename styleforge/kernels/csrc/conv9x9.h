@@ -12,6 +12,8 @@
 
 #include <cuda_runtime.h>
 
+#include "norm_state.h"  // NormHandoff, norm_state_bytes
+
 namespace styleforge {
 
 // The element type of x and weight (and of the output unless out_float32).
@@ -27,20 +29,27 @@ struct Conv9x9Args {
   int pad = 0;                   // 0 (x is already padded) or 4 (reflection pad in the addressing)
   const float* scale = nullptr;  // 32 → 3 only: (N, 32) fp32, or null (no norm) ...
   const float* shift = nullptr;  // ... with shift: x' = relu(x·scale + shift) before the pad
-  const void* weight = nullptr;  // (Cout, Cin, 9, 9) contiguous, x's dtype
+  const void* weight = nullptr;  // (Cout, Cin, 9, 9) contiguous, 16-byte aligned, x's dtype
   const float* bias = nullptr;   // (Cout,) fp32, or null
   void* out = nullptr;           // (N, H + 2·pad − 8, W + 2·pad − 8, Cout) dense NHWC, 16-byte aligned
   bool out_float32 = false;      // fp32 output (only the 32→3 kernel has it)
   int64_t N = 0, H = 0, W = 0;   // x's sizes: H + 2·pad, W + 2·pad >= 9, and H, W > pad
   int cin = 0, cout = 0;
   int num_sms = 132;             // sizes the persistent grid; any positive value is correct
+  // 3 → 32 only, optional: IN1's statistics of the stored output. norm.scale set: the launch also
+  // writes norm.scale, norm.shift ((N, 32) fp32: InstanceNorm(out) = out·scale + shift) through the
+  // in-kernel hand-off, with norm_state a zeroed state of norm_state_bytes(N, 32) that it leaves
+  // zero (launches that may overlap need separate states).
+  NormHandoff norm;
+  void* norm_state = nullptr;
 };
 
 // Whether a kernel exists for these channel counts and output type: (3→32) and (32→3, either output).
 bool conv9x9_supported(int cin, int cout, bool out_float32);
 
 // Enqueue the convolution on `stream`. Returns cudaErrorInvalidValue for an unsupported
-// configuration, else the launch error (cudaSuccess when the launch was accepted).
+// configuration (including a weight that is not 16-byte aligned, and planes of over 2^31 pixels),
+// else the launch error (cudaSuccess when the launch was accepted).
 cudaError_t conv9x9_launch(const Conv9x9Args& args, cudaStream_t stream);
 
 }  // namespace styleforge

@@ -8,7 +8,12 @@
 //     by the "Matrix Fragments for mma.m16n8k16 with floating point type" tables, and every
 //     lane's D is computed in double from the full 16×16 · 16×8 product;
 //   ldmatrix.sync.m8n8.x4.b16: lanes 8i..8i+7 supply the row addresses of matrix i, and lane l
-//     receives in register i the 32-bit word at column pair l%4 of row l/4 of matrix i.
+//     receives in register i the 32-bit word at column pair l%4 of row l/4 of matrix i;
+//   shfl.sync.bfly (full mask): lane l receives lane l ^ m's value.
+// cvt.rn.relu.{bf16x2,f16x2}.f32 is modelled as round-to-nearest-even, then negative results
+// become +0 and NaN the canonical NaN (0x7fff). The in-kernel InstanceNorm hand-off's device
+// functions (atomicAdd on fp64 and u32, __threadfence, __ldcg, rsqrtf) map to std::atomic_ref and
+// plain loads: blocks run one after another, so the last block to count is the last to run.
 // Shared-memory addresses given to ldmatrix must be 16-byte aligned and inside the block's
 // buffer (aborts otherwise); with -fsanitize=address every other overrun shows too. It does not
 // model the memory system, bank conflicts, races between blocks, or timing. A test tool only.
@@ -18,6 +23,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -46,11 +52,28 @@
 // -mfma never contracts these into an FMA.
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
+inline uint32_t __float_as_uint(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float __uint_as_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+
+// The hand-off's atomics: the threads of a block run concurrently.
+inline double atomicAdd(double* p, double v) { return std::atomic_ref<double>(*p).fetch_add(v); }
+inline unsigned atomicAdd(unsigned* p, unsigned v) { return std::atomic_ref<unsigned>(*p).fetch_add(v); }
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline double __ldcg(const double* p) { return *p; }
 
 namespace emu {
 
 constexpr int kWarp = 32;
-enum Op { kLdmatrix = 1, kMmaBf16 = 2, kMmaF16 = 3 };
+enum Op { kLdmatrix = 1, kMmaBf16 = 2, kMmaF16 = 3, kShfl = 4 };
 
 inline float bits_to_float(uint16_t h, bool bf16) {
   if (bf16) {
@@ -77,6 +100,8 @@ struct WarpState {
   uint32_t b[kWarp][2] = {};
   float c[kWarp][4] = {};
   const unsigned char* addr[kWarp] = {};
+  uint32_t shfl_in[kWarp] = {};
+  int shfl_mask[kWarp] = {};
   uint32_t out[kWarp][4] = {};
   float d[kWarp][4] = {};
   const unsigned char* smem_lo = nullptr;
@@ -93,6 +118,10 @@ inline void Complete::operator()() noexcept {
       std::fprintf(stderr, "emulator: lanes of one warp issued different collectives\n");
       std::abort();
     }
+  }
+  if (op == kShfl) {
+    for (int l = 0; l < kWarp; ++l) w->out[l][0] = w->shfl_in[l ^ (w->shfl_mask[l] & (kWarp - 1))];
+    return;
   }
   if (op == kLdmatrix) {
     for (int l = 0; l < kWarp; ++l) {
@@ -209,8 +238,40 @@ template <typename T> inline void mma_16816(float (&d)[4], const uint32_t (&a)[4
   for (int i = 0; i < 4; ++i) d[i] = w.d[l][i];
 }
 
+// cvt.rn.relu.{bf16x2,f16x2}.f32 d, hi, lo (see the header comment).
+template <typename T> inline uint32_t relu_pack2(float lo, float hi) {
+  auto one = [](float v) -> uint32_t {
+    if (std::isnan(v)) return 0x7fffu;
+    uint16_t bits;
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+      bits = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+    } else {
+      bits = __half_as_ushort(__float2half_rn(v));
+    }
+    return (bits & 0x8000u) != 0 ? 0u : bits;
+  };
+  return one(lo) | (one(hi) << 16);
+}
+
+template <typename P> inline P* opaque(P* ptr) { return ptr; }
+
 }  // namespace
 }  // namespace styleforge
+
+// shfl.sync.bfly.b32 with the full mask, as a warp collective.
+inline float __shfl_xor_sync(unsigned mask, float v, int lane_mask) {
+  if (mask != 0xffffffffu) {
+    std::fprintf(stderr, "emulator: only full-warp shuffles are modelled\n");
+    std::abort();
+  }
+  emu::WarpState& w = *emu::ctx.warp;
+  const int l = emu::lane();
+  w.op[l] = emu::kShfl;
+  w.shfl_in[l] = __float_as_uint(v);
+  w.shfl_mask[l] = lane_mask;
+  w.bar->arrive_and_wait();
+  return __uint_as_float(w.out[l][0]);
+}
 
 #define threadIdx (emu::ctx.tid)
 #define blockIdx (emu::ctx.bid)

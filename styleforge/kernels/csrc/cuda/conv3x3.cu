@@ -2,15 +2,19 @@
 // accumulate, on Hopper wgmma: (Cin, Cout, ×upsample, stride) = (128, 128, 1, 1) for the residual
 // blocks, (128, 64, 2, 1), (64, 32, 2, 1) for the decoder and (32, 64, 1, 2), (64, 128, 1, 2) for
 // the encoder's conv2 and conv3 (applying IN1 and IN2, gathering IN2 and IN3); reflection pad 1.
-// Cin 32 runs as Cin 64 with the upper 32 channels zero in the halo and the weight (K padded to
-// the 64-channel blocks of the B layout; conv2 is 2.4 of the network's 81 GFLOP).
+// Cin 32 runs as Cin 64 in the weight (K padded to the 64-channel blocks of the B layout; conv2 is
+// 2.4 of the network's 81 GFLOP), but its halo holds the 32 real channels and the zero k-steps are
+// skipped (Cfg::kNarrow).
 //   prologue  the previous norm's apply (a = x·scale + shift, + residual, ReLU), the ×2 nearest
 //             upsample and the reflection resolved in the address math, written once to shared
 //             memory (and, if asked, the tile's interior to `act`, which becomes the next residual);
 //   main loop an implicit GEMM: M = the tile's output pixels, N = Cout, K = 9 taps × Cin (×2 upsample:
 //             4 taps × Cin per output phase on the low-resolution input, see Cfg::kPhase);
 //   epilogue  the output, rounded, plus per-tile (sum, M2) of every channel for the next norm;
-// then a second small kernel turns the tiles' moments into (scale, shift) per (sample, channel).
+// then a second small kernel turns the tiles' moments into (scale, shift) per (sample, channel) — or,
+// given a zeroed state (norm_state.h), the tiles add them to fp64 sums and the grid's last CTA does
+// it, with no kernel boundary in between (the engine's form; the hand-off kernel ended 4–5 µs after
+// each convolution in the 512² frame).
 // So an InstanceNorm between two of these convolutions costs no pass over the activation. Both
 // kernels are launched with programmatic dependent launch: a convolution's blocks start, set up
 // and fetch their first weights while the hand-off before them still runs.
@@ -43,6 +47,11 @@ __global__ void __launch_bounds__(kThreads, (Cfg<CIN, COUT, UP, STRIDE, CIN_X>::
   grid_dependency_wait();   // x, scale, shift and residual come from the kernels before this one
   const int n = blockIdx.x / p.tiles;
   conv_tile<T, CIN, COUT, UP, STRIDE, CIN_X, false>(p, sm, n, blockIdx.x - n * p.tiles, 0);
+  if (p.norm_state != nullptr) {   // the in-kernel hand-off: the last CTA writes (scale, shift)
+    const int NC = static_cast<int>(gridDim.x / p.tiles) * COUT;
+    norm_state_finish(p.norm_state, NC, COUT, 1.0 / (static_cast<double>(p.Ho) * p.Wo), p.norm_out,
+                      reinterpret_cast<unsigned*>(sm.mean_s), threadIdx.x, kConsumers, [] { consumers_sync(); });
+  }
 #else
   __trap();   // built without sm_90a code: conv3x3_supported() keeps launches away
 #endif
@@ -245,6 +254,10 @@ cudaError_t launch_conv(const Conv3x3Args& a, float2* partials, cudaStream_t str
   p.scale = a.scale;
   p.shift = a.shift;
   p.partials = partials;
+  if (a.norm.scale != nullptr && a.norm_state != nullptr) {
+    p.norm_state = a.norm_state;
+    p.norm_out = a.norm;
+  }
   p.H = static_cast<int>(a.H);
   p.W = static_cast<int>(a.W);
   p.Ho = static_cast<int>(conv3x3_out_size(a.H, UP, STRIDE));
@@ -296,8 +309,10 @@ cudaError_t conv3x3_launch(const Conv3x3Args& a, void* workspace, cudaStream_t s
     return cudaErrorInvalidValue;
   }
   if (a.N == 0) return cudaSuccess;
-  // No hand-off asked for (norm.scale null): no statistics at all.
-  float2* partials = a.norm.scale != nullptr ? static_cast<float2*>(workspace) : nullptr;
+  // No hand-off asked for (norm.scale null): no statistics at all. With a norm_state, no partials
+  // (the workspace may be empty).
+  const bool stats = a.norm.scale != nullptr;
+  float2* partials = stats && a.norm_state == nullptr ? static_cast<float2*>(workspace) : nullptr;
   const cudaError_t err = a.dtype == ConvDtype::kBFloat16 ? dispatch<__nv_bfloat16>(a, partials, stream, 0)
                                                           : dispatch<__half>(a, partials, stream, 5);
   if (err != cudaSuccess || partials == nullptr) return err;

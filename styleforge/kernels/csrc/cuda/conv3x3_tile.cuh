@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "norm_state.cuh"
 #include "packed16.cuh"
 #include "smem_optin.cuh"
 #include "sm90_ptx.cuh"
@@ -55,6 +56,11 @@ template <int CIN, int COUT, int UP, int STRIDE = 1, int CIN_X = CIN>
 struct Cfg {
   static constexpr int kTH = conv3x3_tile_h(COUT);            // output rows
   static constexpr int kMB = kTH / 8;                         // m64 blocks per warpgroup
+  // Cin 32 (conv2, CIN_X < CIN): the weight's K is padded to the 64-channel block of the B layout,
+  // but the halo holds only the real channels (64-byte pixels) and the main loop skips the zero k16
+  // steps: half the MMAs and half the halo (70 KB at 16 × 16 output pixels, not 139). Still one CTA
+  // per SM: at two (≤ 112 registers) the epilogue's 64 accumulators and 32 packed outputs spill.
+  static constexpr bool kNarrow = CIN_X < CIN;
   static constexpr int kMinBlocks = kMB * COUT / 2 <= 32 ? 2 : 1;   // CTAs per SM (__launch_bounds__)
   // Phase split (the ×2 decoder layers): a nearest ×2 upsample then a 3×3 convolution is, for each
   // output phase (a, b) = (row, column) parity, a 2×2 convolution of the low-resolution input
@@ -72,10 +78,10 @@ struct Cfg {
   static constexpr int kHaloH = kPhase ? kTH / 2 + 2 : (STRIDE == 2 ? 2 * kTH + 1 : kTH + 2);
   static constexpr int kHaloW = kPhase ? kTW / 2 + 2 : (STRIDE == 2 ? 2 * kTW + 1 : kTW + 2);
   static constexpr int kHaloPixels = kHaloH * kHaloW;
-  static constexpr int kPixelBytes = CIN * 2;
-  static constexpr int kChunks = CIN / 8;                     // 16-byte chunks per halo pixel
-  static constexpr int kChunksX = CIN_X / 8;                  // ... per pixel of x (CIN_X ≤ CIN: the rest are 0)
-  static constexpr int kKSteps = CIN / 16;                    // k16 steps per tap
+  static constexpr int kPixelBytes = CIN_X * 2;
+  static constexpr int kChunks = CIN_X / 8;                   // 16-byte chunks per halo pixel
+  static constexpr int kChunksX = CIN_X / 8;                  // ... per pixel of x
+  static constexpr int kKSteps = CIN_X / 16;                  // k16 steps per tap (the real ones)
   // Pipeline steps per tap: each step's A fragments are kStepK k16 steps × kBlocksPerStep blocks = 4
   // ldmatrix.x4 (16 registers; two buffers), so the 64 accumulators and both buffers fit the 168
   // registers a thread gets (the block is 2.25 warpgroups; registers are allotted per warpgroup).
@@ -85,8 +91,9 @@ struct Cfg {
   static constexpr int kStepsPerTap = kPhase && CIN == 128 ? kKSteps / 2 : kKSteps * kBlocksPerStep / 4;
   static constexpr int kStepK = kKSteps / kStepsPerTap;
   static constexpr uint32_t kOutBytes = kTH * kTW * COUT * 2;
-  static constexpr uint32_t kHaloBytes = round_up_1k(kHaloPixels * kPixelBytes > static_cast<int>(kOutBytes)
-                                                         ? kHaloPixels * kPixelBytes : kOutBytes);
+  // (64-byte pixels are stored in pairs per 128-byte row: see halo_offset.)
+  static constexpr int kHaloUsed = kChunks == 4 ? (kHaloPixels + 1) / 2 * 128 : kHaloPixels * kPixelBytes;
+  static constexpr uint32_t kHaloBytes = round_up_1k(kHaloUsed > static_cast<int>(kOutBytes) ? kHaloUsed : kOutBytes);
   static constexpr uint32_t kTapBytes = CIN * COUT * 2;
   static constexpr uint32_t kEntryBytes = kTapBytes * kWGSplit;
   static constexpr uint32_t kKbBytes = COUT * 128;            // one [Cout][64 k] block of a tap
@@ -112,7 +119,11 @@ struct Params {
   const unsigned char* weight;
   const float* scale;
   const float* shift;
-  float2* partials;   // [N][tiles][Cout] (sum, M2), or null: no statistics
+  float2* partials;   // [N][tiles][Cout] (sum, M2), or null: no statistics (unless norm_state)
+  // The in-kernel hand-off (norm_state.h): the tile's moments go to this zeroed state's fp64 sums
+  // and the grid's last CTA writes norm_out's (scale, shift); null: partials or no statistics.
+  void* norm_state;
+  NormHandoff norm_out;
   int H, W, Ho, Wo, tiles_x, tiles;
   bool relu;
   // The residual chain (conv3x3_chain.cu) only: the prologue's affine from the previous link's
@@ -146,6 +157,19 @@ __device__ __forceinline__ void tile_mark(const Params& p, int k) {
 template <int STRIDE>
 __device__ __forceinline__ int halo_swizzle(int P) {
   return STRIDE == 2 ? (P >> 1) & 7 : P & 7;
+}
+
+// Byte offset of 16-byte chunk q of halo pixel P. 128-byte pixels and wider: chunk q ^ halo_swizzle(P)
+// of the pixel's own rows. 64-byte pixels (Cin 32): two pixels per 128-byte row, the pixel's parity
+// picking the half and the row index XOR-ing the 8 chunk slots, so that the 8 pixels of one
+// ldmatrix (a stride-2 run: one parity, consecutive rows) hit 8 distinct bank groups.
+template <int kChunks, int STRIDE>
+__device__ __forceinline__ int halo_offset(int P, int q) {
+  if constexpr (kChunks == 4) {
+    return (P >> 1) * 128 + (((q | ((P & 1) << 2)) ^ ((P >> 1) & 7)) << 4);
+  } else {
+    return P * kChunks * 16 + ((q ^ halo_swizzle<STRIDE>(P)) << 4);
+  }
 }
 
 #if SF_SM90A   // helpers of the sm_90a kernel only
@@ -265,17 +289,6 @@ __device__ __forceinline__ void produce_taps(const TileSmem<C>& sm, const unsign
   }
 }
 
-// InstanceNorm as one affine from fp64 sums Σx, Σx² of the channel's values (the chain's statistics):
-// scale = γ / √(var + eps), shift = β − mean·scale. var = Σx²/n − mean² is exact enough in fp64 for
-// any mean the activations reach (the sums are of fp32 per-tile moments, see the epilogue).
-__device__ __forceinline__ void norm_affine_from_sums(double sum1, double sum2, double inv_count, float gamma,
-                                                      float beta, float eps, float& scale, float& shift) {
-  const double mean = sum1 * inv_count;
-  const double var = fmax(sum2 * inv_count - mean * mean, 0.0);
-  scale = gamma * rsqrtf(static_cast<float>(var) + eps);
-  shift = beta - static_cast<float>(mean) * scale;
-}
-
 // Loads of activations: through L1 (read-only path) in a single convolution; at L2 (ld.global.cg) in
 // the chain, whose inputs other CTAs of the same grid wrote (the read-only path may keep stale lines).
 template <bool kChain>
@@ -310,12 +323,11 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
     const int H = p.H, W = p.W, Ho = p.Ho, Wo = p.Wo;
     constexpr int kChunks = C::kChunks, kChunksX = C::kChunksX;
     const int q = tid % kChunks;   // fixed per thread: its 8 channels' affine stays in registers
-    const bool real = q < kChunksX;   // else a zero chunk of the padded K
     float sc[8], sh[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
-      sc[e] = p.scale && real ? p.scale[n * CIN_X + q * 8 + e] : 1.f;
-      sh[e] = p.shift && real ? p.shift[n * CIN_X + q * 8 + e] : 0.f;
+      sc[e] = p.scale ? p.scale[n * CIN_X + q * 8 + e] : 1.f;
+      sh[e] = p.shift ? p.shift[n * CIN_X + q * 8 + e] : 0.f;
     }
     // Chain: the norm's affine from the previous link's sums. Thread tid loads channel tid % Cin of
     // half the copies (tid / Cin picks which); the halves meet in `red` (free until the epilogue),
@@ -400,7 +412,7 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
                         x0 + c - 1 < W;
           v[j] = make_uint4(0, 0, 0, 0);
           if constexpr (kRes) rv[j] = make_uint4(0, 0, 0, 0);
-          if (P < C::kHaloPixels && real) {
+          if (P < C::kHaloPixels) {
             v[j] = load_act<kChain>(x4 + off[j]);
             if constexpr (kRes) rv[j] = load_act<kChain>(r4 + off[j]);
           }
@@ -431,7 +443,7 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
           }
           const uint4 a = make_uint4(pack2<T>(f[0], f[1]), pack2<T>(f[2], f[3]), pack2<T>(f[4], f[5]),
                                      pack2<T>(f[6], f[7]));
-          *reinterpret_cast<uint4*>(halo + P * C::kPixelBytes + ((q ^ halo_swizzle<STRIDE>(P)) << 4)) = a;
+          *reinterpret_cast<uint4*>(halo + halo_offset<kChunks, STRIDE>(P, q)) = a;
           if (p.act && interior[j]) reinterpret_cast<uint4*>(p.act)[off[j]] = a;
         }
       }
@@ -467,11 +479,10 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
         const int ky = tap / 3, kx = tap - ky * 3;
         P = (STRIDE * (row0 + 4 * mb) + ky) * C::kHaloW + STRIDE * lrow + kx;
       }
-      const uint32_t row = halo_s + P * C::kPixelBytes;
 #pragma unroll
       for (int kk = 0; kk < kStepK; ++kk) {
         const int chunk = 2 * ((step % kSPT) * kStepK + kk) + lhalf;
-        ldmatrix_x4(a[kk][mb], row + ((chunk ^ halo_swizzle<STRIDE>(P)) << 4));
+        ldmatrix_x4(a[kk][mb], halo_s + halo_offset<C::kChunks, STRIDE>(P, chunk));
       }
     }
   };
@@ -555,7 +566,8 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
       pk[mb][j] = pack2<T>(acc[mb][2 * j], acc[mb][2 * j + 1]);
       unpack2<T>(pk[mb][j], acc[mb][2 * j], acc[mb][2 * j + 1]);
     }
-  const bool stats = kChain || p.partials != nullptr;   // uniform: every consumer takes the same branch
+  // Uniform: every consumer takes the same branch.
+  const bool stats = kChain || p.partials != nullptr || p.norm_state != nullptr;
   float tile_sum = 0.f;
   // The per-warp channel sums: v[2i + j] is channel 8i + 2t + j, summed over the lane's pixels, then
   // over g; lane (g, t) writes its V/8 of them (see sum_over_g).
@@ -646,6 +658,8 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
       const double sum = tile_sum;
       atomicAdd(p.out_sums + n * COUT + tid, sum);
       atomicAdd(p.out_sums + p.sums_stride + n * COUT + tid, static_cast<double>(m2) + sum * sum / count);
+    } else if (p.norm_state != nullptr) {
+      norm_state_add(p.norm_state, static_cast<int>(gridDim.x / p.tiles) * COUT, n, COUT, tid, tile_sum, m2, count);
     } else {
       p.partials[(static_cast<int64_t>(n) * p.tiles + tile) * COUT + tid] = make_float2(tile_sum, m2);
     }

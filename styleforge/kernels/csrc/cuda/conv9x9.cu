@@ -44,9 +44,23 @@
 // 16×32 output pixels; the weights (90 fragments of (G, kx, k-step), 23 KB) are staged once per
 // block, so the grid is persistent.
 //
-// Tails: the input tile is zero-filled past the padded input's edge and stores are bounds-checked,
-// so any output size ≥ 1 works. Global offsets are 64-bit. Not covered: other channel counts (the
-// bindings refuse them and the engine keeps cuDNN), fp32 input to the head, conv strides or dilations.
+// Weights: both kernels first copy the raw (Cout, Cin, 9, 9) tensor (15,552 B, 16-byte aligned) into
+// shared memory that is free at that point with coalesced 16-byte loads, all issued before any is
+// used (one memory round trip, not one per dependent 2-byte load), then build the B fragments from it.
+//
+// conv1's InstanceNorm (IN1) statistics, optionally (rgb_kernel<..., kStats>, conv9x9_norm): each
+// tile's epilogue computes per channel the sum and M2 = Σ(v − mean)² (two passes, fp32) of the
+// rounded outputs it stores, over its valid pixels, and adds them to the zeroed state's fp64 sums;
+// the grid's last block turns the sums into the norm's (scale, shift) and zeroes the state
+// (norm_state.cuh). The no-statistics kernels are separate instantiations, unchanged by this.
+//
+// Tails: the input tile is zero-filled past the padded input's edge (the head's norm then makes
+// those pixels relu(shift)), which feeds only outputs that are not stored, and stores are
+// bounds-checked, so any output size ≥ 1 works. Indices are 32-bit (the launcher refuses the
+// planes of about 2^31 pixels or elements where they would not be); per-sample bases and products
+// with conv1's strides are 64-bit. Not covered: other channel counts (the bindings refuse them and
+// the engine keeps cuDNN), fp32 input to the head, conv strides or dilations. Two kernels that
+// share the fragment conventions, the staging idioms and the launcher make one file of ~700 lines.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -56,6 +70,7 @@
 #include <mutex>
 #include <type_traits>
 
+#include "norm_state.cuh"
 #include "smem_optin.cuh"
 #include "../conv9x9.h"
 
@@ -64,7 +79,7 @@ namespace {
 
 // ---- warp primitives ----------------------------------------------------------------------
 // The emulator (dev/kernels/conv9x9/emulator) defines STYLEFORGE_CONV_WARP_EMULATION and its own
-// versions of these two with the same semantics, so the rest of this file runs unchanged on a CPU.
+// versions of these four with the same semantics, so the rest of this file runs unchanged on a CPU.
 #ifndef STYLEFORGE_CONV_WARP_EMULATION
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* smem) {
   const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -86,6 +101,32 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y));
   }
+}
+
+// T's pair (round(relu(lo)), round(relu(hi))), lo in the low half, in one instruction (sm_80+; the
+// first source fills the upper half). .relu clamps the converted value to 0 if negative; for finite
+// v that is round(relu(v)) because rounding is monotonic and maps 0 to 0: v < 0 rounds to a value
+// ≤ 0, clamped to 0, and v ≥ 0 rounds to a value ≥ 0, left alone (overflow: ±inf, then inf or 0,
+// both ways). At most the sign of a zero can differ, which changes no mma sum. A NaN stays a NaN
+// (the canonical one), as torch.relu keeps it (the fmaxf(NaN, 0) this replaces made it 0).
+template <typename T>
+__device__ __forceinline__ uint32_t relu_pack2(float lo, float hi) {
+  uint32_t r;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    asm("cvt.rn.relu.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  } else {
+    asm("cvt.rn.relu.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  }
+  return r;
+}
+
+// The same pointer, opaque to the optimiser: a per-tile base then stays one register and each
+// staged address is one IMAD.WIDE off it, instead of the base's terms being folded into every
+// address's 64-bit arithmetic.
+template <typename P>
+__device__ __forceinline__ P* opaque(P* ptr) {
+  asm("" : "+l"(ptr));
+  return ptr;
 }
 #endif
 
@@ -128,24 +169,79 @@ __device__ __forceinline__ uint32_t pack2(uint16_t lo, uint16_t hi) {
   return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
 }
 
+// The two T values of a packed pair as floats (exact).
+template <typename T> __device__ __forceinline__ void unpack2(uint32_t w, float& lo, float& hi) {
+  lo = from_bits<T>(static_cast<uint16_t>(w & 0xffffu));
+  hi = from_bits<T>(static_cast<uint16_t>(w >> 16));
+}
+
+// One halving step of sum8_over_g: the lanes kMask apart swap halves of v[0 .. 2·kWidth); the lane
+// with that bit set keeps (and sums) the upper half, its partner the lower. Bit-mask selects, so v
+// stays in registers (a `c ? v[i] : v[j]` would become an indexed local-memory load).
+template <int kWidth, int kMask>
+__device__ __forceinline__ void halve(float (&v)[8], int lane) {
+  const uint32_t keep_hi = (lane & kMask) != 0 ? 0xffffffffu : 0u;
+#pragma unroll
+  for (int k = 0; k < kWidth; ++k) {
+    const uint32_t lo = __float_as_uint(v[k]), hi = __float_as_uint(v[k + kWidth]);
+    const float send = __uint_as_float((lo & keep_hi) | (hi & ~keep_hi));
+    const float keep = __uint_as_float((hi & keep_hi) | (lo & ~keep_hi));
+    v[k] = keep + __shfl_xor_sync(0xffffffffu, send, kMask);
+  }
+}
+// Sums each of v[0 .. 8) over the 8 lanes sharing t = lane % 4 (g = 0..7) with 4 + 2 + 1 shuffles:
+// afterwards v[0] of lane (g, t) holds the sum of v[g].
+__device__ __forceinline__ void sum8_over_g(float (&v)[8], int lane) {
+  halve<4, 16>(v, lane);
+  halve<2, 8>(v, lane);
+  halve<1, 4>(v, lane);
+}
+
 struct Params {
   const void* x;           // T's raw 16-bit elements (the kernels only move them until the mma) or fp32
-  const uint16_t* weight;
+  const uint16_t* weight;  // (Cout, Cin, 9, 9), 16-byte aligned
   const float* bias;
   const float* scale;      // head: (N, 32) prologue norm, or null
   const float* shift;
   void* out;
-  int64_t sn, sc, sh, sw;  // rgb: x's element strides
-  int64_t Hin, Win;        // x's sizes
-  int64_t Hp, Wp, H, W;    // padded input, output
+  int64_t sn;              // rgb: x's element strides (sc, sh, sw < 2^31)
+  int sc, sh, sw;
+  int N, Hin, Win;         // x's sizes
+  int Hp, Wp, H, W;        // padded input, output
   int pad;                 // the reflection pad resolved in the addressing (0 or 4)
-  int64_t tiles_x, tiles_y, tiles;
+  int tiles_x, tiles_y, tiles;
+  NormHandoff norm;        // rgb_kernel<..., true>: the IN1 hand-off ...
+  void* norm_state;        // ... and its zeroed state
+  double inv_count;        // 1 / (H·W)
 };
 
-// Source row/column of padded coordinate i + pad under reflection (needs pad < n): the staging
-// loops map every padded input position to x itself, so no padded copy exists.
-__device__ __forceinline__ int64_t reflect(int64_t i, int64_t n) {
-  return i < 0 ? -i : (i >= n ? 2 * (n - 1) - i : i);
+// Source row/column of padded coordinate i + pad under reflection, last = 2·(n − 1) for a size n
+// > pad: the staging loops map every padded input position to x itself, so no padded copy exists.
+// min(|i|, last − |i|) is i inside, −i before the start and last − i past the end (for −n < i < 2n − 1).
+__device__ __forceinline__ int reflect(int i, int last) {
+  const int a = i < 0 ? -i : i;
+  return a < last - a ? a : last - a;
+}
+__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+
+// The raw weight tensor (Cout·Cin·81 16-bit values, 15,552 B for either layer) copied to dst with
+// kThreads threads: every 16-byte load issued before the first store, so one memory latency. The
+// loads past the end re-read the last chunk rather than being predicated off: with one predicate
+// per load ptxas issued the head's eighth load only after the first store.
+constexpr int kWeightChunks = 32 * 3 * 81 * 2 / 16;
+static_assert(32 * 3 * 81 * 2 % 16 == 0, "the weight is whole 16-byte chunks");
+template <int kThreads>
+__device__ __forceinline__ void stage_weight(const uint16_t* weight, uint4* dst) {
+  constexpr int kPer = (kWeightChunks + kThreads - 1) / kThreads;
+  const uint4* src = reinterpret_cast<const uint4*>(weight);
+  const int tid = static_cast<int>(threadIdx.x);
+  uint4 v[kPer];
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) v[k] = __ldg(src + imin(tid + k * kThreads, kWeightChunks - 1));
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    if (tid + k * kThreads < kWeightChunks) dst[tid + k * kThreads] = v[k];
+  }
 }
 
 // ---- rgb_kernel: 3 → 32 -------------------------------------------------------------------
@@ -155,23 +251,30 @@ constexpr int kRgbTH = 8, kRgbTW = 64;                 // output tile
 constexpr int kRgbRows = kRgbTH + 8;                   // staged input rows
 constexpr int kRgbCopy = 224;                          // elements per copy: ≥ 3·63 + 32, and 112 words ≡ 16 (mod 32)
 constexpr int kRgbLoad = kRgbCopy + 1;                 // copy 1 needs one element past copy 0
-constexpr int kRgbStaged = kRgbRows * kRgbLoad;         // elements staged per tile
-constexpr int kRgbPerThread = (kRgbStaged + kRgbThreads - 1) / kRgbThreads;   // 15
-constexpr int kRgbBatch = 8;                                                  // loads in flight
+static_assert(kRgbLoad <= kRgbThreads, "one staged column per thread");
 constexpr int kRgbSlots = 9 * 2 * 4;                   // B fragments: ky × k-step × n-tile
 constexpr int kRgbStage = 40;                          // staged output pixel stride (elements), 80 B
 constexpr size_t kRgbInBytes = size_t(kRgbRows) * 2 * kRgbCopy * 2;
 constexpr size_t kRgbWBytes = size_t(kRgbSlots) * 32 * 8;
-constexpr size_t kRgbSmem = kRgbInBytes + kRgbWBytes + size_t(kRgbTH) * kRgbTW * kRgbStage * 2;
+constexpr size_t kRgbStBytes = size_t(kRgbTH) * kRgbTW * kRgbStage * 2;
+static_assert(kRgbStBytes >= kWeightChunks * 16, "the raw weight is staged where the output is later");
+constexpr size_t kRgbSmem = kRgbInBytes + kRgbWBytes + kRgbStBytes;
+// kStats only: red [8 warps][32 channels], mean [32], the hand-off's flag word.
+constexpr size_t kRgbStatBytes = (8 * 32 + 32 + 4) * 4;
 
-template <typename T, typename In>
+template <typename T, typename In, bool kStats>
 __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
   extern __shared__ __align__(16) unsigned char smem[];
   uint16_t* in_s = reinterpret_cast<uint16_t*>(smem);                  // [row][copy][kRgbCopy]
   uint2* w_s = reinterpret_cast<uint2*>(smem + kRgbInBytes);           // [ky][ks][nt][lane]
   uint16_t* st_s = reinterpret_cast<uint16_t*>(smem + kRgbInBytes + kRgbWBytes);  // [pixel][kRgbStage]
+  float* red_s = reinterpret_cast<float*>(smem + kRgbSmem);           // kStats: [warp][channel]
+  float* mean_s = red_s + 8 * 32;
 
-  // B[k][n] = W[n][c][ky][kx] with k = 3·kx + c (< 27), else 0.
+  // B[k][n] = W[n][c][ky][kx] with k = 3·kx + c (< 27), else 0, from the raw weight staged in st_s
+  // (free until the first epilogue, which the tile loop's first barrier orders after these reads).
+  stage_weight<kRgbThreads>(p.weight, reinterpret_cast<uint4*>(st_s));
+  __syncthreads();
   for (int i = threadIdx.x; i < kRgbSlots * 32; i += kRgbThreads) {
     const int lane = i & 31, slot = i >> 5;
     const int nt = slot & 3, ks = (slot >> 2) & 1, ky = slot >> 3;
@@ -181,7 +284,7 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int k = ks4[j];
-      v[j] = k < 27 ? p.weight[((n * 3 + k % 3) * 9 + ky) * 9 + k / 3] : uint16_t(0);
+      v[j] = k < 27 ? st_s[((n * 3 + k % 3) * 9 + ky) * 9 + k / 3] : uint16_t(0);
     }
     w_s[i] = make_uint2(pack2(v[0], v[1]), pack2(v[2], v[3]));
   }
@@ -196,35 +299,33 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
   constexpr int kRowWords = kRgbCopy;                      // two copies of kRgbCopy 16-bit elements
   const uint32_t* a_base = reinterpret_cast<const uint32_t*>(in_s) + wr0 * kRowWords + a_word;
   const In* x = static_cast<const In*>(p.x);
+  // Staging: thread j < kRgbLoad stages element j of every staged row, i.e. channel j % 3 of padded
+  // pixel x0 + j / 3 (the NHWC order of K), so the column's address is worked out once per tile and
+  // each row adds one stride; the row's two copies take it at j and j − 1.
+  const int sj = threadIdx.x, sj_px = sj / 3, sj_c = sj - 3 * sj_px;
 
-  for (int64_t tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
-    const int64_t rest = tile / p.tiles_x, n = rest / p.tiles_y;
-    const int y0 = static_cast<int>(rest % p.tiles_y) * kRgbTH, x0 = static_cast<int>(tile % p.tiles_x) * kRgbTW;
+  for (int tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
+    const int rest = tile / p.tiles_x, n = rest / p.tiles_y;
+    const int y0 = (rest - n * p.tiles_y) * kRgbTH, x0 = (tile - rest * p.tiles_x) * kRgbTW;
     __syncthreads();   // the previous tile's readers of in_s and st_s are done
-    // Element e of a staged row is channel e % 3 of padded pixel e / 3 (the NHWC order of K).
-    // Staging in batches whose loads are all issued before the first is used (one memory latency
-    // per batch, not per element).
-    const In* xn = x + n * p.sn;
-#pragma unroll 1
-    for (int b = 0; b < kRgbPerThread; b += kRgbBatch) {
-      In raw[kRgbBatch];
+    if (sj < kRgbLoad) {
+      const int px = x0 + sj_px;
+      const bool col_in = px < p.Wp;
+      const In* xc = x + static_cast<int64_t>(n) * p.sn + static_cast<int64_t>(sj_c) * p.sc +
+                     static_cast<int64_t>(reflect((col_in ? px : p.pad) - p.pad, 2 * (p.Win - 1))) * p.sw;
+      // All kRgbRows loads issued before the first is used: one memory latency per tile.
+      In raw[kRgbRows];
 #pragma unroll
-      for (int k = 0; k < kRgbBatch; ++k) {
-        const int i = threadIdx.x + (b + k) * kRgbThreads, r = i / kRgbLoad, j = i - r * kRgbLoad;
-        const int y = y0 + r, e = x0 * 3 + j, px = e / 3, c = e - 3 * px;
-        raw[k] = In(0);
-        if (i < kRgbStaged && y < p.Hp && px < p.Wp) {
-          raw[k] = xn[c * p.sc + reflect(y - p.pad, p.Hin) * p.sh + reflect(px - p.pad, p.Win) * p.sw];
-        }
+      for (int r = 0; r < kRgbRows; ++r) {
+        const int y = y0 + r;
+        raw[r] = col_in && y < p.Hp ? __ldg(xc + static_cast<int64_t>(reflect(y - p.pad, 2 * (p.Hin - 1))) * p.sh)
+                                    : In(0);
       }
 #pragma unroll
-      for (int k = 0; k < kRgbBatch; ++k) {
-        const int i = threadIdx.x + (b + k) * kRgbThreads, r = i / kRgbLoad, j = i - r * kRgbLoad;
-        if (i < kRgbStaged) {
-          const uint16_t v = as_bits<T>(raw[k]);
-          if (j < kRgbCopy) in_s[(r * 2) * kRgbCopy + j] = v;
-          if (j > 0) in_s[(r * 2 + 1) * kRgbCopy + j - 1] = v;
-        }
+      for (int r = 0; r < kRgbRows; ++r) {
+        const uint16_t v = as_bits<T>(raw[r]);
+        if (sj < kRgbCopy) in_s[(r * 2) * kRgbCopy + sj] = v;
+        if (sj > 0) in_s[(r * 2 + 1) * kRgbCopy + sj - 1] = v;
       }
     }
     __syncthreads();
@@ -255,31 +356,102 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
       }
     }
 
-    // Epilogue: + bias, round, stage [pixel][channel], then 16-byte stores of whole pixels.
-    uint32_t* st_w = reinterpret_cast<uint32_t*>(st_s);
+    // Epilogue: + bias, round, stage [pixel][channel], then 16-byte stores of whole pixels. The
+    // words this thread writes are st_lane + compile-time offsets (one register, not 32 addresses
+    // kept live across the tile loop).
+    uint32_t* st_lane = reinterpret_cast<uint32_t*>(st_s) + ((wr0 * kRgbTW + cs + g) * kRgbStage + t * 2) / 2;
 #pragma unroll
     for (int nt = 0; nt < 4; ++nt) {
       const int ch = nt * 8 + t * 2;
       const float b0 = p.bias ? p.bias[ch] : 0.f, b1 = p.bias ? p.bias[ch + 1] : 0.f;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const int pix = (wr0 + i) * kRgbTW + cs + g;
-        st_w[(pix * kRgbStage + ch) / 2] =
-            pack2(to_bits<T>(acc[i][nt][0] + b0), to_bits<T>(acc[i][nt][1] + b1));
-        st_w[((pix + 8) * kRgbStage + ch) / 2] =
-            pack2(to_bits<T>(acc[i][nt][2] + b0), to_bits<T>(acc[i][nt][3] + b1));
+        const uint32_t lo = pack2(to_bits<T>(acc[i][nt][0] + b0), to_bits<T>(acc[i][nt][1] + b1));
+        const uint32_t hi = pack2(to_bits<T>(acc[i][nt][2] + b0), to_bits<T>(acc[i][nt][3] + b1));
+        st_lane[(i * kRgbTW * kRgbStage + nt * 8) / 2] = lo;
+        st_lane[((i * kRgbTW + 8) * kRgbStage + nt * 8) / 2] = hi;
+        if constexpr (kStats) {   // the statistics see the stored values
+          unpack2<T>(lo, acc[i][nt][0], acc[i][nt][1]);
+          unpack2<T>(hi, acc[i][nt][2], acc[i][nt][3]);
+        }
       }
     }
+    // kStats: this thread's pixels inside the output (rows wr0 + i; columns cs + g and cs + g + 8).
+    bool row_in[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) row_in[i] = y0 + wr0 + i < p.H;
+    const bool col0_in = x0 + cs + g < p.W, col1_in = x0 + cs + g + 8 < p.W;
+    const float count = static_cast<float>(imin(kRgbTH, p.H - y0) * imin(kRgbTW, p.W - x0));
+    // The channel of lane (g, t) after sum8_over_g: v[g] = channel 8·(g / 2) + 2t + g % 2.
+    const int my_ch = (g >> 1) * 8 + 2 * t + (g & 1);
+    if constexpr (kStats) {
+      float v[8];
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          float s = 0.f;
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            s += (row_in[i] && col0_in ? acc[i][nt][j] : 0.f) + (row_in[i] && col1_in ? acc[i][nt][2 + j] : 0.f);
+          }
+          v[2 * nt + j] = s;
+        }
+      sum8_over_g(v, lane);
+      red_s[warp * 32 + my_ch] = v[0];
+    }
     __syncthreads();
+    float tile_sum = 0.f;
+    if constexpr (kStats) {
+      if (threadIdx.x < 32) {
+#pragma unroll
+        for (int w = 0; w < 8; ++w) tile_sum += red_s[w * 32 + threadIdx.x];
+        mean_s[threadIdx.x] = tile_sum / count;
+      }
+      __syncthreads();
+      // The second pass, M2 about the tile's mean: fp32 Σ(v − mean)², not Σv² − sum²/count. Before
+      // the stores, so that the accumulators are dead while the store loop runs.
+      float v[8];
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        const float2 m = *reinterpret_cast<const float2*>(mean_s + nt * 8 + 2 * t);
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const float mj = j ? m.y : m.x;
+          float s = 0.f;
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const float d0 = row_in[i] && col0_in ? acc[i][nt][j] - mj : 0.f;
+            const float d1 = row_in[i] && col1_in ? acc[i][nt][2 + j] - mj : 0.f;
+            s += d0 * d0 + d1 * d1;
+          }
+          v[2 * nt + j] = s;
+        }
+      }
+      sum8_over_g(v, lane);
+      red_s[warp * 32 + my_ch] = v[0];
+      __syncthreads();
+    }
     uint16_t* out = static_cast<uint16_t*>(p.out);
     for (int i = threadIdx.x; i < kRgbTH * kRgbTW * 4; i += kRgbThreads) {
       const int q = i & 3, pix = i >> 2, r = pix / kRgbTW, c = pix - r * kRgbTW;
       const int y = y0 + r, xx = x0 + c;
       if (y < p.H && xx < p.W) {
-        *reinterpret_cast<uint4*>(out + ((n * p.H + y) * p.W + xx) * 32 + q * 8) =
+        *reinterpret_cast<uint4*>(out + ((static_cast<int64_t>(n) * p.H + y) * p.W + xx) * 32 + q * 8) =
             *reinterpret_cast<const uint4*>(st_s + pix * kRgbStage + q * 8);
       }
     }
+    // The atomics after the stores, so that they do not hold them up.
+    if (kStats && threadIdx.x < 32) {
+      float m2 = 0.f;
+#pragma unroll
+      for (int w = 0; w < 8; ++w) m2 += red_s[w * 32 + threadIdx.x];
+      norm_state_add(p.norm_state, p.N * 32, n, 32, static_cast<int>(threadIdx.x), tile_sum, m2, count);
+    }
+  }
+  if constexpr (kStats) {
+    norm_state_finish(p.norm_state, p.N * 32, 32, p.inv_count, p.norm, reinterpret_cast<unsigned*>(mean_s + 32),
+                      static_cast<int>(threadIdx.x), kRgbThreads, [] { __syncthreads(); });
   }
 }
 
@@ -308,7 +480,11 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
   unsigned char* in_s = smem;                                          // swizzled [pixel][4 chunks]
   uint2* w_s = reinterpret_cast<uint2*>(smem + kHeadInBytes);          // [G][kx][ks][lane]
 
-  // B[k][n] = W[co][16·ks + k][2G + j][kx] for n = 2·co + j < 6 and 2G + j < 9, else 0.
+  // B[k][n] = W[co][16·ks + k][2G + j][kx] for n = 2·co + j < 6 and 2G + j < 9, else 0, from the raw
+  // weight staged in in_s (the tile loop's first barrier orders these reads before the staging).
+  stage_weight<kHeadThreads>(p.weight, reinterpret_cast<uint4*>(in_s));
+  __syncthreads();
+  const uint16_t* w_raw = reinterpret_cast<const uint16_t*>(in_s);
   for (int i = threadIdx.x; i < kHeadSlots * 32; i += kHeadThreads) {
     const int lane = i & 31, slot = i >> 5;
     const int ks = slot & 1, kx = (slot >> 1) % 9, G = (slot >> 1) / 9;
@@ -317,7 +493,7 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
     if (n < 6 && ky < 9) {
       const int cs4[4] = {c0, c0 + 1, c0 + 8, c0 + 9};
 #pragma unroll
-      for (int e = 0; e < 4; ++e) v[e] = p.weight[(co * 32 + cs4[e]) * 81 + ky * 9 + kx];
+      for (int e = 0; e < 4; ++e) v[e] = w_raw[(co * 32 + cs4[e]) * 81 + ky * 9 + kx];
     }
     w_s[i] = make_uint2(pack2(v[0], v[1]), pack2(v[2], v[3]));
   }
@@ -328,12 +504,19 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
   // ldmatrix.x4: lanes 0–7 address pixels 0–7 at k 0–7 (→ a[0]), 8–15 pixels 8–15 (→ a[1]),
   // 16–23 pixels 0–7 at k 8–15 (→ a[2]), 24–31 pixels 8–15 at k 8–15 (→ a[3]).
   const int lrow = lane & 15, lhalf = lane >> 4;
-  const uint4* x = static_cast<const uint4*>(p.x);
-  const int q = threadIdx.x & 3;   // the staging loop strides by a multiple of 4: one chunk, always
+  // Staging: chunk q of tile pixels P0, P0 + 32, P0 + 64, ... (the loop strides by kHeadThreads
+  // chunks = 32 pixels). 32 ≡ 0 (mod 8), so every one has P0's swizzle and its shared address steps
+  // by 32 pixels; (row, column) steps by 32 columns with at most one wrap (kHeadCols > 32).
+  static_assert(kHeadThreads == 128 && kHeadCols > 32 && kHeadCols <= 64, "the staging walk below");
+  const int q = threadIdx.x & 3, P0 = threadIdx.x >> 2;
+  unsigned char* st_chunk = in_s + head_chunk_offset(P0, q);
+  constexpr int kStepBytes = 32 * 64;
+  const int y_last = 2 * (p.Hin - 1), x_last = 2 * (p.Win - 1);
+  const int y_end = p.Hin + p.pad, x_end = p.Win + p.pad;   // the padded input's end, in x's coordinates
 
-  for (int64_t tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
-    const int64_t rest = tile / p.tiles_x, n = rest / p.tiles_y;
-    const int y0 = static_cast<int>(rest % p.tiles_y) * kHeadTH, x0 = static_cast<int>(tile % p.tiles_x) * kHeadTW;
+  for (int tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
+    const int rest = tile / p.tiles_x, n = rest / p.tiles_y;
+    const int y0 = (rest - n * p.tiles_y) * kHeadTH, x0 = (tile - rest * p.tiles_x) * kHeadTW;
     // The prologue norm of this thread's 8 channels (8q .. 8q + 7) in sample n.
     float nscale[8], nshift[8];
     if (p.scale != nullptr) {
@@ -344,40 +527,45 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
       }
     }
     __syncthreads();   // the previous tile's ldmatrix reads are done
+    // Chunk q of sample n's pixels (64 B each): a 64-bit base per tile, 32-bit pixel indices.
+    const unsigned char* xn =
+        opaque(static_cast<const unsigned char*>(p.x) + (static_cast<int64_t>(n) * p.Hin * p.Win) * 64 + q * 16);
+    // The padded-input pixel this thread stages next, in x's coordinates (padded minus pad).
+    int ys = y0 - p.pad, xs = x0 + P0 - p.pad;
+    const int xs_wrap = x0 + kHeadCols - p.pad;
     // Staging in batches whose loads are all issued before the first is used (one memory latency
     // per batch, not per chunk).
-    const uint4* xn = x + n * p.Hin * p.Win * 4 + q;
 #pragma unroll 1
     for (int b = 0; b < kHeadPerThread; b += kHeadBatch) {
       uint4 raw[kHeadBatch];
 #pragma unroll
       for (int k = 0; k < kHeadBatch; ++k) {
-        const int P = (threadIdx.x + (b + k) * kHeadThreads) >> 2, r = P / kHeadCols, c = P - r * kHeadCols;
-        const int y = y0 + r, xx = x0 + c;
-        raw[k] = make_uint4(0, 0, 0, 0);
-        if (y < p.Hp && xx < p.Wp) {
-          raw[k] = __ldg(xn + (reflect(y - p.pad, p.Hin) * p.Win + reflect(xx - p.pad, p.Win)) * 4);
+        const int pix = reflect(ys, y_last) * p.Win + reflect(xs, x_last);
+        raw[k] = ys < y_end && xs < x_end ? __ldg(reinterpret_cast<const uint4*>(xn + pix * 64LL))
+                                          : make_uint4(0, 0, 0, 0);
+        xs += 32;
+        if (xs >= xs_wrap) {
+          xs -= kHeadCols;
+          ++ys;
         }
       }
 #pragma unroll
       for (int k = 0; k < kHeadBatch; ++k) {
-        const int P = (threadIdx.x + (b + k) * kHeadThreads) >> 2, r = P / kHeadCols, c = P - r * kHeadCols;
         uint4 v = raw[k];
-        // x' = round(relu(x·scale + shift)), as the InstanceNorm op writes it; zeros past the
-        // padded input stay zeros (they feed only outputs that are not stored).
-        if (p.scale != nullptr && y0 + r < p.Hp && x0 + c < p.Wp) {
+        // x' = round(relu(x·scale + shift)), as the InstanceNorm op writes it. Past the padded input
+        // x is 0 and x' = relu(shift), finite: those pixels feed only outputs that are not stored.
+        if (p.scale != nullptr) {
           uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
           for (int h = 0; h < 4; ++h) {
-            const float lo = fmaxf(affine(from_bits<T>(static_cast<uint16_t>(w[h] & 0xffffu)), nscale[2 * h],
-                                          nshift[2 * h]), 0.f);
-            const float hi = fmaxf(affine(from_bits<T>(static_cast<uint16_t>(w[h] >> 16)), nscale[2 * h + 1],
-                                          nshift[2 * h + 1]), 0.f);
-            w[h] = pack2(to_bits<T>(lo), to_bits<T>(hi));
+            float lo, hi;
+            unpack2<T>(w[h], lo, hi);
+            w[h] = relu_pack2<T>(affine(lo, nscale[2 * h], nshift[2 * h]),
+                                 affine(hi, nscale[2 * h + 1], nshift[2 * h + 1]));
           }
           v = make_uint4(w[0], w[1], w[2], w[3]);
         }
-        *reinterpret_cast<uint4*>(in_s + head_chunk_offset(P, q)) = v;
+        *reinterpret_cast<uint4*>(st_chunk + (b + k) * kStepBytes) = v;
       }
     }
     __syncthreads();
@@ -422,7 +610,7 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
         for (int half = 0; half < 2; ++half) {
           const int xx = x0 + cs + g + half * 8;
           if (y < p.H && xx < p.W) {
-            store_one<Out>(out + ((n * p.H + y) * p.W + xx) * 3 + t,
+            store_one<Out>(out + ((static_cast<int64_t>(n) * p.H + y) * p.W + xx) * 3 + t,
                            acc[i][half * 2] + acc[i + 1][half * 2 + 1] + bias);
           }
         }
@@ -433,7 +621,6 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
 
 // ---- host -----------------------------------------------------------------------------------
 
-
 Params make_params(const Conv9x9Args& a, int th, int tw) {
   Params p;
   p.x = a.x;
@@ -443,35 +630,64 @@ Params make_params(const Conv9x9Args& a, int th, int tw) {
   p.shift = a.shift;
   p.out = a.out;
   p.sn = a.stride_n;
-  p.sc = a.stride_c;
-  p.sh = a.stride_h;
-  p.sw = a.stride_w;
-  p.Hin = a.H;
-  p.Win = a.W;
+  p.sc = static_cast<int>(a.stride_c);
+  p.sh = static_cast<int>(a.stride_h);
+  p.sw = static_cast<int>(a.stride_w);
+  p.N = static_cast<int>(a.N);
+  p.Hin = static_cast<int>(a.H);
+  p.Win = static_cast<int>(a.W);
   p.pad = a.pad;
-  p.Hp = a.H + 2 * a.pad;
-  p.Wp = a.W + 2 * a.pad;
+  p.Hp = p.Hin + 2 * a.pad;
+  p.Wp = p.Win + 2 * a.pad;
   p.H = p.Hp - 8;
   p.W = p.Wp - 8;
   p.tiles_x = (p.W + tw - 1) / tw;
   p.tiles_y = (p.H + th - 1) / th;
-  p.tiles = a.N * p.tiles_x * p.tiles_y;
+  p.tiles = p.N * p.tiles_x * p.tiles_y;
+  p.norm = a.norm;
+  p.norm_state = a.norm_state;
+  p.inv_count = 1.0 / (static_cast<double>(p.H) * p.W);
   return p;
 }
 
-unsigned grid_for(int64_t tiles, int num_sms) {
-  const int64_t resident = 2 * static_cast<int64_t>(std::max(num_sms, 1));   // 2 blocks per SM
-  return static_cast<unsigned>(std::min(tiles, resident));
+// Whether the kernels' 32-bit indices hold: sizes, the tile count, N·32 (the norm vectors), the
+// head's in-plane pixel index H·W and conv1's strides but the sample's. Only planes of about 2^31
+// pixels or elements fail.
+bool fits_int32(const Conv9x9Args& a) {
+  constexpr int64_t kMax = INT32_MAX;
+  const bool head = a.cin == 32;
+  const int64_t hp = a.H + 2 * a.pad, wp = a.W + 2 * a.pad, th = head ? kHeadTH : kRgbTH, tw = head ? kHeadTW : kRgbTW;
+  if (hp >= kMax / 2 || wp >= kMax / 2 || a.N * 32 > kMax) return false;
+  const int64_t tiles = a.N * ((hp - 8 + th - 1) / th) * ((wp - 8 + tw - 1) / tw);
+  if (head) return tiles <= kMax && a.H * a.W <= kMax;
+  auto stride_ok = [](int64_t s) { return s >= 0 && s <= kMax; };
+  return tiles <= kMax && stride_ok(a.stride_c) && stride_ok(a.stride_h) && stride_ok(a.stride_w);
 }
 
-template <typename T, typename In>
+unsigned grid_for(int tiles, int num_sms) {
+  return static_cast<unsigned>(std::min(tiles, 2 * std::max(num_sms, 1)));   // 2 blocks per SM
+}
+
+template <typename T, typename In, bool kStats>
 cudaError_t launch_rgb(const Conv9x9Args& a, cudaStream_t stream, int id) {
   const Params p = make_params(a, kRgbTH, kRgbTW);
   if (p.tiles == 0) return cudaSuccess;
-  const cudaError_t err = allow_smem(rgb_kernel<T, In>, kRgbSmem, id);
+  const size_t smem = kRgbSmem + (kStats ? kRgbStatBytes : 0);
+  const cudaError_t err = allow_smem(rgb_kernel<T, In, kStats>, smem, id);
   if (err != cudaSuccess) return err;
-  rgb_kernel<T, In><<<grid_for(p.tiles, a.num_sms), kRgbThreads, kRgbSmem, stream>>>(p);
+  rgb_kernel<T, In, kStats><<<grid_for(p.tiles, a.num_sms), kRgbThreads, smem, stream>>>(p);
   return cudaPeekAtLastError();
+}
+
+template <bool kStats>
+cudaError_t launch_rgb_any(const Conv9x9Args& a, cudaStream_t stream, int id) {
+  const bool bf16 = a.dtype == ConvDtype::kBFloat16;
+  if (a.x_float32) {
+    return bf16 ? launch_rgb<__nv_bfloat16, float, kStats>(a, stream, id)
+                : launch_rgb<__half, float, kStats>(a, stream, id + 1);
+  }
+  return bf16 ? launch_rgb<__nv_bfloat16, uint16_t, kStats>(a, stream, id + 2)
+              : launch_rgb<__half, uint16_t, kStats>(a, stream, id + 3);
 }
 
 template <typename T, typename Out>
@@ -492,20 +708,21 @@ bool conv9x9_supported(int cin, int cout, bool out_float32) {
 
 cudaError_t conv9x9_launch(const Conv9x9Args& a, cudaStream_t stream) {
   const bool head = a.cin == 32;
+  const bool stats = a.norm.scale != nullptr;
   if (!conv9x9_supported(a.cin, a.cout, a.out_float32) || (a.pad != 0 && a.pad != 4) || a.H <= a.pad ||
-      a.W <= a.pad || a.H + 2 * a.pad < 9 || a.W + 2 * a.pad < 9 || a.N < 0 || (a.scale == nullptr) != (a.shift == nullptr) ||
-      (a.scale != nullptr && !head) || (a.x_float32 && head)) {
+      a.W <= a.pad || a.H + 2 * a.pad < 9 || a.W + 2 * a.pad < 9 || a.N < 0 ||
+      (a.scale == nullptr) != (a.shift == nullptr) || (a.scale != nullptr && !head) || (a.x_float32 && head) ||
+      reinterpret_cast<uintptr_t>(a.weight) % 16 != 0 ||
+      (stats && (head || a.norm.shift == nullptr || a.norm_state == nullptr)) || !fits_int32(a)) {
     return cudaErrorInvalidValue;
   }
   const bool bf16 = a.dtype == ConvDtype::kBFloat16;
-  if (!head) {
-    if (a.x_float32) return bf16 ? launch_rgb<__nv_bfloat16, float>(a, stream, 6) : launch_rgb<__half, float>(a, stream, 7);
-    return bf16 ? launch_rgb<__nv_bfloat16, uint16_t>(a, stream, 0) : launch_rgb<__half, uint16_t>(a, stream, 1);
-  }
+  // Kernel ids (allow_smem's cache slots): rgb 0–3, head 4–7, rgb with statistics 8–11.
+  if (!head) return stats ? launch_rgb_any<true>(a, stream, 8) : launch_rgb_any<false>(a, stream, 0);
   if (a.out_float32) {
-    return bf16 ? launch_head<__nv_bfloat16, float>(a, stream, 2) : launch_head<__half, float>(a, stream, 3);
+    return bf16 ? launch_head<__nv_bfloat16, float>(a, stream, 4) : launch_head<__half, float>(a, stream, 5);
   }
-  return bf16 ? launch_head<__nv_bfloat16, __nv_bfloat16>(a, stream, 4) : launch_head<__half, __half>(a, stream, 5);
+  return bf16 ? launch_head<__nv_bfloat16, __nv_bfloat16>(a, stream, 6) : launch_head<__half, __half>(a, stream, 7);
 }
 
 }  // namespace styleforge
