@@ -23,6 +23,20 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+def capture_in_graph(run):
+    """run() warmed up on a side stream (as the torch.cuda.graphs docs prescribe), then captured:
+    returns (graph, the captured call's outputs)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        run()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = run()
+    return graph, captured
+
+
 def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
     out64, ref64 = out.detach().double().cpu(), ref.detach().double().cpu()
     assert not torch.isnan(out64).any(), "output has NaN"

@@ -14,7 +14,12 @@ import random
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import assert_matches_reference, random_style_state, rel_error
+from conftest import (
+    assert_matches_reference,
+    capture_in_graph,
+    random_style_state,
+    rel_error,
+)
 
 from styleforge import kernels
 from styleforge.kernels import reference_conv3x3 as ref
@@ -508,14 +513,7 @@ def test_cuda_conv3x3_norm_in_a_cuda_graph(loaded):
     x, wt, s, t, res, nw, nb = make_inputs(1, 64, 64, seed=5, device="cuda", residual=True)
     packed = ref.pack_weight(wt)
     eager = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, 1, True, nw, nb, 1e-5, True)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, 1, True, nw, nb, 1e-5, True)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        captured = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, 1, True, nw, nb, 1e-5, True)
+    graph, captured = capture_in_graph(lambda: torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, 1, True, nw, nb, 1e-5, True))
     x.mul_(0.5)
     graph.replay()
     fresh = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, 1, True, nw, nb, 1e-5, True)
@@ -613,14 +611,7 @@ def test_cuda_in_kernel_handoff_matches_the_handoff_kernel(loaded, config, shape
         again = torch.ops.styleforge.conv3x3_norm(*args, state)
         assert torch.equal(again[0], got[0])
         assert rel_error(again[1], got[1]) <= 1e-6 and rel_error(again[2], got[2]) <= 1e-6
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        torch.ops.styleforge.conv3x3_norm(*args, state)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        captured = torch.ops.styleforge.conv3x3_norm(*args, state)
+    graph, captured = capture_in_graph(lambda: torch.ops.styleforge.conv3x3_norm(*args, state))
     x.mul_(0.5)
     for _ in range(3):
         graph.replay()
@@ -715,14 +706,7 @@ def test_cuda_residual_chain_repeatable_and_in_a_cuda_graph(loaded):
     for _ in range(10):   # fp64 sums in any order round to the same fp32 affine here
         for a, b in zip(run(), first):
             assert torch.equal(a, b)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        run()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        captured = run()
+    graph, captured = capture_in_graph(run)
     x.mul_(0.5)
     for _ in range(3):
         graph.replay()

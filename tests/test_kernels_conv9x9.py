@@ -28,8 +28,8 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import assert_matches_reference, capture_in_graph, rel_error
 from mma_model import mma_from_fragments
-from conftest import assert_matches_reference, rel_error
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from styleforge import kernels
@@ -721,14 +721,7 @@ def test_cuda_norm_repeatable_on_one_state_and_in_a_cuda_graph(cuda_op):
     for _ in range(5):   # fp64 sums in any order round to the same fp32 affine here
         for a, b in zip(run(), first):
             assert torch.equal(a, b)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        run()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        captured = run()
+    graph, captured = capture_in_graph(run)
     x.mul_(0.5)
     for _ in range(3):
         graph.replay()

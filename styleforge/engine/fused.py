@@ -244,16 +244,13 @@ class FusedRunner:
         """conv1's raw output and IN1 as (scale, shift). Where the op is chosen for conv1 it also
         gathers IN1's statistics in its epilogue (conv9x9_norm: the in-kernel hand-off, no moments
         pass); after cuDNN, norm_scale_shift reads the output once for them."""
-        key = ("conv1", tuple(x.shape))
-        if "in1" not in self.inkernel_norms:
+        key, y = ("conv1", tuple(x.shape)), None
+        inkernel = "in1" in self.inkernel_norms
+        if inkernel and key not in self.layer_choices:   # choose first (outside capture the choice sticks)
             y = self._first_conv(x)
-            return (y, *kernels.norm_scale_shift(y, norm.weight, norm.bias))
-        if self.layer_choices.get(key) is None:   # not chosen yet: choose (outside capture it sticks)
-            y = self._first_conv(x)
-            if getattr(self.layer_choices.get(key), "provider", None) != "styleforge":
-                return (y, *kernels.norm_scale_shift(y, norm.weight, norm.bias))
-        elif self.layer_choices[key].provider != "styleforge":
-            y = self._first_conv(x)
+        choice = self.layer_choices.get(key)
+        if not (inkernel and choice is not None and choice.provider == "styleforge"):
+            y = self._first_conv(x) if y is None else y
             return (y, *kernels.norm_scale_shift(y, norm.weight, norm.bias))
         return kernels.conv9x9_norm(x, self.op_weights["conv1"], pad=self.input_pad, norm_weight=norm.weight,
                                     norm_bias=norm.bias, state=self._norm_state(x, "in1", 32))

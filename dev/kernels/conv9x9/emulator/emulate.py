@@ -36,7 +36,8 @@ def transform(source: str) -> str:
     # The transformed copy is compiled elsewhere: point its relative includes at the sources.
     return (out.replace('#include "../conv9x9.h"', f'#include "{HEADER}"')
                .replace('#include "smem_optin.cuh"', f'#include "{CU.parent / "smem_optin.cuh"}"')
-               .replace('#include "norm_state.cuh"', f'#include "{CU.parent / "norm_state.cuh"}"'))
+               .replace('#include "norm_state.cuh"', f'#include "{CU.parent / "norm_state.cuh"}"')
+               .replace('#include "warp_sums.cuh"', f'#include "{CU.parent / "warp_sums.cuh"}"'))
 
 
 def build(workdir: Path, sanitize: bool = True) -> Path:

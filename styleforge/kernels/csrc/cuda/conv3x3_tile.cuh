@@ -40,6 +40,7 @@
 #include "packed16.cuh"
 #include "smem_optin.cuh"
 #include "sm90_ptx.cuh"
+#include "warp_sums.cuh"
 #include "../conv3x3.h"
 
 namespace styleforge {
@@ -202,35 +203,6 @@ __device__ __forceinline__ float tile_pixels(int tile, int tiles_x, int th, int 
 }
 
 #if SF_SM90A
-// One halving step of sum_over_g: the lanes `kMask` apart swap halves of v[0 .. 2·kWidth); the lane
-// with that bit set keeps (and sums) the upper half, its partner the lower, into v[0 .. kWidth).
-// The selects are bit masks: a `c ? v[i] : v[j]` becomes an indexed load from a local-memory copy.
-template <int V, int kWidth, int kMask>
-__device__ __forceinline__ void halve(float (&v)[V], int lane) {
-  const uint32_t keep_hi = (lane & kMask) != 0 ? 0xffffffffu : 0u;
-#pragma unroll
-  for (int k = 0; k < kWidth; ++k) {
-    const uint32_t lo = __float_as_uint(v[k]), hi = __float_as_uint(v[k + kWidth]);
-    const float send = __uint_as_float((lo & keep_hi) | (hi & ~keep_hi));
-    const float keep = __uint_as_float((hi & keep_hi) | (lo & ~keep_hi));
-    v[k] = keep + __shfl_xor_sync(0xffffffffu, send, kMask);
-  }
-}
-// Sums each of v[0 .. V) over the 8 lanes that share lane % 4 (the g index of an mma fragment) by
-// recursive halving: V/2 + V/4 + V/8 shuffles instead of 3·V. Afterwards lane (g, t) holds in
-// v[0 .. V/8) the sums of v[first .. first + V/8), first = halving_first<V>(g).
-template <int V>
-__device__ __forceinline__ void sum_over_g(float (&v)[V], int lane) {
-  static_assert(V % 8 == 0, "three halvings");
-  halve<V, V / 2, 16>(v, lane);
-  halve<V, V / 4, 8>(v, lane);
-  halve<V, V / 8, 4>(v, lane);
-}
-template <int V>
-__device__ __forceinline__ int halving_first(int g) {
-  return (V / 2) * ((g >> 2) & 1) + (V / 4) * ((g >> 1) & 1) + (V / 8) * (g & 1);
-}
-
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
 
 // Slot of 16-byte chunk i of staged output pixel px: conflict-free for the epilogue's 4-byte writes

@@ -72,6 +72,7 @@
 
 #include "norm_state.cuh"
 #include "smem_optin.cuh"
+#include "warp_sums.cuh"
 #include "../conv9x9.h"
 
 namespace styleforge {
@@ -175,27 +176,6 @@ template <typename T> __device__ __forceinline__ void unpack2(uint32_t w, float&
   hi = from_bits<T>(static_cast<uint16_t>(w >> 16));
 }
 
-// One halving step of sum8_over_g: the lanes kMask apart swap halves of v[0 .. 2·kWidth); the lane
-// with that bit set keeps (and sums) the upper half, its partner the lower. Bit-mask selects, so v
-// stays in registers (a `c ? v[i] : v[j]` would become an indexed local-memory load).
-template <int kWidth, int kMask>
-__device__ __forceinline__ void halve(float (&v)[8], int lane) {
-  const uint32_t keep_hi = (lane & kMask) != 0 ? 0xffffffffu : 0u;
-#pragma unroll
-  for (int k = 0; k < kWidth; ++k) {
-    const uint32_t lo = __float_as_uint(v[k]), hi = __float_as_uint(v[k + kWidth]);
-    const float send = __uint_as_float((lo & keep_hi) | (hi & ~keep_hi));
-    const float keep = __uint_as_float((hi & keep_hi) | (lo & ~keep_hi));
-    v[k] = keep + __shfl_xor_sync(0xffffffffu, send, kMask);
-  }
-}
-// Sums each of v[0 .. 8) over the 8 lanes sharing t = lane % 4 (g = 0..7) with 4 + 2 + 1 shuffles:
-// afterwards v[0] of lane (g, t) holds the sum of v[g].
-__device__ __forceinline__ void sum8_over_g(float (&v)[8], int lane) {
-  halve<4, 16>(v, lane);
-  halve<2, 8>(v, lane);
-  halve<1, 4>(v, lane);
-}
 
 struct Params {
   const void* x;           // T's raw 16-bit elements (the kernels only move them until the mma) or fp32
@@ -382,7 +362,7 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
     for (int i = 0; i < 4; ++i) row_in[i] = y0 + wr0 + i < p.H;
     const bool col0_in = x0 + cs + g < p.W, col1_in = x0 + cs + g + 8 < p.W;
     const float count = static_cast<float>(imin(kRgbTH, p.H - y0) * imin(kRgbTW, p.W - x0));
-    // The channel of lane (g, t) after sum8_over_g: v[g] = channel 8·(g / 2) + 2t + g % 2.
+    // The channel of lane (g, t) after sum_over_g: v[g] = channel 8·(g / 2) + 2t + g % 2.
     const int my_ch = (g >> 1) * 8 + 2 * t + (g & 1);
     if constexpr (kStats) {
       float v[8];
@@ -397,7 +377,7 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
           }
           v[2 * nt + j] = s;
         }
-      sum8_over_g(v, lane);
+      sum_over_g(v, lane);
       red_s[warp * 32 + my_ch] = v[0];
     }
     __syncthreads();
@@ -428,7 +408,7 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
           v[2 * nt + j] = s;
         }
       }
-      sum8_over_g(v, lane);
+      sum_over_g(v, lane);
       red_s[warp * 32 + my_ch] = v[0];
       __syncthreads();
     }
