@@ -32,7 +32,7 @@ namespace styleforge {
 namespace {
 
 template <typename T, int CIN, int COUT, int UP, int STRIDE = 1, int CIN_X = CIN>
-__global__ void __launch_bounds__(kThreads, (Cfg<CIN, COUT, UP, STRIDE, CIN_X>::kMinBlocks)) conv3x3_kernel(const Params p) {
+__global__ void __launch_bounds__(kThreads) __maxnreg__((Cfg<CIN, COUT, UP, STRIDE, CIN_X>::kMaxRegs)) conv3x3_kernel(const Params p) {
 #if SF_SM90A
   using C = Cfg<CIN, COUT, UP, STRIDE, CIN_X>;
   extern __shared__ unsigned char smem_raw[];
@@ -265,7 +265,7 @@ cudaError_t launch_conv(const Conv3x3Args& a, float2* partials, cudaStream_t str
   p.tiles_x = (p.Wo + kTW - 1) / kTW;
   p.tiles = static_cast<int>(conv3x3_tiles(p.Ho, p.Wo, COUT));
   p.relu = a.relu;
-  cudaError_t err = allow_smem(conv3x3_kernel<T, CIN, COUT, UP, STRIDE, CIN_X>, C::kSmem, id);
+  cudaError_t err = allow_smem(conv3x3_kernel<T, CIN, COUT, UP, STRIDE, CIN_X>, C::kSmem, id, C::kMinBlocks == 2);
   if (err != cudaSuccess) return err;
   err = launch_pdl(true, conv3x3_kernel<T, CIN, COUT, UP, STRIDE, CIN_X>, dim3(static_cast<unsigned>(a.N * p.tiles)), dim3(kThreads),
                    C::kSmem, stream, p);

@@ -5,15 +5,18 @@
 //     adds of the tile's sum and M2 + sum²/count: Chan's merge written as sums, exact enough in
 //     fp64), in eight copies so that 16 CTAs, not all, add to one address; no hand-off kernel runs,
 //     the next link's prologue turns the sums into its affine while its halo loads are in flight;
-//   * the producer warp streams the weights through the same ring across links, so the first taps
-//     of link l + 1 are in shared memory while link l finishes and the CTAs wait at the barrier.
-// Measured (H200, 128² plane = the 512² frame, 128 CTAs): 14.7 µs per link against 16.2 for ten
-// conv3x3_norm calls. Where a plane leaves SMs free (64²: 32 CTAs) the separate kernels win, since
-// consecutive links' blocks run side by side on different SMs; the engine times both forms.
-// A link is prologue ~3.2 µs, wgmma ~4.9 (at the tensor peak), epilogue ~3.8, barrier ~1.8
-// (dev/kernels/conv3x3/chain_profile.py). ptxas spills ~240 bytes per thread here (the single
-// convolution's kernel: none), the price of the loop over links at 168 registers.
-// Not covered: more tiles than resident CTAs (one CTA per SM at 174 KB of shared memory: 512² and
+//   * the producer thread streams the weights through the same ring across links, so the first taps
+//     of link l + 1 are in shared memory while link l finishes and the CTAs wait at the barrier;
+//   * a CTA computes the same tile in every link, so a tile inside the image keeps its activations
+//     in shared memory between links (Params::resident): only the halo's 52 border pixels come from
+//     global memory, and a link stores only the pixels other tiles read;
+//   * the producer's warpgroup gives its registers to the consumers (setmaxnreg: 168 → 240), so the
+//     loop over links does not spill.
+// Measured (H200, 128² plane = the 512² frame, 128 CTAs): 12.8 µs per link against 15.4 for ten
+// conv3x3_norm calls; at 64² (32 CTAs) 12.5 against 14.2; the engine times both forms.
+// A link is prologue ~2.8 µs, wgmma ~5.0 (at the tensor peak), epilogue ~2.5, barrier ~1.3
+// (dev/kernels/conv3x3/chain_profile.py; session 8: 3.2, 4.9, 3.8, 1.8).
+// Not covered: more tiles than resident CTAs (one CTA per SM at 211 KB of shared memory: 512² and
 // smaller at batch 1): conv3x3_chain_launch then runs the links as conv3x3_launch calls.
 // Pure CUDA (no torch); bindings_conv3x3.cpp binds it; semantics: reference_conv3x3.residual_chain.
 #include "conv3x3_tile.cuh"
@@ -58,9 +61,11 @@ __host__ __device__ constexpr LinkRoles link_roles(int l) {
           l & 1, l == 0 || !opens_block};
 }
 
-// Shared memory: a 128 → 128 tile's layout, then the current link's Params.
-constexpr size_t kChainSmem = ChainCfg::kSmem + 256;
-static_assert(sizeof(Params) <= 256, "the link's Params fit their slot");
+// Shared memory: a 128 → 128 tile's layout, then the current link's Params, then the tile's block
+// input (Params::resident).
+constexpr size_t kChainSmem = ChainCfg::kSmem + kChainParamsBytes + ChainCfg::kOutBytes;
+static_assert(sizeof(Params) <= kChainParamsBytes, "the link's Params fit their slot");
+static_assert(kChainSmem <= 227 * 1024, "shared memory");
 
 #if SF_SM90A
 __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
@@ -90,14 +95,25 @@ __device__ __forceinline__ void link_params(const ChainParams& cp, int l, Params
   p.residual = r.residual_act < 0 ? nullptr : cp.act[r.residual_act];
   p.act = r.keep_act < 0 ? nullptr : cp.act[r.keep_act];
   p.relu = r.relu;
+  p.resident = l >= 1;             // tiles inside the image keep their activations in shared memory
+  p.out_all = l + 1 == cp.links;   // the decoder reads the last output ...
+  p.act_all = l + 2 == cp.links;   // ... and the last block's input
   p.out = cp.raw[r.out_raw];
   p.out_sums = cp.sums + static_cast<size_t>(l) * per_link + (blockIdx.x % kChainSumCopies) * 2 * cp.N * kC;
   p.profile = cp.profile ? cp.profile + (static_cast<size_t>(l) * gridDim.x + blockIdx.x) * 8 : nullptr;
 }
 #endif
 
+// Block: the two consumer warpgroups and a producer warpgroup (one thread of it copies), so that the
+// producer can give its registers to the consumers (setmaxnreg: 168 at launch, 24 and 240 after).
+// At 168 the consumers spilled ~280 B a thread, and with the resident tiles' 211 KB of shared
+// memory (28 KB of L1 left) the reloads made the epilogue 1.5 µs slower (5.4 µs, profile build).
+constexpr int kChainThreads = kConsumers + 128;
+constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+static_assert(kConsumers * kConsumerRegs + 128 * kProducerRegs <= kChainThreads * 168, "the register file");
+
 template <typename T>
-__global__ void __launch_bounds__(kThreads, 1) residual_chain_kernel(const ChainParams cp) {
+__global__ void __launch_bounds__(kChainThreads, 1) residual_chain_kernel(const ChainParams cp) {
   extern __shared__ unsigned char smem_raw[];
 #if SF_SM90A
   const TileSmem<ChainCfg> sm(smem_raw);
@@ -113,12 +129,14 @@ __global__ void __launch_bounds__(kThreads, 1) residual_chain_kernel(const Chain
   // Dependents are scheduled only once every CTA of this grid has issued this, so all of ours are
   // resident before the next kernel's blocks can take an SM: no deadlock at the grid barriers.
   allow_dependents_launch();
-  if (tid >= kConsumers) {   // producer warp: every link's taps through one ring
+  if (tid >= kConsumers) {   // producer warpgroup: one thread streams every link's taps through one ring
+    sm90::regs_dec<kProducerRegs>();
     if (tid == kConsumers) {
       for (int l = 0; l < cp.links; ++l) produce_taps<ChainCfg>(sm, cp.weight[l], l * ChainCfg::kTaps);
     }
     return;
   }
+  sm90::regs_inc<kConsumerRegs>();
   const int per_link = kChainSumCopies * 2 * cp.N * kC;   // doubles of one link's sums
   grid_dependency_wait();   // x, scale and shift come from the kernels before this one
 #pragma unroll 1
@@ -258,7 +276,7 @@ bool conv3x3_chain_fits(ConvDtype dtype, int64_t N, int64_t H, int64_t W) {
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
       allow_smem(kernel, kChainSmem, dtype == ConvDtype::kBFloat16 ? 0 : 1) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, kChainSmem) != cudaSuccess) {
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kChainThreads, kChainSmem) != cudaSuccess) {
     return false;
   }
   return N * conv3x3_tiles(H, W, kC) <= static_cast<int64_t>(per_sm) * sms;
@@ -297,7 +315,7 @@ cudaError_t conv3x3_chain_launch(const ChainArgs& a, void* state, void* workspac
   cp.tiles_x = static_cast<int>((a.W + kTW - 1) / kTW);
   cp.tiles = static_cast<int>(conv3x3_tiles(a.H, a.W, kC));
   const cudaError_t err = launch_pdl(true, chain_kernel(a.dtype), dim3(static_cast<unsigned>(a.N * cp.tiles)),
-                                     dim3(kThreads), kChainSmem, stream, cp);
+                                     dim3(kChainThreads), kChainSmem, stream, cp);
   return err != cudaSuccess ? err : cudaPeekAtLastError();
 }
 

@@ -5,10 +5,10 @@
 // Over 600 lines because prologue, main loop and epilogue share one geometry, one register budget
 // and one shared-memory layout, which separate files would each have to restate.
 //
-// Block: 288 threads = two consumer warpgroups + one producer warp; the tile is 16 columns × 8·MB
-// rows with MB m64 blocks per warpgroup (Cout 128: MB 1, 8 × 16; Cout 64 and 32: MB 2, 16 × 16), so
-// MB·Cout/2 fp32 accumulators per thread: 64, or 32 at Cout 32, whose CTAs then fit two per SM (a
-// tile is latency-bound: one CTA's loads and stores overlap the other's MMAs). In m64 block mb of
+// Block: 288 threads = two consumer warpgroups + one producer warp (the chain: a producer
+// warpgroup); the tile is 16 columns × 8·MB rows with MB m64 blocks per warpgroup (Cout 128: MB 1,
+// 8 × 16; Cout 64 and 32: MB 2, 16 × 16), so MB·Cout/2 fp32 accumulators per thread: 64, or 32 at
+// Cout 32, whose CTAs then fit two per SM at 80 registers (Cfg::kMaxRegs). In m64 block mb of
 // warpgroup wg, warp w owns output row 4·(MB·wg + mb) + w: its 16 pixels are the m16 rows of the A
 // fragment.
 //  * A (activations) comes from registers: the prologue stores the (rows + 2) × 18-pixel halo tile
@@ -49,6 +49,9 @@ namespace {
 constexpr int kTW = kConv3x3TileW;
 constexpr int kConsumers = 256, kThreads = kConsumers + 32;
 constexpr int kChainSumCopies = 8;   // copies of the chain's sums (see Params::out_sums)
+// The chain's shared memory past the tile's layout (TileSmem::end): its link's Params, then the
+// tile's block input (Params::resident).
+constexpr uint32_t kChainParamsBytes = 256;
 constexpr int kMomentsThreads = 256;
 
 constexpr uint32_t round_up_1k(uint32_t v) { return (v + 1023u) & ~1023u; }
@@ -60,9 +63,14 @@ struct Cfg {
   // Cin 32 (conv2, CIN_X < CIN): the weight's K is padded to the 64-channel block of the B layout,
   // but the halo holds only the real channels (64-byte pixels) and the main loop skips the zero k16
   // steps: half the MMAs and half the halo (70 KB at 16 × 16 output pixels, not 139). Still one CTA
-  // per SM: at two (≤ 112 registers) the epilogue's 64 accumulators and 32 packed outputs spill.
+  // per SM: registers are allotted per 4 warps, so two 288-thread CTAs get 80 registers a thread,
+  // and its 64 accumulators spill 4.7 KB there.
   static constexpr bool kNarrow = CIN_X < CIN;
-  static constexpr int kMinBlocks = kMB * COUT / 2 <= 32 ? 2 : 1;   // CTAs per SM (__launch_bounds__)
+  static constexpr int kMinBlocks = kMB * COUT / 2 <= 32 ? 2 : 1;   // CTAs per SM
+  // Registers per thread (__maxnreg__): the register file over kMinBlocks CTAs of 12 warps' worth
+  // (a 288-thread CTA is allotted as 3 warpgroups). ptxas's own choice for __launch_bounds__(288, 2)
+  // is 96, which fits one CTA, not two (ncu: "Block Limit Registers 1").
+  static constexpr int kMaxRegs = kMinBlocks == 2 ? 80 : 168;
   // Phase split (the ×2 decoder layers): a nearest ×2 upsample then a 3×3 convolution is, for each
   // output phase (a, b) = (row, column) parity, a 2×2 convolution of the low-resolution input
   // (pack_weight sums the taps that land on the same input pixel; the reflection at the upsampled
@@ -88,8 +96,9 @@ struct Cfg {
   // registers a thread gets (the block is 2.25 warpgroups; registers are allotted per warpgroup).
   // A phase-split tap feeds one block (its phase).
   static constexpr int kBlocksPerStep = kPhase ? 1 : kMB;
-  // (Phase split at Cin 128: steps of 2 k16 steps, 8 A registers, because 16 spill there.)
-  static constexpr int kStepsPerTap = kPhase && CIN == 128 ? kKSteps / 2 : kKSteps * kBlocksPerStep / 4;
+  // (Phase split at Cin 128, and two CTAs per SM: steps of 2 k16 steps, 8 A registers, because 16
+  // spill there or make ptxas serialize the wgmmas.)
+  static constexpr int kStepsPerTap = kPhase && (CIN == 128 || kMinBlocks == 2) ? kKSteps / 2 : kKSteps * kBlocksPerStep / 4;
   static constexpr int kStepK = kKSteps / kStepsPerTap;
   static constexpr uint32_t kOutBytes = kTH * kTW * COUT * 2;
   // (64-byte pixels are stored in pairs per 128-byte row: see halo_offset.)
@@ -127,6 +136,15 @@ struct Params {
   NormHandoff norm_out;
   int H, W, Ho, Wo, tiles_x, tiles;
   bool relu;
+  // The residual chain only. A tile inside the image keeps its activations in shared memory from one
+  // link to the next (resident: the links after the first): the epilogue leaves the raw output in
+  // the halo's interior and the prologue normalises it there, the block input (the residual two
+  // links on) stays in shared memory after the layout, and only the 52 border pixels of the halo
+  // come from global memory. So a link stores to global memory only what other tiles read
+  // (chain_store_needed: the tile's edge rows and columns, and the rows and columns a reflection
+  // reads) unless out_all / act_all: the chain's last output and last block input, which the
+  // decoder reads. Tiles cut by the image's edge load and store everything, as a single convolution.
+  bool resident, out_all, act_all;
   // The residual chain (conv3x3_chain.cu) only: the prologue's affine from the previous link's
   // sums (in_sums, with gamma, beta, eps and 1 / pixels) instead of scale/shift, and the epilogue's
   // statistics added to out_sums instead of written to partials. Sums: kChainSumCopies copies (the
@@ -174,6 +192,20 @@ __device__ __forceinline__ int halo_offset(int P, int q) {
 }
 
 #if SF_SM90A   // helpers of the sm_90a kernel only
+// The chain's source row (column) for halo position i of an n-pixel image: the reflection where an
+// output inside the image reads it (−1 → 1, n → n − 2), and n − 2 for the positions past n that feed
+// only dropped outputs, so that every pixel a halo reads is one that chain_store_needed stores.
+__device__ __forceinline__ int chain_source(int i, int n) { return i < 0 ? 1 : (i >= n ? n - 2 : i); }
+
+// Whether a link's output (or block input) pixel (y, x) is read from global memory by a tile's
+// halo: an edge row or column of its th × 16 tile (the neighbours' border) or a row or column that
+// a reflection reads (1, n − 2).
+template <int TH>
+__device__ __forceinline__ bool chain_store_needed(int y, int x, int H, int W) {
+  const int ry = y % TH, rx = x % kConv3x3TileW;
+  return ry == 0 || ry == TH - 1 || y == 1 || y == H - 2 || rx == 0 || rx == kConv3x3TileW - 1 || x == 1 || x == W - 2;
+}
+
 __device__ __forceinline__ int reflect_clamp(int i, int n) {
   i = i < 0 ? -i : (i >= n ? 2 * n - 2 - i : i);
   return min(max(i, 0), n - 1);   // only tiles past the edge reach further; their outputs are dropped
@@ -286,6 +318,9 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
   float* red = sm.red;
   float* mean_s = sm.mean_s;
   const int tid = threadIdx.x;
+  // The chain's kept block input: [kTH·kTW pixels][Cout·2 B], chunks XOR-swizzled by the pixel.
+  unsigned char* act_s = sm.end + kChainParamsBytes;
+  auto act_offset = [](int px, int q) { return px * (COUT * 2) + ((q ^ (px & 7)) << 4); };
   // ---- prologue: a = act(x·scale + shift + residual) on the reflected (upsampled) halo tile --------
   // (The caller has waited for the kernels before it: x, scale, shift and residual come from them.)
   // Sizes and the tile origin are read from p again after the main loop, not held across it: the
@@ -356,6 +391,24 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
     };
     const uint4* x4 = reinterpret_cast<const uint4*>(p.x);
     const uint4* r4 = reinterpret_cast<const uint4*>(p.residual);
+    // a = act(v·scale + shift [+ residual]) on 8 channels, packed.
+    auto activate = [&](const uint4& v, const uint4& rv, bool with_residual) -> uint4 {
+      float f[8];
+      unpack8<T>(v, f);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) f[e] = fmaf(f[e], sc[e], sh[e]);
+      if (with_residual) {
+        float g[8];
+        unpack8<T>(rv, g);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) f[e] += g[e];
+      }
+      if (p.relu) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) f[e] = fmaxf(f[e], 0.f);
+      }
+      return make_uint4(pack2<T>(f[0], f[1]), pack2<T>(f[2], f[3]), pack2<T>(f[4], f[5]), pack2<T>(f[6], f[7]));
+    };
     constexpr int kRowsPerPass = kConsumers / kChunks;   // pixels per pass: 16 (Cin 128) or 32 (Cin 64)
     // All of a batch's loads are issued before the first is used. Twelve in flight per thread without
     // a residual (one round trip for the 128-channel halo), six (+ six residual) with one: more spill
@@ -375,10 +428,12 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
           // Reflect in the (upsampled) output frame, then the nearest source pixel; phase split: the
           // low-resolution halo, whose reflection is replication.
           // Stride 2: input rows 2·y0 − 1 + r, reflected in the input frame.
-          const int gy = C::kPhase ? min(max(y0 / 2 - 1 + r, 0), H - 1)
-                                   : (STRIDE == 2 ? reflect_clamp(2 * y0 - 1 + r, H) : reflect_clamp(y0 - 1 + r, Ho) / UP);
-          const int gx = C::kPhase ? min(max(x0 / 2 - 1 + c, 0), W - 1)
-                                   : (STRIDE == 2 ? reflect_clamp(2 * x0 - 1 + c, W) : reflect_clamp(x0 - 1 + c, Wo) / UP);
+          const int gy = kChain ? chain_source(y0 - 1 + r, H)
+                         : C::kPhase ? min(max(y0 / 2 - 1 + r, 0), H - 1)
+                                     : (STRIDE == 2 ? reflect_clamp(2 * y0 - 1 + r, H) : reflect_clamp(y0 - 1 + r, Ho) / UP);
+          const int gx = kChain ? chain_source(x0 - 1 + c, W)
+                         : C::kPhase ? min(max(x0 / 2 - 1 + c, 0), W - 1)
+                                     : (STRIDE == 2 ? reflect_clamp(2 * x0 - 1 + c, W) : reflect_clamp(x0 - 1 + c, Wo) / UP);
           off[j] = ((static_cast<int64_t>(n) * H + gy) * W + gx) * kChunksX + q;
           interior[j] = UP == 1 && STRIDE == 1 && r >= 1 && r <= C::kTH && c >= 1 && c <= kTW && y0 + r - 1 < H &&
                         x0 + c - 1 < W;
@@ -399,35 +454,93 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
         for (int j = 0; j < kBatch; ++j) {
           const int P = first + j * kRowsPerPass;
           if (P >= C::kHaloPixels) break;
-          float f[8];
-          unpack8<T>(v[j], f);
-#pragma unroll
-          for (int e = 0; e < 8; ++e) f[e] = fmaf(f[e], sc[e], sh[e]);
-          if constexpr (kRes) {
-            float g[8];
-            unpack8<T>(rv[j], g);
-#pragma unroll
-            for (int e = 0; e < 8; ++e) f[e] += g[e];
-          }
-          if (p.relu) {
-#pragma unroll
-            for (int e = 0; e < 8; ++e) f[e] = fmaxf(f[e], 0.f);
-          }
-          const uint4 a = make_uint4(pack2<T>(f[0], f[1]), pack2<T>(f[2], f[3]), pack2<T>(f[4], f[5]),
-                                     pack2<T>(f[6], f[7]));
+          const uint4 a = activate(v[j], kRes ? rv[kRes ? j : 0] : v[j], kRes);
           *reinterpret_cast<uint4*>(halo + halo_offset<kChunks, STRIDE>(P, q)) = a;
           if (p.act && interior[j]) reinterpret_cast<uint4*>(p.act)[off[j]] = a;
         }
       }
     };
-    if (r4 != nullptr) {
+    // The chain's resident tiles (Params::resident): the border from global memory in one batch (its
+    // 52 pixels over 16 pixel slots of 16 chunk threads), then the tile's own pixels from shared
+    // memory (thread: column `slot` of every row, chunk q), normalised in place.
+    auto stage_resident = [&]() {
+      constexpr int kBorder = 2 * C::kHaloW + 2 * C::kTH;       // halo rows 0, kTH + 1; columns 0, kTW + 1
+      constexpr int kSlots = kConsumers / kChunks;
+      constexpr int kBatch = (kBorder + kSlots - 1) / kSlots;
+      static_assert(!kChain || (kSlots == kTW && UP == 1 && STRIDE == 1), "a pass of slots is one tile row");
+      const int slot = tid / kChunks;
+      const bool res = r4 != nullptr;
+      uint4 v[kBatch], rv[kBatch];
+      int pb[kBatch];
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        const int b = slot + j * kSlots;
+        pb[j] = -1;
+        v[j] = rv[j] = make_uint4(0, 0, 0, 0);
+        if (b < kBorder) {
+          int r, c;
+          if (b < 2 * C::kHaloW) {
+            r = b < C::kHaloW ? 0 : C::kTH + 1;
+            c = b < C::kHaloW ? b : b - C::kHaloW;
+          } else {
+            r = 1 + ((b - 2 * C::kHaloW) >> 1);
+            c = (b & 1) ? C::kHaloW - 1 : 0;   // 2·kHaloW is even: b's parity is k's
+          }
+          pb[j] = r * C::kHaloW + c;
+          const int64_t off =
+              ((static_cast<int64_t>(n) * H + chain_source(y0 - 1 + r, H)) * W + chain_source(x0 - 1 + c, W)) * kChunksX + q;
+          v[j] = __ldcg(x4 + off);
+          if (res) rv[j] = __ldcg(r4 + off);
+        }
+      }
+      if (pending) {
+        affine_from_sums();
+        pending = false;
+      }
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        if (pb[j] >= 0) *reinterpret_cast<uint4*>(halo + halo_offset<kChunks, STRIDE>(pb[j], q)) = activate(v[j], rv[j], res);
+      }
+#pragma unroll 2
+      for (int j = 0; j < C::kTH; ++j) {
+        const int px = j * kTW + slot;
+        uint4* h = reinterpret_cast<uint4*>(halo + halo_offset<kChunks, STRIDE>((j + 1) * C::kHaloW + slot + 1, q));
+        uint4* a_s = reinterpret_cast<uint4*>(act_s + act_offset(px, q));
+        const uint4 a = activate(*h, res ? *a_s : make_uint4(0, 0, 0, 0), res);
+        *h = a;
+        if (p.act) {
+          *a_s = a;
+          if (p.act_all || chain_store_needed<C::kTH>(y0 + j, x0 + slot, H, W)) {
+            reinterpret_cast<uint4*>(p.act)[((static_cast<int64_t>(n) * H + y0 + j) * W + x0 + slot) * kChunksX + q] = a;
+          }
+        }
+      }
+    };
+    if (kChain && p.resident && y0 + C::kTH <= Ho && x0 + kTW <= Wo) {
+      if constexpr (kChain) stage_resident();
+    } else if (r4 != nullptr) {
       stage(std::integral_constant<int, 6>{}, std::true_type{});
     } else {
-      stage(std::integral_constant<int, 12>{}, std::false_type{});
+      // (Two CTAs per SM: a batch only as large as the halo needs, in their 80 registers.)
+      constexpr int kFew = (C::kHaloPixels + kRowsPerPass - 1) / kRowsPerPass;
+      stage(std::integral_constant<int, C::kMinBlocks == 2 && kFew < 12 ? kFew : 12>{}, std::false_type{});
     }
   }
   consumers_sync();
   tile_mark(p, 1);
+  if constexpr (kChain) {
+    // The chain's first link keeps its tile's block input for the residual two links on (the later
+    // ones in stage_resident). Copied from the halo here, not in `stage`: there, at 168 registers,
+    // ptxas added ~50 spill reloads to the unrolled main loop.
+    if (!p.resident && p.act) {
+      const int q = tid % C::kChunks;
+#pragma unroll 2
+      for (int px = tid / C::kChunks; px < C::kTH * kTW; px += kConsumers / C::kChunks) {
+        *reinterpret_cast<uint4*>(act_s + act_offset(px, q)) = *reinterpret_cast<const uint4*>(
+            halo + halo_offset<C::kChunks, STRIDE>((px / kTW + 1) * C::kHaloW + px % kTW + 1, q));
+      }
+    }
+  }
 
   // ---- main loop: kSteps steps of kStepK k16 steps × kMB wgmma m64n{Cout}k16 per warpgroup ----
   const int lane = tid & 31, warp = tid >> 5;
@@ -596,27 +709,35 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
     consumers_sync();   // every warp is past its last ldmatrix before the halo is overwritten
   }
   // The halo is dead (every warp is past its last ldmatrix: the barrier above): stage the output
-  // there as [pixel][Cout·2 B], chunks placed by out_slot.
+  // there as [pixel][Cout·2 B], chunks placed by out_slot; the chain stages it in the halo's
+  // interior instead (halo layout), where its next link's prologue takes it (Params::resident).
+  auto staged = [&](int px, int chunk) -> int {
+    if constexpr (kChain) {
+      return halo_offset<C::kChunks, STRIDE>((px / kTW + 1) * C::kHaloW + px % kTW + 1, chunk);
+    } else {
+      return px * C::kOutPixelBytes + (out_slot<C::kOutChunks>(chunk, px) << 4);
+    }
+  };
 #pragma unroll
   for (int mb = 0; mb < kMB; ++mb) {
 #pragma unroll
     for (int i = 0; i < C::kOutChunks; ++i) {
-      *reinterpret_cast<uint32_t*>(halo + px0[mb] * C::kOutPixelBytes + (out_slot<C::kOutChunks>(i, px0[mb]) << 4) +
-                                   4 * t) = pk[mb][2 * i];
-      *reinterpret_cast<uint32_t*>(halo + px1[mb] * C::kOutPixelBytes + (out_slot<C::kOutChunks>(i, px1[mb]) << 4) +
-                                   4 * t) = pk[mb][2 * i + 1];
+      *reinterpret_cast<uint32_t*>(halo + staged(px0[mb], i) + 4 * t) = pk[mb][2 * i];
+      *reinterpret_cast<uint32_t*>(halo + staged(px1[mb], i) + 4 * t) = pk[mb][2 * i + 1];
     }
   }
   consumers_sync();
   tile_mark(p, 6);
   uint4* out4 = reinterpret_cast<uint4*>(p.out);
+  // The chain stores only what other tiles read, except its last output and on tiles cut by the edge.
+  const bool store_every = !kChain || p.out_all || y0 + C::kTH > Ho || x0 + kTW > Wo;
 #pragma unroll
   for (int j = 0; j < C::kTH * kTW * C::kOutChunks / kConsumers; ++j) {
     const int idx = tid + j * kConsumers, px = idx / C::kOutChunks, q = idx % C::kOutChunks;
     const int y = y0 + px / kTW, xx = x0 + px % kTW;
-    if (y < Ho && xx < Wo) {
-      out4[((static_cast<int64_t>(n) * Ho + y) * Wo + xx) * C::kOutChunks + q] = *reinterpret_cast<const uint4*>(
-          halo + px * C::kOutPixelBytes + (out_slot<C::kOutChunks>(q, px) << 4));
+    if (y < Ho && xx < Wo && (store_every || chain_store_needed<C::kTH>(y, xx, Ho, Wo))) {
+      out4[((static_cast<int64_t>(n) * Ho + y) * Wo + xx) * C::kOutChunks + q] =
+          *reinterpret_cast<const uint4*>(halo + staged(px, q));
     }
   }
   // The statistics after the output: the chain's atomic adds must not hold up the stores.

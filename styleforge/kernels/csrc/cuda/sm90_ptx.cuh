@@ -150,6 +150,13 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[16], const uint32_t (&a)[4],
 }
 #undef SF_WG_RS
 
+// Per-thread register limit of the executing warpgroup (every warp of it executes the same one):
+// a producer warpgroup gives its registers to the consumers.
+template <int R>
+__device__ __forceinline__ void regs_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R)); }
+template <int R>
+__device__ __forceinline__ void regs_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R)); }
+
 }  // namespace sm90
 }  // namespace styleforge
 #endif  // SF_SM90A
