@@ -321,6 +321,8 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
   // The chain's kept block input: [kTH·kTW pixels][Cout·2 B], chunks XOR-swizzled by the pixel.
   unsigned char* act_s = sm.end + kChainParamsBytes;
   auto act_offset = [](int px, int q) { return px * (COUT * 2) + ((q ^ (px & 7)) << 4); };
+  // The halo pixel over tile pixel px (row px / kTW, column px % kTW): where the chain keeps it.
+  auto own_halo_pixel = [](int px) { return (px / kTW + 1) * C::kHaloW + px % kTW + 1; };
   // ---- prologue: a = act(x·scale + shift + residual) on the reflected (upsampled) halo tile --------
   // (The caller has waited for the kernels before it: x, scale, shift and residual come from them.)
   // Sizes and the tile origin are read from p again after the main loop, not held across it: the
@@ -499,11 +501,13 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
       }
 #pragma unroll
       for (int j = 0; j < kBatch; ++j) {
-        if (pb[j] >= 0) *reinterpret_cast<uint4*>(halo + halo_offset<kChunks, STRIDE>(pb[j], q)) = activate(v[j], rv[j], res);
+        if (pb[j] >= 0) {
+          *reinterpret_cast<uint4*>(halo + halo_offset<kChunks, STRIDE>(pb[j], q)) = activate(v[j], rv[j], res);
+        }
       }
 #pragma unroll 2
       for (int j = 0; j < C::kTH; ++j) {
-        const int px = j * kTW + slot;
+        const int px = j * kTW + slot;   // its halo pixel: own_halo_pixel(px), written out (ptxas's code)
         uint4* h = reinterpret_cast<uint4*>(halo + halo_offset<kChunks, STRIDE>((j + 1) * C::kHaloW + slot + 1, q));
         uint4* a_s = reinterpret_cast<uint4*>(act_s + act_offset(px, q));
         const uint4 a = activate(*h, res ? *a_s : make_uint4(0, 0, 0, 0), res);
@@ -537,7 +541,7 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
 #pragma unroll 2
       for (int px = tid / C::kChunks; px < C::kTH * kTW; px += kConsumers / C::kChunks) {
         *reinterpret_cast<uint4*>(act_s + act_offset(px, q)) = *reinterpret_cast<const uint4*>(
-            halo + halo_offset<C::kChunks, STRIDE>((px / kTW + 1) * C::kHaloW + px % kTW + 1, q));
+            halo + halo_offset<C::kChunks, STRIDE>(own_halo_pixel(px), q));
       }
     }
   }
@@ -713,7 +717,7 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
   // interior instead (halo layout), where its next link's prologue takes it (Params::resident).
   auto staged = [&](int px, int chunk) -> int {
     if constexpr (kChain) {
-      return halo_offset<C::kChunks, STRIDE>((px / kTW + 1) * C::kHaloW + px % kTW + 1, chunk);
+      return halo_offset<C::kChunks, STRIDE>(own_halo_pixel(px), chunk);
     } else {
       return px * C::kOutPixelBytes + (out_slot<C::kOutChunks>(chunk, px) << 4);
     }
