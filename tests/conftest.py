@@ -37,6 +37,26 @@ def capture_in_graph(run):
     return graph, captured
 
 
+def assert_graph_replays_like_fresh_calls(run, first, x, state, repeats, changed):
+    """An op with a zeroed statistics state that it leaves zero: run() gives first's bits `repeats`
+    times (fp64 sums in any order round to the same fp32 affine here); a CUDA graph of it, replayed
+    after x is halved, gives what a fresh call gives (output `changed` no longer equals first's);
+    the state is zero after."""
+    for _ in range(repeats):
+        for a, b in zip(run(), first):
+            assert torch.equal(a, b)
+    graph, captured = capture_in_graph(run)
+    x.mul_(0.5)
+    for _ in range(3):
+        graph.replay()
+    fresh = run()
+    for got, want in zip(captured, fresh):
+        assert torch.equal(got, want)
+    assert not torch.equal(captured[changed], first[changed])
+    torch.cuda.synchronize()
+    assert not state.any()
+
+
 def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
     out64, ref64 = out.detach().double().cpu(), ref.detach().double().cpu()
     assert not torch.isnan(out64).any(), "output has NaN"

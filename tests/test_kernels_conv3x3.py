@@ -15,6 +15,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import (
+    assert_graph_replays_like_fresh_calls,
     assert_matches_reference,
     capture_in_graph,
     random_style_state,
@@ -702,20 +703,7 @@ def test_cuda_residual_chain_repeatable_and_in_a_cuda_graph(loaded):
     packed = [ref.pack_weight(wt) for wt in ws]
     state = kernels.chain_state(1, 10, "cuda")
     run = lambda: torch.ops.styleforge.conv3x3_residual_chain(x, s, t, packed, nws, nbs, 1e-5, state)
-    first = run()
-    for _ in range(10):   # fp64 sums in any order round to the same fp32 affine here
-        for a, b in zip(run(), first):
-            assert torch.equal(a, b)
-    graph, captured = capture_in_graph(run)
-    x.mul_(0.5)
-    for _ in range(3):
-        graph.replay()
-    fresh = run()
-    for got, want in zip(captured, fresh):
-        assert torch.equal(got, want)
-    assert not torch.equal(captured[0], first[0])
-    torch.cuda.synchronize()
-    assert not state.any()
+    assert_graph_replays_like_fresh_calls(run, run(), x, state, repeats=10, changed=0)
 
 
 @pytest.mark.gpu

@@ -28,7 +28,11 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import assert_matches_reference, capture_in_graph, rel_error
+from conftest import (
+    assert_graph_replays_like_fresh_calls,
+    assert_matches_reference,
+    rel_error,
+)
 from mma_model import mma_from_fragments
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -718,19 +722,7 @@ def test_cuda_norm_repeatable_on_one_state_and_in_a_cuda_graph(cuda_op):
     x, weight, nw, nb, pad, first = _check_cuda_norm(1, 256, 256, torch.bfloat16, True)
     state = kernels.norm_state(1, 32, "cuda")
     run = lambda: NORM_OP(x, weight, pad, nw, nb, 1e-5, state)
-    for _ in range(5):   # fp64 sums in any order round to the same fp32 affine here
-        for a, b in zip(run(), first):
-            assert torch.equal(a, b)
-    graph, captured = capture_in_graph(run)
-    x.mul_(0.5)
-    for _ in range(3):
-        graph.replay()
-    fresh = run()
-    for got, want in zip(captured, fresh):
-        assert torch.equal(got, want)
-    assert not torch.equal(captured[1], first[1])
-    torch.cuda.synchronize()
-    assert not state.any()
+    assert_graph_replays_like_fresh_calls(run, first, x, state, repeats=5, changed=1)
 
 
 @pytest.mark.gpu

@@ -11,9 +11,6 @@ grep -E "FAILED|Error|passed|failed" "$OUT/gpu_tests.log" | head -20
 timeout 120 python3 dev/kernels/conv3x3/bench_layer.py --out "$OUT" --chain-only 2>&1 | tee "$OUT/bench.log" | cut -c1-400
 timeout 60 python3 dev/kernels/conv3x3/profile_frame.py --out "$OUT" --sizes 512x512 2>&1 | tail -2
 timeout 120 python3 dev/kernels/conv3x3/chain_profile.py --out "$OUT" --size 128 2>&1 | tail -1
-PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 100 compute-sanitizer --tool memcheck --error-exitcode 99 \
-  python3 dev/kernels/conv3x3/sanitize_alone.py >"$OUT/memcheck_chain.log" 2>&1
-echo "memcheck rc=$? $(grep -hE 'ERROR SUMMARY|Internal|rel err' "$OUT/memcheck_chain.log" | tr '\n' ' ')"
-PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 100 compute-sanitizer --tool racecheck --error-exitcode 99 \
-  python3 dev/kernels/conv3x3/sanitize_alone.py >"$OUT/racecheck_chain.log" 2>&1
-echo "racecheck rc=$? $(grep -hE 'RACECHECK SUMMARY|Internal|rel err' "$OUT/racecheck_chain.log" | tr '\n' ' ')"
+for tool in memcheck racecheck; do
+  sanitize chain $tool 100 python3 dev/kernels/conv3x3/sanitize_alone.py
+done

@@ -13,10 +13,6 @@ timeout 60 python3 dev/kernels/conv9x9/timings.py --out "$OUT/conv9x9_timings.js
 timeout 150 python3 dev/kernels/conv3x3/bench_layer.py --out "$OUT" --all-frames 2>&1 | tee "$OUT/bench.log" | cut -c1-300
 timeout 60 python3 dev/kernels/conv3x3/profile_frame.py --out "$OUT" --sizes 512x512 2>&1 | tail -2
 for tool in memcheck racecheck; do
-  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 60 compute-sanitizer --tool $tool --error-exitcode 99 \
-    python3 dev/kernels/conv3x3/sanitize_alone.py >"$OUT/${tool}_conv3x3.log" 2>&1
-  echo "conv3x3 $tool rc=$? $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|Internal|rel err' "$OUT/${tool}_conv3x3.log" | tr '\n' ' ' | cut -c1-300)"
-  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 60 compute-sanitizer --tool $tool --error-exitcode 99 \
-    python3 dev/kernels/conv9x9/sanitize.py --quick >"$OUT/${tool}_conv9x9.log" 2>&1
-  echo "conv9x9 $tool rc=$? $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|Internal|mismatch' "$OUT/${tool}_conv9x9.log" | tr '\n' ' ' | cut -c1-300)"
+  sanitize conv3x3 $tool 60 python3 dev/kernels/conv3x3/sanitize_alone.py
+  sanitize conv9x9 $tool 60 python3 dev/kernels/conv9x9/sanitize.py --quick
 done

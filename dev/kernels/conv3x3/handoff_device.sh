@@ -12,13 +12,9 @@ grep -E "FAILED|Error|passed|failed" "$OUT/gpu_tests.log" | head -20
 timeout 150 python3 dev/kernels/conv3x3/bench_layer.py --out "$OUT" --all-frames 2>&1 | tee "$OUT/bench.log" | grep frame | cut -c1-300
 timeout 60 python3 dev/kernels/conv3x3/profile_frame.py --out "$OUT" --sizes 512x512,1080x1920 2>&1 | tail -2
 for tool in memcheck racecheck; do
-  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 60 compute-sanitizer --tool $tool --error-exitcode 99 \
-    python3 dev/kernels/conv3x3/sanitize_alone.py >"$OUT/${tool}_conv3x3.log" 2>&1
-  echo "conv3x3 $tool rc=$? $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|Internal' "$OUT/${tool}_conv3x3.log" | tr '\n' ' ' | cut -c1-300)"
+  sanitize conv3x3 $tool 60 python3 dev/kernels/conv3x3/sanitize_alone.py
 done
-PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 200 compute-sanitizer --tool racecheck --error-exitcode 99 \
-  python3 dev/kernels/conv9x9/sanitize.py --quick >"$OUT/racecheck_conv9x9.log" 2>&1
-echo "conv9x9 racecheck rc=$? $(grep -hE 'RACECHECK SUMMARY|Internal|calls' "$OUT/racecheck_conv9x9.log" | tr '\n' ' ')"
+sanitize conv9x9 racecheck 200 python3 dev/kernels/conv9x9/sanitize.py --quick
 timeout 90 ncu --kernel-name regex:head_kernel --launch-skip 3 --launch-count 1 --set full \
   python3 dev/kernels/conv9x9/head_probe.py >"$OUT/ncu_head.txt" 2>&1
 grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|Issue Slots Busy|Executed Ipc Active|Achieved Occupancy|Registers Per|Stall|L1/TEX Hit|Bank" "$OUT/ncu_head.txt" | head -30

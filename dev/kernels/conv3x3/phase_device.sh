@@ -10,11 +10,7 @@ grep -E "FAILED|Error|passed|failed" "$OUT/gpu_tests.log" | head -20
 timeout 150 python3 dev/kernels/conv3x3/bench_layer.py --out "$OUT" 2>&1 | grep frame | tee "$OUT/frames.log"
 timeout 90 python3 dev/kernels/conv3x3/profile_frame.py --out "$OUT" --sizes 512x512 2>&1 | tail -2
 sel="(decoder_conv3x3_norm_matches_float64 or strided_conv3x3_norm_matches_float64) and odd and bfloat16 and affine_residual"
-PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool memcheck --kernel-name kns=conv3x3_kernel \
-  --error-exitcode 99 python3 -m pytest -q -x tests/test_kernels_conv3x3.py -p no:cacheprovider -k "$sel" \
-  >"$OUT/memcheck_phase.log" 2>&1
-echo "phase memcheck rc=$? $(grep -hE 'ERROR SUMMARY|Internal|passed|failed' "$OUT/memcheck_phase.log" | tr '\n' ' ')"
+sanitize phase memcheck 150 --kernel-name kns=conv3x3_kernel \
+  python3 -m pytest -q -x tests/test_kernels_conv3x3.py -p no:cacheprovider -k "$sel"
 # Racecheck on our kernels alone: the GPU tests also run cuDNN, which racecheck cannot follow.
-PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool racecheck --error-exitcode 99 \
-  python3 dev/kernels/conv3x3/sanitize_alone.py >"$OUT/racecheck_phase.log" 2>&1
-echo "phase racecheck rc=$? $(grep -hE 'RACECHECK SUMMARY|Internal|rel err' "$OUT/racecheck_phase.log" | tr '\n' ' ')"
+sanitize phase racecheck 150 python3 dev/kernels/conv3x3/sanitize_alone.py

@@ -11,9 +11,7 @@ for cfg in res128 dec128to64 dec64to32; do
   if [ "$cfg" = res128 ]; then sel="test_cuda_conv3x3_norm_matches_float64 and odd and bfloat16 and affine_residual"
   else sel="decoder_conv3x3_norm_matches_float64 and odd and bfloat16 and affine_residual and $cfg"; fi
   for tool in memcheck racecheck; do
-    PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 90 compute-sanitizer --tool "$tool" --kernel-name kns=conv3x3_kernel \
-      --error-exitcode 99 python3 -m pytest -q -x tests/test_kernels_conv3x3.py -p no:cacheprovider \
-      -k "$sel" >"$OUT/${tool}_$cfg.log" 2>&1
-    echo "$cfg $tool rc=$? $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|Internal' "$OUT/${tool}_$cfg.log" | tr '\n' ' ')"
+    sanitize "$cfg" "$tool" 90 --kernel-name kns=conv3x3_kernel \
+      python3 -m pytest -q -x tests/test_kernels_conv3x3.py -p no:cacheprovider -k "$sel"
   done
 done

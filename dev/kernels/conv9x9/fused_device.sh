@@ -13,7 +13,6 @@ grep -B2 -A25 "Fatal Python error" "$OUT/gpu_tests.log" | head -60
 timeout 150 python3 dev/kernels/conv3x3/bench_layer.py --out "$OUT" ${BENCH_ARGS:-} 2>&1 | grep frame | tee "$OUT/frames.log"
 timeout 90 python3 dev/kernels/conv3x3/profile_frame.py --out "$OUT" --sizes 512x512 2>&1 | tail -2
 for tool in memcheck racecheck; do
-  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 99 python3 -m pytest -q -x tests/test_kernels_conv9x9.py -p no:cacheprovider \
-    -k "fused_pad_norm and bfloat16 and small" >"$OUT/${tool}_conv9x9.log" 2>&1
-  echo "conv9x9 $tool rc=$? $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|Internal|passed|failed' "$OUT/${tool}_conv9x9.log" | tr '\n' ' ')"
+  sanitize conv9x9 "$tool" 120 python3 -m pytest -q -x tests/test_kernels_conv9x9.py -p no:cacheprovider \
+    -k "fused_pad_norm and bfloat16 and small"
 done

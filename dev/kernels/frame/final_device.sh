@@ -10,7 +10,5 @@ if [ "${1:-1}" = 1 ]; then
   timeout 280 python3 -m pytest -q -m gpu -p no:cacheprovider tests >"$OUT/gpu_tests.log" 2>&1
   grep -E "FAILED|passed|failed" "$OUT/gpu_tests.log" | head -12
 else
-  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 400 compute-sanitizer --tool racecheck --error-exitcode 99 \
-    python3 dev/kernels/conv9x9/sanitize.py --quick >"$OUT/racecheck_conv9x9.log" 2>&1
-  echo "conv9x9 racecheck rc=$? $(grep -hE 'RACECHECK SUMMARY|Internal|calls' "$OUT/racecheck_conv9x9.log" | tr '\n' ' ')"
+  sanitize conv9x9 racecheck 400 python3 dev/kernels/conv9x9/sanitize.py --quick
 fi

@@ -9,9 +9,7 @@ timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_kernels_c
   >"$OUT/gpu_tests.log" 2>&1
 grep -E "FAILED|Error|passed|failed" "$OUT/gpu_tests.log" | head -20
 for tool in memcheck racecheck; do
-  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool $tool --error-exitcode 99 \
-    python3 dev/kernels/conv3x3/sanitize_alone.py >"$OUT/${tool}_conv3x3.log" 2>&1
-  echo "conv3x3 $tool rc=$? $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|Internal|64->32' "$OUT/${tool}_conv3x3.log" | tr '\n' ' ' | cut -c1-400)"
+  sanitize conv3x3 $tool 150 python3 dev/kernels/conv3x3/sanitize_alone.py
 done
 timeout 120 ncu --profile-from-start off --kernel-name regex:'conv3x3_kernel' --launch-skip 3 --launch-count 1 \
   --section LaunchStats --section Occupancy --section SpeedOfLight python3 dev/kernels/frame/frame_probe.py 512x512 \

@@ -10,11 +10,7 @@ timeout 280 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_kernels_c
 grep -E "FAILED|Error|passed|failed" "$OUT/gpu_tests.log" | head -20
 timeout 60 python3 dev/kernels/conv3x3/profile_frame.py --out "$OUT" --sizes 512x512,1080x1920 2>&1 | tail -4
 for tool in memcheck racecheck; do
-  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 90 compute-sanitizer --tool $tool --error-exitcode 99 \
-    python3 dev/kernels/conv3x3/sanitize_alone.py >"$OUT/${tool}_conv3x3.log" 2>&1
-  echo "conv3x3 $tool rc=$? $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|Internal' "$OUT/${tool}_conv3x3.log" | tr '\n' ' ' | cut -c1-300)"
+  sanitize conv3x3 $tool 90 python3 dev/kernels/conv3x3/sanitize_alone.py
 done
-PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 100 compute-sanitizer --tool memcheck --error-exitcode 99 \
-  python3 dev/kernels/conv9x9/sanitize.py --quick >"$OUT/memcheck_conv9x9.log" 2>&1
-echo "conv9x9 memcheck rc=$? $(grep -hE 'ERROR SUMMARY|Internal|calls' "$OUT/memcheck_conv9x9.log" | tr '\n' ' ')"
+sanitize conv9x9 memcheck 100 python3 dev/kernels/conv9x9/sanitize.py --quick
 timeout 170 python3 dev/kernels/conv3x3/bench_layer.py --out "$OUT" --all-frames 2>&1 | tee "$OUT/bench.log" | grep frame | cut -c1-300
