@@ -114,6 +114,10 @@ class FusedRunner:
         # it leaves its SM); IN2 is even. STYLEFORGE_INKERNEL_NORMS overrides, e.g. "in1,in2".
         setting = os.environ.get("STYLEFORGE_INKERNEL_NORMS", DEFAULT_INKERNEL_NORMS)
         self.inkernel_norms = frozenset(n.strip() for n in setting.split(",") if n.strip())
+        # The sums hand-off (each layer forms its input norm's affine from its producer's sums: no
+        # hand-off kernels, no last-block steps) for the fused plans; STYLEFORGE_SUMS_HANDOFF=0 keeps
+        # the (scale, shift) hand-offs above.
+        self.sums_handoff = os.environ.get("STYLEFORGE_SUMS_HANDOFF", "1").lower() not in ("0", "off")
 
     # ---- the plan --------------------------------------------------------------------------
 
@@ -130,6 +134,8 @@ class FusedRunner:
         """
         plan = plan or self.default_plan()
         (_, n1), ((w2, _), n2), ((w3, _), n3) = self.encoder
+        if plan in ("conv3x3", "conv3x3_links") and self.sums_handoff:
+            return self._forward_sums(x, chain=plan == "conv3x3")
         if plan in ("conv3x3", "conv3x3_links"):
             # conv2 and conv3 apply IN1 and IN2 in their prologues and gather IN2 and IN3.
             p2, p3 = self.packed_encoder
@@ -157,6 +163,72 @@ class FusedRunner:
         ((w4, _), n4), ((w5, _), _) = self.decoder
         y = kernels.instance_norm(F.conv2d(y, w4), n4.weight, n4.bias, relu=True, pad=1, upsample=2)
         return self._head(F.conv2d(y, w5))
+
+    def _forward_sums(self, x: torch.Tensor, chain: bool) -> torch.Tensor:
+        """The fused plan with the sums hand-off between its layers: each producer leaves its output's
+        fp64 sums in a norm state (affine=False) and the next layer forms the norm's affine from them
+        in its own prologue (in_state) and leaves the state zero, so no hand-off kernel and no
+        last-block step sits between two layers. IN1 and IN5 take that path only where the conv9x9
+        op was chosen for conv1 and the head (cuDNN there: the (scale, shift) path); the chain's own
+        norm into deconv1 stays (scale, shift)."""
+        (_, n1), (_, n2), (_, n3) = self.encoder
+        (_, n4), (_, n5) = self.decoder
+        p2, p3 = self.packed_encoder
+        d1p, d2p = self.packed_decoder
+
+        def from_sums(state, norm):
+            return dict(in_state=state, in_norm_weight=norm.weight, in_norm_bias=norm.bias)
+
+        def to_sums(t, name, norm):
+            return dict(norm_weight=norm.weight, norm_bias=norm.bias, state=self._sums_state(t, name, norm), affine=False)
+
+        y, scale, shift, s1 = self._first_conv_sums(x.float(), n1)
+        into2 = from_sums(s1, n1) if s1 is not None else {}
+        h, *_ = kernels.conv3x3_norm(y, p2, scale, shift, relu=True, stride=2, **into2, **to_sums(y, "in2", n2))
+        s2 = self._sums_state(y, "in2", n2)
+        h, *_ = kernels.conv3x3_norm(h, p3, relu=True, stride=2, **from_sums(s2, n2), **to_sums(h, "in3", n3))
+        h, scale, shift, block_in = self._residual_conv3x3(h, None, None, chain=chain,
+                                                           **from_sums(self._sums_state(h, "in3", n3), n3))
+        h, *_ = kernels.conv3x3_norm(h, d1p, scale, shift, residual=block_in, upsample=2, **to_sums(h, "in4", n4))
+        s4 = self._sums_state(h, "in4", n4)
+        head_key = ("deconv3", (x.shape[0], 32, x.shape[2], x.shape[3]))   # deconv2's output: _head's key
+        head_choice = self.layer_choices.get(head_key)
+        if head_choice is None or head_choice.provider != "styleforge":   # cuDNN, or not chosen yet
+            h, scale, shift, _ = kernels.conv3x3_norm(h, d2p, relu=True, upsample=2, norm_weight=n5.weight,
+                                                      norm_bias=n5.bias, **from_sums(s4, n4))
+            return self._head(h, scale, shift)
+        h, *_ = kernels.conv3x3_norm(h, d2p, relu=True, upsample=2, **from_sums(s4, n4), **to_sums(h, "in5", n5))
+        return kernels.conv9x9_from_sums(h, self.op_weights["deconv3"], self.head_bias32,
+                                         self._sums_state(h, "in5", n5), out_float32=True, pad=self.head_pad,
+                                         norm_weight=n5.weight, norm_bias=n5.bias)
+
+    def _first_conv_sums(self, x: torch.Tensor, norm: _Norm):
+        """conv1's raw output and IN1: (y, None, None, state) with IN1's sums in the state where the
+        conv9x9 op runs conv1, else (y, scale, shift, None) after cuDNN (norm_scale_shift)."""
+        key, y = ("conv1", tuple(x.shape)), None
+        if key not in self.layer_choices:   # choose first (outside capture the choice sticks)
+            y = self._first_conv(x)
+        choice = self.layer_choices.get(key)
+        if choice is None or choice.provider != "styleforge":
+            y = self._first_conv(x) if y is None else y
+            return (y, *kernels.norm_scale_shift(y, norm.weight, norm.bias), None)
+        state = self._sums_state(x, "in1", norm)
+        y, _, _ = kernels.conv9x9_norm(x, self.op_weights["conv1"], pad=self.input_pad, norm_weight=norm.weight,
+                                       norm_bias=norm.bias, state=state, affine=False)
+        return y, None, None, state
+
+    def _sums_state(self, x: torch.Tensor, norm: str, n: _Norm) -> torch.Tensor:
+        """Norm `norm`'s state for the sums hand-off at x's batch, on any device (the twins use it
+        too): made in the first (warm-up) call, outside any capture, then shared by the captured
+        graphs, which replay one at a time on one stream and leave it zero."""
+        key = (x.device, x.shape[0], "sums-" + norm)
+        state = self._norm_states.get(key)
+        if state is None:
+            # A normal tensor, not an inference one: the twins update it in place, inside the runner's
+            # inference mode or outside it (forward called directly).
+            with torch.inference_mode(False):
+                state = self._norm_states[key] = kernels.norm_state(x.shape[0], n.weight.shape[0], x.device)
+        return state
 
     def _decoder_conv3x3(self, h: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
                          block_in: torch.Tensor) -> torch.Tensor:
@@ -188,7 +260,8 @@ class FusedRunner:
             y = kernels.instance_norm(raw_block(y, block), n2.weight, n2.bias, residual=y[..., 1:-1, 1:-1], pad=1)
         return raw_block(y, self.residual[-1]), y
 
-    def _residual_conv3x3(self, c3: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, chain: bool = True):
+    def _residual_conv3x3(self, c3: torch.Tensor, scale: torch.Tensor | None, shift: torch.Tensor | None,
+                          chain: bool = True, **in_sums):
         """The blocks on conv3x3_norm from conv3's raw output and IN3 as (scale, shift): each norm is
         applied in the next convolution's prologue from the statistics the previous one's epilogue
         gathered. chain: as one `conv3x3_residual_chain` call (one persistent kernel where the plane
@@ -202,7 +275,7 @@ class FusedRunner:
         if state is None:   # first met in a warm-up, outside any capture; then reused by the graphs
             state = self._chain_states[(c3.device, n)] = kernels.chain_state(n, len(weights), c3.device)
         return kernels.conv3x3_residual_chain(c3, scale, shift, weights, [m.weight for m in norms],
-                                              [m.bias for m in norms], state=state, chain=chain)
+                                              [m.bias for m in norms], state=state, chain=chain, **in_sums)
 
     def _norm_state(self, x: torch.Tensor, norm: str, channels: int) -> torch.Tensor | None:
         """The zeroed state of norm `norm`'s in-kernel hand-off at x's batch (None off CUDA, where

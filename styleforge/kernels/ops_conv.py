@@ -1,4 +1,4 @@
-"""`torch.ops.styleforge.conv9x9` and `conv9x9_norm`: schemas, reference/fake(/autograd)
+"""`torch.ops.styleforge.conv9x9`, `conv9x9_norm` and `conv9x9_from_sums`: schemas, reference/fake(/autograd)
 registrations, and the Python entries with the same reference|cuda switch as `ops.instance_norm`.
 
 The pattern is ops.py's (its docstring says why the schema is defined in Python): the twins in
@@ -18,13 +18,19 @@ from .ops_conv3x3 import norm_state
 SCHEMA = ("conv9x9(Tensor x, Tensor weight, Tensor? bias, bool out_float32=False, Tensor? scale=None, "
           "Tensor? shift=None, int pad=0) -> Tensor")
 QUALNAME = "styleforge::conv9x9"
-# state: norm_state(N, 32)'s zeroed scratch (a CTA counter and fp64 sums), used and left zero.
+# state: norm_state(N, 32)'s zeroed scratch (a CTA counter and fp64 sums), used and left zero; with
+# affine=False the sums are left in it for the next layer (reference_norm_sums).
 NORM_SCHEMA = ("conv9x9_norm(Tensor x, Tensor weight, int pad, Tensor? norm_weight, Tensor? norm_bias, float eps, "
-               "Tensor(a!) state) -> (Tensor, Tensor, Tensor)")
+               "Tensor(a!) state, bool affine=True) -> (Tensor, Tensor, Tensor)")
 NORM_QUALNAME = "styleforge::conv9x9_norm"
+# The head applying the norm whose sums its producer left in state (read, then zeroed).
+FROM_SUMS_SCHEMA = ("conv9x9_from_sums(Tensor x, Tensor weight, Tensor? bias, bool out_float32, int pad, "
+                    "Tensor(a!) state, Tensor? norm_weight, Tensor? norm_bias, float eps) -> Tensor")
+FROM_SUMS_QUALNAME = "styleforge::conv9x9_from_sums"
 
 _LIB, _FIRST_IMPORT = define_once(SCHEMA)  # registrations below run only when this defined it
 _LIB_NORM, _FIRST_NORM = define_once(NORM_SCHEMA)
+_LIB_FROM_SUMS, _FIRST_FROM_SUMS = define_once(FROM_SUMS_SCHEMA)
 
 
 def _conv9x9_impl(x, weight, bias, out_float32=False, scale=None, shift=None, pad=0):
@@ -53,16 +59,26 @@ def _backward(ctx, grad):
         ctx.saved_tensors, ctx.needs_input_grad, grad, num_inputs=7)
 
 
-def _norm_impl(x, weight, pad, norm_weight, norm_bias, eps, state):
-    return reference_conv.conv9x9_norm(x, weight, pad, norm_weight, norm_bias, eps, state)
+def _norm_impl(x, weight, pad, norm_weight, norm_bias, eps, state, affine=True):
+    return reference_conv.conv9x9_norm(x, weight, pad, norm_weight, norm_bias, eps, state, affine)
 
 
-def _norm_fake(x, weight, pad, norm_weight, norm_bias, eps, state):
+def _norm_fake(x, weight, pad, norm_weight, norm_bias, eps, state, affine=True):
     reference_conv.check_norm_args(x, weight, pad, norm_weight, norm_bias, eps, state)
     y = torch.empty(reference_conv.output_shape(x, weight, pad), dtype=weight.dtype, device=x.device,
                     memory_format=torch.channels_last)
-    vector = x.new_empty((x.shape[0], weight.shape[0]), dtype=torch.float32)
+    vector = x.new_empty((x.shape[0] if affine else 0, weight.shape[0]), dtype=torch.float32)
     return y, vector, vector.clone()
+
+
+def _from_sums_impl(x, weight, bias, out_float32, pad, state, norm_weight, norm_bias, eps):
+    return reference_conv.conv9x9_from_sums(x, weight, bias, out_float32, pad, state, norm_weight, norm_bias, eps)
+
+
+def _from_sums_fake(x, weight, bias, out_float32, pad, state, norm_weight, norm_bias, eps):
+    reference_conv.check_from_sums_args(x, weight, bias, out_float32, pad, state, norm_weight, norm_bias, eps)
+    return torch.empty(reference_conv.output_shape(x, weight, pad), dtype=torch.float32 if out_float32 else weight.dtype,
+                       device=x.device, memory_format=torch.channels_last)
 
 
 if _FIRST_IMPORT:
@@ -72,6 +88,9 @@ if _FIRST_IMPORT:
 if _FIRST_NORM:
     _LIB_NORM.impl("conv9x9_norm", _norm_impl, "CompositeExplicitAutograd")
     torch.library.register_fake(NORM_QUALNAME, _norm_fake, lib=_LIB_NORM)
+if _FIRST_FROM_SUMS:
+    _LIB_FROM_SUMS.impl("conv9x9_from_sums", _from_sums_impl, "CompositeExplicitAutograd")
+    torch.library.register_fake(FROM_SUMS_QUALNAME, _from_sums_fake, lib=_LIB_FROM_SUMS)
 
 
 def conv9x9_supported(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
@@ -107,20 +126,40 @@ def conv9x9(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = N
 
 
 def conv9x9_norm(x: torch.Tensor, weight: torch.Tensor, *, pad: int = 0, norm_weight: torch.Tensor | None = None,
-                 norm_bias: torch.Tensor | None = None, eps: float = 1e-5,
-                 state: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                 norm_bias: torch.Tensor | None = None, eps: float = 1e-5, state: torch.Tensor | None = None,
+                 affine: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """conv1 (3 → 32, no bias) and its InstanceNorm's statistics in one kernel: (y, scale, shift) with
     y exactly `conv9x9(x, weight, pad=pad)` and (scale, shift), fp32 (N, 32), such that
     InstanceNorm(y; norm_weight, norm_bias, eps) = y·scale + shift (`reference_conv.conv9x9_norm`).
 
     state: a zeroed `norm_state(N, 32, device)`, left zero (one per stream serves every call, CUDA
-    graph replays too); None allocates one per call. Reference mode and CPU tensors run the twin.
+    graph replays too); None allocates one per call. affine=False (a state needed): y's sums are
+    left in the state for the next layer's in_state, and scale, shift come back (0, 32). Reference
+    mode and CPU tensors run the twin.
     """
     if ops.current_mode() == "reference" or not x.is_cuda:
-        return reference_conv.conv9x9_norm(x, weight, pad, norm_weight, norm_bias, eps, state)
+        return reference_conv.conv9x9_norm(x, weight, pad, norm_weight, norm_bias, eps, state, affine)
     # Checked here first (ValueError naming the rule): see `conv9x9` for why.
     reference_conv.check_norm_args(x, weight, pad, norm_weight, norm_bias, eps, state)
+    if not affine and state is None:
+        raise ValueError("conv9x9_norm: affine=False leaves the sums in state: a state is needed")
     ops.ensure_cuda_kernels()
     if state is None:
         state = norm_state(x.shape[0], weight.shape[0], x.device)
-    return torch.ops.styleforge.conv9x9_norm(x, weight, int(pad), norm_weight, norm_bias, float(eps), state)
+    return torch.ops.styleforge.conv9x9_norm(x, weight, int(pad), norm_weight, norm_bias, float(eps), state,
+                                             bool(affine))
+
+
+def conv9x9_from_sums(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, state: torch.Tensor, *,
+                      out_float32: bool = False, pad: int = 0, norm_weight: torch.Tensor | None = None,
+                      norm_bias: torch.Tensor | None = None, eps: float = 1e-5) -> torch.Tensor:
+    """The head (32 → 3) applying the InstanceNorm of x (+ ReLU) on load, that norm given as the sums
+    its producer left in `state` (conv3x3_norm(..., affine=False)): `conv9x9(x, weight, bias,
+    scale=, shift=)` with the affine formed from them; the state is left zero
+    (`reference_conv.conv9x9_from_sums`). Reference mode and CPU tensors run the twin."""
+    args = (x, weight, bias, bool(out_float32), int(pad), state, norm_weight, norm_bias, float(eps))
+    if ops.current_mode() == "reference" or not x.is_cuda:
+        return reference_conv.conv9x9_from_sums(*args)
+    reference_conv.check_from_sums_args(*args)   # checked here first: see `conv9x9` for why
+    ops.ensure_cuda_kernels()
+    return torch.ops.styleforge.conv9x9_from_sums(*args)

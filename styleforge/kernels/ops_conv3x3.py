@@ -17,13 +17,17 @@ import torch
 from . import ops, reference_conv3x3
 from .library import define_once
 
+# in_state: the input norm as its producer's sums (read and zeroed); affine=False: the output's sums
+# are left in state for the consumer (reference_norm_sums).
 CONV_SCHEMA = ("conv3x3_norm(Tensor x, Tensor weight, Tensor? scale, Tensor? shift, Tensor? residual, bool relu, "
                "int upsample, bool keep_input, Tensor? norm_weight, Tensor? norm_bias, float eps, bool stats, "
-               "int stride=1, Tensor(a!)? state=None) -> (Tensor, Tensor, Tensor, Tensor)")
+               "int stride=1, Tensor(a!)? state=None, Tensor(b!)? in_state=None, Tensor? in_norm_weight=None, "
+               "Tensor? in_norm_bias=None, bool affine=True) -> (Tensor, Tensor, Tensor, Tensor)")
 MOMENTS_SCHEMA = "norm_scale_shift(Tensor x, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor)"
 # state: conv3x3_chain.cu's zeroed scratch (barrier counters, fp64 sums), used and left zero.
-CHAIN_SCHEMA = ("conv3x3_residual_chain(Tensor x, Tensor scale, Tensor shift, Tensor[] weights, Tensor[] norm_weights, "
-                "Tensor[] norm_biases, float eps, Tensor(a!) state) -> (Tensor, Tensor, Tensor, Tensor)")
+CHAIN_SCHEMA = ("conv3x3_residual_chain(Tensor x, Tensor? scale, Tensor? shift, Tensor[] weights, "
+                "Tensor[] norm_weights, Tensor[] norm_biases, float eps, Tensor(a!) state, Tensor(b!)? in_state=None, "
+                "Tensor? in_norm_weight=None, Tensor? in_norm_bias=None) -> (Tensor, Tensor, Tensor, Tensor)")
 
 _LIB, _FIRST_CONV = define_once(CONV_SCHEMA)
 _LIB_MOMENTS, _FIRST_MOMENTS = define_once(MOMENTS_SCHEMA)
@@ -33,15 +37,17 @@ pack_weight = reference_conv3x3.pack_weight
 
 
 def _conv_impl(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps, stats,
-               stride=1, state=None):   # the twin needs no state (it computes the affine directly)
+               stride=1, state=None, in_state=None, in_norm_weight=None, in_norm_bias=None, affine=True):
     return reference_conv3x3.conv3x3_norm(x, weight, scale, shift, residual, relu, upsample, keep_input,
-                                          norm_weight, norm_bias, eps, stats, stride)
+                                          norm_weight, norm_bias, eps, stats, stride, state, in_state,
+                                          in_norm_weight, in_norm_bias, affine)
 
 
 def _conv_fake(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps, stats,
-               stride=1, state=None):
+               stride=1, state=None, in_state=None, in_norm_weight=None, in_norm_bias=None, affine=True):
     reference_conv3x3.check_args(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight,
                                  norm_bias, eps, stride)
+    reference_conv3x3.check_sums_args(x, weight, scale, state, in_state, in_norm_weight, in_norm_bias, affine, stats)
     n, _, h, w = x.shape
     cout = weight.shape[2]
     size = reference_conv3x3.output_size
@@ -49,7 +55,7 @@ def _conv_fake(x, weight, scale, shift, residual, relu, upsample, keep_input, no
                       device=x.device, memory_format=torch.channels_last)
     kept = (torch.empty(x.shape, dtype=x.dtype, device=x.device, memory_format=torch.channels_last)
             if keep_input else x.new_empty(0))
-    vector = x.new_empty((n if stats else 0, cout), dtype=torch.float32)
+    vector = x.new_empty((n if stats and affine else 0, cout), dtype=torch.float32)
     return out, vector, vector.clone(), kept
 
 
@@ -63,12 +69,17 @@ def _moments_fake(x, weight, bias, eps):
     return vector, vector.clone()
 
 
-def _chain_impl(x, scale, shift, weights, norm_weights, norm_biases, eps, state):
-    return reference_conv3x3.residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps)
+def _chain_impl(x, scale, shift, weights, norm_weights, norm_biases, eps, state, in_state=None, in_norm_weight=None,
+                in_norm_bias=None):
+    return reference_conv3x3.residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps,
+                                            in_state=in_state, in_norm_weight=in_norm_weight,
+                                            in_norm_bias=in_norm_bias)
 
 
-def _chain_fake(x, scale, shift, weights, norm_weights, norm_biases, eps, state):
+def _chain_fake(x, scale, shift, weights, norm_weights, norm_biases, eps, state, in_state=None, in_norm_weight=None,
+                in_norm_bias=None):
     reference_conv3x3.check_chain_args(x, scale, shift, weights, norm_weights, norm_biases, eps)
+    reference_conv3x3.check_chain_sums_args(x, scale, in_state, in_norm_weight, in_norm_bias)
     act = torch.empty(x.shape, dtype=x.dtype, device=x.device, memory_format=torch.channels_last)
     vector = x.new_empty((x.shape[0], 128), dtype=torch.float32)
     return torch.empty_like(act), vector, vector.clone(), act
@@ -107,7 +118,9 @@ def conv3x3_norm(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor | No
                  shift: torch.Tensor | None = None, *, residual: torch.Tensor | None = None, relu: bool = False,
                  upsample: int = 1, keep_input: bool = False, norm_weight: torch.Tensor | None = None,
                  norm_bias: torch.Tensor | None = None, eps: float = 1e-5, stats: bool = True, stride: int = 1,
-                 state: torch.Tensor | None = None):
+                 state: torch.Tensor | None = None, in_state: torch.Tensor | None = None,
+                 in_norm_weight: torch.Tensor | None = None, in_norm_bias: torch.Tensor | None = None,
+                 affine: bool = True):
     """Fused prologue (norm apply, + residual, ReLU, ×upsample) → 3×3 reflection-padded conv → next
     norm's affine.
 
@@ -118,14 +131,21 @@ def conv3x3_norm(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor | No
     state: a `norm_state(N, Cout, device)` for the in-kernel hand-off (the convolution's last block
     writes out_scale/out_shift: no second kernel), reused across calls on one stream; None: the
     separate hand-off kernel. The result is the same either way (to fp32 rounding of the sums).
+    The sums hand-off (no kernel and no last-block step between two layers): affine=False leaves the
+    output's sums in `state` (out_scale/out_shift come back empty) for the next layer, which takes
+    that state as in_state, with the norm's in_norm_weight, in_norm_bias (and eps), instead of scale
+    and shift, forms the affine in its own prologue and leaves the state zero.
     """
     args = (x, weight, scale, shift, residual, bool(relu), int(upsample), bool(keep_input), norm_weight, norm_bias,
             float(eps), bool(stats), int(stride))
+    sums = (state, in_state, in_norm_weight, in_norm_bias, bool(affine))
     if _use_reference(x) or not conv3x3_norm_supported(x.device):
-        return reference_conv3x3.conv3x3_norm(*args)
+        return reference_conv3x3.conv3x3_norm(*args, *sums)
     if state is not None:
         check_norm_state("conv3x3_norm", state, x, x.shape[0], weight.shape[2])
-    return torch.ops.styleforge.conv3x3_norm(*args, state)
+    if in_state is not None:
+        check_norm_state("conv3x3_norm", in_state, x, x.shape[0], x.shape[1])
+    return torch.ops.styleforge.conv3x3_norm(*args, *sums)
 
 
 def chain_state(n: int, links: int, device: torch.device | str) -> torch.Tensor:
@@ -149,29 +169,36 @@ def check_norm_state(name: str, state: torch.Tensor, x: torch.Tensor, n: int, c:
 def norm_state(n: int, c: int, device: torch.device | str) -> torch.Tensor:
     """A zeroed state for the in-kernel InstanceNorm hand-off of a convolution with c output channels
     at batch n (`conv3x3_norm(..., state=)`, `conv9x9_norm`): the kernel adds its tiles' moments
-    to it and its last block turns them into (scale, shift), so no hand-off kernel runs. Each call
+    to it and its last block turns them into (scale, shift), so no hand-off kernel runs; or, with
+    affine=False, leaves them for the next layer's in_state, which zeroes it. Each pair of calls
     leaves it zero, so one state serves every call on one stream (graph replays too); calls that may
     run at the same time need their own."""
     return torch.zeros(reference_conv3x3.norm_state_bytes(n, c), dtype=torch.uint8, device=device)
 
 
-def conv3x3_residual_chain(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weights, norm_weights,
-                           norm_biases, eps: float = 1e-5, state: torch.Tensor | None = None, chain: bool = True):
+def conv3x3_residual_chain(x: torch.Tensor, scale: torch.Tensor | None, shift: torch.Tensor | None, weights,
+                           norm_weights, norm_biases, eps: float = 1e-5, state: torch.Tensor | None = None,
+                           chain: bool = True, in_state: torch.Tensor | None = None,
+                           in_norm_weight: torch.Tensor | None = None, in_norm_bias: torch.Tensor | None = None):
     """The residual blocks as one op: `reference_conv3x3.residual_chain`'s semantics. On Hopper one
     persistent kernel runs every link where all the tiles fit on the GPU at once (512² and smaller at
     batch 1), else the links run as conv3x3_norm kernels. chain=False (or STYLEFORGE_CONV3X3_CHAIN=off)
-    runs them as separate conv3x3_norm calls instead. state: from `chain_state`, or a fresh one per call."""
+    runs them as separate conv3x3_norm calls instead. state: from `chain_state`, or a fresh one per call.
+    The norm before the chain is (scale, shift), or its producer's sums in in_state (with
+    in_norm_weight, in_norm_bias: see conv3x3_norm), which the first link turns into its affine."""
     weights, norm_weights, norm_biases = list(weights), list(norm_weights), list(norm_biases)
+    sums = dict(in_state=in_state, in_norm_weight=in_norm_weight, in_norm_bias=in_norm_bias)
     if _use_reference(x) or not conv3x3_norm_supported(x.device):
-        return reference_conv3x3.residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps)
+        return reference_conv3x3.residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps, **sums)
     if not chain or os.environ.get("STYLEFORGE_CONV3X3_CHAIN", "auto").lower() in ("0", "off"):
         return reference_conv3x3.residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps,
-                                                conv=torch.ops.styleforge.conv3x3_norm)
+                                                conv=torch.ops.styleforge.conv3x3_norm, **sums)
     reference_conv3x3.check_chain_args(x, scale, shift, weights, norm_weights, norm_biases, eps)
+    reference_conv3x3.check_chain_sums_args(x, scale, in_state, in_norm_weight, in_norm_bias)
     if state is None:
         state = chain_state(x.shape[0], len(weights), x.device)
     return torch.ops.styleforge.conv3x3_residual_chain(x, scale, shift, weights, norm_weights, norm_biases,
-                                                       float(eps), state)
+                                                       float(eps), state, in_state, in_norm_weight, in_norm_bias)
 
 
 def norm_scale_shift(x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None,

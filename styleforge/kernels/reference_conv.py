@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from . import reference_conv3x3
+from . import reference_conv3x3, reference_norm_sums
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
 KERNEL = 9
@@ -135,12 +135,49 @@ def check_norm_args(x: torch.Tensor, weight: torch.Tensor, pad: int, norm_weight
 
 
 def conv9x9_norm(x: torch.Tensor, weight: torch.Tensor, pad: int = 0, norm_weight: torch.Tensor | None = None,
-                 norm_bias: torch.Tensor | None = None, eps: float = 1e-5,
-                 state: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                 norm_bias: torch.Tensor | None = None, eps: float = 1e-5, state: torch.Tensor | None = None,
+                 affine: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(y, scale, shift): conv1 (no bias) and its InstanceNorm as one affine per (sample, channel),
-    InstanceNorm(y; norm_weight, norm_bias, eps) = y·scale + shift. The state is only checked: the
-    twin computes the statistics directly."""
+    InstanceNorm(y; norm_weight, norm_bias, eps) = y·scale + shift. With affine (the default) the
+    state is only checked: the twin computes the statistics directly. affine=False: y's sums go to
+    the state for the next layer (reference_norm_sums) and scale, shift come back (0, 32)."""
     check_norm_args(x, weight, pad, norm_weight, norm_bias, eps, state)
     y = conv9x9(x, weight, None, False, None, None, pad)
+    if not affine:
+        if state is None:
+            raise ValueError(f"{NORM_NAME}: affine=False leaves the sums in state: a state is needed")
+        reference_norm_sums.add_sums(state, y)
+        empty = y.new_empty((0, 32), dtype=torch.float32)
+        return y, empty, empty.clone()
     scale, shift = reference_conv3x3.norm_scale_shift(y, norm_weight, norm_bias, eps)
     return y, scale, shift
+
+
+FROM_SUMS_NAME = "conv9x9_from_sums"
+
+
+def check_from_sums_args(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, out_float32: bool,
+                         pad: int, state: torch.Tensor, norm_weight: torch.Tensor | None,
+                         norm_bias: torch.Tensor | None, eps: float) -> None:
+    """conv9x9_from_sums's rules: conv9x9's for the head (32 → 3), a norm state of x's batch and 32
+    channels, (32,) norm vectors, eps > 0."""
+    check_args(x, weight, bias, out_float32, None, None, pad, name=FROM_SUMS_NAME)
+    if tuple(weight.shape[:2]) != (3, 32):
+        raise ValueError(f"{FROM_SUMS_NAME}: only the head, (Cin, Cout) = (32, 3), applies a norm from sums, "
+                         f"got ({weight.shape[1]}, {weight.shape[0]})")
+    reference_norm_sums.check_state(FROM_SUMS_NAME, "state", state, x, x.shape[0], 32)
+    reference_conv3x3._check_vector(FROM_SUMS_NAME, "norm_weight", norm_weight, x, 32)
+    reference_conv3x3._check_vector(FROM_SUMS_NAME, "norm_bias", norm_bias, x, 32)
+    if not eps > 0:
+        raise ValueError(f"{FROM_SUMS_NAME}: eps must be > 0, got {eps}")
+
+
+def conv9x9_from_sums(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, out_float32: bool,
+                      pad: int, state: torch.Tensor, norm_weight: torch.Tensor | None = None,
+                      norm_bias: torch.Tensor | None = None, eps: float = 1e-5) -> torch.Tensor:
+    """The head, conv9x9(x, weight, bias, out_float32, scale, shift, pad), with (scale, shift) the
+    InstanceNorm of x whose sums its producer left in `state` (taken, and the state zeroed)."""
+    check_from_sums_args(x, weight, bias, out_float32, pad, state, norm_weight, norm_bias, eps)
+    scale, shift = reference_norm_sums.take_affine(state, x.shape[0], 32, x.shape[2] * x.shape[3], norm_weight,
+                                                   norm_bias, eps)
+    return conv9x9(x, weight, bias, out_float32, scale, shift, pad)

@@ -33,6 +33,15 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from .reference_norm_sums import (  # noqa: F401
+    NORM_STATE_HEADER_BYTES,
+    NORM_SUM_COPIES,
+    add_sums,
+    check_state,
+    norm_state_bytes,
+    take_affine,
+)
+
 SCALE_SHIFT_CHANNELS = (32, 64, 128)             # norm_scale_shift's channel counts
 # (Cin, Cout, upsample, stride) with a kernel
 CONFIGS = ((128, 128, 1, 1), (128, 64, 2, 1), (64, 32, 2, 1), (32, 64, 1, 2), (64, 128, 1, 2))
@@ -223,9 +232,36 @@ def _scale_shift(x, weight, bias, eps):
     return scale, shift
 
 
+def check_sums_args(x, weight, scale, state, in_state, in_norm_weight, in_norm_bias, affine, stats) -> None:
+    """The sums hand-off's rules for conv3x3_norm (after check_args): an in_state instead of
+    scale/shift, with (Cin,) norm vectors; affine=False needs stats and a state."""
+    name = "conv3x3_norm"
+    n, cin, cout = x.shape[0], x.shape[1], weight.shape[2]
+    if in_state is not None:
+        if scale is not None:
+            raise ValueError(f"{name}: the input norm is scale/shift or in_state, not both")
+        check_state(name, "in_state", in_state, x, n, cin)
+    _check_vector(name, "in_norm_weight", in_norm_weight, x, cin)
+    _check_vector(name, "in_norm_bias", in_norm_bias, x, cin)
+    if not affine:
+        if not stats or state is None:
+            raise ValueError(f"{name}: affine=False leaves the sums in state: needs stats=True and a state")
+        check_state(name, "state", state, x, n, cout)
+
+
 def conv3x3_norm(x, weight, scale=None, shift=None, residual=None, relu=False, upsample=1, keep_input=False,
-                 norm_weight=None, norm_bias=None, eps=1e-5, stats=True, stride=1):
+                 norm_weight=None, norm_bias=None, eps=1e-5, stats=True, stride=1, state=None, in_state=None,
+                 in_norm_weight=None, in_norm_bias=None, affine=True):
+    """See the module docstring. The sums hand-off (reference_norm_sums): in_state (with in_norm_weight,
+    in_norm_bias and eps), instead of scale/shift, is the input norm as its producer's sums, taken
+    and zeroed; affine=False adds the output's sums to `state` for the consumer and returns empty
+    (0, Cout) out_scale/out_shift. With affine=True a state is the CUDA in-kernel hand-off's scratch,
+    which the twin does not need (it stays zero)."""
     check_args(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps, stride)
+    check_sums_args(x, weight, scale, state, in_state, in_norm_weight, in_norm_bias, affine, stats)
+    if in_state is not None:
+        scale, shift = take_affine(in_state, x.shape[0], x.shape[1], x.shape[2] * x.shape[3], in_norm_weight,
+                                   in_norm_bias, eps)
     a = x.float()
     if scale is not None:
         a = a * scale[:, :, None, None] + shift[:, :, None, None]
@@ -238,7 +274,10 @@ def conv3x3_norm(x, weight, scale=None, shift=None, residual=None, relu=False, u
     if upsample > 1:
         up = up.repeat_interleave(upsample, dim=2).repeat_interleave(upsample, dim=3)
     out = _conv(up, a, weight, stride).to(x.dtype)
-    if stats:
+    if stats and not affine:
+        add_sums(state, out)
+        out_scale = out_shift = x.new_empty((0, out.shape[1]), dtype=torch.float32)
+    elif stats:
         out_scale, out_shift = _scale_shift(out, norm_weight, norm_bias, eps)
     else:
         out_scale = out_shift = x.new_empty((0, out.shape[1]), dtype=torch.float32)
@@ -256,17 +295,6 @@ def chain_state_bytes(n: int, links: int) -> int:
     return CHAIN_STATE_HEADER_BYTES + links * CHAIN_SUM_COPIES * 2 * n * 128 * 8
 
 
-NORM_STATE_HEADER_BYTES = 256                     # norm_state.h: the CTA counter before the fp64 sums
-NORM_SUM_COPIES = 8                               # norm_state.h, kNormSumCopies
-
-
-def norm_state_bytes(n: int, c: int) -> int:
-    """Bytes of the in-kernel InstanceNorm hand-off's state for batch n and c channels (norm_state.h):
-    a CTA counter and fp64 (copy, Σx | Σx², sample, channel) sums. The twins ignore states (they
-    compute the same affine directly); the CUDA kernels use them and leave them zero."""
-    return NORM_STATE_HEADER_BYTES + NORM_SUM_COPIES * 2 * n * c * 8
-
-
 def check_chain_args(x, scale, shift, weights, norm_weights, norm_biases, eps) -> None:
     name = "conv3x3_residual_chain"
     links = len(weights)
@@ -280,12 +308,29 @@ def check_chain_args(x, scale, shift, weights, norm_weights, norm_biases, eps) -
         check_args(x, w, scale, shift, None, True, 1, True, nw, nb, eps, 1)
 
 
-def residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps=1e-5, conv=None):
+def check_chain_sums_args(x, scale, in_state, in_norm_weight, in_norm_bias) -> None:
+    """The norm before the chain: (scale, shift), or in_state with (128,) norm vectors."""
+    name = "conv3x3_residual_chain"
+    if (scale is None) == (in_state is None):
+        raise ValueError(f"{name}: the norm before the chain is scale and shift, or in_state (exactly one)")
+    if in_state is not None:
+        check_state(name, "in_state", in_state, x, x.shape[0], 128)
+    _check_vector(name, "in_norm_weight", in_norm_weight, x, 128)
+    _check_vector(name, "in_norm_bias", in_norm_bias, x, 128)
+
+
+def residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps=1e-5, conv=None, in_state=None,
+                   in_norm_weight=None, in_norm_bias=None):
     """The style network's residual blocks on conv3x3_norm: block b is links 2b and 2b + 1. x is conv3's
-    raw output, (scale, shift) its norm (applied with ReLU); returns the last link's raw output, its
-    norm as (scale, shift) and the last block's input (for the skip that deconv1 adds). `conv` takes
+    raw output, (scale, shift) its norm (applied with ReLU), or that norm from its producer's sums in
+    in_state (reference_norm_sums: taken and zeroed); returns the last link's raw output, its norm as
+    (scale, shift) and the last block's input (for the skip that deconv1 adds). `conv` takes
     conv3x3_norm's positional arguments (default: this twin; the CUDA op for separate launches)."""
     check_chain_args(x, scale, shift, weights, norm_weights, norm_biases, eps)
+    check_chain_sums_args(x, scale, in_state, in_norm_weight, in_norm_bias)
+    if in_state is not None:
+        scale, shift = take_affine(in_state, x.shape[0], 128, x.shape[2] * x.shape[3], in_norm_weight, in_norm_bias,
+                                   eps)
     conv = conv or conv3x3_norm
     h, block_in, relu = x, None, True        # the first block's input is relu(norm(x))
     for b in range(0, len(weights), 2):

@@ -1,4 +1,5 @@
-// CUDA implementations of styleforge::conv9x9 and styleforge::conv9x9_norm for the torch dispatcher.
+// CUDA implementations of styleforge::conv9x9, conv9x9_norm and conv9x9_from_sums for the torch
+// dispatcher.
 //
 // As in bindings.cpp, the schemas are defined in Python (styleforge/kernels/ops_conv.py) and this
 // file only adds the CUDA kernels with TORCH_LIBRARY_IMPL. Argument rules mirror
@@ -115,6 +116,7 @@ Prepared prepare(const char* name, const at::Tensor& x_in, const at::Tensor& wei
   args.cin = static_cast<int>(cin);
   args.cout = static_cast<int>(cout);
   args.num_sms = multiprocessor_count(r.x.get_device());
+  args.pdl = supports_pdl(r.x.get_device());
   return r;
 }
 
@@ -134,20 +136,31 @@ at::Tensor conv9x9_cuda(const at::Tensor& x, const at::Tensor& weight, const std
 }
 
 // An optional (32,) norm affine vector as fp32 contiguous, or an undefined tensor.
-at::Tensor affine_vector(const char* arg, const std::optional<at::Tensor>& v, const at::Tensor& x) {
+at::Tensor affine_vector(const char* name, const char* arg, const std::optional<at::Tensor>& v, const at::Tensor& x) {
   if (!v.has_value() || !v->defined()) return {};
-  TORCH_CHECK(v->dim() == 1 && v->size(0) == 32 && v->is_floating_point(), "conv9x9_norm: ", arg,
+  TORCH_CHECK(v->dim() == 1 && v->size(0) == 32 && v->is_floating_point(), name, ": ", arg,
               " must be a floating (32,) tensor, got ", v->scalar_type(), " ", v->sizes());
-  TORCH_CHECK(v->device() == x.device(), "conv9x9_norm: ", arg, " is on ", v->device(), ", x on ", x.device());
+  TORCH_CHECK(v->device() == x.device(), name, ": ", arg, " is on ", v->device(), ", x on ", x.device());
   return v->to(at::kFloat).contiguous();
 }
 
-// conv1 with IN1's statistics through the in-kernel hand-off; state: norm_state(N, 32), left zero.
+// A norm state of norm_state_bytes(n, 32) on x's device (no integers in the message: the Python
+// entry checks first, see ops_conv.conv9x9).
+void check_state32(const char* name, const char* arg, const at::Tensor& state, const at::Tensor& x, int64_t n) {
+  TORCH_CHECK(state.is_cuda() && state.device() == x.device() && state.scalar_type() == at::kByte &&
+                  state.is_contiguous() && aligned16(state) &&
+                  static_cast<size_t>(state.numel()) >= norm_state_bytes(n, 32),
+              name, ": ", arg, " must be a contiguous, 16-byte aligned uint8 tensor of norm_state_bytes(N, 32) "
+              "bytes on x's device");
+}
+
+// conv1 with IN1's statistics through the in-kernel hand-off; state: norm_state(N, 32). affine:
+// also (scale, shift), and the state left zero; else the sums stay in it for the next layer.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> conv9x9_norm_cuda(const at::Tensor& x, const at::Tensor& weight,
                                                                  int64_t pad,
                                                                  const std::optional<at::Tensor>& norm_weight,
                                                                  const std::optional<at::Tensor>& norm_bias,
-                                                                 double eps, at::Tensor& state) {
+                                                                 double eps, at::Tensor& state, bool affine) {
   constexpr const char* kName = "conv9x9_norm";
   TORCH_CHECK(x.is_cuda(), kName, ": x must be a CUDA tensor, got ", x.device());
   const c10::cuda::CUDAGuard guard(x.device());
@@ -158,26 +171,48 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv9x9_norm_cuda(const at::Tenso
               ": the output must be at least 2x2 for the InstanceNorm");
   TORCH_CHECK(eps > 0, kName, ": eps must be > 0");
   const int64_t n = x.size(0);
-  // No integers in these messages: the Python entry checks first (see ops_conv.conv9x9).
-  TORCH_CHECK(state.is_cuda() && state.device() == x.device() && state.scalar_type() == at::kByte &&
-                  state.is_contiguous() && aligned16(state) &&
-                  static_cast<size_t>(state.numel()) >= norm_state_bytes(n, 32),
-              kName, ": state must be a zeroed, contiguous, 16-byte aligned uint8 tensor of norm_state_bytes(N, 32) "
-              "bytes on x's device");
-  const at::Tensor nw = affine_vector("norm_weight", norm_weight, r.x);
-  const at::Tensor nb = affine_vector("norm_bias", norm_bias, r.x);
-  at::Tensor scale = at::empty({n, 32}, r.x.options().dtype(at::kFloat));
-  at::Tensor shift = at::empty({n, 32}, r.x.options().dtype(at::kFloat));
+  check_state32(kName, "state", state, x, n);
+  const at::Tensor nw = affine_vector(kName, "norm_weight", norm_weight, r.x);
+  const at::Tensor nb = affine_vector(kName, "norm_bias", norm_bias, r.x);
+  at::Tensor scale = at::empty({affine ? n : 0, 32}, r.x.options().dtype(at::kFloat));
+  at::Tensor shift = at::empty({affine ? n : 0, 32}, r.x.options().dtype(at::kFloat));
   if (r.out.numel() == 0) return {r.out, scale, shift};
-  NormHandoff& h = r.args.norm;
-  h.weight = nw.defined() ? nw.data_ptr<float>() : nullptr;
-  h.bias = nb.defined() ? nb.data_ptr<float>() : nullptr;
-  h.eps = static_cast<float>(eps);
-  h.scale = scale.data_ptr<float>();
-  h.shift = shift.data_ptr<float>();
+  if (affine) {
+    NormHandoff& h = r.args.norm;
+    h.weight = nw.defined() ? nw.data_ptr<float>() : nullptr;
+    h.bias = nb.defined() ? nb.data_ptr<float>() : nullptr;
+    h.eps = static_cast<float>(eps);
+    h.scale = scale.data_ptr<float>();
+    h.shift = shift.data_ptr<float>();
+  }
   r.args.norm_state = state.data_ptr();
   launch(r.args);
   return {r.out, scale, shift};
+}
+
+// The head (32 → 3) applying the norm whose sums its producer left in state (norm_state(N, 32)):
+// read and left zero.
+at::Tensor conv9x9_from_sums_cuda(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                                  bool out_float32, int64_t pad, at::Tensor& state,
+                                  const std::optional<at::Tensor>& norm_weight,
+                                  const std::optional<at::Tensor>& norm_bias, double eps) {
+  constexpr const char* kName = "conv9x9_from_sums";
+  TORCH_CHECK(x.is_cuda(), kName, ": x must be a CUDA tensor, got ", x.device());
+  const c10::cuda::CUDAGuard guard(x.device());
+  TORCH_CHECK(weight.dim() == 4 && weight.size(0) == 3 && weight.size(1) == 32, kName,
+              ": weight must be the head's (3, 32, 9, 9), got ", weight.sizes());
+  Prepared r = prepare(kName, x, weight, bias, out_float32, std::nullopt, std::nullopt, pad);
+  TORCH_CHECK(eps > 0, kName, ": eps must be > 0");
+  check_state32(kName, "state", state, x, x.size(0));
+  const at::Tensor nw = affine_vector(kName, "norm_weight", norm_weight, r.x);
+  const at::Tensor nb = affine_vector(kName, "norm_bias", norm_bias, r.x);
+  if (r.out.numel() == 0) return r.out;
+  r.args.in_state = state.data_ptr();
+  r.args.in_norm_weight = nw.defined() ? nw.data_ptr<float>() : nullptr;
+  r.args.in_norm_bias = nb.defined() ? nb.data_ptr<float>() : nullptr;
+  r.args.in_eps = static_cast<float>(eps);
+  launch(r.args);
+  return r.out;
 }
 
 }  // namespace
@@ -186,4 +221,5 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv9x9_norm_cuda(const at::Tenso
 TORCH_LIBRARY_IMPL(styleforge, CUDA, m) {
   m.impl("conv9x9", &styleforge::conv9x9_cuda);
   m.impl("conv9x9_norm", &styleforge::conv9x9_norm_cuda);
+  m.impl("conv9x9_from_sums", &styleforge::conv9x9_from_sums_cuda);
 }

@@ -64,12 +64,24 @@ NormHandoff handoff(const at::Tensor& w, const at::Tensor& b, double eps, at::Te
   return h;
 }
 
+// A norm state (norm_state(N, C)) on x's device: the producer's sums for an input norm, or a
+// zeroed state for the output's.
+void check_state(const char* name, const char* arg, const at::Tensor& state, const at::Tensor& x, int64_t n,
+                 int64_t c) {
+  TORCH_CHECK(state.is_cuda() && state.device() == x.device() && state.scalar_type() == at::kByte &&
+                  state.is_contiguous() && aligned16(state) &&
+                  state.numel() >= static_cast<int64_t>(norm_state_bytes(n, static_cast<int>(c))),
+              name, ": ", arg, " must be a contiguous, 16-byte aligned uint8 tensor of norm_state_bytes(N, C) bytes on "
+              "x's device (norm_state)");
+}
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
     const at::Tensor& x_in, const at::Tensor& weight, const std::optional<at::Tensor>& scale_in,
     const std::optional<at::Tensor>& shift_in, const std::optional<at::Tensor>& residual_in, bool relu,
     int64_t upsample, bool keep_input, const std::optional<at::Tensor>& norm_weight,
     const std::optional<at::Tensor>& norm_bias, double eps, bool stats, int64_t stride,
-    const std::optional<at::Tensor>& state_in) {
+    const std::optional<at::Tensor>& state_in, const std::optional<at::Tensor>& in_state,
+    const std::optional<at::Tensor>& in_norm_weight, const std::optional<at::Tensor>& in_norm_bias, bool affine_out) {
   constexpr const char* kName = "conv3x3_norm";
   TORCH_CHECK(weight.dim() == 4 && weight.size(3) == 64 && weight.scalar_type() == x_in.scalar_type() &&
                   weight.is_contiguous(),
@@ -98,6 +110,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
   const bool affine = scale_in.has_value() && scale_in->defined();
   TORCH_CHECK(affine == (shift_in.has_value() && shift_in->defined()), kName,
               ": scale and shift come together (both or neither)");
+  const bool from_sums = in_state.has_value() && in_state->defined();
+  TORCH_CHECK(!(affine && from_sums), kName, ": the input norm is scale/shift or in_state, not both");
+  if (from_sums) check_state(kName, "in_state", *in_state, x_in, n, cin);
   at::Tensor scale, shift;
   if (affine) {
     for (const at::Tensor* t : {&*scale_in, &*shift_in}) {
@@ -120,6 +135,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
   TORCH_CHECK(eps > 0, kName, ": eps must be > 0, got ", eps);
   const at::Tensor nw = vector_f32(kName, "norm_weight", norm_weight, x_in, cout);
   const at::Tensor nb = vector_f32(kName, "norm_bias", norm_bias, x_in, cout);
+  const at::Tensor in_nw = vector_f32(kName, "in_norm_weight", in_norm_weight, x_in, cin);
+  const at::Tensor in_nb = vector_f32(kName, "in_norm_bias", in_norm_bias, x_in, cin);
+  const bool has_state = state_in.has_value() && state_in->defined();
+  TORCH_CHECK(affine_out || (stats && has_state), kName, ": affine=False leaves the sums in state: needs stats and a state");
 
   const c10::cuda::CUDAGuard guard(x_in.device());
   TORCH_CHECK(conv3x3_supported(), kName, ": the fused convolution needs an sm_90a (Hopper) GPU; ",
@@ -128,17 +147,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
   const auto cl = x.options().memory_format(at::MemoryFormat::ChannelsLast);
   at::Tensor out = at::empty({n, cout, ho, wo}, cl);
   at::Tensor act = keep_input ? at::empty({n, cin, h, w}, cl) : at::empty({0}, x.options());
-  at::Tensor out_scale = at::empty({stats ? n : 0, cout}, x.options().dtype(at::kFloat));
-  at::Tensor out_shift = at::empty({stats ? n : 0, cout}, x.options().dtype(at::kFloat));
+  const bool written = stats && affine_out;   // out_scale/out_shift computed here (else: the sums in state)
+  at::Tensor out_scale = at::empty({written ? n : 0, cout}, x.options().dtype(at::kFloat));
+  at::Tensor out_shift = at::empty({written ? n : 0, cout}, x.options().dtype(at::kFloat));
   if (n == 0) return {out, out_scale, out_shift, act};
   // A state (checked in Python: ops_conv3x3.conv3x3_norm) selects the in-kernel hand-off: no partials.
-  const bool in_kernel = stats && state_in.has_value() && state_in->defined();
-  if (in_kernel) {
-    TORCH_CHECK(state_in->is_cuda() && state_in->device() == x_in.device() && state_in->scalar_type() == at::kByte &&
-                    state_in->is_contiguous() && aligned16(*state_in) &&
-                    state_in->numel() >= static_cast<int64_t>(norm_state_bytes(n, static_cast<int>(cout))),
-                kName, ": state must be a zeroed, contiguous uint8 tensor of norm_state_bytes(N, Cout) on x's device");
-  }
+  const bool in_kernel = stats && has_state;
+  if (in_kernel) check_state(kName, "state", *state_in, x_in, n, cout);
   const int64_t ws_bytes =
       stats && !in_kernel ? static_cast<int64_t>(conv3x3_workspace_bytes(n, ho, wo, static_cast<int>(cout))) : 0;
   at::Tensor workspace = at::empty({ws_bytes}, x.options().dtype(at::kByte));
@@ -157,8 +172,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
   args.relu = relu;
   args.act = keep_input ? act.data_ptr() : nullptr;
   args.out = out.data_ptr();
-  if (stats) args.norm = handoff(nw, nb, eps, out_scale, out_shift);
+  if (written) args.norm = handoff(nw, nb, eps, out_scale, out_shift);
   args.norm_state = in_kernel ? state_in->data_ptr() : nullptr;
+  if (from_sums) {
+    args.in_state = in_state->data_ptr();
+    args.in_norm_weight = in_nw.defined() ? in_nw.data_ptr<float>() : nullptr;
+    args.in_norm_bias = in_nb.defined() ? in_nb.data_ptr<float>() : nullptr;
+    args.in_eps = static_cast<float>(eps);
+  }
   args.N = n;
   args.H = h;
   args.W = w;
@@ -202,8 +223,10 @@ std::tuple<at::Tensor, at::Tensor> norm_scale_shift_cuda(const at::Tensor& x_in,
 // The residual blocks in one call (see ChainArgs in conv3x3.h); state: the chain's zeroed state
 // bytes, mutated during the call and left zero.
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_residual_chain_cuda(
-    const at::Tensor& x_in, const at::Tensor& scale_in, const at::Tensor& shift_in, at::TensorList weights,
-    at::TensorList norm_weights, at::TensorList norm_biases, double eps, at::Tensor& state) {
+    const at::Tensor& x_in, const std::optional<at::Tensor>& scale_opt, const std::optional<at::Tensor>& shift_opt,
+    at::TensorList weights, at::TensorList norm_weights, at::TensorList norm_biases, double eps, at::Tensor& state,
+    const std::optional<at::Tensor>& in_state, const std::optional<at::Tensor>& in_norm_weight,
+    const std::optional<at::Tensor>& in_norm_bias) {
   constexpr const char* kName = "conv3x3_residual_chain";
   const int64_t links = static_cast<int64_t>(weights.size());
   TORCH_CHECK(links >= 2 && links <= kChainMaxLinks && links % 2 == 0, kName,
@@ -220,12 +243,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_residual_chai
                 kName, ": each weight must be a contiguous, 16-byte aligned packed (9, 2, 128, 64) ", x_in.scalar_type(),
                 " tensor on ", x_in.device(), " from pack_weight, got ", wt.scalar_type(), " ", wt.sizes());
   }
-  for (const at::Tensor* t : {&scale_in, &shift_in}) {
-    TORCH_CHECK(t->dim() == 2 && t->size(0) == n && t->size(1) == 128 && t->scalar_type() == at::kFloat &&
-                    t->device() == x_in.device(),
-                kName, ": scale and shift must be float32 (", n, ", 128) tensors on ", x_in.device(), ", got ",
-                t->scalar_type(), " ", t->sizes(), " on ", t->device());
+  const bool affine = scale_opt.has_value() && scale_opt->defined();
+  const bool from_sums = in_state.has_value() && in_state->defined();
+  TORCH_CHECK(affine == (shift_opt.has_value() && shift_opt->defined()) && affine != from_sums, kName,
+              ": the norm before the chain is scale and shift, or in_state (exactly one)");
+  if (affine) {
+    for (const at::Tensor* t : {&*scale_opt, &*shift_opt}) {
+      TORCH_CHECK(t->dim() == 2 && t->size(0) == n && t->size(1) == 128 && t->scalar_type() == at::kFloat &&
+                      t->device() == x_in.device(),
+                  kName, ": scale and shift must be float32 (", n, ", 128) tensors on ", x_in.device(), ", got ",
+                  t->scalar_type(), " ", t->sizes(), " on ", t->device());
+    }
+  } else {
+    check_state(kName, "in_state", *in_state, x_in, n, 128);
   }
+  const at::Tensor in_nw = vector_f32(kName, "in_norm_weight", in_norm_weight, x_in, 128);
+  const at::Tensor in_nb = vector_f32(kName, "in_norm_bias", in_norm_bias, x_in, 128);
   TORCH_CHECK(eps > 0, kName, ": eps must be > 0, got ", eps);
   const size_t state_bytes = conv3x3_chain_state_bytes(n, static_cast<int>(links));
   TORCH_CHECK(state.scalar_type() == at::kByte && state.is_contiguous() && state.device() == x_in.device() &&
@@ -242,7 +275,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_residual_chai
   TORCH_CHECK(conv3x3_supported(), kName, ": the fused convolution needs an sm_90a (Hopper) GPU; ",
               "styleforge.kernels.conv3x3_residual_chain falls back to the reference elsewhere");
   const at::Tensor x = dense_nhwc(x_in);
-  const at::Tensor scale = scale_in.contiguous(), shift = shift_in.contiguous();
+  const at::Tensor scale = affine ? scale_opt->contiguous() : at::Tensor();
+  const at::Tensor shift = affine ? shift_opt->contiguous() : at::Tensor();
   const auto cl = x.options().memory_format(at::MemoryFormat::ChannelsLast);
   at::Tensor raw[2] = {at::empty({n, 128, h, w}, cl), at::empty({n, 128, h, w}, cl)};
   at::Tensor act[2] = {at::empty({n, 128, h, w}, cl), at::empty({n, 128, h, w}, cl)};
@@ -257,8 +291,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_residual_chai
   args.dtype = dtype_of(x);
   args.links = static_cast<int>(links);
   args.x = x.data_ptr();
-  args.scale = scale.data_ptr<float>();
-  args.shift = shift.data_ptr<float>();
+  args.scale = affine ? scale.data_ptr<float>() : nullptr;
+  args.shift = affine ? shift.data_ptr<float>() : nullptr;
+  if (from_sums) {
+    args.in_state = in_state->data_ptr();
+    args.in_norm_weight = in_nw.defined() ? in_nw.data_ptr<float>() : nullptr;
+    args.in_norm_bias = in_nb.defined() ? in_nb.data_ptr<float>() : nullptr;
+  }
   for (int64_t l = 0; l < links; ++l) {
     args.weight[l] = weights[l].data_ptr();
     args.norm_weight[l] = nw[l].data_ptr<float>();

@@ -53,11 +53,19 @@ struct Conv3x3Args {
   bool relu = false;
   void* act = nullptr;              // (N, H, W, cin): the prologue's output a, or null; upsample 1 only
   void* out = nullptr;              // (N, Ho, Wo, cout) dense NHWC, sizes by conv3x3_out_size
-  NormHandoff norm;                 // over cout channels; norm.scale null: no statistics, no hand-off
-  // With norm: a zeroed state of norm_state_bytes(N, cout) for the in-kernel hand-off (the grid's
-  // last CTA writes norm.scale/shift, left zero), or null: per-tile partials in the workspace and
-  // the separate hand-off kernel.
+  NormHandoff norm;                 // over cout channels; norm.scale and norm_state null: no statistics
+  // A zeroed state of norm_state_bytes(N, cout) for the in-kernel hand-off: with norm.scale the
+  // grid's last CTA writes norm.scale/shift and leaves it zero; without, the sums stay in it for the
+  // consumer's in_state (norm.weight/bias unused). Null with norm.scale: per-tile partials in the
+  // workspace and the separate hand-off kernel.
   void* norm_state = nullptr;
+  // The input norm from sums instead of scale/shift (both null then): the producer's state (its
+  // sums of x's channels), read and left zero; the norm's weight, bias (fp32 (cin,), or null) and
+  // eps. The prologue applies x·scale + shift with InstanceNorm(x)'s affine from those sums.
+  void* in_state = nullptr;
+  const float* in_norm_weight = nullptr;
+  const float* in_norm_bias = nullptr;
+  float in_eps = 1e-5f;
   int64_t N = 0, H = 0, W = 0;      // H·upsample, W·upsample >= 2 (reflection pad 1); stride 2: H, W >= 2
 };
 
@@ -85,6 +93,11 @@ struct ChainArgs {
   const void* x = nullptr;                          // (N, H, W, 128) dense NHWC, 16-byte aligned
   const float* scale = nullptr;                     // (N, 128) fp32: the norm before the chain ...
   const float* shift = nullptr;                     // ... as an affine, applied with ReLU
+  // ... or (scale, shift null) from the producer's sums in this state (see Conv3x3Args::in_state),
+  // with that norm's weight and bias; eps is `eps`. Read and left zero.
+  void* in_state = nullptr;
+  const float* in_norm_weight = nullptr;
+  const float* in_norm_bias = nullptr;
   const void* weight[kChainMaxLinks] = {};          // packed (9, 2, 128, 64) each
   const float* norm_weight[kChainMaxLinks] = {};    // (128,) fp32 each, or null (= 1)
   const float* norm_bias[kChainMaxLinks] = {};      // (128,) fp32 each, or null (= 0)

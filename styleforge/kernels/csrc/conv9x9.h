@@ -36,12 +36,20 @@ struct Conv9x9Args {
   int64_t N = 0, H = 0, W = 0;   // x's sizes: H + 2·pad, W + 2·pad >= 9, and H, W > pad
   int cin = 0, cout = 0;
   int num_sms = 132;             // sizes the persistent grid; any positive value is correct
-  // 3 → 32 only, optional: IN1's statistics of the stored output. norm.scale set: the launch also
-  // writes norm.scale, norm.shift ((N, 32) fp32: InstanceNorm(out) = out·scale + shift) through the
-  // in-kernel hand-off, with norm_state a zeroed state of norm_state_bytes(N, 32) that it leaves
-  // zero (launches that may overlap need separate states).
+  // 3 → 32 only, optional: IN1's statistics of the stored output, added to norm_state (a zeroed
+  // state of norm_state_bytes(N, 32); launches that may overlap need separate states). norm.scale
+  // set: the launch also writes norm.scale, norm.shift ((N, 32) fp32: InstanceNorm(out) = out·scale +
+  // shift) and leaves the state zero; null: the sums stay in it for the consumer's in_state.
   NormHandoff norm;
   void* norm_state = nullptr;
+  // 32 → 3 only, optional, instead of scale/shift: the prologue norm from its producer's sums in
+  // this state (Conv3x3Args::in_state), with the norm's weight, bias ((32,) fp32 or null) and eps;
+  // read and left zero.
+  void* in_state = nullptr;
+  const float* in_norm_weight = nullptr;
+  const float* in_norm_bias = nullptr;
+  float in_eps = 1e-5f;
+  bool pdl = false;              // programmatic dependent launch (Hopper: set by the bindings)
 };
 
 // Whether a kernel exists for these channel counts and output type: (3→32) and (32→3, either output).

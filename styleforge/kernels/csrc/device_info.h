@@ -22,4 +22,17 @@ inline int multiprocessor_count(int device) {
   return count;
 }
 
+// Whether the device launches with programmatic dependent launch (compute capability 9.0+).
+inline bool supports_pdl(int device) {
+  static std::mutex mutex;
+  static std::unordered_map<int, bool> known;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto found = known.find(device);
+  if (found != known.end()) return found->second;
+  int major = 0;
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  known.emplace(device, major >= 9);
+  return major >= 9;
+}
+
 }  // namespace styleforge

@@ -37,6 +37,7 @@ def transform(source: str) -> str:
     return (out.replace('#include "../conv9x9.h"', f'#include "{HEADER}"')
                .replace('#include "smem_optin.cuh"', f'#include "{CU.parent / "smem_optin.cuh"}"')
                .replace('#include "norm_state.cuh"', f'#include "{CU.parent / "norm_state.cuh"}"')
+               .replace('#include "pdl.cuh"', f'#include "{CU.parent / "pdl.cuh"}"')
                .replace('#include "warp_sums.cuh"', f'#include "{CU.parent / "warp_sums.cuh"}"'))
 
 

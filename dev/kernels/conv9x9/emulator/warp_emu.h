@@ -282,3 +282,5 @@ inline float __shfl_xor_sync(unsigned mask, float v, int lane_mask) {
 #define cudaPeekAtLastError() cudaSuccess
 #define cudaGetDevice(d) ((*(d) = 0), cudaSuccess)
 #define cudaFuncSetAttribute(...) cudaSuccess
+// Programmatic dependent launch is off here (Conv9x9Args::pdl false): its launcher never runs.
+#define cudaLaunchKernelEx(...) cudaErrorNotSupported

@@ -32,7 +32,8 @@ namespace styleforge {
 namespace {
 
 template <typename T, int CIN, int COUT, int UP, int STRIDE = 1, int CIN_X = CIN>
-__global__ void __launch_bounds__(kThreads) __maxnreg__((Cfg<CIN, COUT, UP, STRIDE, CIN_X>::kMaxRegs)) conv3x3_kernel(const Params p) {
+__global__ void __launch_bounds__(Cfg<CIN, COUT, UP, STRIDE, CIN_X>::kThreadsPerCta)
+    __maxnreg__((Cfg<CIN, COUT, UP, STRIDE, CIN_X>::kMaxRegs)) conv3x3_kernel(const Params p) {
 #if SF_SM90A
   using C = Cfg<CIN, COUT, UP, STRIDE, CIN_X>;
   extern __shared__ unsigned char smem_raw[];
@@ -40,16 +41,51 @@ __global__ void __launch_bounds__(kThreads) __maxnreg__((Cfg<CIN, COUT, UP, STRI
   if (threadIdx.x == 0) sm.init_barriers();
   __syncthreads();
   allow_dependents_launch();   // the hand-off kernel may be scheduled; it waits for this grid to end
-  if (threadIdx.x >= kConsumers) {   // producer warp
+  if constexpr (C::kResidentWeights) {
+    if (threadIdx.x == 0) produce_taps<C>(sm, p.weight, 0);   // every tap at once: the ring holds them all
+  } else if (threadIdx.x >= kConsumers) {   // producer warp
     if (threadIdx.x == kConsumers) produce_taps<C>(sm, p.weight, 0);
+    __syncwarp();
+    if (p.in_counter != nullptr) {
+      // The input sums: once this CTA's consumers have read them, count the CTA; the last to count
+      // (every CTA has read them) clears them for the next launch of their producer. Here, off the
+      // consumers' registers and critical path.
+      sums_read_wait();
+      unsigned last = 0;
+      if (threadIdx.x == kConsumers) last = atomicAdd(p.in_counter, 1u) == gridDim.x - 1;
+      if (__shfl_sync(0xffffffffu, last, 0)) {
+        double* sums = const_cast<double*>(p.in_sums);
+        for (int i = threadIdx.x - kConsumers; i < 2 * kNormSumCopies * p.sums_stride; i += 32) sums[i] = 0.0;
+        if (threadIdx.x == kConsumers) *p.in_counter = 0;
+      }
+    }
     return;
   }
-  grid_dependency_wait();   // x, scale, shift and residual come from the kernels before this one
-  const int n = blockIdx.x / p.tiles;
-  conv_tile<T, CIN, COUT, UP, STRIDE, CIN_X, false>(p, sm, n, blockIdx.x - n * p.tiles, 0);
-  if (p.norm_state != nullptr) {   // the in-kernel hand-off: the last CTA writes (scale, shift)
-    const int NC = static_cast<int>(gridDim.x / p.tiles) * COUT;
-    norm_state_finish(p.norm_state, NC, COUT, 1.0 / (static_cast<double>(p.Ho) * p.Wo), p.norm_out,
+  grid_dependency_wait();   // x, scale, shift, residual and the input sums come from the kernels before this one
+  if constexpr (C::kResidentWeights) {
+    // A persistent grid: CTA b takes tiles b, b + grid, ... The input affine from sums is formed once
+    // per sample a CTA meets; its last tile's sample is its last read of the sums.
+    const int total = p.N * p.tiles;
+    const int last_n = (blockIdx.x + (total - 1 - static_cast<int>(blockIdx.x)) / gridDim.x * gridDim.x) / p.tiles;
+    unsigned ticket = 0;
+    int prev_n = -1;
+#pragma unroll 1
+    for (int t = blockIdx.x; t < total; t += gridDim.x) {
+      if (t != static_cast<int>(blockIdx.x)) consumers_sync();   // the last tile's reads of its staged output are done
+      const int n = t / p.tiles;
+      conv_tile<T, CIN, COUT, UP, STRIDE, CIN_X, false>(p, sm, n, t - n * p.tiles, 0, n != prev_n, n == last_n, &ticket);
+      prev_n = n;
+    }
+    if (p.in_counter != nullptr) {   // the input sums: the CTA that counted last clears them
+      norm_state_release(p.in_counter, p.sums_stride, ticket, reinterpret_cast<unsigned*>(sm.mean_s), threadIdx.x,
+                         kConsumers, [] { consumers_sync(); });
+    }
+  } else {
+    const int n = blockIdx.x / p.tiles;
+    conv_tile<T, CIN, COUT, UP, STRIDE, CIN_X, false>(p, sm, n, blockIdx.x - n * p.tiles, 0);
+  }
+  if (p.norm_state != nullptr && p.norm_out.scale != nullptr) {   // in-kernel hand-off: the last CTA writes (scale, shift)
+    norm_state_finish(p.norm_state, p.N * COUT, COUT, 1.0 / (static_cast<double>(p.Ho) * p.Wo), p.norm_out,
                       reinterpret_cast<unsigned*>(sm.mean_s), threadIdx.x, kConsumers, [] { consumers_sync(); });
   }
 #else
@@ -254,10 +290,20 @@ cudaError_t launch_conv(const Conv3x3Args& a, float2* partials, cudaStream_t str
   p.scale = a.scale;
   p.shift = a.shift;
   p.partials = partials;
-  if (a.norm.scale != nullptr && a.norm_state != nullptr) {
+  if (a.norm_state != nullptr) {   // with norm.scale null: the sums stay in the state for the consumer
     p.norm_state = a.norm_state;
     p.norm_out = a.norm;
   }
+  if (a.in_state != nullptr) {     // the input norm from the producer's sums
+    p.in_counter = static_cast<unsigned*>(a.in_state);
+    p.in_sums = reinterpret_cast<const double*>(static_cast<const unsigned char*>(a.in_state) + kNormStateHeaderBytes);
+    p.gamma = a.in_norm_weight;
+    p.beta = a.in_norm_bias;
+    p.eps = a.in_eps;
+    p.inv_count = 1.0 / (static_cast<double>(a.H) * a.W);
+    p.sums_stride = static_cast<int>(a.N) * CIN_X;
+  }
+  p.N = static_cast<int>(a.N);
   p.H = static_cast<int>(a.H);
   p.W = static_cast<int>(a.W);
   p.Ho = static_cast<int>(conv3x3_out_size(a.H, UP, STRIDE));
@@ -265,10 +311,17 @@ cudaError_t launch_conv(const Conv3x3Args& a, float2* partials, cudaStream_t str
   p.tiles_x = (p.Wo + kTW - 1) / kTW;
   p.tiles = static_cast<int>(conv3x3_tiles(p.Ho, p.Wo, COUT));
   p.relu = a.relu;
-  cudaError_t err = allow_smem(conv3x3_kernel<T, CIN, COUT, UP, STRIDE, CIN_X>, C::kSmem, id, C::kMinBlocks == 2);
+  const auto kernel = conv3x3_kernel<T, CIN, COUT, UP, STRIDE, CIN_X>;
+  cudaError_t err = allow_smem(kernel, C::kSmem, id, C::kMinBlocks == 2);
   if (err != cudaSuccess) return err;
-  err = launch_pdl(true, conv3x3_kernel<T, CIN, COUT, UP, STRIDE, CIN_X>, dim3(static_cast<unsigned>(a.N * p.tiles)), dim3(kThreads),
-                   C::kSmem, stream, p);
+  int64_t grid = a.N * p.tiles;
+  if constexpr (C::kResidentWeights) {   // persistent: as many CTAs as run at once
+    int ctas = 0;
+    err = resident_ctas(kernel, C::kThreadsPerCta, C::kSmem, id, ctas);
+    if (err != cudaSuccess) return err;
+    grid = std::min<int64_t>(grid, ctas);
+  }
+  err = launch_pdl(true, kernel, dim3(static_cast<unsigned>(grid)), dim3(C::kThreadsPerCta), C::kSmem, stream, p);
   return err != cudaSuccess ? err : cudaPeekAtLastError();
 }
 
@@ -305,13 +358,15 @@ cudaError_t conv3x3_launch(const Conv3x3Args& a, void* workspace, cudaStream_t s
   const bool sizes_ok = a.stride == 2 ? a.H >= 2 && a.W >= 2 && valid_sizes(a.N, ho, wo, a.cout, 1)
                                       : valid_sizes(a.N, ho, wo, a.cout);
   if (!conv3x3_config_supported(a.cin, a.cout, a.upsample, a.stride) || !sizes_ok ||
-      (a.scale == nullptr) != (a.shift == nullptr) || (a.act != nullptr && a.upsample != 1) || !conv3x3_supported()) {
+      (a.scale == nullptr) != (a.shift == nullptr) || (a.scale != nullptr && a.in_state != nullptr) ||
+      (a.norm.scale == nullptr) != (a.norm.shift == nullptr) || (a.act != nullptr && a.upsample != 1) ||
+      !conv3x3_supported()) {
     return cudaErrorInvalidValue;
   }
   if (a.N == 0) return cudaSuccess;
-  // No hand-off asked for (norm.scale null): no statistics at all. With a norm_state, no partials
-  // (the workspace may be empty).
-  const bool stats = a.norm.scale != nullptr;
+  // No hand-off asked for (norm.scale and norm_state null): no statistics at all. With a norm_state,
+  // no partials (the workspace may be empty); the affine is written only with norm.scale.
+  const bool stats = a.norm.scale != nullptr || a.norm_state != nullptr;
   float2* partials = stats && a.norm_state == nullptr ? static_cast<float2*>(workspace) : nullptr;
   const cudaError_t err = a.dtype == ConvDtype::kBFloat16 ? dispatch<__nv_bfloat16>(a, partials, stream, 0)
                                                           : dispatch<__half>(a, partials, stream, 5);

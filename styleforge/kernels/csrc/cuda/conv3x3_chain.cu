@@ -33,6 +33,9 @@ struct ChainParams {
   const uint16_t* x;
   const float* scale;
   const float* shift;
+  double* in_sums;        // or the first link's norm from these sums (ChainArgs::in_state) ...
+  const float* in_gamma;  // ... with this weight and bias
+  const float* in_beta;
   uint16_t* raw[2];
   uint16_t* act[2];
   const unsigned char* weight[kChainMaxLinks];
@@ -89,9 +92,10 @@ __device__ __forceinline__ void link_params(const ChainParams& cp, int l, Params
   p.x = r.in_raw < 0 ? cp.x : cp.raw[r.in_raw];
   p.scale = l == 0 ? cp.scale : nullptr;
   p.shift = l == 0 ? cp.shift : nullptr;
-  p.in_sums = l == 0 ? nullptr : cp.sums + static_cast<size_t>(l - 1) * per_link;
-  p.gamma = l == 0 ? nullptr : cp.gamma[l - 1];
-  p.beta = l == 0 ? nullptr : cp.beta[l - 1];
+  p.in_sums = l == 0 ? cp.in_sums : cp.sums + static_cast<size_t>(l - 1) * per_link;
+  p.gamma = l == 0 ? cp.in_gamma : cp.gamma[l - 1];
+  p.beta = l == 0 ? cp.in_beta : cp.beta[l - 1];
+  p.N = cp.N;
   p.residual = r.residual_act < 0 ? nullptr : cp.act[r.residual_act];
   p.act = r.keep_act < 0 ? nullptr : cp.act[r.keep_act];
   p.relu = r.relu;
@@ -145,6 +149,10 @@ __global__ void __launch_bounds__(kChainThreads, 1) residual_chain_kernel(const 
     // for the next launch.
     if (blockIdx.x == 0 && l >= 2) {
       for (int i = tid; i < per_link; i += kConsumers) cp.sums[static_cast<size_t>(l - 2) * per_link + i] = 0.0;
+    }
+    // Likewise the producer's sums that link 0 read (its state's counter is never counted).
+    if (blockIdx.x == 0 && l == 1 && cp.in_sums != nullptr) {
+      for (int i = tid; i < per_link; i += kConsumers) cp.in_sums[i] = 0.0;
     }
     tile_mark(lp, 0);
     const int n = blockIdx.x / cp.tiles;
@@ -209,8 +217,8 @@ bool valid_chain(const ChainArgs& a) {
   if (a.links < 2 || a.links > kChainMaxLinks || a.links % 2 != 0) return false;
   if (a.N < 0 || a.H < 2 || a.W < 2 || a.H >= (1 << 20) || a.W >= (1 << 20)) return false;
   if (a.N * conv3x3_tiles(a.H, a.W, kC) >= 0x7fffffff || a.N * kC * 2 * kChainSumCopies * a.links >= 0x7fffffff) return false;
-  if (a.x == nullptr || (a.scale == nullptr) != (a.shift == nullptr) || a.out_scale == nullptr ||
-      a.out_shift == nullptr) {
+  if (a.x == nullptr || (a.scale == nullptr) != (a.shift == nullptr) || (a.scale != nullptr && a.in_state != nullptr) ||
+      a.out_scale == nullptr || a.out_shift == nullptr) {
     return false;
   }
   for (int l = 0; l < a.links; ++l) {
@@ -239,6 +247,12 @@ cudaError_t launch_links(const ChainArgs& a, void* workspace, cudaStream_t strea
     c.weight = a.weight[l];
     c.scale = in_scale;
     c.shift = in_shift;
+    if (l == 0) {   // the norm before the chain from its producer's sums
+      c.in_state = a.in_state;
+      c.in_norm_weight = a.in_norm_weight;
+      c.in_norm_bias = a.in_norm_bias;
+      c.in_eps = a.eps;
+    }
     c.residual = r.residual_act < 0 ? nullptr : a.act[r.residual_act];
     c.relu = r.relu;
     c.act = r.keep_act < 0 ? nullptr : a.act[r.keep_act];
@@ -290,6 +304,11 @@ cudaError_t conv3x3_chain_launch(const ChainArgs& a, void* state, void* workspac
   cp.x = static_cast<const uint16_t*>(a.x);
   cp.scale = a.scale;
   cp.shift = a.shift;
+  if (a.in_state != nullptr) {
+    cp.in_sums = reinterpret_cast<double*>(static_cast<unsigned char*>(a.in_state) + kNormStateHeaderBytes);
+    cp.in_gamma = a.in_norm_weight;
+    cp.in_beta = a.in_norm_bias;
+  }
   for (int i = 0; i < 2; ++i) {
     cp.raw[i] = static_cast<uint16_t*>(a.raw[i]);
     cp.act[i] = static_cast<uint16_t*>(a.act[i]);

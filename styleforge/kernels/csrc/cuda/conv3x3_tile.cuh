@@ -31,6 +31,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -38,6 +39,7 @@
 
 #include "norm_state.cuh"
 #include "packed16.cuh"
+#include "pdl.cuh"
 #include "smem_optin.cuh"
 #include "sm90_ptx.cuh"
 #include "warp_sums.cuh"
@@ -47,8 +49,8 @@ namespace styleforge {
 namespace {
 
 constexpr int kTW = kConv3x3TileW;
-constexpr int kConsumers = 256, kThreads = kConsumers + 32;
-constexpr int kChainSumCopies = 8;   // copies of the chain's sums (see Params::out_sums)
+constexpr int kConsumers = 256, kThreads = kConsumers + 32;   // (Cfg::kThreadsPerCta)
+constexpr int kChainSumCopies = kNormSumCopies;   // copies of the sums (see Params::in_sums)
 // The chain's shared memory past the tile's layout (TileSmem::end): its link's Params, then the
 // tile's block input (Params::resident).
 constexpr uint32_t kChainParamsBytes = 256;
@@ -67,10 +69,6 @@ struct Cfg {
   // and its 64 accumulators spill 4.7 KB there.
   static constexpr bool kNarrow = CIN_X < CIN;
   static constexpr int kMinBlocks = kMB * COUT / 2 <= 32 ? 2 : 1;   // CTAs per SM
-  // Registers per thread (__maxnreg__): the register file over kMinBlocks CTAs of 12 warps' worth
-  // (a 288-thread CTA is allotted as 3 warpgroups). ptxas's own choice for __launch_bounds__(288, 2)
-  // is 96, which fits one CTA, not two (ncu: "Block Limit Registers 1").
-  static constexpr int kMaxRegs = kMinBlocks == 2 ? 80 : 168;
   // Phase split (the ×2 decoder layers): a nearest ×2 upsample then a 3×3 convolution is, for each
   // output phase (a, b) = (row, column) parity, a 2×2 convolution of the low-resolution input
   // (pack_weight sums the taps that land on the same input pixel; the reflection at the upsampled
@@ -110,7 +108,21 @@ struct Cfg {
   static constexpr int kStages = kEntryBytes >= 16384 ? 4 : 9;
   static constexpr uint32_t kBarOff = kStages * kEntryBytes + kHaloBytes;
   static constexpr uint32_t kRedOff = kBarOff + 2 * kStages * 8;   // fp32 [8 warps][Cout] + mean[Cout]
-  static constexpr uint32_t kEndOff = kRedOff + (8 + 1) * COUT * 4;   // the chain keeps its link's Params here
+  // The input norm's affine when the prologue forms it from sums (Params::in_sums): scale [Cin], shift [Cin].
+  static constexpr uint32_t kAffOff = kRedOff + (8 + 1) * COUT * 4;
+  static constexpr uint32_t kEndOff = kAffOff + 2 * CIN_X * 4;   // the chain keeps its link's Params here
+  // The whole weight fits the ring (conv2, deconv2): the grid is persistent, each CTA loads the
+  // weight once and keeps it (ring entry u in stage u) for every tile it computes, instead of
+  // every tile streaming it from L2 again (deconv2 at 512²: 1024 tiles × 64 KB). Its copies are
+  // issued by consumer thread 0 before its first tile, so the block has no producer warp: 256
+  // threads, not 288 (which are allotted registers as 384).
+  static constexpr bool kResidentWeights = kTaps <= kStages;
+  static constexpr int kThreadsPerCta = kResidentWeights ? kConsumers : kConsumers + 32;
+  // Registers per thread (__maxnreg__): the register file over kMinBlocks CTAs, allotted per
+  // warpgroup (a 288-thread CTA as 384 threads): 80 at 288 threads, 128 at 256. ptxas's own choice
+  // for __launch_bounds__(288, 2) is 96, which fits one CTA, not two (ncu: "Block Limit Registers 1").
+  static constexpr int kMaxRegs =
+      kMinBlocks == 2 ? (65536 / (2 * ((kThreadsPerCta + 127) / 128 * 128))) / 8 * 8 : 168;
   static constexpr size_t kSmem = kEndOff + 1024;   // + slack to 1024-align
   static constexpr int kOutChunks = COUT / 8;
   static constexpr int kCout = COUT;
@@ -145,18 +157,24 @@ struct Params {
   // reads) unless out_all / act_all: the chain's last output and last block input, which the
   // decoder reads. Tiles cut by the image's edge load and store everything, as a single convolution.
   bool resident, out_all, act_all;
-  // The residual chain (conv3x3_chain.cu) only: the prologue's affine from the previous link's
-  // sums (in_sums, with gamma, beta, eps and 1 / pixels) instead of scale/shift, and the epilogue's
-  // statistics added to out_sums instead of written to partials. Sums: kChainSumCopies copies (the
-  // CTAs add to copy blockIdx % copies: fewer atomics per address), each [2][N][Cout] fp64, Σx then
-  // Σx², sums_stride = N·Cout apart; copies 2·sums_stride apart.
+  // The input norm from sums (the chain's links after the first, and any launch given an input
+  // state): the prologue forms its affine from the producer's fp64 sums Σx, Σx² (in_sums, with
+  // gamma, beta, eps and inv_count = 1 / the input's pixels) instead of reading scale/shift, so no
+  // hand-off runs between the two kernels. Sums: kNormSumCopies copies (the producer's CTAs add to
+  // copy blockIdx % copies: fewer atomics per address), each [2][N][Cin] fp64, Σx then Σx²,
+  // sums_stride = N·Cin apart; copies 2·sums_stride apart. in_counter (not the chain, which clears
+  // its sums itself): the input state's counter; every CTA counts once after its last read of the
+  // sums and the last to count zeroes them (and the counter) at its end, for the next producer.
   const double* in_sums;
+  unsigned* in_counter;
   const float* gamma;
   const float* beta;
   float eps;
   double inv_count;
+  // The chain only: the epilogue's statistics added to out_sums (the same layout, Cout channels).
   double* out_sums;
   int sums_stride;
+  int N;                // samples: tiles of the launch = N · tiles
   long long* profile;   // SF_TILE_PROFILE builds: clock64 at tile_mark's points (8 slots)
 };
 
@@ -212,22 +230,6 @@ __device__ __forceinline__ int reflect_clamp(int i, int n) {
 }
 #endif
 
-// Programmatic dependent launch (sm_90+; no-ops elsewhere). A kernel launched with programmatic
-// stream serialization may start while the previous kernel in the stream still runs: it must
-// wait (grid_dependency_wait) before it reads what that kernel writes, and it lets its own
-// successor start early with allow_dependents_launch. Work before the wait may only touch inputs
-// no earlier kernel writes (here: the packed weights) and shared memory.
-__device__ __forceinline__ void grid_dependency_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void allow_dependents_launch() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
 // Count of image pixels in tile `tile` (row-major over tiles_x, th × 16): edge tiles are clipped.
 __device__ __forceinline__ float tile_pixels(int tile, int tiles_x, int th, int H, int W) {
   const int ty = tile / tiles_x, tx = tile - ty * tiles_x;
@@ -236,6 +238,15 @@ __device__ __forceinline__ float tile_pixels(int tile, int tiles_x, int th, int 
 
 #if SF_SM90A
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
+// Barrier 2 (consumers + the producer warp): the consumers arrive, without waiting, once their reads
+// of the input sums are done; the producer warp waits there, then counts the CTA (Params::in_counter).
+constexpr int kSumsReadBarrierThreads = kConsumers + 32;
+__device__ __forceinline__ void sums_read_arrive() {
+  asm volatile("bar.arrive 2, %0;\n" ::"n"(kSumsReadBarrierThreads) : "memory");
+}
+__device__ __forceinline__ void sums_read_wait() {
+  asm volatile("bar.sync 2, %0;\n" ::"n"(kSumsReadBarrierThreads) : "memory");
+}
 
 // Slot of 16-byte chunk i of staged output pixel px: conflict-free for the epilogue's 4-byte writes
 // (8 pixels × 4 lanes) with 8+ chunks per pixel (XOR the pixel's low bits), and with 4 (Cout 32:
@@ -256,6 +267,7 @@ struct TileSmem {
   unsigned char* halo;
   float* red;
   float* mean_s;
+  float* aff;           // the input norm's affine from sums: scale [Cin], shift [Cin]
   unsigned char* end;   // past the layout (the chain's extra bytes)
   __device__ __forceinline__ explicit TileSmem(unsigned char* smem_raw) {
     const uint32_t raw = sm90::smem_u32(smem_raw);
@@ -268,6 +280,7 @@ struct TileSmem {
     bar_empty = bar_full + 8 * C::kStages;
     red = reinterpret_cast<float*>(smem + C::kRedOff);
     mean_s = red + 8 * C::kCout;
+    aff = reinterpret_cast<float*>(smem + C::kAffOff);
     end = smem + C::kEndOff;
   }
   __device__ __forceinline__ void init_barriers() const {
@@ -305,10 +318,14 @@ __device__ __forceinline__ uint4 load_act(const uint4* p) {
 }
 
 // One output tile (sample n, tile `tile`) by the 256 consumer threads: prologue, implicit GEMM over
-// the ring entries at positions u0 .., epilogue with the tile's statistics.
+// the ring entries at positions u0 .., epilogue with the tile's statistics. With p.in_sums: refresh
+// forms sample n's input affine from the sums into sm.aff (a CTA's first tile, or a new sample),
+// else the tile reads it there; last_read: this CTA reads the sums no more, so (p.in_counter set)
+// the CTA counts itself right after (conv3x3_kernel: *ticket, or its producer warp).
 template <typename T, int CIN, int COUT, int UP, int STRIDE, int CIN_X, bool kChain>
 __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CIN, COUT, UP, STRIDE, CIN_X>>& sm,
-                                          int n, int tile, int u0) {
+                                          int n, int tile, int u0, bool refresh = true, bool last_read = true,
+                                          unsigned* ticket = nullptr) {
   using namespace sm90;
   using C = Cfg<CIN, COUT, UP, STRIDE, CIN_X>;
   constexpr int kMB = C::kMB, kStepK = C::kStepK, kSPT = C::kStepsPerTap, kStages = C::kStages;
@@ -317,7 +334,12 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
   unsigned char* halo = sm.halo;
   float* red = sm.red;
   float* mean_s = sm.mean_s;
-  const int tid = threadIdx.x;
+  // A persistent grid's loop over tiles (Cfg::kResidentWeights) reads threadIdx.x afresh per tile
+  // (volatile): the compiler would otherwise hoist every thread-constant address out of the loop
+  // and keep them all live through the main loop (at 128 registers: spills inside it). The chain's
+  // loop over links has the registers to keep them.
+  int tid = threadIdx.x;
+  if constexpr (C::kResidentWeights) asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
   // The chain's kept block input: [kTH·kTW pixels][Cout·2 B], chunks XOR-swizzled by the pixel.
   unsigned char* act_s = sm.end + kChainParamsBytes;
   auto act_offset = [](int px, int q) { return px * (COUT * 2) + ((q ^ (px & 7)) << 4); };
@@ -338,58 +360,67 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
       sc[e] = p.scale ? p.scale[n * CIN_X + q * 8 + e] : 1.f;
       sh[e] = p.shift ? p.shift[n * CIN_X + q * 8 + e] : 0.f;
     }
-    // Chain: the norm's affine from the previous link's sums. Thread tid loads channel tid % Cin of
-    // half the copies (tid / Cin picks which); the halves meet in `red` (free until the epilogue),
-    // channel threads form (scale, shift) there. The loads are issued here and used only after the
-    // first batch of halo loads is issued, so the two round trips overlap.
-    static_assert(!kChain || (CIN == 128 && kConsumers == 2 * CIN && kChainSumCopies % 2 == 0), "chain layout");
-    constexpr int kHalfCopies = kChainSumCopies / 2;
-    bool pending = false;
-    double part[2 * kHalfCopies];
+    // The input norm's affine from the producer's sums (Params::in_sums). kG adjacent threads share
+    // channel tid / kG, each loading kPer of the copies; their sums meet through shuffles and the
+    // group's first thread writes (scale, shift) to sm.aff. The loads are issued here and used only
+    // after the first batch of halo loads is issued, so the two round trips overlap.
+    constexpr int kG = kConsumers / CIN_X, kPer = kNormSumCopies / kG;
+    static_assert(kG * CIN_X == kConsumers && kPer * kG == kNormSumCopies && kG <= 32, "sums layout");
+    const bool from_sums = p.in_sums != nullptr;   // uniform
+    bool pending = from_sums && refresh;
+    double part[2 * kPer];
     float gm = 1.f, bt = 0.f;
-    if constexpr (kChain) {
-      pending = p.in_sums != nullptr;
-      if (pending) {
-        const int c = tid % CIN, half = tid / CIN;
+    const int sum_c = tid / kG, sum_grp = tid % kG;
+    if (pending) {
 #pragma unroll
-        for (int k = 0; k < kHalfCopies; ++k) {
-          const double* copy = p.in_sums + 2 * (half * kHalfCopies + k) * p.sums_stride + n * CIN + c;
-          part[2 * k] = __ldcg(copy);
-          part[2 * k + 1] = __ldcg(copy + p.sums_stride);
-        }
-        if (half == 0) {
-          if (p.gamma) gm = p.gamma[c];
-          if (p.beta) bt = p.beta[c];
-        }
+      for (int k = 0; k < kPer; ++k) {
+        const double* copy = p.in_sums + 2 * (sum_grp * kPer + k) * p.sums_stride + n * CIN_X + sum_c;
+        part[2 * k] = __ldcg(copy);
+        part[2 * k + 1] = __ldcg(copy + p.sums_stride);
+      }
+      if (sum_grp == 0) {
+        if (p.gamma) gm = __ldg(p.gamma + sum_c);
+        if (p.beta) bt = __ldg(p.beta + sum_c);
       }
     }
+    auto read_affine = [&]() {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        sc[e] = sm.aff[q * 8 + e];
+        sh[e] = sm.aff[CIN_X + q * 8 + e];
+      }
+    };
+    if (from_sums && !refresh) read_affine();   // this sample's, formed on an earlier tile
     // The norm from the sums (norm_affine_from_sums). Every consumer thread calls this at the same
-    // point (the halo loop's trip count is the same for all).
+    // point (each runs the halo loop's first pass).
     auto affine_from_sums = [&]() {
       double sum1 = 0.0, sum2 = 0.0;
 #pragma unroll
-      for (int k = 0; k < kHalfCopies; ++k) {
+      for (int k = 0; k < kPer; ++k) {
         sum1 += part[2 * k];
         sum2 += part[2 * k + 1];
       }
-      double* halves = reinterpret_cast<double*>(red);   // [Cin][2]: the second half's sums
-      float* affine = red + 4 * CIN;                      // scale [Cin], then shift [Cin]
-      if (tid >= CIN) {
-        halves[2 * (tid - CIN)] = sum1;
-        halves[2 * (tid - CIN) + 1] = sum2;
-      }
-      consumers_sync();
-      if (tid < CIN) {
-        norm_affine_from_sums(sum1 + halves[2 * tid], sum2 + halves[2 * tid + 1], p.inv_count, gm, bt, p.eps,
-                              affine[tid], affine[CIN + tid]);
-      }
-      consumers_sync();
-      tile_mark(p, 7);
 #pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        sc[e] = affine[q * 8 + e];
-        sh[e] = affine[CIN + q * 8 + e];
+      for (int o = 1; o < kG; o <<= 1) {
+        sum1 += __shfl_xor_sync(0xffffffffu, sum1, o);
+        sum2 += __shfl_xor_sync(0xffffffffu, sum2, o);
       }
+      if (sum_grp == 0) {
+        norm_affine_from_sums(sum1, sum2, p.inv_count, gm, bt, p.eps, sm.aff[sum_c], sm.aff[CIN_X + sum_c]);
+      }
+      consumers_sync();
+      // Every consumer's loads of the sums have returned (their values are in sm.aff): the CTA counts
+      // (thread 0 takes a ticket, checked at the kernel's end), or, with a producer warp, hands that
+      // to it.
+      if (!kChain && last_read && p.in_counter != nullptr) {
+        if constexpr (C::kResidentWeights) {
+          if (tid == 0) *ticket = atomicAdd(p.in_counter, 1u);
+        } else {
+          sums_read_arrive();
+        }
+      }
+      tile_mark(p, 7);
+      read_affine();
     };
     const uint4* x4 = reinterpret_cast<const uint4*>(p.x);
     const uint4* r4 = reinterpret_cast<const uint4*>(p.residual);
@@ -412,6 +443,7 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
       return make_uint4(pack2<T>(f[0], f[1]), pack2<T>(f[2], f[3]), pack2<T>(f[4], f[5]), pack2<T>(f[6], f[7]));
     };
     constexpr int kRowsPerPass = kConsumers / kChunks;   // pixels per pass: 16 (Cin 128) or 32 (Cin 64)
+    static_assert(kRowsPerPass <= C::kHaloPixels, "every consumer runs the halo loop's first pass");
     // All of a batch's loads are issued before the first is used. Twelve in flight per thread without
     // a residual (one round trip for the 128-channel halo), six (+ six residual) with one: more spill
     // at Cin 128 (the main loop's register budget).
@@ -446,11 +478,9 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
             if constexpr (kRes) rv[j] = load_act<kChain>(r4 + off[j]);
           }
         }
-        if constexpr (kChain) {
-          if (pending) {
-            affine_from_sums();
-            pending = false;
-          }
+        if (pending) {
+          affine_from_sums();
+          pending = false;
         }
 #pragma unroll
         for (int j = 0; j < kBatch; ++j) {
@@ -756,7 +786,7 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
       atomicAdd(p.out_sums + n * COUT + tid, sum);
       atomicAdd(p.out_sums + p.sums_stride + n * COUT + tid, static_cast<double>(m2) + sum * sum / count);
     } else if (p.norm_state != nullptr) {
-      norm_state_add(p.norm_state, static_cast<int>(gridDim.x / p.tiles) * COUT, n, COUT, tid, tile_sum, m2, count);
+      norm_state_add(p.norm_state, p.N * COUT, n, COUT, tid, tile_sum, m2, count);
     } else {
       p.partials[(static_cast<int64_t>(n) * p.tiles + tile) * COUT + tid] = make_float2(tile_sum, m2);
     }
@@ -764,24 +794,6 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
   tile_mark(p, 3);
 }
 #endif  // SF_SM90A
-
-// Launch with programmatic stream serialization (see grid_dependency_wait) where `pdl` is set:
-// on Hopper, for the conv3x3 chain.
-template <typename Kernel, typename... Args>
-cudaError_t launch_pdl(bool pdl, Kernel kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                       Args... args) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl ? 1 : 0;
-  return cudaLaunchKernelEx(&cfg, kernel, args...);
-}
 
 }  // namespace
 }  // namespace styleforge

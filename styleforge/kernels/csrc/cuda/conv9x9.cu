@@ -71,6 +71,7 @@
 #include <type_traits>
 
 #include "norm_state.cuh"
+#include "pdl.cuh"
 #include "smem_optin.cuh"
 #include "warp_sums.cuh"
 #include "../conv9x9.h"
@@ -190,9 +191,16 @@ struct Params {
   int Hp, Wp, H, W;        // padded input, output
   int pad;                 // the reflection pad resolved in the addressing (0 or 4)
   int tiles_x, tiles_y, tiles;
-  NormHandoff norm;        // rgb_kernel<..., true>: the IN1 hand-off ...
+  NormHandoff norm;        // rgb_kernel<..., true>: the IN1 hand-off (norm.scale null: the sums only) ...
   void* norm_state;        // ... and its zeroed state
   double inv_count;        // 1 / (H·W)
+  // head: the prologue norm from its producer's sums instead of scale/shift (Conv9x9Args::in_state).
+  const double* in_sums;   // [copies][2][N][32] Σx, Σx²
+  unsigned* in_counter;    // the state's counter: the last CTA to count clears the sums
+  const float* in_gamma;
+  const float* in_beta;
+  float in_eps;
+  double in_inv_count;     // 1 / (Hin·Win)
 };
 
 // Source row/column of padded coordinate i + pad under reflection, last = 2·(n − 1) for a size n
@@ -279,6 +287,8 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
   constexpr int kRowWords = kRgbCopy;                      // two copies of kRgbCopy 16-bit elements
   const uint32_t* a_base = reinterpret_cast<const uint32_t*>(in_s) + wr0 * kRowWords + a_word;
   const In* x = static_cast<const In*>(p.x);
+  allow_dependents_launch();
+  grid_dependency_wait();   // x comes from the kernel before this one (the weights did not)
   // Staging: thread j < kRgbLoad stages element j of every staged row, i.e. channel j % 3 of padded
   // pixel x0 + j / 3 (the NHWC order of K), so the column's address is worked out once per tile and
   // each row adds one stride; the row's two copies take it at j and j − 1.
@@ -429,9 +439,11 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
       norm_state_add(p.norm_state, p.N * 32, n, 32, static_cast<int>(threadIdx.x), tile_sum, m2, count);
     }
   }
-  if constexpr (kStats) {
-    norm_state_finish(p.norm_state, p.N * 32, 32, p.inv_count, p.norm, reinterpret_cast<unsigned*>(mean_s + 32),
-                      static_cast<int>(threadIdx.x), kRgbThreads, [] { __syncthreads(); });
+  if constexpr (kStats) {   // without norm.scale the consumer forms the affine from the sums
+    if (p.norm.scale != nullptr) {
+      norm_state_finish(p.norm_state, p.N * 32, 32, p.inv_count, p.norm, reinterpret_cast<unsigned*>(mean_s + 32),
+                        static_cast<int>(threadIdx.x), kRgbThreads, [] { __syncthreads(); });
+    }
   }
 }
 
@@ -448,7 +460,9 @@ constexpr int kHeadBatch = 10;                                              // l
 static_assert(kHeadRows * kHeadCols * 4 % kHeadThreads == 0 && kHeadPerThread % kHeadBatch == 0,
               "the staging loop covers the tile exactly");
 constexpr size_t kHeadInBytes = size_t(kHeadRows) * kHeadCols * 64;
-constexpr size_t kHeadSmem = kHeadInBytes + size_t(kHeadSlots) * 32 * 8;
+constexpr size_t kHeadWBytes = size_t(kHeadSlots) * 32 * 8;
+// + the prologue norm's affine from sums (scale [32], shift [32]) and a flag word.
+constexpr size_t kHeadSmem = kHeadInBytes + kHeadWBytes + 2 * 32 * 4 + 16;
 
 // Byte offset of 16-byte chunk q (channels 8q..8q+7) of tile pixel P: any 8 consecutive pixels
 // of one chunk land in 8 distinct 16-byte bank groups.
@@ -478,9 +492,22 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
     w_s[i] = make_uint2(pack2(v[0], v[1]), pack2(v[2], v[3]));
   }
 
+  float* aff_s = reinterpret_cast<float*>(smem + kHeadInBytes + kHeadWBytes);   // scale [32], shift [32]
+  unsigned* flag_s = reinterpret_cast<unsigned*>(aff_s + 64);
+  allow_dependents_launch();
+  grid_dependency_wait();   // x and its norm come from the kernels before this one (the weights did not)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int wr0 = (warp >> 1) * kHeadRW, cs = (warp & 1) * 16;
+  // The prologue norm from sums: kG threads per channel (tid / kG), kPer copies each, summed through
+  // shuffles; formed once per sample this block meets. Its last tile's sample is its last read of the
+  // sums, after which thread 0 counts the block (ticket, checked at the end).
+  constexpr int kG = kHeadThreads / 32, kPer = kNormSumCopies / kG;
+  static_assert(kG * 32 == kHeadThreads && kPer * kG == kNormSumCopies, "sums layout");
+  const int last_tile = blockIdx.x + (p.tiles - 1 - static_cast<int>(blockIdx.x)) / gridDim.x * gridDim.x;
+  const int last_n = last_tile / (p.tiles_x * p.tiles_y);
+  int aff_n = -1;
+  unsigned ticket = 0;
   // ldmatrix.x4: lanes 0–7 address pixels 0–7 at k 0–7 (→ a[0]), 8–15 pixels 8–15 (→ a[1]),
   // 16–23 pixels 0–7 at k 8–15 (→ a[2]), 24–31 pixels 8–15 at k 8–15 (→ a[3]).
   const int lrow = lane & 15, lhalf = lane >> 4;
@@ -506,7 +533,38 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
         nshift[e] = p.shift[n * 32 + 8 * q + e];
       }
     }
-    __syncthreads();   // the previous tile's ldmatrix reads are done
+    const bool refresh = p.in_sums != nullptr && n != aff_n;   // uniform
+    if (refresh) {
+      const int c = threadIdx.x / kG, grp = threadIdx.x % kG;
+      double s1 = 0.0, s2 = 0.0;
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        const double* copy = p.in_sums + static_cast<size_t>(2 * (grp * kPer + k)) * p.N * 32 + n * 32 + c;
+        s1 += __ldcg(copy);
+        s2 += __ldcg(copy + p.N * 32);
+      }
+#pragma unroll
+      for (int o = 1; o < kG; o <<= 1) {
+        s1 += __shfl_xor_sync(0xffffffffu, s1, o);
+        s2 += __shfl_xor_sync(0xffffffffu, s2, o);
+      }
+      if (grp == 0) {
+        norm_affine_from_sums(s1, s2, p.in_inv_count, p.in_gamma ? p.in_gamma[c] : 1.f, p.in_beta ? p.in_beta[c] : 0.f,
+                              p.in_eps, aff_s[c], aff_s[32 + c]);
+      }
+      aff_n = n;
+    }
+    __syncthreads();   // the previous tile's ldmatrix reads are done (and aff_s is written)
+    if (p.in_sums != nullptr) {
+      // Every thread's loads of the sums have returned (the barrier): the block's last read counts.
+      if (refresh && n == last_n && threadIdx.x == 0) ticket = atomicAdd(p.in_counter, 1u);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        nscale[e] = aff_s[8 * q + e];
+        nshift[e] = aff_s[32 + 8 * q + e];
+      }
+    }
+    const bool normed = p.scale != nullptr || p.in_sums != nullptr;
     // Chunk q of sample n's pixels (64 B each): a 64-bit base per tile, 32-bit pixel indices.
     const unsigned char* xn =
         opaque(static_cast<const unsigned char*>(p.x) + (static_cast<int64_t>(n) * p.Hin * p.Win) * 64 + q * 16);
@@ -534,7 +592,7 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
         uint4 v = raw[k];
         // x' = round(relu(x·scale + shift)), as the InstanceNorm op writes it. Past the padded input
         // x is 0 and x' = relu(shift), finite: those pixels feed only outputs that are not stored.
-        if (p.scale != nullptr) {
+        if (normed) {
           uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
           for (int h = 0; h < 4; ++h) {
@@ -597,6 +655,10 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
       }
     }
   }
+  if (p.in_counter != nullptr) {   // the prologue norm's sums: the block that counted last clears them
+    norm_state_release(p.in_counter, p.N * 32, ticket, flag_s, static_cast<int>(threadIdx.x), kHeadThreads,
+                       [] { __syncthreads(); });
+  }
 }
 
 // ---- host -----------------------------------------------------------------------------------
@@ -627,6 +689,16 @@ Params make_params(const Conv9x9Args& a, int th, int tw) {
   p.norm = a.norm;
   p.norm_state = a.norm_state;
   p.inv_count = 1.0 / (static_cast<double>(p.H) * p.W);
+  p.in_sums = nullptr;
+  p.in_counter = nullptr;
+  if (a.in_state != nullptr) {
+    p.in_counter = static_cast<unsigned*>(a.in_state);
+    p.in_sums = reinterpret_cast<const double*>(static_cast<const unsigned char*>(a.in_state) + kNormStateHeaderBytes);
+  }
+  p.in_gamma = a.in_norm_weight;
+  p.in_beta = a.in_norm_bias;
+  p.in_eps = a.in_eps;
+  p.in_inv_count = 1.0 / (static_cast<double>(p.Hin) * p.Win);
   return p;
 }
 
@@ -655,7 +727,13 @@ cudaError_t launch_rgb(const Conv9x9Args& a, cudaStream_t stream, int id) {
   const size_t smem = kRgbSmem + (kStats ? kRgbStatBytes : 0);
   const cudaError_t err = allow_smem(rgb_kernel<T, In, kStats>, smem, id);
   if (err != cudaSuccess) return err;
-  rgb_kernel<T, In, kStats><<<grid_for(p.tiles, a.num_sms), kRgbThreads, smem, stream>>>(p);
+  if (a.pdl) {
+    const cudaError_t launched = launch_pdl(true, rgb_kernel<T, In, kStats>, dim3(grid_for(p.tiles, a.num_sms)),
+                                            dim3(kRgbThreads), smem, stream, p);
+    if (launched != cudaSuccess) return launched;
+  } else {
+    rgb_kernel<T, In, kStats><<<grid_for(p.tiles, a.num_sms), kRgbThreads, smem, stream>>>(p);
+  }
   return cudaPeekAtLastError();
 }
 
@@ -676,7 +754,13 @@ cudaError_t launch_head(const Conv9x9Args& a, cudaStream_t stream, int id) {
   if (p.tiles == 0) return cudaSuccess;
   const cudaError_t err = allow_smem(head_kernel<T, Out>, kHeadSmem, id);
   if (err != cudaSuccess) return err;
-  head_kernel<T, Out><<<grid_for(p.tiles, a.num_sms), kHeadThreads, kHeadSmem, stream>>>(p);
+  if (a.pdl) {   // (the plain launch is also the one the CPU emulator rewrites)
+    const cudaError_t launched = launch_pdl(true, head_kernel<T, Out>, dim3(grid_for(p.tiles, a.num_sms)),
+                                            dim3(kHeadThreads), kHeadSmem, stream, p);
+    if (launched != cudaSuccess) return launched;
+  } else {
+    head_kernel<T, Out><<<grid_for(p.tiles, a.num_sms), kHeadThreads, kHeadSmem, stream>>>(p);
+  }
   return cudaPeekAtLastError();
 }
 
@@ -688,12 +772,13 @@ bool conv9x9_supported(int cin, int cout, bool out_float32) {
 
 cudaError_t conv9x9_launch(const Conv9x9Args& a, cudaStream_t stream) {
   const bool head = a.cin == 32;
-  const bool stats = a.norm.scale != nullptr;
+  const bool stats = a.norm_state != nullptr;   // IN1's sums; with norm.scale also its affine
   if (!conv9x9_supported(a.cin, a.cout, a.out_float32) || (a.pad != 0 && a.pad != 4) || a.H <= a.pad ||
       a.W <= a.pad || a.H + 2 * a.pad < 9 || a.W + 2 * a.pad < 9 || a.N < 0 ||
       (a.scale == nullptr) != (a.shift == nullptr) || (a.scale != nullptr && !head) || (a.x_float32 && head) ||
-      reinterpret_cast<uintptr_t>(a.weight) % 16 != 0 ||
-      (stats && (head || a.norm.shift == nullptr || a.norm_state == nullptr)) || !fits_int32(a)) {
+      (a.in_state != nullptr && (!head || a.scale != nullptr)) || reinterpret_cast<uintptr_t>(a.weight) % 16 != 0 ||
+      (a.norm.scale == nullptr) != (a.norm.shift == nullptr) || (a.norm.scale != nullptr && !stats) ||
+      (stats && head) || !fits_int32(a)) {
     return cudaErrorInvalidValue;
   }
   const bool bf16 = a.dtype == ConvDtype::kBFloat16;

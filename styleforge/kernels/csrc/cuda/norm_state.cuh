@@ -1,6 +1,7 @@
 // The in-kernel InstanceNorm hand-off (see ../norm_state.h), device side: a tile's moments added
-// to the state's fp64 sums, and the grid's last CTA turning the sums into (scale, shift). Used by
-// the fused 3×3 convolution (conv3x3_tile.cuh, conv3x3.cu) and conv1's 9×9 kernel (conv9x9.cu).
+// to the state's fp64 sums, and either the grid's last CTA turning the sums into (scale, shift), or
+// the consumer forming them itself and its last CTA clearing the state. Used by the fused 3×3
+// convolution (conv3x3_tile.cuh, conv3x3.cu) and the 9×9 kernels (conv9x9.cu).
 // Pure CUDA, no torch.
 #pragma once
 
@@ -75,6 +76,23 @@ __device__ __forceinline__ void norm_state_finish(void* state, int NC, int C, do
       sums[(2 * k + 1) * NC + i] = 0.0;
     }
   }
+  if (tid == 0) *norm_state_counter(state) = 0;
+}
+
+// The consumer's side of the sums hand-off (a kernel that forms its input norm's affine from the
+// producer's sums instead of reading a (scale, shift) the producer wrote). Called by every thread of
+// `threads` of every CTA at its end; thread 0 holds `ticket` = atomicAdd(counter, 1), taken once the
+// CTA's last reads of the sums had returned. The CTA that counted last (so every CTA has read
+// them) zeroes the NC = N·C pairs' sums and the counter for the next launch of the producer.
+template <class Sync>
+__device__ __forceinline__ void norm_state_release(void* state, int NC, unsigned ticket, unsigned* flag, int tid,
+                                                   int threads, Sync sync) {
+  sync();
+  if (tid == 0) *flag = ticket == gridDim.x - 1;
+  sync();
+  if (*flag == 0) return;
+  double* sums = norm_state_sums(state);
+  for (int i = tid; i < 2 * kNormSumCopies * NC; i += threads) sums[i] = 0.0;
   if (tid == 0) *norm_state_counter(state) = 0;
 }
 

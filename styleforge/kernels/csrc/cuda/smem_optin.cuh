@@ -30,5 +30,30 @@ cudaError_t allow_smem(Kernel kernel, size_t bytes, int kernel_id, bool max_carv
   return err;
 }
 
+// CTAs of `kernel` (block `threads`, `smem` dynamic bytes) that the device runs at once: a
+// persistent grid's size. Once per (device, kernel_id), after allow_smem.
+template <typename Kernel>
+cudaError_t resident_ctas(Kernel kernel, int threads, size_t smem, int kernel_id, int& ctas) {
+  constexpr int kMaxDevices = 64, kKernels = 16;
+  static std::mutex mutex;
+  static int cached[kMaxDevices][kKernels] = {};
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return err;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const bool slot = device >= 0 && device < kMaxDevices;
+  if (slot && cached[device][kernel_id] > 0) {
+    ctas = cached[device][kernel_id];
+    return cudaSuccess;
+  }
+  int per_sm = 0, sms = 0;
+  err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (err != cudaSuccess) return err;
+  ctas = per_sm * sms > 0 ? per_sm * sms : 1;
+  if (slot) cached[device][kernel_id] = ctas;
+  return cudaSuccess;
+}
+
 }  // namespace
 }  // namespace styleforge
