@@ -119,3 +119,19 @@ def styles_env(tiny_styles, monkeypatch):
     monkeypatch.setenv(STYLES_DIR_ENV, str(tiny_styles))
     yield tiny_styles
     clear_cache()
+
+
+def is_hopper() -> bool:
+    return torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+
+
+# The fused 3×3 convolution's tests: its CUDA kernel runs on Hopper (sm_90a) only.
+requires_hopper = pytest.mark.skipif(not is_hopper(), reason="the fused convolution runs on Hopper (sm_90a) only")
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    """The CUDA extension built and loaded (the GPU tests of the kernels need it)."""
+    from styleforge import kernels
+    ok, why = kernels.cuda_kernels_available()
+    assert ok, why

@@ -20,6 +20,7 @@ from conftest import (
     capture_in_graph,
     random_style_state,
     rel_error,
+    requires_hopper,
 )
 
 from styleforge import kernels
@@ -349,17 +350,7 @@ def test_chain_state_size():
 
 # ---- GPU ------------------------------------------------------------------------------------
 
-def _hopper() -> bool:
-    return torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
-
-
-hopper = pytest.mark.skipif(not _hopper(), reason="the fused convolution runs on Hopper (sm_90a) only")
-
-
-@pytest.fixture(scope="module")
-def loaded():
-    ok, why = kernels.cuda_kernels_available()
-    assert ok, why
+hopper = requires_hopper   # conftest: skips without an sm_90a GPU; `loaded` is conftest's fixture
 
 
 SHAPES = {"odd": (2, 9, 13), "min": (1, 2, 2), "edge_tiles": (1, 37, 50), "512_plane": (1, 128, 128),

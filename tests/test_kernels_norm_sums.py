@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import capture_in_graph, rel_error
+from conftest import capture_in_graph, rel_error, requires_hopper
 
 from styleforge import kernels
 from styleforge.kernels import reference_conv as ref9
@@ -183,17 +183,7 @@ def test_opcheck_from_sums_on_cpu():
 
 # ---- GPU ------------------------------------------------------------------------------------
 
-def _hopper() -> bool:
-    return torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
-
-
-hopper = pytest.mark.skipif(not _hopper(), reason="the fused convolution runs on Hopper (sm_90a) only")
-
-
-@pytest.fixture(scope="module")
-def loaded():
-    ok, why = kernels.cuda_kernels_available()
-    assert ok, why
+hopper = requires_hopper   # conftest: skips without an sm_90a GPU; `loaded` is conftest's fixture
 
 
 # (n, h, w) of the layer's input: odd sizes and a batch of three; the 512² frame's plane; and two
@@ -295,7 +285,7 @@ def test_cuda_conv1_sums_and_head_from_sums(loaded, n):
     w1 = (torch.randn(32, 3, 9, 9, generator=g) / 15).to("cuda", torch.bfloat16)
     state = kernels.norm_state(n, 32, "cuda")
     y, scale, shift = kernels.conv9x9_norm(x, w1, pad=4, state=state, affine=False)
-    assert scale.shape == (0, 32)
+    assert scale.shape == (0, 32) and shift.shape == (0, 32)
     assert torch.equal(y, kernels.conv9x9(x, w1, pad=4))
     s1, s2 = state_totals(state, n, 32)
     yd = y.double()

@@ -296,7 +296,7 @@ cudaError_t launch_conv(const Conv3x3Args& a, float2* partials, cudaStream_t str
   }
   if (a.in_state != nullptr) {     // the input norm from the producer's sums
     p.in_counter = static_cast<unsigned*>(a.in_state);
-    p.in_sums = reinterpret_cast<const double*>(static_cast<const unsigned char*>(a.in_state) + kNormStateHeaderBytes);
+    p.in_sums = norm_state_sums(a.in_state);
     p.gamma = a.in_norm_weight;
     p.beta = a.in_norm_bias;
     p.eps = a.in_eps;

@@ -305,7 +305,7 @@ cudaError_t conv3x3_chain_launch(const ChainArgs& a, void* state, void* workspac
   cp.scale = a.scale;
   cp.shift = a.shift;
   if (a.in_state != nullptr) {
-    cp.in_sums = reinterpret_cast<double*>(static_cast<unsigned char*>(a.in_state) + kNormStateHeaderBytes);
+    cp.in_sums = norm_state_sums(a.in_state);
     cp.in_gamma = a.in_norm_weight;
     cp.in_beta = a.in_norm_bias;
   }

@@ -693,7 +693,7 @@ Params make_params(const Conv9x9Args& a, int th, int tw) {
   p.in_counter = nullptr;
   if (a.in_state != nullptr) {
     p.in_counter = static_cast<unsigned*>(a.in_state);
-    p.in_sums = reinterpret_cast<const double*>(static_cast<const unsigned char*>(a.in_state) + kNormStateHeaderBytes);
+    p.in_sums = norm_state_sums(a.in_state);
   }
   p.in_gamma = a.in_norm_weight;
   p.in_beta = a.in_norm_bias;

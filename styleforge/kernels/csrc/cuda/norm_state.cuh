@@ -15,7 +15,8 @@ namespace styleforge {
 namespace {
 
 __device__ __forceinline__ unsigned* norm_state_counter(void* state) { return static_cast<unsigned*>(state); }
-__device__ __forceinline__ double* norm_state_sums(void* state) {
+// (Host side too: the launchers pass the sums of a consumer's input state.)
+__host__ __device__ __forceinline__ double* norm_state_sums(void* state) {
   return reinterpret_cast<double*>(static_cast<unsigned char*>(state) + kNormStateHeaderBytes);
 }
 
