@@ -177,58 +177,30 @@ class FusedRunner:
         d1p, d2p = self.packed_decoder
 
         def from_sums(state, norm):
-            return dict(in_state=state, in_norm_weight=norm.weight, in_norm_bias=norm.bias)
+            return {"in_state": state, "in_norm_weight": norm.weight, "in_norm_bias": norm.bias}
 
-        def to_sums(t, name, norm):
-            return dict(norm_weight=norm.weight, norm_bias=norm.bias, state=self._sums_state(t, name, norm), affine=False)
+        def to_sums(state, norm):
+            return {"norm_weight": norm.weight, "norm_bias": norm.bias, "state": state, "affine": False}
 
-        y, scale, shift, s1 = self._first_conv_sums(x.float(), n1)
+        y, scale, shift, s1 = self._first_conv_norm(x.float(), n1, sums=True)
         into2 = from_sums(s1, n1) if s1 is not None else {}
-        h, *_ = kernels.conv3x3_norm(y, p2, scale, shift, relu=True, stride=2, **into2, **to_sums(y, "in2", n2))
-        s2 = self._sums_state(y, "in2", n2)
-        h, *_ = kernels.conv3x3_norm(h, p3, relu=True, stride=2, **from_sums(s2, n2), **to_sums(h, "in3", n3))
-        h, scale, shift, block_in = self._residual_conv3x3(h, None, None, chain=chain,
-                                                           **from_sums(self._sums_state(h, "in3", n3), n3))
-        h, *_ = kernels.conv3x3_norm(h, d1p, scale, shift, residual=block_in, upsample=2, **to_sums(h, "in4", n4))
-        s4 = self._sums_state(h, "in4", n4)
+        s2 = self._state(y, "sums-in2", 64)
+        h, *_ = kernels.conv3x3_norm(y, p2, scale, shift, relu=True, stride=2, **into2, **to_sums(s2, n2))
+        s3 = self._state(h, "sums-in3", 128)
+        h, *_ = kernels.conv3x3_norm(h, p3, relu=True, stride=2, **from_sums(s2, n2), **to_sums(s3, n3))
+        h, scale, shift, block_in = self._residual_conv3x3(h, None, None, chain=chain, **from_sums(s3, n3))
+        s4 = self._state(h, "sums-in4", 64)
+        h, *_ = kernels.conv3x3_norm(h, d1p, scale, shift, residual=block_in, upsample=2, **to_sums(s4, n4))
         head_key = ("deconv3", (x.shape[0], 32, x.shape[2], x.shape[3]))   # deconv2's output: _head's key
         head_choice = self.layer_choices.get(head_key)
         if head_choice is None or head_choice.provider != "styleforge":   # cuDNN, or not chosen yet
             h, scale, shift, _ = kernels.conv3x3_norm(h, d2p, relu=True, upsample=2, norm_weight=n5.weight,
                                                       norm_bias=n5.bias, **from_sums(s4, n4))
             return self._head(h, scale, shift)
-        h, *_ = kernels.conv3x3_norm(h, d2p, relu=True, upsample=2, **from_sums(s4, n4), **to_sums(h, "in5", n5))
-        return kernels.conv9x9_from_sums(h, self.op_weights["deconv3"], self.head_bias32,
-                                         self._sums_state(h, "in5", n5), out_float32=True, pad=self.head_pad,
-                                         norm_weight=n5.weight, norm_bias=n5.bias)
-
-    def _first_conv_sums(self, x: torch.Tensor, norm: _Norm):
-        """conv1's raw output and IN1: (y, None, None, state) with IN1's sums in the state where the
-        conv9x9 op runs conv1, else (y, scale, shift, None) after cuDNN (norm_scale_shift)."""
-        key, y = ("conv1", tuple(x.shape)), None
-        if key not in self.layer_choices:   # choose first (outside capture the choice sticks)
-            y = self._first_conv(x)
-        choice = self.layer_choices.get(key)
-        if choice is None or choice.provider != "styleforge":
-            y = self._first_conv(x) if y is None else y
-            return (y, *kernels.norm_scale_shift(y, norm.weight, norm.bias), None)
-        state = self._sums_state(x, "in1", norm)
-        y, _, _ = kernels.conv9x9_norm(x, self.op_weights["conv1"], pad=self.input_pad, norm_weight=norm.weight,
-                                       norm_bias=norm.bias, state=state, affine=False)
-        return y, None, None, state
-
-    def _sums_state(self, x: torch.Tensor, norm: str, n: _Norm) -> torch.Tensor:
-        """Norm `norm`'s state for the sums hand-off at x's batch, on any device (the twins use it
-        too): made in the first (warm-up) call, outside any capture, then shared by the captured
-        graphs, which replay one at a time on one stream and leave it zero."""
-        key = (x.device, x.shape[0], "sums-" + norm)
-        state = self._norm_states.get(key)
-        if state is None:
-            # A normal tensor, not an inference one: the twins update it in place, inside the runner's
-            # inference mode or outside it (forward called directly).
-            with torch.inference_mode(False):
-                state = self._norm_states[key] = kernels.norm_state(x.shape[0], n.weight.shape[0], x.device)
-        return state
+        s5 = self._state(h, "sums-in5", 32)
+        h, *_ = kernels.conv3x3_norm(h, d2p, relu=True, upsample=2, **from_sums(s4, n4), **to_sums(s5, n5))
+        return kernels.conv9x9_from_sums(h, self.op_weights["deconv3"], self.head_bias32, s5, out_float32=True,
+                                         pad=self.head_pad, norm_weight=n5.weight, norm_bias=n5.bias)
 
     def _decoder_conv3x3(self, h: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
                          block_in: torch.Tensor) -> torch.Tensor:
@@ -279,14 +251,21 @@ class FusedRunner:
 
     def _norm_state(self, x: torch.Tensor, norm: str, channels: int) -> torch.Tensor | None:
         """The zeroed state of norm `norm`'s in-kernel hand-off at x's batch (None off CUDA, where
-        the twins need none): made in the first (warm-up) call, outside any capture, then shared by
-        the captured graphs, which replay one at a time on one stream and leave it zero."""
+        the twins need none, and for norms that take the hand-off kernel)."""
         if not x.is_cuda or norm not in self.inkernel_norms:
             return None
-        key = (x.device, x.shape[0], norm)
+        return self._state(x, norm, channels)
+
+    def _state(self, x: torch.Tensor, name: str, channels: int) -> torch.Tensor:
+        """The zeroed norm state `name` at x's batch and device: made in the first (warm-up) call,
+        outside any capture, then shared by the captured graphs, which replay one at a time on one
+        stream and leave it zero. A normal tensor, not an inference one: the twins of the sums
+        hand-off update it in place, inside the runner's inference mode or outside it."""
+        key = (x.device, x.shape[0], name)
         state = self._norm_states.get(key)
         if state is None:
-            state = self._norm_states[key] = kernels.norm_state(x.shape[0], channels, x.device)
+            with torch.inference_mode(False):
+                state = self._norm_states[key] = kernels.norm_state(x.shape[0], channels, x.device)
         return state
 
     def default_plan(self) -> str:
@@ -313,20 +292,28 @@ class FusedRunner:
 
         return self._pick("conv1", x, args, lambda: torch.ops.styleforge.conv9x9(*args), cudnn)
 
-    def _first_conv_norm(self, x: torch.Tensor, norm: _Norm) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """conv1's raw output and IN1 as (scale, shift). Where the op is chosen for conv1 it also
-        gathers IN1's statistics in its epilogue (conv9x9_norm: the in-kernel hand-off, no moments
-        pass); after cuDNN, norm_scale_shift reads the output once for them."""
+    def _first_conv_norm(self, x: torch.Tensor, norm: _Norm, sums: bool = False):
+        """conv1's raw output and IN1. Where the op is chosen for conv1 it also gathers IN1's
+        statistics in its epilogue (conv9x9_norm, no moments pass): sums, (y, None, None, state) with
+        IN1's sums left in the state for conv2; else (y, scale, shift) through the in-kernel
+        hand-off, if IN1 takes it. After cuDNN, norm_scale_shift reads the output once for (scale,
+        shift) (and with sums the state is None)."""
         key, y = ("conv1", tuple(x.shape)), None
-        inkernel = "in1" in self.inkernel_norms
-        if inkernel and key not in self.layer_choices:   # choose first (outside capture the choice sticks)
+        fused = sums or "in1" in self.inkernel_norms
+        if fused and key not in self.layer_choices:   # choose first (outside capture the choice sticks)
             y = self._first_conv(x)
         choice = self.layer_choices.get(key)
-        if not (inkernel and choice is not None and choice.provider == "styleforge"):
+        if not (fused and choice is not None and choice.provider == "styleforge"):
             y = self._first_conv(x) if y is None else y
-            return (y, *kernels.norm_scale_shift(y, norm.weight, norm.bias))
-        return kernels.conv9x9_norm(x, self.op_weights["conv1"], pad=self.input_pad, norm_weight=norm.weight,
-                                    norm_bias=norm.bias, state=self._norm_state(x, "in1", 32))
+            scale, shift = kernels.norm_scale_shift(y, norm.weight, norm.bias)
+            return (y, scale, shift, None) if sums else (y, scale, shift)
+        if not sums:
+            return kernels.conv9x9_norm(x, self.op_weights["conv1"], pad=self.input_pad, norm_weight=norm.weight,
+                                        norm_bias=norm.bias, state=self._norm_state(x, "in1", 32))
+        state = self._state(x, "sums-in1", 32)
+        y, _, _ = kernels.conv9x9_norm(x, self.op_weights["conv1"], pad=self.input_pad, norm_weight=norm.weight,
+                                       norm_bias=norm.bias, state=state, affine=False)
+        return y, None, None, state
 
     def _head(self, h: torch.Tensor, scale: torch.Tensor | None = None,
               shift: torch.Tensor | None = None) -> torch.Tensor:
