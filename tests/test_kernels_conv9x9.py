@@ -32,6 +32,7 @@ from conftest import (
     assert_graph_replays_like_fresh_calls,
     assert_matches_reference,
     rel_error,
+    requires_hopper,
 )
 from mma_model import mma_from_fragments
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -733,6 +734,75 @@ def test_cuda_norm_entry_and_opcheck(cuda_op):
         assert torch.equal(a, b)
     torch.library.opcheck(NORM_OP, (x, weight, pad, nw, nb, 1e-5, kernels.norm_state(2, 32, "cuda")),
                           test_utils=("test_schema", "test_faketensor"))
+
+
+# ---- conv1's two CUDA kernels: wgmma on Hopper, mma.sync elsewhere (STYLEFORGE_CONV1_KERNEL) ----
+
+def _kernel_names(fn) -> list[str]:
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+
+@pytest.mark.gpu
+@requires_hopper
+def test_cuda_conv1_runs_the_wgmma_kernel_on_hopper_and_mma_on_request(cuda_op, monkeypatch):
+    x, w, b = make_inputs("conv1", 1, 40, 70, torch.bfloat16, "cuda")
+    names = _kernel_names(lambda: cuda_op(x, w, b, False))
+    assert any("rgb_sm90_kernel" in n for n in names), names
+    monkeypatch.setenv("STYLEFORGE_CONV1_KERNEL", "mma")
+    names = _kernel_names(lambda: cuda_op(x, w, b, False))
+    assert any("rgb_kernel" in n for n in names) and not any("sm90" in n for n in names), names
+    monkeypatch.setenv("STYLEFORGE_CONV1_KERNEL", "fast")
+    with pytest.raises(RuntimeError, match="STYLEFORGE_CONV1_KERNEL must be auto or mma"):
+        cuda_op(x, w, b, False)
+
+
+@pytest.mark.gpu
+@requires_hopper
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+def test_cuda_conv1_mma_kernel_still_matches_reference_on_hopper(cuda_op, monkeypatch, dtype):
+    """Every other conv1 GPU test runs the wgmma kernel here: this keeps the portable one covered."""
+    monkeypatch.setenv("STYLEFORGE_CONV1_KERNEL", "mma")
+    for n, h, w in EDGE[:5] + [(2, 256, 384)]:
+        _check_cuda(cuda_op, "conv1", n, h, w, dtype)
+    _check_cuda_fused(cuda_op, "conv1", 1, 130, 200, dtype, channels_last=True)
+    _check_cuda_norm(2, 37, 70, dtype, True)
+
+
+@pytest.mark.gpu
+@requires_hopper
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+def test_cuda_conv1_kernels_agree(cuda_op, monkeypatch, dtype):
+    """The wgmma and mma.sync kernels differ only in the fp32 summation order: outputs within one
+    rounding of each other, IN1's statistics to fp32 precision."""
+    for n, h, w in [(1, 512, 512), (2, 67, 131)]:
+        x, weight, (nw, nb), pad = make_norm_inputs(n, h, w, dtype, "cuda", seed=h)
+        got = {}
+        for kind in ("auto", "mma"):
+            monkeypatch.setenv("STYLEFORGE_CONV1_KERNEL", kind)
+            got[kind] = NORM_OP(x, weight, pad, nw, nb, 1e-5, kernels.norm_state(n, 32, "cuda"))
+        (y, s, t), (y_mma, s_mma, t_mma) = got["auto"], got["mma"]
+        step = torch.finfo(dtype).eps * y_mma.float().abs().clamp_min(1.0)
+        assert ((y.float() - y_mma.float()).abs() <= step).all()
+        assert rel_error(s, s_mma) <= 1e-5 and rel_error(t, t_mma) <= 1e-5
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+def test_cuda_norm_keeps_the_variance_under_a_large_mean(cuda_op, dtype):
+    """A bright, nearly flat image through positive weights: every channel's mean is hundreds of
+    standard deviations; the statistics must not cancel the variance away."""
+    g = torch.Generator().manual_seed(3)
+    x = (240 + 10 * torch.rand(1, 3, 200, 300, generator=g)).cuda()
+    weight = (torch.rand(32, 3, 9, 9, generator=g) / 243).to("cuda", dtype)
+    nw, nb = torch.ones(32, device="cuda"), torch.zeros(32, device="cuda")
+    y, scale, shift = NORM_OP(x, weight, 4, nw, nb, 1e-5, kernels.norm_state(1, 32, "cuda"))
+    var, mean = torch.var_mean(y.double(), dim=(2, 3), unbiased=False)
+    assert (mean.abs() > 100 * var.sqrt()).all()   # the case this test is about
+    s64, t64 = scale_shift64(y, nw, nb)
+    assert rel_error(scale, s64) <= 1e-4 and rel_error(shift, t64) <= 1e-4
 
 
 # ---- the fused engine's choice (CPU) -----------------------------------------------------------

@@ -23,11 +23,12 @@ log = logging.getLogger(__name__)
 
 CSRC = Path(__file__).resolve().parent / "csrc"
 SOURCES = ("bindings.cpp", "cuda/instance_norm.cu", "cuda/instance_norm_single.cu", "bindings_conv.cpp",
-           "cuda/conv9x9.cu", "bindings_conv3x3.cpp", "cuda/conv3x3.cu", "cuda/conv3x3_chain.cu",
+           "cuda/conv9x9.cu", "cuda/conv9x9_sm90.cu", "bindings_conv3x3.cpp", "cuda/conv3x3.cu", "cuda/conv3x3_chain.cu",
            "bindings_attention.cpp", "cuda/attention.cu", "cuda/attention_sm90.cu")
-HEADERS = ("instance_norm.h", "conv9x9.h", "attention.h", "device_info.h", "cuda/smem_optin.cuh",
-           "cuda/instance_norm_device.cuh", "cuda/instance_norm_single.h", "attention_sm90.h",
-           "conv3x3.h", "cuda/sm90_ptx.cuh", "cuda/packed16.cuh", "cuda/conv3x3_tile.cuh")
+# Every header the sources include, found rather than listed, so that no edit to one is missed by
+# the cache key (a list had left four out).
+HEADERS = tuple(sorted(str(p.relative_to(CSRC)) for pattern in ("*.h", "cuda/*.h", "cuda/*.cuh")
+                       for p in CSRC.glob(pattern)))
 EXTENSION_NAME = "styleforge_kernels"
 # No --use_fast_math: it flushes denormals and buys nothing for these memory-bound kernels.
 CUDA_FLAGS = ("-O3", "-lineinfo")

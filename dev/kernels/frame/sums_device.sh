@@ -8,15 +8,7 @@ timeout 330 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_kernels_n
   tests/test_kernels_conv9x9.py tests/test_fused_engine.py >"$OUT/gpu_tests.log" 2>&1
 grep -E "^FAILED|Error|passed|failed" "$OUT/gpu_tests.log" | head -30
 timeout 60 python3 dev/kernels/conv3x3/profile_frame.py --out "$OUT" --sizes 512x512 2>&1 | tail -2 | cut -c1-300
-python3 - "$OUT" <<'PY'
-import json, pathlib, sys
-for p in pathlib.Path(sys.argv[1]).glob("profile_frame.json"):
-    for f in json.loads(p.read_text()):
-        if f.get("plan") == "conv3x3":
-            print(f["frame"], f["ms_per_frame"], f["span_us"])
-            for name, dur, ts in f["rows"]:
-                print(f"  {ts:8.1f} {dur:7.2f} {name[:60]}")
-PY
+python3 dev/kernels/conv3x3/print_frame.py "$OUT/profile_frame.json"
 for s in 0 1; do
   STYLEFORGE_SUMS_HANDOFF=$s timeout 90 python3 dev/kernels/conv3x3/bench_layer.py --out "$OUT/sums$s" --frames-only 2>&1 \
     | grep frame | cut -c1-260

@@ -9,6 +9,8 @@
 // in 16-byte chunks), the kernel launches on the current stream under a CUDAGuard, and the launch
 // is checked.
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <tuple>
 
@@ -21,6 +23,7 @@
 
 #include "device_info.h"
 #include "conv9x9.h"
+#include "conv9x9_sm90.h"
 
 namespace styleforge {
 namespace {
@@ -120,8 +123,22 @@ Prepared prepare(const char* name, const at::Tensor& x_in, const at::Tensor& wei
   return r;
 }
 
+// STYLEFORGE_CONV1_KERNEL = auto (default: conv1 on the wgmma kernel where the device and the
+// binary are sm_90a, else mma.sync) | mma (always conv9x9.cu's mma.sync kernel): read at every call
+// so a benchmark or a test can compare the two in one process.
+bool use_sm90_conv1(const Conv9x9Args& args) {
+  if (args.cin != 3) return false;
+  const char* v = std::getenv("STYLEFORGE_CONV1_KERNEL");
+  if (v != nullptr && *v != '\0' && std::strcmp(v, "auto") != 0) {
+    TORCH_CHECK(std::strcmp(v, "mma") == 0, "STYLEFORGE_CONV1_KERNEL must be auto or mma, got '", v, "'");
+    return false;
+  }
+  return conv9x9_sm90_supported(args);
+}
+
 void launch(const Conv9x9Args& args) {
-  C10_CUDA_CHECK(conv9x9_launch(args, c10::cuda::getCurrentCUDAStream()));
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  C10_CUDA_CHECK(use_sm90_conv1(args) ? conv9x9_sm90_launch(args, stream) : conv9x9_launch(args, stream));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 

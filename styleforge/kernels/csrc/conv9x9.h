@@ -55,6 +55,10 @@ struct Conv9x9Args {
 // Whether a kernel exists for these channel counts and output type: (3→32) and (32→3, either output).
 bool conv9x9_supported(int cin, int cout, bool out_float32);
 
+// Whether conv9x9_launch takes `args`: the channel counts, pad, sizes, the optional parts' rules
+// and 16-byte alignment of the weight (the Hopper conv1 kernel, conv9x9_sm90.h, takes the same).
+bool conv9x9_args_valid(const Conv9x9Args& args);
+
 // Enqueue the convolution on `stream`. Returns cudaErrorInvalidValue for an unsupported
 // configuration (including a weight that is not 16-byte aligned, and planes of over 2^31 pixels),
 // else the launch error (cudaSuccess when the launch was accepted).

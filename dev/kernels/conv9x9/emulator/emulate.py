@@ -13,6 +13,7 @@ without a GPU, not shipped.
 from __future__ import annotations
 
 import importlib.util
+import re
 import tempfile
 from pathlib import Path
 
@@ -34,11 +35,8 @@ cuda_include = common.cuda_include
 def transform(source: str) -> str:
     out = common.rewrite_shared_launches(source, expected=2)
     # The transformed copy is compiled elsewhere: point its relative includes at the sources.
-    return (out.replace('#include "../conv9x9.h"', f'#include "{HEADER}"')
-               .replace('#include "smem_optin.cuh"', f'#include "{CU.parent / "smem_optin.cuh"}"')
-               .replace('#include "norm_state.cuh"', f'#include "{CU.parent / "norm_state.cuh"}"')
-               .replace('#include "pdl.cuh"', f'#include "{CU.parent / "pdl.cuh"}"')
-               .replace('#include "warp_sums.cuh"', f'#include "{CU.parent / "warp_sums.cuh"}"'))
+    out = out.replace('#include "../conv9x9.h"', f'#include "{HEADER}"')
+    return re.sub(r'#include "(\w+\.cuh)"', lambda m: f'#include "{CU.parent / m.group(1)}"', out)
 
 
 def build(workdir: Path, sanitize: bool = True) -> Path:

@@ -249,28 +249,6 @@ cudaError_t launch_handoff(const float2* partials, int64_t N, int64_t Ho, int64_
   return err != cudaSuccess ? err : cudaPeekAtLastError();
 }
 
-// Whether this build has sm_90a code for the device (compute capability 9.0 and a binary for it,
-// not a JIT of older PTX). Cached per device.
-bool device_runs_sm90a() {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> state[kMaxDevices];   // 0 unknown, 1 yes, −1 no
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices) return false;
-  int s = state[dev].load(std::memory_order_relaxed);
-  if (s == 0) {
-    int major = 0, minor = 0;
-    cudaFuncAttributes attr{};
-    const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-                    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
-                    major == 9 && minor == 0 &&
-                    cudaFuncGetAttributes(&attr, conv3x3_kernel<__nv_bfloat16, 128, 128, 1>) == cudaSuccess &&
-                    attr.binaryVersion == 90;
-    s = ok ? 1 : -1;
-    state[dev].store(s, std::memory_order_relaxed);
-  }
-  return s > 0;
-}
-
 // min_out: the smallest output side the reflection allows (2: the pad is in the output frame; 1 for
 // stride 2, whose pad is in the input frame, checked by the caller).
 bool valid_sizes(int64_t N, int64_t Ho, int64_t Wo, int cout, int64_t min_out = 2) {
@@ -351,7 +329,7 @@ size_t conv3x3_workspace_bytes(int64_t N, int64_t Ho, int64_t Wo, int cout) {
   return static_cast<size_t>(N * conv3x3_tiles(Ho, Wo, cout)) * cout * sizeof(float2);
 }
 
-bool conv3x3_supported() { return device_runs_sm90a(); }
+bool conv3x3_supported() { return device_runs_sm90a(conv3x3_kernel<__nv_bfloat16, 128, 128, 1>); }
 
 cudaError_t conv3x3_launch(const Conv3x3Args& a, void* workspace, cudaStream_t stream) {
   const int64_t ho = conv3x3_out_size(a.H, a.upsample, a.stride), wo = conv3x3_out_size(a.W, a.upsample, a.stride);
@@ -392,7 +370,7 @@ cudaError_t moments_launch(const MomentsArgs& a, void* workspace, cudaStream_t s
   kernel<<<blocks, kMomentsThreads, 0, stream>>>(x, partials, H, W, tiles_x, tiles);
   const cudaError_t err = cudaPeekAtLastError();
   if (err != cudaSuccess) return err;
-  return launch_handoff(partials, a.N, a.H, a.W, c, a.norm, device_runs_sm90a(), stream);
+  return launch_handoff(partials, a.N, a.H, a.W, c, a.norm, device_runs_sm90a(conv3x3_kernel<__nv_bfloat16, 128, 128, 1>), stream);
 }
 
 }  // namespace styleforge

@@ -20,15 +20,22 @@ __host__ __device__ __forceinline__ double* norm_state_sums(void* state) {
   return reinterpret_cast<double*>(static_cast<unsigned char*>(state) + kNormStateHeaderBytes);
 }
 
+// Σx and Σx² of channel c in sample n (fp64) added to the state's sums. NC = N·C; the copy is
+// blockIdx.x % kNormSumCopies.
+__device__ __forceinline__ void norm_state_add_sums(void* state, int NC, int n, int C, int c, double sum1,
+                                                    double sum2) {
+  double* copy = norm_state_sums(state) + static_cast<size_t>(blockIdx.x % kNormSumCopies) * 2 * NC;
+  atomicAdd(copy + n * C + c, sum1);
+  atomicAdd(copy + NC + n * C + c, sum2);
+}
+
 // One tile's moments of channel c in sample n (sum and M2 = Σ(v − mean)² over `count` pixels, fp32)
 // added as Σx and Σx² = M2 + sum²/count: in fp64, Σx²/n − mean² keeps the precision that Chan's
-// merge keeps in fp32. NC = N·C; the copy is blockIdx.x % kNormSumCopies.
+// merge keeps in fp32.
 __device__ __forceinline__ void norm_state_add(void* state, int NC, int n, int C, int c, float sum, float m2,
                                                float count) {
-  double* copy = norm_state_sums(state) + static_cast<size_t>(blockIdx.x % kNormSumCopies) * 2 * NC;
   const double s = sum;
-  atomicAdd(copy + n * C + c, s);
-  atomicAdd(copy + NC + n * C + c, static_cast<double>(m2) + s * s / count);
+  norm_state_add_sums(state, NC, n, C, c, s, static_cast<double>(m2) + s * s / count);
 }
 
 // InstanceNorm as one affine from fp64 sums Σx, Σx² of the channel's values: scale = γ / √(var +

@@ -1,12 +1,14 @@
-// Opting a kernel into more than 48 KB of dynamic shared memory, once per (device, kernel); with
-// max_carveout, also asking for the largest shared-memory carveout: the driver otherwise sizes it
-// for one CTA (ncu: 135 KB for a 107 KB CTA), and a kernel meant to run two CTAs per SM runs one.
-// Pure CUDA (runtime header only), shared by the tensor-core kernels' launchers. The attribute is
-// per device and must stay out of the launch path, so a CUDA graph capture never sees it twice.
+// Launch helpers of the tensor-core kernels: opting a kernel into more than 48 KB of dynamic shared
+// memory, once per (device, kernel), with max_carveout also asking for the largest shared-memory
+// carveout (the driver otherwise sizes it for one CTA, ncu: 135 KB for a 107 KB CTA, and a kernel
+// meant to run two CTAs per SM runs one); a persistent grid's size; and whether the device runs the
+// build's sm_90a code. Pure CUDA (runtime header only). The attribute is per device and must stay
+// out of the launch path, so a CUDA graph capture never sees it twice.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <mutex>
 
 namespace styleforge {
@@ -53,6 +55,29 @@ cudaError_t resident_ctas(Kernel kernel, int threads, size_t smem, int kernel_id
   ctas = per_sm * sms > 0 ? per_sm * sms : 1;
   if (slot) cached[device][kernel_id] = ctas;
   return cudaSuccess;
+}
+
+
+// Whether this build has sm_90a code for the device: compute capability 9.0 and a binary for it
+// (`probe`, any kernel of the file), not a JIT of older PTX. Cached per device and probe type.
+template <typename Kernel>
+bool device_runs_sm90a(Kernel probe) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> state[kMaxDevices];   // 0 unknown, 1 yes, −1 no
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices) return false;
+  int s = state[dev].load(std::memory_order_relaxed);
+  if (s == 0) {
+    int major = 0, minor = 0;
+    cudaFuncAttributes attr{};
+    const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+                    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
+                    major == 9 && minor == 0 && cudaFuncGetAttributes(&attr, probe) == cudaSuccess &&
+                    attr.binaryVersion == 90;
+    s = ok ? 1 : -1;
+    state[dev].store(s, std::memory_order_relaxed);
+  }
+  return s > 0;
 }
 
 }  // namespace

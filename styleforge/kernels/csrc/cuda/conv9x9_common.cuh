@@ -1,0 +1,146 @@
+// What the two 9×9 convolution files share (conv9x9.cu, the portable mma.sync kernels; and
+// conv9x9_sm90.cu, conv1 on wgmma): T's 16-bit element conversions, the reflection of a padded
+// coordinate, the coalesced copy of the raw 9×9 weight into shared memory, and the kernels' Params.
+// Pure CUDA; the conv9x9 CPU emulator compiles it too (its warp_emu.h supplies __ldg and the thread
+// indices).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "norm_state.cuh"
+#include "../conv9x9.h"
+
+namespace styleforge {
+namespace {
+
+template <typename T> __device__ __forceinline__ uint16_t to_bits(float v);
+template <> __device__ __forceinline__ uint16_t to_bits<__half>(float v) {
+  return __half_as_ushort(__float2half_rn(v));
+}
+template <> __device__ __forceinline__ uint16_t to_bits<__nv_bfloat16>(float v) {
+  return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+}
+
+template <typename T> __device__ __forceinline__ float from_bits(uint16_t b);
+template <> __device__ __forceinline__ float from_bits<__half>(uint16_t b) {
+  return __half2float(__ushort_as_half(b));
+}
+template <> __device__ __forceinline__ float from_bits<__nv_bfloat16>(uint16_t b) {
+  return __bfloat162float(__ushort_as_bfloat16(b));
+}
+
+// One element of x as T's 16 bits: raw when x is T already, else rounded as .to(T) rounds.
+template <typename T> __device__ __forceinline__ uint16_t as_bits(uint16_t v) { return v; }
+template <typename T> __device__ __forceinline__ uint16_t as_bits(float v) { return to_bits<T>(v); }
+
+__device__ __forceinline__ uint32_t pack2(uint16_t lo, uint16_t hi) {
+  return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+}
+
+// The two T values of a packed pair as floats (exact).
+template <typename T> __device__ __forceinline__ void unpack2(uint32_t w, float& lo, float& hi) {
+  lo = from_bits<T>(static_cast<uint16_t>(w & 0xffffu));
+  hi = from_bits<T>(static_cast<uint16_t>(w >> 16));
+}
+
+// Source row/column of padded coordinate i + pad under reflection, last = 2·(n − 1) for a size n
+// > pad: the staging loops map every padded input position to x itself, so no padded copy exists.
+// min(|i|, last − |i|) is i inside, −i before the start and last − i past the end (for −n < i < 2n − 1).
+__device__ __forceinline__ int reflect(int i, int last) {
+  const int a = i < 0 ? -i : i;
+  return a < last - a ? a : last - a;
+}
+__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+
+// The raw weight tensor (Cout·Cin·81 16-bit values, 15,552 B for either layer) copied to dst with
+// kThreads threads: every 16-byte load issued before the first store, so one memory latency. The
+// loads past the end re-read the last chunk rather than being predicated off: with one predicate
+// per load ptxas issued the head's eighth load only after the first store.
+constexpr int kWeightChunks = 32 * 3 * 81 * 2 / 16;
+static_assert(32 * 3 * 81 * 2 % 16 == 0, "the weight is whole 16-byte chunks");
+template <int kThreads>
+__device__ __forceinline__ void stage_weight(const uint16_t* weight, uint4* dst) {
+  constexpr int kPer = (kWeightChunks + kThreads - 1) / kThreads;
+  const uint4* src = reinterpret_cast<const uint4*>(weight);
+  const int tid = static_cast<int>(threadIdx.x);
+  uint4 v[kPer];
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) v[k] = __ldg(src + imin(tid + k * kThreads, kWeightChunks - 1));
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    if (tid + k * kThreads < kWeightChunks) dst[tid + k * kThreads] = v[k];
+  }
+}
+
+
+// The kernels' parameters: Conv9x9Args resolved for tiles of th × tw output pixels.
+struct Params {
+  const void* x;           // T's raw 16-bit elements (the kernels only move them until the mma) or fp32
+  const uint16_t* weight;  // (Cout, Cin, 9, 9), 16-byte aligned
+  const float* bias;
+  const float* scale;      // head: (N, 32) prologue norm, or null
+  const float* shift;
+  void* out;
+  int64_t sn;              // rgb: x's element strides (sc, sh, sw < 2^31)
+  int sc, sh, sw;
+  int N, Hin, Win;         // x's sizes
+  int Hp, Wp, H, W;        // padded input, output
+  int pad;                 // the reflection pad resolved in the addressing (0 or 4)
+  int tiles_x, tiles_y, tiles;
+  NormHandoff norm;        // rgb_kernel<..., true>: the IN1 hand-off (norm.scale null: the sums only) ...
+  void* norm_state;        // ... and its zeroed state
+  double inv_count;        // 1 / (H·W)
+  // head: the prologue norm from its producer's sums instead of scale/shift (Conv9x9Args::in_state).
+  const double* in_sums;   // [copies][2][N][32] Σx, Σx²
+  unsigned* in_counter;    // the state's counter: the last CTA to count clears the sums
+  const float* in_gamma;
+  const float* in_beta;
+  float in_eps;
+  double in_inv_count;     // 1 / (Hin·Win)
+};
+
+Params make_params(const Conv9x9Args& a, int th, int tw) {
+  Params p;
+  p.x = a.x;
+  p.weight = static_cast<const uint16_t*>(a.weight);
+  p.bias = a.bias;
+  p.scale = a.scale;
+  p.shift = a.shift;
+  p.out = a.out;
+  p.sn = a.stride_n;
+  p.sc = static_cast<int>(a.stride_c);
+  p.sh = static_cast<int>(a.stride_h);
+  p.sw = static_cast<int>(a.stride_w);
+  p.N = static_cast<int>(a.N);
+  p.Hin = static_cast<int>(a.H);
+  p.Win = static_cast<int>(a.W);
+  p.pad = a.pad;
+  p.Hp = p.Hin + 2 * a.pad;
+  p.Wp = p.Win + 2 * a.pad;
+  p.H = p.Hp - 8;
+  p.W = p.Wp - 8;
+  p.tiles_x = (p.W + tw - 1) / tw;
+  p.tiles_y = (p.H + th - 1) / th;
+  p.tiles = p.N * p.tiles_x * p.tiles_y;
+  p.norm = a.norm;
+  p.norm_state = a.norm_state;
+  p.inv_count = 1.0 / (static_cast<double>(p.H) * p.W);
+  p.in_sums = nullptr;
+  p.in_counter = nullptr;
+  if (a.in_state != nullptr) {
+    p.in_counter = static_cast<unsigned*>(a.in_state);
+    p.in_sums = norm_state_sums(a.in_state);
+  }
+  p.in_gamma = a.in_norm_weight;
+  p.in_beta = a.in_norm_bias;
+  p.in_eps = a.in_eps;
+  p.in_inv_count = 1.0 / (static_cast<double>(p.Hin) * p.Win);
+  return p;
+}
+
+}  // namespace
+}  // namespace styleforge
