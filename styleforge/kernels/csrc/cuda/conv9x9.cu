@@ -67,7 +67,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <mutex>
 #include <type_traits>
 
 #include "conv9x9_common.cuh"
