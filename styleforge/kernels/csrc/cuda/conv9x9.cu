@@ -147,6 +147,23 @@ template <> __device__ __forceinline__ void store_one<__nv_bfloat16>(__nv_bfloat
   *reinterpret_cast<uint16_t*>(p) = to_bits<__nv_bfloat16>(v);
 }
 
+// The raw weight tensor (Cout·Cin·81 16-bit values, 15,552 B for either layer) copied to dst with
+// kThreads threads: every 16-byte load issued before the first store, so one memory latency. The
+// loads past the end re-read the last chunk rather than being predicated off: with one predicate
+// per load ptxas issued the head's eighth load only after the first store.
+template <int kThreads>
+__device__ __forceinline__ void stage_weight(const uint16_t* weight, uint4* dst) {
+  constexpr int kPer = (kWeightChunks + kThreads - 1) / kThreads;
+  const uint4* src = reinterpret_cast<const uint4*>(weight);
+  const int tid = static_cast<int>(threadIdx.x);
+  uint4 v[kPer];
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) v[k] = __ldg(src + imin(tid + k * kThreads, kWeightChunks - 1));
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    if (tid + k * kThreads < kWeightChunks) dst[tid + k * kThreads] = v[k];
+  }
+}
 
 // ---- rgb_kernel: 3 → 32 -------------------------------------------------------------------
 
@@ -211,8 +228,8 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
   const int sj = threadIdx.x, sj_px = sj / 3, sj_c = sj - 3 * sj_px;
 
   for (int tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
-    const int rest = tile / p.tiles_x, n = rest / p.tiles_y;
-    const int y0 = (rest - n * p.tiles_y) * kRgbTH, x0 = (tile - rest * p.tiles_x) * kRgbTW;
+    int n, y0, x0;
+    tile_origin(p, tile, kRgbTH, kRgbTW, n, y0, x0);
     __syncthreads();   // the previous tile's readers of in_s and st_s are done
     if (sj < kRgbLoad) {
       const int px = x0 + sj_px;
@@ -438,8 +455,8 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
   const int y_end = p.Hin + p.pad, x_end = p.Win + p.pad;   // the padded input's end, in x's coordinates
 
   for (int tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
-    const int rest = tile / p.tiles_x, n = rest / p.tiles_y;
-    const int y0 = (rest - n * p.tiles_y) * kHeadTH, x0 = (tile - rest * p.tiles_x) * kHeadTW;
+    int n, y0, x0;
+    tile_origin(p, tile, kHeadTH, kHeadTW, n, y0, x0);
     // The prologue norm of this thread's 8 channels (8q .. 8q + 7) in sample n.
     float nscale[8], nshift[8];
     if (p.scale != nullptr) {

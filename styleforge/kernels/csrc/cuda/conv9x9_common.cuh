@@ -1,6 +1,6 @@
 // What the two 9×9 convolution files share (conv9x9.cu, the portable mma.sync kernels; and
 // conv9x9_sm90.cu, conv1 on wgmma): T's 16-bit element conversions, the reflection of a padded
-// coordinate, the coalesced copy of the raw 9×9 weight into shared memory, and the kernels' Params.
+// coordinate, the raw 9×9 weight's size, the kernels' Params and a tile's origin.
 // Pure CUDA; the conv9x9 CPU emulator compiles it too (its warp_emu.h supplies __ldg and the thread
 // indices).
 #pragma once
@@ -55,27 +55,11 @@ __device__ __forceinline__ int reflect(int i, int last) {
   return a < last - a ? a : last - a;
 }
 __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+__device__ __forceinline__ int imax(int a, int b) { return a > b ? a : b; }
 
-// The raw weight tensor (Cout·Cin·81 16-bit values, 15,552 B for either layer) copied to dst with
-// kThreads threads: every 16-byte load issued before the first store, so one memory latency. The
-// loads past the end re-read the last chunk rather than being predicated off: with one predicate
-// per load ptxas issued the head's eighth load only after the first store.
+// The raw weight (Cout·Cin·81 16-bit values, 15,552 B for either layer) in 16-byte chunks.
 constexpr int kWeightChunks = 32 * 3 * 81 * 2 / 16;
 static_assert(32 * 3 * 81 * 2 % 16 == 0, "the weight is whole 16-byte chunks");
-template <int kThreads>
-__device__ __forceinline__ void stage_weight(const uint16_t* weight, uint4* dst) {
-  constexpr int kPer = (kWeightChunks + kThreads - 1) / kThreads;
-  const uint4* src = reinterpret_cast<const uint4*>(weight);
-  const int tid = static_cast<int>(threadIdx.x);
-  uint4 v[kPer];
-#pragma unroll
-  for (int k = 0; k < kPer; ++k) v[k] = __ldg(src + imin(tid + k * kThreads, kWeightChunks - 1));
-#pragma unroll
-  for (int k = 0; k < kPer; ++k) {
-    if (tid + k * kThreads < kWeightChunks) dst[tid + k * kThreads] = v[k];
-  }
-}
-
 
 // The kernels' parameters: Conv9x9Args resolved for tiles of th × tw output pixels.
 struct Params {
@@ -140,6 +124,17 @@ Params make_params(const Conv9x9Args& a, int th, int tw) {
   p.in_eps = a.in_eps;
   p.in_inv_count = 1.0 / (static_cast<double>(p.Hin) * p.Win);
   return p;
+}
+
+
+// Tile `tile` of a grid of tiles_x × tiles_y tiles per sample (th × tw output pixels each): its
+// sample n and its first output row y0 and column x0.
+__host__ __device__ __forceinline__ void tile_origin(const Params& p, int tile, int th, int tw, int& n, int& y0,
+                                                     int& x0) {
+  const int rest = tile / p.tiles_x;
+  n = rest / p.tiles_y;
+  y0 = (rest - n * p.tiles_y) * th;
+  x0 = (tile - rest * p.tiles_x) * tw;
 }
 
 }  // namespace

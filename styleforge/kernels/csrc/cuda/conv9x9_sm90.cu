@@ -78,8 +78,6 @@ constexpr size_t kSmem = kSmemUsed + 1024;               // + slack to 1024-alig
 static_assert(kTH % kG == 0 && kLoad <= 2 * kThreads, "tile geometry");
 
 
-__device__ __forceinline__ int imax(int a, int b) { return a > b ? a : b; }
-
 #if SF_SM90A
 using namespace sm90;
 
@@ -163,8 +161,8 @@ __global__ void __launch_bounds__(kThreads, 3) rgb_sm90_kernel(const Params p) {
   // threads j < kLoad − kThreads) are issued before the first is used.
   In raw[2][kRows];
   auto load_tile = [&](int tile) {
-    const int rest = tile / p.tiles_x, n = rest / p.tiles_y;
-    const int x0 = (tile - rest * p.tiles_x) * kTW, y0 = (rest - n * p.tiles_y) * kTH;
+    int n, y0, x0;
+    tile_origin(p, tile, kTH, kTW, n, y0, x0);
     const In* xc[2];
     bool col_in[2];
 #pragma unroll
@@ -218,8 +216,8 @@ __global__ void __launch_bounds__(kThreads, 3) rgb_sm90_kernel(const Params p) {
   const uint32_t b_addr = smem_u32(b_s);
 
   for (int tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
-    const int rest = tile / p.tiles_x, n = rest / p.tiles_y;
-    const int x0 = (tile - rest * p.tiles_x) * kTW, y0 = (rest - n * p.tiles_y) * kTH;
+    int n, y0, x0;
+    tile_origin(p, tile, kTH, kTW, n, y0, x0);
     if (tile != static_cast<int>(blockIdx.x)) {
       __syncthreads();   // the previous tile's fragment loads are done
       load_tile(tile);
