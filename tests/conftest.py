@@ -121,6 +121,16 @@ def styles_env(tiny_styles, monkeypatch):
     clear_cache()
 
 
+def cuda_kernel_names(fn) -> list[str]:
+    """The CUDA kernels one call of `fn` launches, in order (memsets and copies left out)."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
+            and "memset" not in e.name.lower() and "memcpy" not in e.name.lower()]
+
+
 def is_hopper() -> bool:
     return torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
 

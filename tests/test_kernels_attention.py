@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import assert_matches_reference, cuda_kernel_names, rel_error
 from mma_model import mma_from_fragments
-from conftest import assert_matches_reference, rel_error
 from torch import nn
 
 from styleforge import kernels
@@ -478,14 +478,6 @@ def test_cuda_module_matches_nn_multihead_attention_in_bf16(cuda_op, attention_k
     assert rel_error(got, want) <= 2e-2
 
 
-def _kernel_names(fn) -> list[str]:
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("d", [32, 64, 128])
 def test_cuda_kernel_choice(cuda_op, monkeypatch, d):
@@ -493,10 +485,10 @@ def test_cuda_kernel_choice(cuda_op, monkeypatch, d):
     call = (lambda: torch.ops.styleforge.attention(q, k, v, None, d ** -0.5))
     call()
     hopper = torch.cuda.get_device_capability() == (9, 0)
-    names = " ".join(_kernel_names(call))
+    names = " ".join(cuda_kernel_names(call))
     assert ("attention_sm90_kernel" in names) == (hopper and d in (64, 128)), names
     monkeypatch.setenv("STYLEFORGE_ATTENTION_KERNEL", "mma")
-    assert "attention_sm90_kernel" not in " ".join(_kernel_names(call))
+    assert "attention_sm90_kernel" not in " ".join(cuda_kernel_names(call))
     monkeypatch.setenv("STYLEFORGE_ATTENTION_KERNEL", "fast")
     with pytest.raises(RuntimeError, match="STYLEFORGE_ATTENTION_KERNEL"):
         call()

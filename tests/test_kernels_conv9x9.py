@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from conftest import (
     assert_graph_replays_like_fresh_calls,
     assert_matches_reference,
+    cuda_kernel_names,
     rel_error,
     requires_hopper,
 )
@@ -738,21 +739,14 @@ def test_cuda_norm_entry_and_opcheck(cuda_op):
 
 # ---- conv1's two CUDA kernels: wgmma on Hopper, mma.sync elsewhere (STYLEFORGE_CONV1_KERNEL) ----
 
-def _kernel_names(fn) -> list[str]:
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-
-
 @pytest.mark.gpu
 @requires_hopper
 def test_cuda_conv1_runs_the_wgmma_kernel_on_hopper_and_mma_on_request(cuda_op, monkeypatch):
     x, w, b = make_inputs("conv1", 1, 40, 70, torch.bfloat16, "cuda")
-    names = _kernel_names(lambda: cuda_op(x, w, b, False))
+    names = cuda_kernel_names(lambda: cuda_op(x, w, b, False))
     assert any("rgb_sm90_kernel" in n for n in names), names
     monkeypatch.setenv("STYLEFORGE_CONV1_KERNEL", "mma")
-    names = _kernel_names(lambda: cuda_op(x, w, b, False))
+    names = cuda_kernel_names(lambda: cuda_op(x, w, b, False))
     assert any("rgb_kernel" in n for n in names) and not any("sm90" in n for n in names), names
     monkeypatch.setenv("STYLEFORGE_CONV1_KERNEL", "fast")
     with pytest.raises(RuntimeError, match="STYLEFORGE_CONV1_KERNEL must be auto or mma"):

@@ -12,7 +12,7 @@ import itertools
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import assert_matches_reference, rel_error
+from conftest import assert_matches_reference, cuda_kernel_names, rel_error
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from styleforge import kernels
@@ -341,15 +341,6 @@ def test_cuda_opcheck(cuda_op, kernel_path):
     torch.library.opcheck(cuda_op, (x, w, b, r, 1e-5, True, 1, 2))
 
 
-def _kernel_names(fn) -> list[str]:
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
-            and "memset" not in e.name.lower() and "memcpy" not in e.name.lower()]
-
-
 SINGLE_CASES = {   # shape, dtype, residual, pad, upsample, path → the one kernel expected, or 3 launches
     "auto, < 6 MB → three": ((1, 128, 128, 128), torch.bfloat16, None, 1, 1, "auto", 3),
     "auto, 8.4 MB": ((1, 64, 256, 256), torch.bfloat16, None, 1, 1, "auto", "single_nhwc"),
@@ -373,7 +364,7 @@ def test_cuda_path_choice_and_launch_count(cuda_op, monkeypatch, label):
     x, w, b, r = make_inputs(shape, dtype, "cuda", True, residual=residual)
     args = (x, w, b, r, 1e-5, True, pad, upsample)
     cuda_op(*args)   # warm-up: occupancy query, allocator
-    names = _kernel_names(lambda: cuda_op(*args))
+    names = cuda_kernel_names(lambda: cuda_op(*args))
     if launches == 3:
         assert len(names) == 3, names
     else:
