@@ -12,7 +12,7 @@ for k in auto mma; do
   STYLEFORGE_CONV1_KERNEL=$k timeout 60 python3 dev/kernels/conv9x9/timings.py --out "$OUT/timings_$k.json" 2>&1 \
     | grep -iE "conv1|error" | sed "s/^/$k /" | cut -c1-200
 done
-timeout 60 python3 dev/kernels/conv9x9/conv1_durations.py 2>&1 | grep " us"
+timeout 60 python3 dev/kernels/conv9x9/durations.py conv1 2>&1 | grep " us"
 timeout 60 python3 dev/kernels/conv3x3/profile_frame.py --out "$OUT" --sizes 512x512 2>&1 | tail -1 | cut -c1-300
 python3 dev/kernels/conv3x3/print_frame.py "$OUT/profile_frame.json"
 for k in auto mma; do

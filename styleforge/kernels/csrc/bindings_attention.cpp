@@ -6,8 +6,6 @@
 // the argument; q, k, v are made contiguous and 16-byte aligned (a copy only when they are not
 // already), the kernel launches on the current stream under a CUDAGuard, and the launch is checked.
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <cstdint>
 #include <optional>
 
@@ -20,6 +18,7 @@
 
 #include "attention.h"
 #include "attention_sm90.h"
+#include "device_info.h"
 
 namespace styleforge {
 namespace {
@@ -38,16 +37,10 @@ void check_qkv(const char* name, const at::Tensor& t, const at::Tensor& q) {
   TORCH_CHECK(t.device() == q.device(), "attention: ", name, " is on ", t.device(), ", q on ", q.device());
 }
 
-// STYLEFORGE_ATTENTION_KERNEL = auto (default: the wgmma kernel on sm_90 where it applies, else
-// mma.sync) | mma (always the mma.sync kernel): read at every call so a benchmark or a test can
-// compare the two in one process.
+// The wgmma kernel on sm_90 where it applies, unless STYLEFORGE_ATTENTION_KERNEL = mma
+// (wgmma_kernel_allowed); else the mma.sync kernel.
 bool use_sm90_kernel(const AttentionArgs& args) {
-  const char* v = std::getenv("STYLEFORGE_ATTENTION_KERNEL");
-  if (v != nullptr && *v != '\0' && std::strcmp(v, "auto") != 0) {
-    TORCH_CHECK(std::strcmp(v, "mma") == 0, "STYLEFORGE_ATTENTION_KERNEL must be auto or mma, got '", v, "'");
-    return false;
-  }
-  return attention_sm90_supported(args);
+  return wgmma_kernel_allowed("STYLEFORGE_ATTENTION_KERNEL") && attention_sm90_supported(args);
 }
 
 at::Tensor attention_cuda(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in,

@@ -9,8 +9,6 @@
 // in 16-byte chunks), the kernel launches on the current stream under a CUDAGuard, and the launch
 // is checked.
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <optional>
 #include <tuple>
 
@@ -123,22 +121,19 @@ Prepared prepare(const char* name, const at::Tensor& x_in, const at::Tensor& wei
   return r;
 }
 
-// STYLEFORGE_CONV1_KERNEL = auto (default: conv1 on the wgmma kernel where the device and the
-// binary are sm_90a, else mma.sync) | mma (always conv9x9.cu's mma.sync kernel): read at every call
-// so a benchmark or a test can compare the two in one process.
-bool use_sm90_conv1(const Conv9x9Args& args) {
-  if (args.cin != 3) return false;
-  const char* v = std::getenv("STYLEFORGE_CONV1_KERNEL");
-  if (v != nullptr && *v != '\0' && std::strcmp(v, "auto") != 0) {
-    TORCH_CHECK(std::strcmp(v, "mma") == 0, "STYLEFORGE_CONV1_KERNEL must be auto or mma, got '", v, "'");
-    return false;
-  }
-  return conv9x9_sm90_supported(args);
-}
-
+// conv1 and the head each on their wgmma kernel where the device and the binary are sm_90a, unless
+// STYLEFORGE_CONV1_KERNEL / STYLEFORGE_HEAD_KERNEL = mma (wgmma_kernel_allowed); else conv9x9.cu's
+// mma.sync kernels.
 void launch(const Conv9x9Args& args) {
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  C10_CUDA_CHECK(use_sm90_conv1(args) ? conv9x9_sm90_launch(args, stream) : conv9x9_launch(args, stream));
+  const bool head = args.cin == 32;
+  if (!head && wgmma_kernel_allowed("STYLEFORGE_CONV1_KERNEL") && conv9x9_sm90_supported(args)) {
+    C10_CUDA_CHECK(conv9x9_sm90_launch(args, stream));
+  } else if (head && wgmma_kernel_allowed("STYLEFORGE_HEAD_KERNEL") && conv9x9_head_sm90_supported(args)) {
+    C10_CUDA_CHECK(conv9x9_head_sm90_launch(args, stream));
+  } else {
+    C10_CUDA_CHECK(conv9x9_launch(args, stream));
+  }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
