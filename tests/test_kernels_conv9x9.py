@@ -783,53 +783,6 @@ def test_cuda_conv1_kernels_agree(cuda_op, monkeypatch, dtype):
         assert rel_error(s, s_mma) <= 1e-5 and rel_error(t, t_mma) <= 1e-5
 
 
-# ---- the head's two CUDA kernels: wgmma on Hopper, mma.sync elsewhere (STYLEFORGE_HEAD_KERNEL) ----
-
-@pytest.mark.gpu
-@requires_hopper
-def test_cuda_head_runs_the_wgmma_kernel_on_hopper_and_mma_on_request(cuda_op, monkeypatch):
-    x, w, b = make_inputs("deconv3", 1, 40, 70, torch.bfloat16, "cuda")
-    names = cuda_kernel_names(lambda: cuda_op(x, w, b, True))
-    assert any("head_sm90_kernel" in n for n in names), names
-    monkeypatch.setenv("STYLEFORGE_HEAD_KERNEL", "mma")
-    names = cuda_kernel_names(lambda: cuda_op(x, w, b, True))
-    assert any("head_kernel" in n for n in names) and not any("sm90" in n for n in names), names
-    monkeypatch.setenv("STYLEFORGE_HEAD_KERNEL", "fast")
-    with pytest.raises(RuntimeError, match="STYLEFORGE_HEAD_KERNEL must be auto or mma"):
-        cuda_op(x, w, b, True)
-
-
-@pytest.mark.gpu
-@requires_hopper
-@pytest.mark.parametrize("dtype", LOW, ids=str)
-def test_cuda_head_mma_kernel_still_matches_reference_on_hopper(cuda_op, monkeypatch, dtype):
-    """Every other head GPU test runs the wgmma kernel here: this keeps the portable one covered."""
-    monkeypatch.setenv("STYLEFORGE_HEAD_KERNEL", "mma")
-    for n, h, w in EDGE[:5] + [(2, 256, 384)]:
-        _check_cuda(cuda_op, "deconv3", n, h, w, dtype)
-        _check_cuda(cuda_op, "deconv3", n, h, w, dtype, out_float32=True)
-    _check_cuda_fused(cuda_op, "deconv3", 1, 130, 200, dtype, channels_last=True)
-
-
-@pytest.mark.gpu
-@requires_hopper
-@pytest.mark.parametrize("dtype", LOW, ids=str)
-def test_cuda_head_kernels_agree(cuda_op, monkeypatch, dtype):
-    """The wgmma and mma.sync heads differ only in the fp32 summation order: fp32 outputs to fp32
-    precision, rounded ones within one rounding of each other; on the fused call (norm and pad on
-    load) as on a pre-padded operand, over tiles cut by the edges and several samples."""
-    for n, h, w in [(1, 512, 512), (2, 67, 131), (1, 1080, 1920)]:
-        x, weight, b, scale, shift = make_fused_inputs("deconv3", n, h, w, dtype, "cuda", seed=h)
-        got = {}
-        for kind in ("auto", "mma"):
-            monkeypatch.setenv("STYLEFORGE_HEAD_KERNEL", kind)
-            got[kind] = (cuda_op(x, weight, b, True, scale, shift, 4), cuda_op(x, weight, b, False, scale, shift, 4))
-        (f32, low), (f32_mma, low_mma) = got["auto"], got["mma"]
-        assert rel_error(f32, f32_mma) <= 1e-5
-        step = torch.finfo(dtype).eps * low_mma.float().abs().clamp_min(1.0)
-        assert ((low.float() - low_mma.float()).abs() <= step).all()
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", LOW, ids=str)
 def test_cuda_norm_keeps_the_variance_under_a_large_mean(cuda_op, dtype):

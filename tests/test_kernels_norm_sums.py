@@ -278,10 +278,8 @@ def test_cuda_chain_from_sums(loaded, shape):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("head_kernel", ["auto", "mma"])
 @pytest.mark.parametrize("n", [1, 2])
-def test_cuda_conv1_sums_and_head_from_sums(loaded, n, head_kernel, monkeypatch):
-    monkeypatch.setenv("STYLEFORGE_HEAD_KERNEL", head_kernel)   # the wgmma head on Hopper, and mma.sync
+def test_cuda_conv1_sums_and_head_from_sums(loaded, n):
     g = torch.Generator().manual_seed(50 + n)
     x = (torch.rand(n, 3, 256, 320, generator=g) * 255).cuda()
     w1 = (torch.randn(32, 3, 9, 9, generator=g) / 15).to("cuda", torch.bfloat16)

@@ -1,8 +1,8 @@
-"""The 9×9 layers' kernel durations on the GPU as the profiler sees them (no launch overhead), each
-with its wgmma and its mma.sync kernel (STYLEFORGE_CONV1_KERNEL, STYLEFORGE_HEAD_KERNEL), 512²,
-1080p and 4K, bf16, called as the engine calls them: conv1 as conv9x9 and conv9x9_norm (IN1's sums)
-on the fp32 image with pad 4; the head as conv9x9_from_sums (IN5 from deconv2's sums, pad 4, fp32
-out). Median of 10 calls each; the head's state is refilled before every call (what deconv2 leaves).
+"""The 9×9 layers' kernel durations on the GPU as the profiler sees them (no launch overhead), bf16,
+called as the engine calls them: conv1 as conv9x9 and conv9x9_norm (IN1's sums) on the fp32 image
+with pad 4, with its wgmma and its mma.sync kernel (STYLEFORGE_CONV1_KERNEL), 512² and 1080p; the
+head as conv9x9_from_sums (IN5 from deconv2's sums, pad 4, fp32 out), 512², 1080p and 4K. Median of
+10 calls each; the head's state is refilled before every call (what deconv2 leaves).
     PYTHONPATH=$PWD python3 dev/kernels/conv9x9/durations.py [conv1|head ...]
 """
 from __future__ import annotations
@@ -64,13 +64,10 @@ def head(g):
         filled = kernels.norm_state(1, 32, "cuda")
         reference_norm_sums.add_sums(filled, x)
         state = torch.empty_like(filled)
-        for kind in ("auto", "mma"):
-            os.environ["STYLEFORGE_HEAD_KERNEL"] = kind
-            d = durations(lambda: kernels.conv9x9_from_sums(x, w, bias, state, out_float32=True, pad=4,
-                                                            norm_weight=nw, norm_bias=nb),
-                          "head", before=lambda: state.copy_(filled))
-            print(f"head {h}x{wd} {kind:4} conv9x9_from_sums {statistics.median(d):7.2f} us", flush=True)
-    os.environ["STYLEFORGE_HEAD_KERNEL"] = "auto"
+        d = durations(lambda: kernels.conv9x9_from_sums(x, w, bias, state, out_float32=True, pad=4,
+                                                        norm_weight=nw, norm_bias=nb),
+                      "head", before=lambda: state.copy_(filled))
+        print(f"head {h}x{wd} conv9x9_from_sums {statistics.median(d):7.2f} us", flush=True)
 
 
 def main():

@@ -121,19 +121,13 @@ Prepared prepare(const char* name, const at::Tensor& x_in, const at::Tensor& wei
   return r;
 }
 
-// conv1 and the head each on their wgmma kernel where the device and the binary are sm_90a, unless
-// STYLEFORGE_CONV1_KERNEL / STYLEFORGE_HEAD_KERNEL = mma (wgmma_kernel_allowed); else conv9x9.cu's
-// mma.sync kernels.
+// conv1 on its wgmma kernel where the device and the binary are sm_90a, unless
+// STYLEFORGE_CONV1_KERNEL = mma (wgmma_kernel_allowed); else, and for the head, conv9x9.cu's mma.sync
+// kernels.
 void launch(const Conv9x9Args& args) {
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  const bool head = args.cin == 32;
-  if (!head && wgmma_kernel_allowed("STYLEFORGE_CONV1_KERNEL") && conv9x9_sm90_supported(args)) {
-    C10_CUDA_CHECK(conv9x9_sm90_launch(args, stream));
-  } else if (head && wgmma_kernel_allowed("STYLEFORGE_HEAD_KERNEL") && conv9x9_head_sm90_supported(args)) {
-    C10_CUDA_CHECK(conv9x9_head_sm90_launch(args, stream));
-  } else {
-    C10_CUDA_CHECK(conv9x9_launch(args, stream));
-  }
+  const bool sm90 = args.cin == 3 && wgmma_kernel_allowed("STYLEFORGE_CONV1_KERNEL") && conv9x9_sm90_supported(args);
+  C10_CUDA_CHECK(sm90 ? conv9x9_sm90_launch(args, stream) : conv9x9_launch(args, stream));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 

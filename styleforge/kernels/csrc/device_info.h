@@ -38,8 +38,7 @@ inline bool supports_pdl(int device) {
   return major >= 9;
 }
 
-// A kernel-choice switch (STYLEFORGE_CONV1_KERNEL, STYLEFORGE_HEAD_KERNEL,
-// STYLEFORGE_ATTENTION_KERNEL): unset, empty or "auto" allows the Hopper wgmma kernel where the
+// A kernel-choice switch (STYLEFORGE_CONV1_KERNEL, STYLEFORGE_ATTENTION_KERNEL): unset, empty or "auto" allows the Hopper wgmma kernel where the
 // device and the binary run it; "mma" keeps the portable mma.sync kernel. Read at every call, so a
 // benchmark or a test can compare the two in one process.
 inline bool wgmma_kernel_allowed(const char* variable) {

@@ -81,8 +81,7 @@ namespace {
 
 // ---- warp primitives ----------------------------------------------------------------------
 // The emulator (dev/kernels/conv9x9/emulator) defines STYLEFORGE_CONV_WARP_EMULATION and its own
-// versions of these three (and of conv9x9_common.cuh's relu_pack2) with the same semantics, so the
-// rest of this file runs unchanged on a CPU.
+// versions of these four with the same semantics, so the rest of this file runs unchanged on a CPU.
 #ifndef STYLEFORGE_CONV_WARP_EMULATION
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* smem) {
   const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -106,6 +105,23 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
   }
 }
 
+// T's pair (round(relu(lo)), round(relu(hi))), lo in the low half, in one instruction (sm_80+; the
+// first source fills the upper half). .relu clamps the converted value to 0 if negative; for finite
+// v that is round(relu(v)) because rounding is monotonic and maps 0 to 0: v < 0 rounds to a value
+// ≤ 0, clamped to 0, and v ≥ 0 rounds to a value ≥ 0, left alone (overflow: ±inf, then inf or 0,
+// both ways). At most the sign of a zero can differ, which changes no mma sum. A NaN stays a NaN
+// (the canonical one), as torch.relu keeps it (the fmaxf(NaN, 0) this replaces made it 0).
+template <typename T>
+__device__ __forceinline__ uint32_t relu_pack2(float lo, float hi) {
+  uint32_t r;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    asm("cvt.rn.relu.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  } else {
+    asm("cvt.rn.relu.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  }
+  return r;
+}
+
 // The same pointer, opaque to the optimiser: a per-tile base then stays one register and each
 // staged address is one IMAD.WIDE off it, instead of the base's terms being folded into every
 // address's 64-bit arithmetic.
@@ -116,6 +132,20 @@ __device__ __forceinline__ P* opaque(P* ptr) {
 }
 #endif
 
+// x·scale + shift rounded twice, as the twin (and PyTorch) computes it: no FMA contraction, so the
+// value rounded to T is the twin's bit for bit.
+__device__ __forceinline__ float affine(float x, float scale, float shift) {
+  return __fadd_rn(__fmul_rn(x, scale), shift);
+}
+
+template <typename Out> __device__ __forceinline__ void store_one(Out* p, float v);
+template <> __device__ __forceinline__ void store_one<float>(float* p, float v) { *p = v; }
+template <> __device__ __forceinline__ void store_one<__half>(__half* p, float v) {
+  *reinterpret_cast<uint16_t*>(p) = to_bits<__half>(v);
+}
+template <> __device__ __forceinline__ void store_one<__nv_bfloat16>(__nv_bfloat16* p, float v) {
+  *reinterpret_cast<uint16_t*>(p) = to_bits<__nv_bfloat16>(v);
+}
 
 // The raw weight tensor (Cout·Cin·81 16-bit values, 15,552 B for either layer) copied to dst with
 // kThreads threads: every 16-byte load issued before the first store, so one memory latency. The
@@ -367,6 +397,10 @@ constexpr size_t kHeadWBytes = size_t(kHeadSlots) * 32 * 8;
 // + the prologue norm's affine from sums (scale [32], shift [32]) and a flag word.
 constexpr size_t kHeadSmem = kHeadInBytes + kHeadWBytes + 2 * 32 * 4 + 16;
 
+// Byte offset of 16-byte chunk q (channels 8q..8q+7) of tile pixel P: any 8 consecutive pixels
+// of one chunk land in 8 distinct 16-byte bank groups.
+__device__ __forceinline__ int head_chunk_offset(int P, int q) { return P * 64 + ((q ^ ((P >> 1) & 3)) << 4); }
+
 template <typename T, typename Out>
 __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -398,9 +432,11 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int wr0 = (warp >> 1) * kHeadRW, cs = (warp & 1) * 16;
-  // The prologue norm from sums (head_affine_from_sums), formed once per sample this block meets. Its
-  // last tile's sample is its last read of the sums, after which thread 0 counts the block (ticket,
-  // checked at the end).
+  // The prologue norm from sums: kG threads per channel (tid / kG), kPer copies each, summed through
+  // shuffles; formed once per sample this block meets. Its last tile's sample is its last read of the
+  // sums, after which thread 0 counts the block (ticket, checked at the end).
+  constexpr int kG = kHeadThreads / 32, kPer = kNormSumCopies / kG;
+  static_assert(kG * 32 == kHeadThreads && kPer * kG == kNormSumCopies, "sums layout");
   const int last_tile = blockIdx.x + (p.tiles - 1 - static_cast<int>(blockIdx.x)) / gridDim.x * gridDim.x;
   const int last_n = last_tile / (p.tiles_x * p.tiles_y);
   int aff_n = -1;
@@ -432,7 +468,23 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
     }
     const bool refresh = p.in_sums != nullptr && n != aff_n;   // uniform
     if (refresh) {
-      head_affine_from_sums<kHeadThreads>(p, n, aff_s, static_cast<int>(threadIdx.x));
+      const int c = threadIdx.x / kG, grp = threadIdx.x % kG;
+      double s1 = 0.0, s2 = 0.0;
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        const double* copy = p.in_sums + static_cast<size_t>(2 * (grp * kPer + k)) * p.N * 32 + n * 32 + c;
+        s1 += __ldcg(copy);
+        s2 += __ldcg(copy + p.N * 32);
+      }
+#pragma unroll
+      for (int o = 1; o < kG; o <<= 1) {
+        s1 += __shfl_xor_sync(0xffffffffu, s1, o);
+        s2 += __shfl_xor_sync(0xffffffffu, s2, o);
+      }
+      if (grp == 0) {
+        norm_affine_from_sums(s1, s2, p.in_inv_count, p.in_gamma ? p.in_gamma[c] : 1.f, p.in_beta ? p.in_beta[c] : 0.f,
+                              p.in_eps, aff_s[c], aff_s[32 + c]);
+      }
       aff_n = n;
     }
     __syncthreads();   // the previous tile's ldmatrix reads are done (and aff_s is written)

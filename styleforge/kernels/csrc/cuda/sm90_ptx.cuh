@@ -61,13 +61,6 @@ __device__ __forceinline__ uint64_t sw128_desc(uint32_t addr, uint32_t lbo, uint
          (static_cast<uint64_t>(sbo >> 4) << 32) | (1ull << 62);
 }
 
-// Matrix descriptor without swizzle (layout type 0): K-major core matrices of 8 rows × 16 bytes,
-// each 128 contiguous bytes; lbo: bytes between core matrices adjacent in K, sbo: adjacent in M or N.
-__device__ __forceinline__ uint64_t interleave_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(lbo >> 4) << 16) |
-         (static_cast<uint64_t>(sbo >> 4) << 32);
-}
-
 // Orders this thread's generic-proxy writes to shared memory before later async-proxy reads of it
 // (a wgmma's B operand written with plain stores): each writer fences, then the CTA barrier.
 __device__ __forceinline__ void fence_proxy_async_smem() {
@@ -162,25 +155,6 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[16], const uint32_t (&a)[4],
   }
 }
 #undef SF_WG_RS
-
-// D (m64 × n40, f32) = A · B + (accumulate ? D : 0), A and B from shared memory through descriptors,
-// both K-major (the head, conv9x9_head_sm90.cu: 20 accumulators).
-#define SF_WG_SS40(TY)                                                                                        \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %22, 0;\n"                                                  \
-               "wgmma.mma_async.sync.aligned.m64n40k16.f32." TY "." TY                                        \
-               " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19},"  \
-               " %20, %21, p, 1, 1, 0, 0;\n}\n"                                                              \
-               : SF_WG_F16(d, 0), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])                        \
-               : "l"(a), "l"(b), "r"(accumulate))
-template <bool kBF16>
-__device__ __forceinline__ void wgmma_ss(float (&d)[20], uint64_t a, uint64_t b, int accumulate) {
-  if constexpr (kBF16) {
-    SF_WG_SS40("bf16");
-  } else {
-    SF_WG_SS40("f16");
-  }
-}
-#undef SF_WG_SS40
 
 // Per-thread register limit of the executing warpgroup (every warp of it executes the same one):
 // a producer warpgroup gives its registers to the consumers.
