@@ -20,6 +20,7 @@ from styleforge.kernels import build
 from styleforge.kernels import reference_conv3x3 as ref
 
 C, LINKS = 128, 10
+SLOTS = 16   # conv3x3_tile.cuh: kTileProfileSlots
 
 
 def main():
@@ -46,11 +47,11 @@ def main():
     s, t = ref.norm_scale_shift(x)
     tiles = ((h + 7) // 8) * ((w + 15) // 16)
     base = ref.chain_state_bytes(1, LINKS)
-    state = torch.zeros(base + LINKS * tiles * 8 * 8, dtype=torch.uint8, device="cuda")
+    state = torch.zeros(base + LINKS * tiles * SLOTS * 8, dtype=torch.uint8, device="cuda")
     for _ in range(20):
         torch.ops.styleforge.conv3x3_residual_chain(x, s, t, weights, nws, nbs, 1e-5, state)
     torch.cuda.synchronize()
-    marks = state[base:].view(torch.int64).view(LINKS, tiles, 8).double().cpu()
+    marks = state[base:].view(torch.int64).view(LINKS, tiles, SLOTS).double().cpu()
     us = 1.0 / args.mhz   # µs per cycle
     marks[0, :, 7] = marks[0, :, 0]   # link 0 takes its affine from (scale, shift): no mark
     phases = {"prologue": marks[:, :, 1] - marks[:, :, 0], "main_loop": marks[:, :, 2] - marks[:, :, 1],
@@ -58,7 +59,11 @@ def main():
               # the prologue's affine ready (after its first halo batch), the epilogue's steps
               "pro_affine": marks[:, :, 7] - marks[:, :, 0], "epi_sum": marks[:, :, 4] - marks[:, :, 2],
               "epi_mean": marks[:, :, 5] - marks[:, :, 4], "epi_m2_stage": marks[:, :, 6] - marks[:, :, 5],
-              "epi_store": marks[:, :, 3] - marks[:, :, 6]}
+              "epi_store": marks[:, :, 3] - marks[:, :, 6],
+              # the resident links' prologue after the affine: border pixels, the tile's own pixels,
+              # then the CTA barrier (thread 0's view: its wait for the slowest thread)
+              "pro_border": marks[1:, :, 8] - marks[1:, :, 7], "pro_interior": marks[1:, :, 9] - marks[1:, :, 8],
+              "pro_sync": marks[1:, :, 1] - marks[1:, :, 9]}
     row = {"plane": f"{h}x{w}", "tiles": tiles, "mhz": args.mhz}
     for name, cycles in phases.items():
         row[name + "_us"] = statistics.median(cycles.flatten().tolist()) * us

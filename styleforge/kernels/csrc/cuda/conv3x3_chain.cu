@@ -46,7 +46,7 @@ struct ChainParams {
   unsigned* counters;  // [0] arrivals at the grid barriers, [1] CTAs done
   float* out_scale;
   float* out_shift;
-  long long* profile;  // SF_TILE_PROFILE builds: [links][CTAs][8] clock64 (link start, then tile_mark's)
+  long long* profile;  // SF_TILE_PROFILE builds: [links][CTAs][kTileProfileSlots] clock64 (link start, then tile_mark's)
   int links, N, H, W, tiles_x, tiles;
 };
 
@@ -104,7 +104,7 @@ __device__ __forceinline__ void link_params(const ChainParams& cp, int l, Params
   p.act_all = l + 2 == cp.links;   // ... and the last block's input
   p.out = cp.raw[r.out_raw];
   p.out_sums = cp.sums + static_cast<size_t>(l) * per_link + (blockIdx.x % kChainSumCopies) * 2 * cp.N * kC;
-  p.profile = cp.profile ? cp.profile + (static_cast<size_t>(l) * gridDim.x + blockIdx.x) * 8 : nullptr;
+  p.profile = cp.profile ? cp.profile + (static_cast<size_t>(l) * gridDim.x + blockIdx.x) * kTileProfileSlots : nullptr;
 }
 #endif
 

@@ -1,0 +1,41 @@
+"""One residual-chain launch (ten 128 → 128 links at the 512² frame's 128² plane, bf16) inside the
+profiler's capture range, for Nsight Compute (dev/kernels/conv3x3/chain_ncu_device.sh): where a
+link's warps stall, per SASS line.
+    ncu --profile-from-start off ... python3 dev/kernels/conv3x3/chain_ncu.py
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))   # run from a checkout, not installed
+from styleforge import kernels
+from styleforge.kernels import reference_conv3x3 as ref
+
+C, LINKS, SIZE = 128, 10, 128
+
+
+def main():
+    assert kernels.cuda_kernels_available()[0]
+    g = torch.Generator(device="cuda").manual_seed(1)
+    x = (torch.randn(1, C, SIZE, SIZE, device="cuda", generator=g) + 0.3).to(torch.bfloat16).contiguous(
+        memory_format=torch.channels_last)
+    weights = [ref.pack_weight((torch.randn(C, C, 3, 3, device="cuda", generator=g) / (C * 27) ** 0.5).to(
+        torch.bfloat16)) for _ in range(LINKS)]
+    nws = [torch.rand(C, device="cuda", generator=g) + 0.5 for _ in range(LINKS)]
+    nbs = [torch.randn(C, device="cuda", generator=g) * 0.1 for _ in range(LINKS)]
+    s, t = ref.norm_scale_shift(x)
+    state = torch.zeros(ref.chain_state_bytes(1, LINKS), dtype=torch.uint8, device="cuda")
+    for profiled in (False, True):
+        if profiled:
+            torch.cuda.cudart().cudaProfilerStart()
+        torch.ops.styleforge.conv3x3_residual_chain(x, s, t, weights, nws, nbs, 1e-5, state)
+        torch.cuda.synchronize()
+        if profiled:
+            torch.cuda.cudart().cudaProfilerStop()
+
+
+if __name__ == "__main__":
+    main()
