@@ -155,7 +155,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
   const bool in_kernel = stats && has_state;
   if (in_kernel) check_state(kName, "state", *state_in, x_in, n, cout);
   const int64_t ws_bytes =
-      stats && !in_kernel ? static_cast<int64_t>(conv3x3_workspace_bytes(n, ho, wo, static_cast<int>(cout))) : 0;
+      stats && !in_kernel
+          ? static_cast<int64_t>(conv3x3_workspace_bytes(n, ho, wo, static_cast<int>(cout), static_cast<int>(stride)))
+          : 0;
   at::Tensor workspace = at::empty({ws_bytes}, x.options().dtype(at::kByte));
 
   Conv3x3Args args;

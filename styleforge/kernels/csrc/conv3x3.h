@@ -26,11 +26,12 @@ namespace styleforge {
 // The moments kernel's channel counts: 128 (conv3's output, the hand-off into the residual chain),
 // 64 and 32 (the decoder's, e.g. deconv2's output into deconv3).
 constexpr bool moments_channels_supported(int c) { return c == 32 || c == 64 || c == 128; }
-// Output tiles: 16 columns × 8 rows (Cout 128) or 16 rows (Cout 64 and 32); the statistics
-// workspace holds one (sum, M2) pair per (sample, tile, output channel). Cout 32 keeps 16 rows, not
-// 32: its 32 accumulators per thread leave registers for two CTAs per SM (see Cfg::kMinBlocks).
+// Output tiles: 16 columns × 8 rows (Cout 128, and stride 2) or 16 rows (Cout 64 and 32); the
+// statistics workspace holds one (sum, M2) pair per (sample, tile, output channel). Cout 32 keeps 16
+// rows, not 32: its 32 accumulators per thread leave registers for two CTAs per SM (see
+// Cfg::kMinBlocks); so do conv2's (32 → 64, stride 2) 8 rows, whose 16 rows ran one CTA per SM.
 constexpr int kConv3x3TileW = 16;
-constexpr int conv3x3_tile_h(int cout) { return cout == 128 ? 8 : 16; }
+constexpr int conv3x3_tile_h(int cout, int stride = 1) { return cout == 128 || stride == 2 ? 8 : 16; }
 // The configurations computed as four 2×2 convolutions of the low-resolution input, one per output
 // phase (the ×2 decoder layers; see Cfg::kPhase in conv3x3.cu): their packed weights hold 16 summed
 // taps, not 9.
@@ -126,8 +127,8 @@ bool conv3x3_config_supported(int cin, int cout, int upsample, int stride = 1);
 
 // Tiles per output image, and the workspace a launch needs (16-byte aligned, no initialisation);
 // Ho, Wo are the output's sizes. The moments launch of C channels uses the cout = C tiling.
-int64_t conv3x3_tiles(int64_t Ho, int64_t Wo, int cout);
-size_t conv3x3_workspace_bytes(int64_t N, int64_t Ho, int64_t Wo, int cout);
+int64_t conv3x3_tiles(int64_t Ho, int64_t Wo, int cout, int stride = 1);
+size_t conv3x3_workspace_bytes(int64_t N, int64_t Ho, int64_t Wo, int cout, int stride = 1);
 
 // Whether the current device runs the fused convolution (sm_90a code: compute capability 9.0).
 // The moments launch runs on any GPU.

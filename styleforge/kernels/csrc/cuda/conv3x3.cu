@@ -234,16 +234,16 @@ __global__ void __launch_bounds__(kHandoffThreads) handoff_kernel(const float2* 
   }
 }
 
-cudaError_t launch_handoff(const float2* partials, int64_t N, int64_t Ho, int64_t Wo, int cout, const NormHandoff& h,
-                           bool pdl, cudaStream_t stream) {
+cudaError_t launch_handoff(const float2* partials, int64_t N, int64_t Ho, int64_t Wo, int cout, int stride,
+                           const NormHandoff& h, bool pdl, cudaStream_t stream) {
   HandoffGeometry geo;
   geo.N = static_cast<int>(N);
   geo.C = cout;
   geo.H = static_cast<int>(Ho);
   geo.W = static_cast<int>(Wo);
-  geo.th = conv3x3_tile_h(cout);
+  geo.th = conv3x3_tile_h(cout, stride);
   geo.tiles_x = static_cast<int>((Wo + kTW - 1) / kTW);
-  geo.tiles = static_cast<int>(conv3x3_tiles(Ho, Wo, cout));
+  geo.tiles = static_cast<int>(conv3x3_tiles(Ho, Wo, cout, stride));
   const cudaError_t err = launch_pdl(pdl, handoff_kernel, dim3(static_cast<unsigned>(N * cout)), dim3(kHandoffThreads), 0,
                                      stream, partials, geo, h);
   return err != cudaSuccess ? err : cudaPeekAtLastError();
@@ -251,9 +251,9 @@ cudaError_t launch_handoff(const float2* partials, int64_t N, int64_t Ho, int64_
 
 // min_out: the smallest output side the reflection allows (2: the pad is in the output frame; 1 for
 // stride 2, whose pad is in the input frame, checked by the caller).
-bool valid_sizes(int64_t N, int64_t Ho, int64_t Wo, int cout, int64_t min_out = 2) {
+bool valid_sizes(int64_t N, int64_t Ho, int64_t Wo, int cout, int64_t min_out = 2, int stride = 1) {
   return N >= 0 && Ho >= min_out && Wo >= min_out && Ho < (1 << 20) && Wo < (1 << 20) &&
-         N * conv3x3_tiles(Ho, Wo, cout) < 0x7fffffff;
+         N * conv3x3_tiles(Ho, Wo, cout, stride) < 0x7fffffff;
 }
 
 template <typename T, int CIN, int COUT, int UP, int STRIDE = 1, int CIN_X = CIN>
@@ -287,7 +287,7 @@ cudaError_t launch_conv(const Conv3x3Args& a, float2* partials, cudaStream_t str
   p.Ho = static_cast<int>(conv3x3_out_size(a.H, UP, STRIDE));
   p.Wo = static_cast<int>(conv3x3_out_size(a.W, UP, STRIDE));
   p.tiles_x = (p.Wo + kTW - 1) / kTW;
-  p.tiles = static_cast<int>(conv3x3_tiles(p.Ho, p.Wo, COUT));
+  p.tiles = static_cast<int>(conv3x3_tiles(p.Ho, p.Wo, COUT, STRIDE));
   p.relu = a.relu;
   const auto kernel = conv3x3_kernel<T, CIN, COUT, UP, STRIDE, CIN_X>;
   cudaError_t err = allow_smem(kernel, C::kSmem, id, C::kMinBlocks == 2);
@@ -320,20 +320,20 @@ bool conv3x3_config_supported(int cin, int cout, int upsample, int stride) {
                          (cin == 64 && cout == 32 && upsample == 2));
 }
 
-int64_t conv3x3_tiles(int64_t Ho, int64_t Wo, int cout) {
-  const int th = conv3x3_tile_h(cout);
+int64_t conv3x3_tiles(int64_t Ho, int64_t Wo, int cout, int stride) {
+  const int th = conv3x3_tile_h(cout, stride);
   return ((Ho + th - 1) / th) * ((Wo + kTW - 1) / kTW);
 }
 
-size_t conv3x3_workspace_bytes(int64_t N, int64_t Ho, int64_t Wo, int cout) {
-  return static_cast<size_t>(N * conv3x3_tiles(Ho, Wo, cout)) * cout * sizeof(float2);
+size_t conv3x3_workspace_bytes(int64_t N, int64_t Ho, int64_t Wo, int cout, int stride) {
+  return static_cast<size_t>(N * conv3x3_tiles(Ho, Wo, cout, stride)) * cout * sizeof(float2);
 }
 
 bool conv3x3_supported() { return device_runs_sm90a(conv3x3_kernel<__nv_bfloat16, 128, 128, 1>); }
 
 cudaError_t conv3x3_launch(const Conv3x3Args& a, void* workspace, cudaStream_t stream) {
   const int64_t ho = conv3x3_out_size(a.H, a.upsample, a.stride), wo = conv3x3_out_size(a.W, a.upsample, a.stride);
-  const bool sizes_ok = a.stride == 2 ? a.H >= 2 && a.W >= 2 && valid_sizes(a.N, ho, wo, a.cout, 1)
+  const bool sizes_ok = a.stride == 2 ? a.H >= 2 && a.W >= 2 && valid_sizes(a.N, ho, wo, a.cout, 1, 2)
                                       : valid_sizes(a.N, ho, wo, a.cout);
   if (!conv3x3_config_supported(a.cin, a.cout, a.upsample, a.stride) || !sizes_ok ||
       (a.scale == nullptr) != (a.shift == nullptr) || (a.scale != nullptr && a.in_state != nullptr) ||
@@ -349,7 +349,7 @@ cudaError_t conv3x3_launch(const Conv3x3Args& a, void* workspace, cudaStream_t s
   const cudaError_t err = a.dtype == ConvDtype::kBFloat16 ? dispatch<__nv_bfloat16>(a, partials, stream, 0)
                                                           : dispatch<__half>(a, partials, stream, 5);
   if (err != cudaSuccess || partials == nullptr) return err;
-  return launch_handoff(partials, a.N, ho, wo, a.cout, a.norm, true, stream);
+  return launch_handoff(partials, a.N, ho, wo, a.cout, a.stride, a.norm, true, stream);
 }
 
 cudaError_t moments_launch(const MomentsArgs& a, void* workspace, cudaStream_t stream) {
@@ -370,7 +370,7 @@ cudaError_t moments_launch(const MomentsArgs& a, void* workspace, cudaStream_t s
   kernel<<<blocks, kMomentsThreads, 0, stream>>>(x, partials, H, W, tiles_x, tiles);
   const cudaError_t err = cudaPeekAtLastError();
   if (err != cudaSuccess) return err;
-  return launch_handoff(partials, a.N, a.H, a.W, c, a.norm, device_runs_sm90a(conv3x3_kernel<__nv_bfloat16, 128, 128, 1>), stream);
+  return launch_handoff(partials, a.N, a.H, a.W, c, 1, a.norm, device_runs_sm90a(conv3x3_kernel<__nv_bfloat16, 128, 128, 1>), stream);
 }
 
 }  // namespace styleforge

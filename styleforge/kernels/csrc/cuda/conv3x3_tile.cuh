@@ -6,9 +6,9 @@
 // and one shared-memory layout, which separate files would each have to restate.
 //
 // Block: 288 threads = two consumer warpgroups + one producer warp (the chain: a producer
-// warpgroup); the tile is 16 columns × 8·MB rows with MB m64 blocks per warpgroup (Cout 128: MB 1,
-// 8 × 16; Cout 64 and 32: MB 2, 16 × 16), so MB·Cout/2 fp32 accumulators per thread: 64, or 32 at
-// Cout 32, whose CTAs then fit two per SM at 80 registers (Cfg::kMaxRegs). In m64 block mb of
+// warpgroup); the tile is 16 columns × 8·MB rows with MB m64 blocks per warpgroup (Cout 128 and
+// stride 2: MB 1, 8 × 16; Cout 64 and 32: MB 2, 16 × 16), so MB·Cout/2 fp32 accumulators per thread:
+// 64, or 32 at Cout 32 and in conv2, whose CTAs then fit two per SM (Cfg::kMaxRegs). In m64 block mb of
 // warpgroup wg, warp w owns output row 4·(MB·wg + mb) + w: its 16 pixels are the m16 rows of the A
 // fragment.
 //  * A (activations) comes from registers: the prologue stores the (rows + 2) × 18-pixel halo tile
@@ -60,13 +60,13 @@ constexpr uint32_t round_up_1k(uint32_t v) { return (v + 1023u) & ~1023u; }
 
 template <int CIN, int COUT, int UP, int STRIDE = 1, int CIN_X = CIN>
 struct Cfg {
-  static constexpr int kTH = conv3x3_tile_h(COUT);            // output rows
+  static constexpr int kTH = conv3x3_tile_h(COUT, STRIDE);    // output rows
   static constexpr int kMB = kTH / 8;                         // m64 blocks per warpgroup
   // Cin 32 (conv2, CIN_X < CIN): the weight's K is padded to the 64-channel block of the B layout,
   // but the halo holds only the real channels (64-byte pixels) and the main loop skips the zero k16
-  // steps: half the MMAs and half the halo (70 KB at 16 × 16 output pixels, not 139). Still one CTA
-  // per SM: registers are allotted per 4 warps, so two 288-thread CTAs get 80 registers a thread,
-  // and its 64 accumulators spill 4.7 KB there.
+  // steps: half the MMAs and half the halo. Its tiles are 8 × 16 (36 KB of halo): 32 accumulators,
+  // so two CTAs per SM (256 threads, no producer warp: 128 registers), one's halo loads and epilogue
+  // under the other's MMAs. (At 16 × 16, 70 KB of halo and 64 accumulators, it ran one CTA per SM.)
   static constexpr bool kNarrow = CIN_X < CIN;
   static constexpr int kMinBlocks = kMB * COUT / 2 <= 32 ? 2 : 1;   // CTAs per SM
   // Phase split (the ×2 decoder layers): a nearest ×2 upsample then a 3×3 convolution is, for each
@@ -96,7 +96,9 @@ struct Cfg {
   static constexpr int kBlocksPerStep = kPhase ? 1 : kMB;
   // (Phase split at Cin 128, and two CTAs per SM: steps of 2 k16 steps, 8 A registers, because 16
   // spill there or make ptxas serialize the wgmmas.)
-  static constexpr int kStepsPerTap = kPhase && (CIN == 128 || kMinBlocks == 2) ? kKSteps / 2 : kKSteps * kBlocksPerStep / 4;
+  // (conv2 in 8-row tiles: one block and two real k16 steps a tap, so one step of both.)
+  static constexpr int kStepsPerTap = kPhase && (CIN == 128 || kMinBlocks == 2) ? kKSteps / 2
+                                     : std::max(1, kKSteps * kBlocksPerStep / 4);
   static constexpr int kStepK = kKSteps / kStepsPerTap;
   static constexpr uint32_t kOutBytes = kTH * kTW * COUT * 2;
   // (64-byte pixels are stored in pairs per 128-byte row: see halo_offset.)
