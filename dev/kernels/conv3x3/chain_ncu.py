@@ -1,5 +1,5 @@
 """One residual-chain launch (ten 128 → 128 links at the 512² frame's 128² plane, bf16) inside the
-profiler's capture range, for Nsight Compute (dev/kernels/conv3x3/chain_ncu_device.sh): where a
+profiler's capture range, for Nsight Compute (dev/kernels/ncu_device.sh): where a
 link's warps stall, per SASS line.
     ncu --profile-from-start off ... python3 dev/kernels/conv3x3/chain_ncu.py
 """

@@ -1,8 +1,8 @@
 """conv2's kernel duration as the profiler sees it (no launch overhead), called as the engine calls it
 at 512²: 32 → 64, stride 2, on a 512² raw conv1 output, IN1 from conv1's sums on load (in_state,
 refilled before every call, as conv1 leaves it), ReLU, IN2's sums left in a state (affine=False);
-bf16. Median of 20 calls. --once: one call per size and no profiler (for Nsight Compute,
-conv2_ncu_device.sh).
+bf16. Median of 20 calls. --once: one call per size inside the profiler capture range, no timing (for
+Nsight Compute: dev/kernels/ncu_device.sh).
     PYTHONPATH=$PWD python3 dev/kernels/conv3x3/conv2_durations.py [--once]
 """
 from __future__ import annotations
@@ -43,9 +43,12 @@ def main():
             out_state.zero_()
 
         reset()
+        if "--once" in sys.argv:   # the profiler capture range of dev/kernels/ncu_device.sh
+            torch.cuda.cudart().cudaProfilerStart()
         call()
         torch.cuda.synchronize()
         if "--once" in sys.argv:
+            torch.cuda.cudart().cudaProfilerStop()
             continue
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(20):

@@ -1,6 +1,6 @@
 """One conv9x9 and one conv9x9_norm call (conv1 as the engine calls it: the fp32 image, pad 4,
 bf16; IN1's sums left in the state) at 512² inside the profiler's capture range, for Nsight Compute
-(dev/kernels/conv9x9/conv1_ncu_device.sh): where the statistics' extra time goes.
+(dev/kernels/ncu_device.sh): where the statistics' extra time goes.
     ncu --profile-from-start off ... python3 dev/kernels/conv9x9/conv1_ncu.py
 """
 from __future__ import annotations
