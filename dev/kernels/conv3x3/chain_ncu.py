@@ -11,22 +11,15 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))   # run from a checkout, not installed
+from chain_profile import LINKS, chain_inputs  # (this folder: run as a script)
+
 from styleforge import kernels
 from styleforge.kernels import reference_conv3x3 as ref
-
-C, LINKS, SIZE = 128, 10, 128
 
 
 def main():
     assert kernels.cuda_kernels_available()[0]
-    g = torch.Generator(device="cuda").manual_seed(1)
-    x = (torch.randn(1, C, SIZE, SIZE, device="cuda", generator=g) + 0.3).to(torch.bfloat16).contiguous(
-        memory_format=torch.channels_last)
-    weights = [ref.pack_weight((torch.randn(C, C, 3, 3, device="cuda", generator=g) / (C * 27) ** 0.5).to(
-        torch.bfloat16)) for _ in range(LINKS)]
-    nws = [torch.rand(C, device="cuda", generator=g) + 0.5 for _ in range(LINKS)]
-    nbs = [torch.randn(C, device="cuda", generator=g) * 0.1 for _ in range(LINKS)]
-    s, t = ref.norm_scale_shift(x)
+    x, s, t, weights, nws, nbs = chain_inputs(128, 128)
     state = torch.zeros(ref.chain_state_bytes(1, LINKS), dtype=torch.uint8, device="cuda")
     for profiled in (False, True):
         if profiled:

@@ -23,6 +23,20 @@ C, LINKS = 128, 10
 SLOTS = 16   # conv3x3_tile.cuh: kTileProfileSlots
 
 
+def chain_inputs(h: int, w: int):
+    """Ten 128 → 128 links' inputs on CUDA, bf16 (also chain_ncu.py's): x (1, C, h, w) channels_last,
+    its norm's (scale, shift), the packed weights and the norms' weights and biases."""
+    g = torch.Generator(device="cuda").manual_seed(1)
+    x = (torch.randn(1, C, h, w, device="cuda", generator=g) + 0.3).to(torch.bfloat16).contiguous(
+        memory_format=torch.channels_last)
+    weights = [ref.pack_weight((torch.randn(C, C, 3, 3, device="cuda", generator=g) / (C * 27) ** 0.5).to(
+        torch.bfloat16)) for _ in range(LINKS)]
+    nws = [torch.rand(C, device="cuda", generator=g) + 0.5 for _ in range(LINKS)]
+    nbs = [torch.randn(C, device="cuda", generator=g) * 0.1 for _ in range(LINKS)]
+    s, t = ref.norm_scale_shift(x)
+    return x, s, t, weights, nws, nbs
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="out/conv3x3")
@@ -37,14 +51,7 @@ def main():
                        extra_cuda_cflags=[*build.CUDA_FLAGS, *build.arch_flags(cap), "-DSF_TILE_PROFILE=1"],
                        build_directory=str(directory), is_python_module=False)
     h = w = args.size
-    g = torch.Generator(device="cuda").manual_seed(1)
-    x = (torch.randn(1, C, h, w, device="cuda", generator=g) + 0.3).to(torch.bfloat16).contiguous(
-        memory_format=torch.channels_last)
-    weights = [ref.pack_weight((torch.randn(C, C, 3, 3, device="cuda", generator=g) / (C * 27) ** 0.5).to(
-        torch.bfloat16)) for _ in range(LINKS)]
-    nws = [torch.rand(C, device="cuda", generator=g) + 0.5 for _ in range(LINKS)]
-    nbs = [torch.randn(C, device="cuda", generator=g) * 0.1 for _ in range(LINKS)]
-    s, t = ref.norm_scale_shift(x)
+    x, s, t, weights, nws, nbs = chain_inputs(h, w)
     tiles = ((h + 7) // 8) * ((w + 15) // 16)
     base = ref.chain_state_bytes(1, LINKS)
     state = torch.zeros(base + LINKS * tiles * SLOTS * 8, dtype=torch.uint8, device="cuda")
