@@ -12,9 +12,11 @@ import sys
 from pathlib import Path
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))   # run from a checkout, not installed
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # kernel_durations
+from kernel_durations import kernel_durations
+
 from styleforge import kernels
 from styleforge.kernels import reference_conv3x3 as ref
 from styleforge.kernels import reference_norm_sums
@@ -42,21 +44,14 @@ def main():
             in_state.copy_(filled)
             out_state.zero_()
 
-        reset()
         if "--once" in sys.argv:   # the profiler capture range of dev/kernels/ncu_device.sh
+            reset()
             torch.cuda.cudart().cudaProfilerStart()
-        call()
-        torch.cuda.synchronize()
-        if "--once" in sys.argv:
+            call()
+            torch.cuda.synchronize()
             torch.cuda.cudart().cudaProfilerStop()
             continue
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(20):
-                reset()
-                call()
-            torch.cuda.synchronize()
-        d = [e.device_time for e in prof.events()
-             if e.device_type == torch.autograd.DeviceType.CUDA and "conv3x3_kernel" in e.name]
+        d = kernel_durations(call, "conv3x3_kernel", calls=20, before=reset)
         print(f"conv2 {h}x{w} -> {(h + 1) // 2}x{(w + 1) // 2}: {statistics.median(d):7.2f} us (median of {len(d)})",
               flush=True)
 

@@ -13,31 +13,17 @@ import sys
 from pathlib import Path
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))   # run from a checkout, not installed
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # kernel_durations
+from kernel_durations import kernel_durations as durations
+
 from styleforge import kernels
 from styleforge.kernels import reference_norm_sums
 
 OP = torch.ops.styleforge.conv9x9.default
 NORM_OP = torch.ops.styleforge.conv9x9_norm.default
 SIZES = ((512, 512), (1080, 1920), (2160, 3840))
-
-
-def durations(fn, key, calls=10, before=None):
-    """Device times of the kernels named with `key` over `calls` calls of fn (before() runs first
-    each time, outside the count)."""
-    if before:
-        before()
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            if before:
-                before()
-            fn()
-        torch.cuda.synchronize()
-    return [e.device_time for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA and key in e.name]
 
 
 def conv1(g):

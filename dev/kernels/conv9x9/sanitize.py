@@ -6,10 +6,10 @@
 (without the caching allocator every tensor is its own cudaMalloc, so memcheck sees any overrun
 of x, weight, bias or out). Covers conv1 and deconv3 (bf16 and fp16 output, fp32 output),
 with and without bias, tails in H and W, 1×1 outputs, N = 1..3, and more tiles than resident
-blocks (persistent loop); the head with its norm on load (scale/shift, and from a producer's sums:
-conv9x9_from_sums, whose state must be left zero); and conv9x9_norm (conv1 with IN1's statistics: the statistics
-epilogue's shared scratch and the hand-off's atomics), whose y must equal conv9x9's and whose
-state must be left zero. Each call is also checked against the fp32 twin; the exit code is
+blocks (persistent loop); the head with its norm on load (scale/shift, and from a producer's
+sums: conv9x9_from_sums, whose state must be left zero); and conv9x9_norm (conv1 with IN1's
+statistics: the statistics epilogue's shared scratch and the hand-off's atomics), whose y must
+equal conv9x9's and whose state must be left zero. Each call is also checked against the fp32 twin; the exit code is
 non-zero on any mismatch. Not a pytest module (run_device.sh runs it).
 """
 from __future__ import annotations

@@ -38,9 +38,10 @@ inline bool supports_pdl(int device) {
   return major >= 9;
 }
 
-// A kernel-choice switch (STYLEFORGE_CONV1_KERNEL, STYLEFORGE_ATTENTION_KERNEL): unset, empty or "auto" allows the Hopper wgmma kernel where the
-// device and the binary run it; "mma" keeps the portable mma.sync kernel. Read at every call, so a
-// benchmark or a test can compare the two in one process.
+// A kernel-choice switch (STYLEFORGE_CONV1_KERNEL, STYLEFORGE_ATTENTION_KERNEL): unset, empty or
+// "auto" allows the Hopper wgmma kernel where the device and the binary run it; "mma" keeps the
+// portable mma.sync kernel. Read at every call, so a benchmark or a test can compare the two in one
+// process.
 inline bool wgmma_kernel_allowed(const char* variable) {
   const char* v = std::getenv(variable);
   if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return true;
