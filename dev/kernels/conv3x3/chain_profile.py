@@ -1,22 +1,20 @@
 """Where a residual link's time goes: the chain kernel built with -DSF_TILE_PROFILE=1 records, per
 link and CTA, clock64 at the link's start (after the grid barrier), after the prologue, after the
-main loop, after the epilogue, and at steps inside them (tile_mark's slots). Builds its own library (not the package's: both would register
-the same CUDA kernels), runs ten 128 → 128 links at the 512² plane, prints the median phase times
-in µs at the SM clock given (nvidia-smi's clocks.sm under load). Run from the repo root:
+main loop, after the epilogue, and at steps inside them (tile_mark's slots; tile_profile.cuh). Loads
+the package's library built with that flag (frame_phases.load_profile_build), runs ten 128 → 128
+links at the 512² plane, prints the median phase times in µs at the SM clock given (nvidia-smi's
+clocks.sm under load). Run from the repo root:
     PYTHONPATH=$PWD python3 dev/kernels/conv3x3/chain_profile.py --out $OUT --mhz 1980
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 from pathlib import Path
 
 import torch
-from torch.utils import cpp_extension
 
-from styleforge.kernels import build
 from styleforge.kernels import reference_conv3x3 as ref
 
 C, LINKS = 128, 10
@@ -38,27 +36,28 @@ def chain_inputs(h: int, w: int):
 
 
 def main():
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "frame"))
+    from frame_phases import launches, load_profile_build
+
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="out/conv3x3")
     parser.add_argument("--mhz", type=float, default=1980.0)
     parser.add_argument("--size", type=int, default=128)
     args = parser.parse_args()
-    cap = torch.cuda.get_device_capability()
-    directory = Path(os.environ.get("STYLEFORGE_CACHE_DIR", "/tmp/sfcache")) / "tile_profile"
-    directory.mkdir(parents=True, exist_ok=True)
-    cpp_extension.load(name="styleforge_kernels_tile_profile", sources=[str(build.CSRC / s) for s in build.SOURCES],
-                       extra_cflags=list(build.CXX_FLAGS),
-                       extra_cuda_cflags=[*build.CUDA_FLAGS, *build.arch_flags(cap), "-DSF_TILE_PROFILE=1"],
-                       build_directory=str(directory), is_python_module=False)
+    lib = load_profile_build()   # the package's library with -DSF_TILE_PROFILE=1 (tile_profile.cuh)
     h = w = args.size
     x, s, t, weights, nws, nbs = chain_inputs(h, w)
     tiles = ((h + 7) // 8) * ((w + 15) // 16)
-    base = ref.chain_state_bytes(1, LINKS)
-    state = torch.zeros(base + LINKS * tiles * SLOTS * 8, dtype=torch.uint8, device="cuda")
+    buf = torch.zeros(LINKS * tiles * SLOTS, dtype=torch.int64, device="cuda")
+    state = torch.zeros(ref.chain_state_bytes(1, LINKS), dtype=torch.uint8, device="cuda")
     for _ in range(20):
+        # Each call from the buffer's start: the last call's marks are what is read.
+        lib.sf_tile_profile_set(buf.data_ptr(), buf.numel())
         torch.ops.styleforge.conv3x3_residual_chain(x, s, t, weights, nws, nbs, 1e-5, state)
     torch.cuda.synchronize()
-    marks = state[base:].view(torch.int64).view(LINKS, tiles, SLOTS).double().cpu()
+    assert launches(lib)[0]["entries"] == buf.numel(), "one chain launch filled the buffer"
+    marks = buf.view(LINKS, tiles, SLOTS).double().cpu()
     us = 1.0 / args.mhz   # µs per cycle
     marks[0, :, 7] = marks[0, :, 0]   # link 0 takes its affine from (scale, shift): no mark
     phases = {"prologue": marks[:, :, 1] - marks[:, :, 0], "main_loop": marks[:, :, 2] - marks[:, :, 1],

@@ -62,6 +62,16 @@ __global__ void __launch_bounds__(Cfg<CIN, COUT, UP, STRIDE, CIN_X>::kThreadsPer
     return;
   }
   grid_dependency_wait();   // x, scale, shift, residual and the input sums come from the kernels before this one
+#if SF_TILE_PROFILE
+  Params lp = p;   // profile builds: tile i of this CTA writes record i of its region
+  auto tile_p = [&](int i) -> const Params& {
+    lp.profile = p.profile ? p.profile + (static_cast<size_t>(blockIdx.x) * p.profile_iters + i) * kTileProfileSlots
+                           : nullptr;
+    return lp;
+  };
+#else
+  auto tile_p = [&](int) -> const Params& { return p; };
+#endif
   if constexpr (C::kResidentWeights) {
     // A persistent grid: CTA b takes tiles b, b + grid, ... The input affine from sums is formed once
     // per sample a CTA meets; its last tile's sample is its last read of the sums.
@@ -70,10 +80,11 @@ __global__ void __launch_bounds__(Cfg<CIN, COUT, UP, STRIDE, CIN_X>::kThreadsPer
     unsigned ticket = 0;
     int prev_n = -1;
 #pragma unroll 1
-    for (int t = blockIdx.x; t < total; t += gridDim.x) {
+    for (int t = blockIdx.x, i = 0; t < total; t += gridDim.x, ++i) {
       if (t != static_cast<int>(blockIdx.x)) consumers_sync();   // the last tile's reads of its staged output are done
       const int n = t / p.tiles;
-      conv_tile<T, CIN, COUT, UP, STRIDE, CIN_X, false>(p, sm, n, t - n * p.tiles, 0, n != prev_n, n == last_n, &ticket);
+      conv_tile<T, CIN, COUT, UP, STRIDE, CIN_X, false>(tile_p(i), sm, n, t - n * p.tiles, 0, n != prev_n, n == last_n,
+                                                        &ticket);
       prev_n = n;
     }
     if (p.in_counter != nullptr) {   // the input sums: the CTA that counted last clears them
@@ -82,7 +93,7 @@ __global__ void __launch_bounds__(Cfg<CIN, COUT, UP, STRIDE, CIN_X>::kThreadsPer
     }
   } else {
     const int n = blockIdx.x / p.tiles;
-    conv_tile<T, CIN, COUT, UP, STRIDE, CIN_X, false>(p, sm, n, blockIdx.x - n * p.tiles, 0);
+    conv_tile<T, CIN, COUT, UP, STRIDE, CIN_X, false>(tile_p(0), sm, n, blockIdx.x - n * p.tiles, 0);
   }
   if (p.norm_state != nullptr && p.norm_out.scale != nullptr) {   // in-kernel hand-off: the last CTA writes (scale, shift)
     norm_state_finish(p.norm_state, p.N * COUT, COUT, 1.0 / (static_cast<double>(p.Ho) * p.Wo), p.norm_out,
@@ -299,6 +310,11 @@ cudaError_t launch_conv(const Conv3x3Args& a, float2* partials, cudaStream_t str
     if (err != cudaSuccess) return err;
     grid = std::min<int64_t>(grid, ctas);
   }
+#if SF_TILE_PROFILE
+  p.profile_iters = static_cast<int>((a.N * p.tiles + grid - 1) / grid);
+  p.profile = tile_profile_region(static_cast<long long>(CIN_X) << 24 | COUT << 16 | UP << 8 | STRIDE,
+                                  static_cast<int>(grid), p.profile_iters);
+#endif
   err = launch_pdl(true, kernel, dim3(static_cast<unsigned>(grid)), dim3(C::kThreadsPerCta), C::kSmem, stream, p);
   return err != cudaSuccess ? err : cudaPeekAtLastError();
 }
@@ -313,6 +329,34 @@ cudaError_t dispatch(const Conv3x3Args& a, float2* partials, cudaStream_t stream
 }
 
 }  // namespace
+
+#if SF_TILE_PROFILE
+// The registered buffer (sf_tile_profile_set) and what each launch took of it: (offset, entries,
+// tag, grid, iters) per launch, in launch order (sf_tile_profile_meta).
+namespace {
+long long* g_profile = nullptr;
+long long g_profile_capacity = 0, g_profile_used = 0;
+constexpr int kProfileMetaMax = 4096, kProfileMetaFields = 5;
+long long g_profile_meta[kProfileMetaMax][kProfileMetaFields];
+int g_profile_launches = 0;
+}  // namespace
+
+long long* tile_profile_region(long long tag, int grid, int iters) {
+  const long long entries = static_cast<long long>(grid) * iters * kTileProfileSlots;
+  if (g_profile == nullptr || g_profile_used + entries > g_profile_capacity || g_profile_launches == kProfileMetaMax) {
+    return nullptr;
+  }
+  long long* region = g_profile + g_profile_used;
+  long long* meta = g_profile_meta[g_profile_launches++];
+  meta[0] = g_profile_used;
+  meta[1] = entries;
+  meta[2] = tag;
+  meta[3] = grid;
+  meta[4] = iters;
+  g_profile_used += entries;
+  return region;
+}
+#endif
 
 bool conv3x3_config_supported(int cin, int cout, int upsample, int stride) {
   if (stride == 2) return upsample == 1 && ((cin == 64 && cout == 128) || (cin == 32 && cout == 64));
@@ -374,3 +418,24 @@ cudaError_t moments_launch(const MomentsArgs& a, void* workspace, cudaStream_t s
 }
 
 }  // namespace styleforge
+
+#if SF_TILE_PROFILE
+// The dev scripts' handles (ctypes): register a device buffer of `capacity` int64 entries (launches
+// from then on take regions of it, from its start), and read back the launches' (offset, entries,
+// tag, grid, iters); returns how many launches took a region.
+extern "C" void sf_tile_profile_set(long long* buffer, long long capacity) {
+  styleforge::g_profile = buffer;
+  styleforge::g_profile_capacity = capacity;
+  styleforge::g_profile_used = 0;
+  styleforge::g_profile_launches = 0;
+}
+extern "C" int sf_tile_profile_meta(long long* out, int max_launches) {
+  const int n = std::min(max_launches, styleforge::g_profile_launches);
+  for (int i = 0; i < n; ++i) {
+    for (int f = 0; f < styleforge::kProfileMetaFields; ++f) {
+      out[i * styleforge::kProfileMetaFields + f] = styleforge::g_profile_meta[i][f];
+    }
+  }
+  return styleforge::g_profile_launches;
+}
+#endif

@@ -46,7 +46,7 @@ struct ChainParams {
   unsigned* counters;  // [0] arrivals at the grid barriers, [1] CTAs done
   float* out_scale;
   float* out_shift;
-  long long* profile;  // SF_TILE_PROFILE builds: [links][CTAs][kTileProfileSlots] clock64 (link start, then tile_mark's)
+  long long* profile;  // SF_TILE_PROFILE builds: [links][CTAs][kTileProfileSlots] (tile_profile.cuh)
   int links, N, H, W, tiles_x, tiles;
 };
 
@@ -143,6 +143,7 @@ __global__ void __launch_bounds__(kChainThreads, 1) residual_chain_kernel(const 
   sm90::regs_inc<kConsumerRegs>();
   const int per_link = kChainSumCopies * 2 * cp.N * kC;   // doubles of one link's sums
   grid_dependency_wait();   // x, scale and shift come from the kernels before this one
+  tile_mark_global(lp, kTileProfileGlobalStart);   // profile builds: link 0's record has the chain's start ...
 #pragma unroll 1
   for (int l = 0; l < cp.links; ++l) {
     // Link l − 1 read the sums of link l − 2 in its prologue, before the last barrier: clear them
@@ -157,7 +158,10 @@ __global__ void __launch_bounds__(kChainThreads, 1) residual_chain_kernel(const 
     tile_mark(lp, 0);
     const int n = blockIdx.x / cp.tiles;
     conv_tile<T, kC, kC, 1, 1, kC, true>(lp, sm, n, blockIdx.x - n * cp.tiles, l * ChainCfg::kTaps);
-    if (l + 1 == cp.links) break;
+    if (l + 1 == cp.links) {
+      tile_mark_global(lp, kTileProfileGlobalEnd);   // ... and the last link's its end
+      break;
+    }
     // Grid barrier (CUTLASS's generic barrier form): CTA barrier; one thread counts with release
     // semantics (cumulative: it publishes what the CTA barrier ordered before it) and spins with
     // acquire loads until every CTA has counted; CTA barrier. The count rises through a launch:
@@ -323,10 +327,9 @@ cudaError_t conv3x3_chain_launch(const ChainArgs& a, void* state, void* workspac
   cp.sums = reinterpret_cast<double*>(static_cast<unsigned char*>(state) + kStateHeaderBytes);
   cp.out_scale = a.out_scale;
   cp.out_shift = a.out_shift;
-  // Profile builds: after the sums, in state bytes the caller added (dev/kernels/conv3x3/chain_profile.py).
-  cp.profile = SF_TILE_PROFILE ? reinterpret_cast<long long*>(static_cast<unsigned char*>(state) +
-                                                              conv3x3_chain_state_bytes(a.N, a.links))
-                               : nullptr;
+#if SF_TILE_PROFILE
+  cp.profile = tile_profile_region(kTileProfileChainTag, static_cast<int>(a.N * conv3x3_tiles(a.H, a.W, kC)), a.links);
+#endif
   cp.links = a.links;
   cp.N = static_cast<int>(a.N);
   cp.H = static_cast<int>(a.H);

@@ -37,11 +37,13 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cache_hints.cuh"
 #include "norm_state.cuh"
 #include "packed16.cuh"
 #include "pdl.cuh"
 #include "smem_optin.cuh"
 #include "sm90_ptx.cuh"
+#include "tile_profile.cuh"
 #include "warp_sums.cuh"
 #include "../conv3x3.h"
 
@@ -177,17 +179,24 @@ struct Params {
   double* out_sums;
   int sums_stride;
   int N;                // samples: tiles of the launch = N · tiles
-  long long* profile;   // SF_TILE_PROFILE builds: clock64 at tile_mark's points (kTileProfileSlots)
+  long long* profile;   // SF_TILE_PROFILE builds: this tile's record (tile_mark, tile_profile.cuh)
+  int profile_iters;    // ... and a persistent CTA's records (one per tile it computes)
 };
 
-// Dev builds (-DSF_TILE_PROFILE=1, dev/kernels/conv3x3/chain_profile.py) time the tile's phases.
-#ifndef SF_TILE_PROFILE
-#define SF_TILE_PROFILE 0
-#endif
-constexpr int kTileProfileSlots = 16;
+// Dev builds (-DSF_TILE_PROFILE=1, tile_profile.cuh) time the tile's phases: clock64 at mark k, and
+// the global timer (comparable across SMs and kernels) at the tile's start and end.
 __device__ __forceinline__ void tile_mark(const Params& p, int k) {
 #if SF_TILE_PROFILE
   if (p.profile != nullptr && threadIdx.x == 0) p.profile[k] = clock64();
+#endif
+}
+__device__ __forceinline__ void tile_mark_global(const Params& p, int k) {
+#if SF_TILE_PROFILE
+  if (p.profile != nullptr && threadIdx.x == 0) {
+    long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+    p.profile[k] = t;
+  }
 #endif
 }
 
@@ -311,14 +320,16 @@ __device__ __forceinline__ void produce_taps(const TileSmem<C>& sm, const unsign
 
 // Loads of activations: through L1 (read-only path) in a single convolution; at L2 (ld.global.cg) in
 // the chain, whose inputs other CTAs of the same grid wrote (the read-only path may keep stale lines).
+// Activations are loaded and stored evict-first (cache_hints.cuh: the code and weights stay in L2).
 template <bool kChain>
 __device__ __forceinline__ uint4 load_act(const uint4* p) {
   if constexpr (kChain) {
-    return __ldcg(p);
+    return ldcg_evict_first(p, evict_first_policy());
   } else {
-    return __ldg(p);
+    return ldg_evict_first(p, evict_first_policy());
   }
 }
+__device__ __forceinline__ void store_act(uint4* p, const uint4& v) { st_evict_first(p, v, evict_first_policy()); }
 
 // One output tile (sample n, tile `tile`) by the 256 consumer threads: prologue, implicit GEMM over
 // the ring entries at positions u0 .., epilogue with the tile's statistics. With p.in_sums: refresh
@@ -343,6 +354,10 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
   // loop over links has the registers to keep them.
   int tid = threadIdx.x;
   if constexpr (C::kResidentWeights) asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
+  if constexpr (!kChain) {   // (the chain marks its links' starts itself, and global times once: registers)
+    tile_mark(p, 0);
+    tile_mark_global(p, kTileProfileGlobalStart);
+  }
   // The chain's kept block input: [kTH·kTW pixels][Cout·2 B], chunks XOR-swizzled by the pixel.
   unsigned char* act_s = sm.end + kChainParamsBytes;
   auto act_offset = [](int px, int q) { return px * (COUT * 2) + ((q ^ (px & 7)) << 4); };
@@ -491,7 +506,7 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
           if (P >= C::kHaloPixels) break;
           const uint4 a = activate(v[j], kRes ? rv[kRes ? j : 0] : v[j], kRes);
           *reinterpret_cast<uint4*>(halo + halo_offset<kChunks, STRIDE>(P, q)) = a;
-          if (p.act && interior[j]) reinterpret_cast<uint4*>(p.act)[off[j]] = a;
+          if (p.act && interior[j]) store_act(reinterpret_cast<uint4*>(p.act) + off[j], a);
         }
       }
     };
@@ -524,8 +539,8 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
           pb[j] = r * C::kHaloW + c;
           const int64_t off =
               ((static_cast<int64_t>(n) * H + chain_source(y0 - 1 + r, H)) * W + chain_source(x0 - 1 + c, W)) * kChunksX + q;
-          v[j] = __ldcg(x4 + off);
-          if (res) rv[j] = __ldcg(r4 + off);
+          v[j] = load_act<true>(x4 + off);
+          if (res) rv[j] = load_act<true>(r4 + off);
         }
       }
       if (pending) {
@@ -551,7 +566,8 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
         if (p.act) {
           *a_s = a;
           if (p.act_all || chain_store_needed<C::kTH>(y0 + j, x0 + slot, H, W)) {
-            reinterpret_cast<uint4*>(p.act)[((static_cast<int64_t>(n) * H + y0 + j) * W + x0 + slot) * kChunksX + q] = a;
+            store_act(reinterpret_cast<uint4*>(p.act) + ((static_cast<int64_t>(n) * H + y0 + j) * W + x0 + slot) * kChunksX + q,
+                      a);
           }
         }
       }
@@ -777,8 +793,8 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
     const int idx = tid + j * kConsumers, px = idx / C::kOutChunks, q = idx % C::kOutChunks;
     const int y = y0 + px / kTW, xx = x0 + px % kTW;
     if (y < Ho && xx < Wo && (store_every || chain_store_needed<C::kTH>(y, xx, Ho, Wo))) {
-      out4[((static_cast<int64_t>(n) * Ho + y) * Wo + xx) * C::kOutChunks + q] =
-          *reinterpret_cast<const uint4*>(halo + staged(px, q));
+      store_act(out4 + ((static_cast<int64_t>(n) * Ho + y) * Wo + xx) * C::kOutChunks + q,
+                *reinterpret_cast<const uint4*>(halo + staged(px, q)));
     }
   }
   // The statistics after the output: the chain's atomic adds must not hold up the stores.
@@ -799,6 +815,7 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
     }
   }
   tile_mark(p, 3);
+  if constexpr (!kChain) tile_mark_global(p, kTileProfileGlobalEnd);
 }
 #endif  // SF_SM90A
 

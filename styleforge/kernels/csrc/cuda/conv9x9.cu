@@ -69,6 +69,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cache_hints.cuh"
 #include "conv9x9_common.cuh"
 #include "norm_state.cuh"
 #include "pdl.cuh"
@@ -360,8 +361,8 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
       const int q = i & 3, pix = i >> 2, r = pix / kRgbTW, c = pix - r * kRgbTW;
       const int y = y0 + r, xx = x0 + c;
       if (y < p.H && xx < p.W) {
-        *reinterpret_cast<uint4*>(out + ((static_cast<int64_t>(n) * p.H + y) * p.W + xx) * 32 + q * 8) =
-            *reinterpret_cast<const uint4*>(st_s + pix * kRgbStage + q * 8);
+        st_evict_first(reinterpret_cast<uint4*>(out + ((static_cast<int64_t>(n) * p.H + y) * p.W + xx) * 32 + q * 8),
+                       *reinterpret_cast<const uint4*>(st_s + pix * kRgbStage + q * 8), evict_first_policy());
       }
     }
     // The atomics after the stores, so that they do not hold them up.
@@ -504,6 +505,7 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
     // The padded-input pixel this thread stages next, in x's coordinates (padded minus pad).
     int ys = y0 - p.pad, xs = x0 + P0 - p.pad;
     const int xs_wrap = x0 + kHeadCols - p.pad;
+    const uint64_t policy = evict_first_policy();   // deconv2's output is read once (cache_hints.cuh)
     // Staging in batches whose loads are all issued before the first is used (one memory latency
     // per batch, not per chunk).
 #pragma unroll 1
@@ -512,7 +514,7 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
 #pragma unroll
       for (int k = 0; k < kHeadBatch; ++k) {
         const int pix = reflect(ys, y_last) * p.Win + reflect(xs, x_last);
-        raw[k] = ys < y_end && xs < x_end ? __ldg(reinterpret_cast<const uint4*>(xn + pix * 64LL))
+        raw[k] = ys < y_end && xs < x_end ? ldg_evict_first(reinterpret_cast<const uint4*>(xn + pix * 64LL), policy)
                                           : make_uint4(0, 0, 0, 0);
         xs += 32;
         if (xs >= xs_wrap) {

@@ -1,0 +1,78 @@
+// L2 eviction priority for the fused layers' activations. A 512² frame moves ~120 MB of activations
+// through a 50 MB L2, each written once by a layer and read by the next. At normal priority they
+// evicted everything else between two frames, the kernels' code included: every SM then fetched each
+// kernel's instructions from HBM on first use, and the residual chain's first link took 22 µs
+// instead of 12 (perf-notes, session 14: the chain with an L2 flush and another kernel between two
+// calls, dev/kernels/frame/cold_start.py). Loaded and stored with an evict_first policy, the
+// activations displace one another and leave the code and the weights (normal priority) in L2.
+// Pure CUDA; on the host (the 9×9 kernels' CPU emulator) plain loads and stores.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace styleforge {
+namespace {
+
+// (-DSF_NO_CACHE_HINTS=1: without them, for A/B runs: dev/kernels/frame/with_flags.py.)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !SF_NO_CACHE_HINTS
+#define SF_CACHE_HINTS 1
+#else
+#define SF_CACHE_HINTS 0
+#endif
+
+// The policy operand of the hinted loads and stores (a register; cheap to make where it is used).
+__device__ __forceinline__ uint64_t evict_first_policy() {
+#if SF_CACHE_HINTS
+  uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+#else
+  return 0;
+#endif
+}
+
+// 16 bytes through the read-only path (as __ldg), evict-first in L2.
+__device__ __forceinline__ uint4 ldg_evict_first(const uint4* p, uint64_t policy) {
+#if SF_CACHE_HINTS
+  uint4 v;
+  asm volatile("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p), "l"(policy));
+  return v;
+#else
+  (void)policy;
+  return __ldg(p);
+#endif
+}
+
+// 16 bytes cached at L2 only (as __ldcg: data other CTAs of the same grid wrote), evict-first.
+__device__ __forceinline__ uint4 ldcg_evict_first(const uint4* p, uint64_t policy) {
+#if SF_CACHE_HINTS
+  uint4 v;
+  asm volatile("ld.global.cg.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p), "l"(policy)
+               : "memory");
+  return v;
+#else
+  (void)policy;
+  return *p;
+#endif
+}
+
+// A 16-byte store, evict-first in L2.
+__device__ __forceinline__ void st_evict_first(uint4* p, const uint4& v, uint64_t policy) {
+#if SF_CACHE_HINTS
+  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;\n" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w), "l"(policy)
+               : "memory");
+#else
+  (void)policy;
+  *p = v;
+#endif
+}
+
+}  // namespace
+}  // namespace styleforge
