@@ -117,6 +117,7 @@ Prepared prepare(const char* name, const at::Tensor& x_in, const at::Tensor& wei
   args.cin = static_cast<int>(cin);
   args.cout = static_cast<int>(cout);
   args.num_sms = multiprocessor_count(r.x.get_device());
+  args.l2_bytes = l2_cache_bytes(r.x.get_device());
   args.pdl = supports_pdl(r.x.get_device());
   return r;
 }

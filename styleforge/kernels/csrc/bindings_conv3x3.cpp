@@ -19,6 +19,7 @@
 #include <torch/library.h>
 
 #include "conv3x3.h"
+#include "device_info.h"
 
 namespace styleforge {
 namespace {
@@ -162,6 +163,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
 
   Conv3x3Args args;
   args.dtype = dtype_of(x);
+  args.l2_bytes = l2_cache_bytes(x.get_device());
   args.cin = static_cast<int>(cin);
   args.cout = static_cast<int>(cout);
   args.upsample = static_cast<int>(upsample);
@@ -291,6 +293,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_residual_chai
                                    x.options().dtype(at::kByte));
   ChainArgs args;
   args.dtype = dtype_of(x);
+  args.l2_bytes = l2_cache_bytes(x.get_device());
   args.links = static_cast<int>(links);
   args.x = x.data_ptr();
   args.scale = affine ? scale.data_ptr<float>() : nullptr;

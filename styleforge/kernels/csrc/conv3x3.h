@@ -68,6 +68,7 @@ struct Conv3x3Args {
   const float* in_norm_bias = nullptr;
   float in_eps = 1e-5f;
   int64_t N = 0, H = 0, W = 0;      // H·upsample, W·upsample >= 2 (reflection pad 1); stride 2: H, W >= 2
+  int64_t l2_bytes = 0;             // the device's L2 size (bindings): see cache_hints.cuh; 0: no hints
 };
 
 struct MomentsArgs {
@@ -108,6 +109,7 @@ struct ChainArgs {
   float* out_scale = nullptr;                       // (N, 128) fp32: the last link's norm, written
   float* out_shift = nullptr;
   int64_t N = 0, H = 0, W = 0;                      // H, W >= 2
+  int64_t l2_bytes = 0;                             // as Conv3x3Args (for the links' fallback)
 };
 
 // The chain's state: grid-barrier counters and fp64 statistics. Zero before the first launch (e.g.

@@ -36,6 +36,7 @@ struct Conv9x9Args {
   int64_t N = 0, H = 0, W = 0;   // x's sizes: H + 2·pad, W + 2·pad >= 9, and H, W > pad
   int cin = 0, cout = 0;
   int num_sms = 132;             // sizes the persistent grid; any positive value is correct
+  int64_t l2_bytes = 0;          // the device's L2 size (bindings): see cache_hints.cuh; 0: no hints
   // 3 → 32 only, optional: IN1's statistics of the stored output, added to norm_state (a zeroed
   // state of norm_state_bytes(N, 32); launches that may overlap need separate states). norm.scale
   // set: the launch also writes norm.scale, norm.shift ((N, 32) fp32: InstanceNorm(out) = out·scale +

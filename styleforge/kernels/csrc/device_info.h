@@ -4,39 +4,38 @@
 // switches between a Hopper wgmma kernel and its portable mma.sync twin.
 #pragma once
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
-#include <unordered_map>
+#include <utility>
 
 #include <c10/cuda/CUDAException.h>
 
 namespace styleforge {
 
-inline int multiprocessor_count(int device) {
+// cudaDeviceGetAttribute, asked once per (device, attribute).
+inline int device_attribute(int device, cudaDeviceAttr attribute) {
   static std::mutex mutex;
-  static std::unordered_map<int, int> counts;
+  static std::map<std::pair<int, int>, int> known;
   const std::lock_guard<std::mutex> lock(mutex);
-  const auto found = counts.find(device);
-  if (found != counts.end()) return found->second;
-  int count = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-  counts.emplace(device, count);
-  return count;
+  const auto key = std::make_pair(device, static_cast<int>(attribute));
+  const auto found = known.find(key);
+  if (found != known.end()) return found->second;
+  int value = 0;
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
+  known.emplace(key, value);
+  return value;
 }
 
+inline int multiprocessor_count(int device) { return device_attribute(device, cudaDevAttrMultiProcessorCount); }
+
 // Whether the device launches with programmatic dependent launch (compute capability 9.0+).
-inline bool supports_pdl(int device) {
-  static std::mutex mutex;
-  static std::unordered_map<int, bool> known;
-  const std::lock_guard<std::mutex> lock(mutex);
-  const auto found = known.find(device);
-  if (found != known.end()) return found->second;
-  int major = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  known.emplace(device, major >= 9);
-  return major >= 9;
-}
+inline bool supports_pdl(int device) { return device_attribute(device, cudaDevAttrComputeCapabilityMajor) >= 9; }
+
+// The L2 size in bytes: the fused convolutions mark activations that fit it evict-first (cache_hints.cuh).
+inline int64_t l2_cache_bytes(int device) { return device_attribute(device, cudaDevAttrL2CacheSize); }
 
 // A kernel-choice switch (STYLEFORGE_CONV1_KERNEL, STYLEFORGE_ATTENTION_KERNEL): unset, empty or
 // "auto" allows the Hopper wgmma kernel where the device and the binary run it; "mma" keeps the

@@ -300,6 +300,8 @@ cudaError_t launch_conv(const Conv3x3Args& a, float2* partials, cudaStream_t str
   p.tiles_x = (p.Wo + kTW - 1) / kTW;
   p.tiles = static_cast<int>(conv3x3_tiles(p.Ho, p.Wo, COUT, STRIDE));
   p.relu = a.relu;
+  p.l2_evict_first = activations_evict_first(
+      a.N * (a.H * a.W * CIN_X + static_cast<int64_t>(p.Ho) * p.Wo * COUT) * 2, a.l2_bytes);
   const auto kernel = conv3x3_kernel<T, CIN, COUT, UP, STRIDE, CIN_X>;
   cudaError_t err = allow_smem(kernel, C::kSmem, id, C::kMinBlocks == 2);
   if (err != cudaSuccess) return err;

@@ -269,6 +269,7 @@ cudaError_t launch_links(const ChainArgs& a, void* workspace, cudaStream_t strea
     c.N = a.N;
     c.H = a.H;
     c.W = a.W;
+    c.l2_bytes = a.l2_bytes;
     const cudaError_t err = conv3x3_launch(c, partials, stream);
     if (err != cudaSuccess) return err;
     in_scale = c.norm.scale;

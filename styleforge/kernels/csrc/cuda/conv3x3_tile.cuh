@@ -152,6 +152,7 @@ struct Params {
   NormHandoff norm_out;
   int H, W, Ho, Wo, tiles_x, tiles;
   bool relu;
+  bool l2_evict_first;   // activations evict-first in L2 (cache_hints.cuh; the chain always)
   // The residual chain only. A tile inside the image keeps its activations in shared memory from one
   // link to the next (resident: the links after the first): the epilogue leaves the raw output in
   // the halo's interior and the prologue normalises it there, the block input (the residual two
@@ -320,16 +321,24 @@ __device__ __forceinline__ void produce_taps(const TileSmem<C>& sm, const unsign
 
 // Loads of activations: through L1 (read-only path) in a single convolution; at L2 (ld.global.cg) in
 // the chain, whose inputs other CTAs of the same grid wrote (the read-only path may keep stale lines).
-// Activations are loaded and stored evict-first (cache_hints.cuh: the code and weights stay in L2).
-template <bool kChain>
+// kHint: evict-first in L2 (cache_hints.cuh: where the launch's activations fit L2, so that the code
+// and the weights stay there; Params::l2_evict_first picks the instantiation, the chain always).
+template <bool kChain, bool kHint>
 __device__ __forceinline__ uint4 load_act(const uint4* p) {
-  if constexpr (kChain) {
-    return ldcg_evict_first(p, evict_first_policy());
+  if constexpr (kHint) {
+    return kChain ? ldcg_evict_first(p, evict_first_policy()) : ldg_evict_first(p, evict_first_policy());
   } else {
-    return ldg_evict_first(p, evict_first_policy());
+    return kChain ? __ldcg(p) : __ldg(p);
   }
 }
-__device__ __forceinline__ void store_act(uint4* p, const uint4& v) { st_evict_first(p, v, evict_first_policy()); }
+template <bool kHint>
+__device__ __forceinline__ void store_act(uint4* p, const uint4& v) {
+  if constexpr (kHint) {
+    st_evict_first(p, v, evict_first_policy());
+  } else {
+    *p = v;
+  }
+}
 
 // One output tile (sample n, tile `tile`) by the 256 consumer threads: prologue, implicit GEMM over
 // the ring entries at positions u0 .., epilogue with the tile's statistics. With p.in_sums: refresh
@@ -465,9 +474,10 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
     // All of a batch's loads are issued before the first is used. Twelve in flight per thread without
     // a residual (one round trip for the 128-channel halo), six (+ six residual) with one: more spill
     // at Cin 128 (the main loop's register budget).
-    auto stage = [&](auto batch, auto with_residual) {
+    auto stage = [&](auto batch, auto with_residual, auto hint) {
       constexpr int kBatch = decltype(batch)::value;
       constexpr bool kRes = decltype(with_residual)::value;
+      constexpr bool kHint = decltype(hint)::value;
 #pragma unroll 1
       for (int first = tid / kChunks; first < C::kHaloPixels; first += kBatch * kRowsPerPass) {
         uint4 v[kBatch], rv[kRes ? kBatch : 1];
@@ -492,8 +502,8 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
           v[j] = make_uint4(0, 0, 0, 0);
           if constexpr (kRes) rv[j] = make_uint4(0, 0, 0, 0);
           if (P < C::kHaloPixels) {
-            v[j] = load_act<kChain>(x4 + off[j]);
-            if constexpr (kRes) rv[j] = load_act<kChain>(r4 + off[j]);
+            v[j] = load_act<kChain, kHint>(x4 + off[j]);
+            if constexpr (kRes) rv[j] = load_act<kChain, kHint>(r4 + off[j]);
           }
         }
         if (pending) {
@@ -506,7 +516,7 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
           if (P >= C::kHaloPixels) break;
           const uint4 a = activate(v[j], kRes ? rv[kRes ? j : 0] : v[j], kRes);
           *reinterpret_cast<uint4*>(halo + halo_offset<kChunks, STRIDE>(P, q)) = a;
-          if (p.act && interior[j]) store_act(reinterpret_cast<uint4*>(p.act) + off[j], a);
+          if (p.act && interior[j]) store_act<kHint>(reinterpret_cast<uint4*>(p.act) + off[j], a);
         }
       }
     };
@@ -539,8 +549,8 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
           pb[j] = r * C::kHaloW + c;
           const int64_t off =
               ((static_cast<int64_t>(n) * H + chain_source(y0 - 1 + r, H)) * W + chain_source(x0 - 1 + c, W)) * kChunksX + q;
-          v[j] = load_act<true>(x4 + off);
-          if (res) rv[j] = load_act<true>(r4 + off);
+          v[j] = load_act<true, true>(x4 + off);
+          if (res) rv[j] = load_act<true, true>(r4 + off);
         }
       }
       if (pending) {
@@ -566,8 +576,8 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
         if (p.act) {
           *a_s = a;
           if (p.act_all || chain_store_needed<C::kTH>(y0 + j, x0 + slot, H, W)) {
-            store_act(reinterpret_cast<uint4*>(p.act) + ((static_cast<int64_t>(n) * H + y0 + j) * W + x0 + slot) * kChunksX + q,
-                      a);
+            store_act<true>(
+                reinterpret_cast<uint4*>(p.act) + ((static_cast<int64_t>(n) * H + y0 + j) * W + x0 + slot) * kChunksX + q, a);
           }
         }
       }
@@ -575,12 +585,21 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
     };
     if (kChain && p.resident && y0 + C::kTH <= Ho && x0 + kTW <= Wo) {
       if constexpr (kChain) stage_resident();
-    } else if (r4 != nullptr) {
-      stage(std::integral_constant<int, 6>{}, std::true_type{});
     } else {
       // (Two CTAs per SM: a batch only as large as the halo needs, in their 80 registers.)
       constexpr int kFew = (C::kHaloPixels + kRowsPerPass - 1) / kRowsPerPass;
-      stage(std::integral_constant<int, C::kMinBlocks == 2 && kFew < 12 ? kFew : 12>{}, std::false_type{});
+      auto stage_x = [&](auto hint) {
+        if (r4 != nullptr) {
+          stage(std::integral_constant<int, 6>{}, std::true_type{}, hint);
+        } else {
+          stage(std::integral_constant<int, C::kMinBlocks == 2 && kFew < 12 ? kFew : 12>{}, std::false_type{}, hint);
+        }
+      };
+      if (kChain || p.l2_evict_first) {
+        stage_x(std::true_type{});
+      } else if constexpr (!kChain) {
+        stage_x(std::false_type{});
+      }
     }
   }
   consumers_sync();
@@ -788,14 +807,21 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
   uint4* out4 = reinterpret_cast<uint4*>(p.out);
   // The chain stores only what other tiles read, except its last output and on tiles cut by the edge.
   const bool store_every = !kChain || p.out_all || y0 + C::kTH > Ho || x0 + kTW > Wo;
+  auto store_out = [&](auto hint) {
 #pragma unroll
-  for (int j = 0; j < C::kTH * kTW * C::kOutChunks / kConsumers; ++j) {
-    const int idx = tid + j * kConsumers, px = idx / C::kOutChunks, q = idx % C::kOutChunks;
-    const int y = y0 + px / kTW, xx = x0 + px % kTW;
-    if (y < Ho && xx < Wo && (store_every || chain_store_needed<C::kTH>(y, xx, Ho, Wo))) {
-      store_act(out4 + ((static_cast<int64_t>(n) * Ho + y) * Wo + xx) * C::kOutChunks + q,
-                *reinterpret_cast<const uint4*>(halo + staged(px, q)));
+    for (int j = 0; j < C::kTH * kTW * C::kOutChunks / kConsumers; ++j) {
+      const int idx = tid + j * kConsumers, px = idx / C::kOutChunks, q = idx % C::kOutChunks;
+      const int y = y0 + px / kTW, xx = x0 + px % kTW;
+      if (y < Ho && xx < Wo && (store_every || chain_store_needed<C::kTH>(y, xx, Ho, Wo))) {
+        store_act<decltype(hint)::value>(out4 + ((static_cast<int64_t>(n) * Ho + y) * Wo + xx) * C::kOutChunks + q,
+                                         *reinterpret_cast<const uint4*>(halo + staged(px, q)));
+      }
     }
+  };
+  if (kChain || p.l2_evict_first) {
+    store_out(std::true_type{});
+  } else if constexpr (!kChain) {
+    store_out(std::false_type{});
   }
   // The statistics after the output: the chain's atomic adds must not hold up the stores.
   if (stats && tid < COUT) {

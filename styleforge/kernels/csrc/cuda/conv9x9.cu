@@ -69,7 +69,6 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cache_hints.cuh"
 #include "conv9x9_common.cuh"
 #include "norm_state.cuh"
 #include "pdl.cuh"
@@ -361,8 +360,13 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
       const int q = i & 3, pix = i >> 2, r = pix / kRgbTW, c = pix - r * kRgbTW;
       const int y = y0 + r, xx = x0 + c;
       if (y < p.H && xx < p.W) {
-        st_evict_first(reinterpret_cast<uint4*>(out + ((static_cast<int64_t>(n) * p.H + y) * p.W + xx) * 32 + q * 8),
-                       *reinterpret_cast<const uint4*>(st_s + pix * kRgbStage + q * 8), evict_first_policy());
+        uint4* o = reinterpret_cast<uint4*>(out + ((static_cast<int64_t>(n) * p.H + y) * p.W + xx) * 32 + q * 8);
+        const uint4 v = *reinterpret_cast<const uint4*>(st_s + pix * kRgbStage + q * 8);
+        if (p.l2_evict_first) {
+          st_evict_first(o, v, evict_first_policy());
+        } else {
+          *o = v;
+        }
       }
     }
     // The atomics after the stores, so that they do not hold them up.
@@ -505,7 +509,7 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
     // The padded-input pixel this thread stages next, in x's coordinates (padded minus pad).
     int ys = y0 - p.pad, xs = x0 + P0 - p.pad;
     const int xs_wrap = x0 + kHeadCols - p.pad;
-    const uint64_t policy = evict_first_policy();   // deconv2's output is read once (cache_hints.cuh)
+    const uint64_t policy = evict_first_policy();   // (cache_hints.cuh: where Params::l2_evict_first)
     // Staging in batches whose loads are all issued before the first is used (one memory latency
     // per batch, not per chunk).
 #pragma unroll 1
@@ -514,7 +518,8 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
 #pragma unroll
       for (int k = 0; k < kHeadBatch; ++k) {
         const int pix = reflect(ys, y_last) * p.Win + reflect(xs, x_last);
-        raw[k] = ys < y_end && xs < x_end ? ldg_evict_first(reinterpret_cast<const uint4*>(xn + pix * 64LL), policy)
+        const uint4* src = reinterpret_cast<const uint4*>(xn + pix * 64LL);
+        raw[k] = ys < y_end && xs < x_end ? (p.l2_evict_first ? ldg_evict_first(src, policy) : __ldg(src))
                                           : make_uint4(0, 0, 0, 0);
         xs += 32;
         if (xs >= xs_wrap) {

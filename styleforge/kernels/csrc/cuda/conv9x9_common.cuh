@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "cache_hints.cuh"
 #include "norm_state.cuh"
 #include "../conv9x9.h"
 
@@ -85,6 +86,7 @@ struct Params {
   const float* in_beta;
   float in_eps;
   double in_inv_count;     // 1 / (Hin·Win)
+  bool l2_evict_first;     // the 32-channel activation (conv1's output, the head's input) evict-first
 };
 
 Params make_params(const Conv9x9Args& a, int th, int tw) {
@@ -123,6 +125,9 @@ Params make_params(const Conv9x9Args& a, int th, int tw) {
   p.in_beta = a.in_norm_bias;
   p.in_eps = a.in_eps;
   p.in_inv_count = 1.0 / (static_cast<double>(p.Hin) * p.Win);
+  // (cache_hints.cuh) conv1's output or the head's input, 64 bytes a pixel, and the 3-channel side.
+  p.l2_evict_first = activations_evict_first((a.N * a.H * a.W + static_cast<int64_t>(p.N) * p.H * p.W) * 64,
+                                             a.l2_bytes);
   return p;
 }
 

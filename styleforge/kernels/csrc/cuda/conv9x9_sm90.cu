@@ -46,7 +46,6 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cache_hints.cuh"
 #include "conv9x9_common.cuh"
 #include "norm_state.cuh"
 #include "pdl.cuh"
@@ -315,9 +314,13 @@ __global__ void __launch_bounds__(kThreads, 3) rgb_sm90_kernel(const Params p) {
         }
         quad_transpose(lo, t);
         quad_transpose(hi, t);
-        if (px0_in) st_evict_first(reinterpret_cast<uint4*>(o), make_uint4(lo[0], lo[1], lo[2], lo[3]), evict_first_policy());
-        if (px1_in) {
-          st_evict_first(reinterpret_cast<uint4*>(o + 8 * 32), make_uint4(hi[0], hi[1], hi[2], hi[3]), evict_first_policy());
+        const uint4 v0 = make_uint4(lo[0], lo[1], lo[2], lo[3]), v1 = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+        if (p.l2_evict_first) {   // (cache_hints.cuh)
+          if (px0_in) st_evict_first(reinterpret_cast<uint4*>(o), v0, evict_first_policy());
+          if (px1_in) st_evict_first(reinterpret_cast<uint4*>(o + 8 * 32), v1, evict_first_policy());
+        } else {
+          if (px0_in) *reinterpret_cast<uint4*>(o) = v0;
+          if (px1_in) *reinterpret_cast<uint4*>(o + 8 * 32) = v1;
         }
       }
     }
