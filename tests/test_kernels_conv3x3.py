@@ -401,6 +401,34 @@ def test_cuda_decoder_conv3x3_norm_at_512(loaded, config):
     _check_cuda_against_float64(config, torch.bfloat16, 1, h, h, True, False, True)
 
 
+# The activations' L2 hints (cache_hints.cuh) change where lines live, never a value: each
+# configuration gives the same bits with them (the default at these sizes: they fit L2) and without
+# (STYLEFORGE_L2_HINT_BYTES=0: the plain loads and stores that 1080p and 4K take). Sizes with more
+# tiles than resident CTAs where the grid is persistent (conv2, deconv2).
+L2_HINT_SHAPES = {"enc32to64s2": (2, 300, 300), "dec64to32": (2, 150, 170)}
+
+
+@pytest.mark.gpu
+@hopper
+@pytest.mark.parametrize("config", list(CONFIGS))
+def test_cuda_l2_hints_change_no_value(loaded, monkeypatch, config):
+    up, stride = CONFIGS[config][2:]
+    n, h, w = L2_HINT_SHAPES.get(config, (2, 37, 50))
+    x, wt, s, t, res, nw, nb = make_inputs(n, h, w, torch.bfloat16, "cuda", seed=11, residual=True, config=config)
+    packed = ref.pack_weight(wt)
+    keep = up == 1 and stride == 1
+    run = lambda: torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, up, keep, nw, nb, 1e-5, True, stride)
+    monkeypatch.delenv("STYLEFORGE_L2_HINT_BYTES", raising=False)
+    hinted = run()
+    monkeypatch.setenv("STYLEFORGE_L2_HINT_BYTES", "0")
+    plain = run()
+    for a, b in zip(hinted, plain):
+        assert torch.equal(a, b)
+    monkeypatch.setenv("STYLEFORGE_L2_HINT_BYTES", "lots")
+    with pytest.raises(RuntimeError, match="STYLEFORGE_L2_HINT_BYTES must be a byte count"):
+        run()
+
+
 # conv3 (stride 2) at its input sizes: odd (an odd side has no reflection partner at the bottom),
 # the smallest (2×2 → 1×1), tiles past the edge, a batch, the 512² frame's 256² and 1080p's 540×960.
 STRIDED_SHAPES = {"odd": (2, 9, 13), "min": (1, 2, 2), "edge_tiles": (1, 37, 50), "batch3": (3, 24, 40),

@@ -784,6 +784,18 @@ def test_cuda_conv1_kernels_agree(cuda_op, monkeypatch, dtype):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("layer", ["conv1", "deconv3"])
+def test_cuda_l2_hints_change_no_value(cuda_op, monkeypatch, layer):
+    """The 32-channel side's L2 hints (cache_hints.cuh: on where the activations fit L2, as here;
+    STYLEFORGE_L2_HINT_BYTES=0 turns them off) change no value."""
+    x, weight, b = make_inputs(layer, 2, 67, 131, torch.bfloat16, "cuda", seed=4)
+    monkeypatch.delenv("STYLEFORGE_L2_HINT_BYTES", raising=False)
+    hinted = cuda_op(x, weight, b, False)
+    monkeypatch.setenv("STYLEFORGE_L2_HINT_BYTES", "0")
+    assert torch.equal(cuda_op(x, weight, b, False), hinted)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("dtype", LOW, ids=str)
 def test_cuda_norm_keeps_the_variance_under_a_large_mean(cuda_op, dtype):
     """A bright, nearly flat image through positive weights: every channel's mean is hundreds of

@@ -34,8 +34,19 @@ inline int multiprocessor_count(int device) { return device_attribute(device, cu
 // Whether the device launches with programmatic dependent launch (compute capability 9.0+).
 inline bool supports_pdl(int device) { return device_attribute(device, cudaDevAttrComputeCapabilityMajor) >= 9; }
 
-// The L2 size in bytes: the fused convolutions mark activations that fit it evict-first (cache_hints.cuh).
-inline int64_t l2_cache_bytes(int device) { return device_attribute(device, cudaDevAttrL2CacheSize); }
+// The L2 size in bytes: the fused convolutions mark activations that fit it evict-first
+// (cache_hints.cuh). STYLEFORGE_L2_HINT_BYTES, read at every call, overrides it (0: no launch marks
+// its activations), so that a test can compare the two forms in one process.
+inline int64_t l2_cache_bytes(int device) {
+  const char* v = std::getenv("STYLEFORGE_L2_HINT_BYTES");
+  if (v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    const long long bytes = std::strtoll(v, &end, 10);
+    TORCH_CHECK(*end == '\0' && bytes >= 0, "STYLEFORGE_L2_HINT_BYTES must be a byte count, got '", v, "'");
+    return bytes;
+  }
+  return device_attribute(device, cudaDevAttrL2CacheSize);
+}
 
 // A kernel-choice switch (STYLEFORGE_CONV1_KERNEL, STYLEFORGE_ATTENTION_KERNEL): unset, empty or
 // "auto" allows the Hopper wgmma kernel where the device and the binary run it; "mma" keeps the
