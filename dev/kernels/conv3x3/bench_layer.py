@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import statistics
+import sys
 from pathlib import Path
 
 import torch
@@ -27,20 +28,14 @@ import torch.nn.functional as F
 from styleforge import kernels
 from styleforge.kernels import reference_conv3x3 as ref
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # cuda_graphs
+from cuda_graphs import capture
+
 C = 128
 
 
 def graph_ms(fn, calls=20, reps=7) -> float:
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            fn()
+    graph = capture(fn, calls)
     graph.replay()
     times = []
     for _ in range(reps):

@@ -10,25 +10,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from styleforge.bench.endtoend import load_bench_style
-from styleforge.engine.fused import FusedRunner
-from styleforge.models.checkpoint import build_model
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # cuda_graphs
+from cuda_graphs import warm_runner
 
 
 def frame(plan: str, h: int, w: int, dtype) -> dict:
     os.environ["STYLEFORGE_CONV3X3"] = "on" if plan == "conv3x3" else "off"
-    checkpoint, _ = load_bench_style(None)
-    runner = FusedRunner(build_model(checkpoint).cuda().eval(), torch.device("cuda"), dtype)
-    x = torch.rand(1, 3, h, w, device="cuda", generator=torch.Generator(device="cuda").manual_seed(7)) * 255
-    for _ in range(5):
-        runner(x)
-    torch.cuda.synchronize()
+    runner, x = warm_runner(h, w, dtype)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(20):

@@ -20,8 +20,10 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conv3x3"))
 from chain_profile import chain_inputs
+from cuda_graphs import capture
 from frame_phases import launches, load_profile_build, summarise
 
 ROUNDS = 20
@@ -56,24 +58,15 @@ def main():
             chain_b()
             for fn in between:
                 fn()
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(2):
-                round_()
-        torch.cuda.current_stream().wait_stream(side)
         lib.sf_tile_profile_set(buf.data_ptr(), buf.numel())
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(ROUNDS):
-                round_()
+        graph = capture(round_, ROUNDS, warmups=2)
         graph.replay()
         buf.zero_()
         torch.cuda.synchronize()
         graph.replay()
         torch.cuda.synchronize()
-        metas = launches(lib)
-        per_round = len(metas) // ROUNDS   # the bf16 chain is each round's first launch
+        per_round = 1 + between.count(chain_h)   # profiled launches per round: the bf16 chain first
+        metas = launches(lib)[-ROUNDS * per_round:]   # the graph's (the warm-up calls' came first)
         host = buf.cpu()
         rows = [summarise(host, metas[i * per_round], 0) for i in range(1, ROUNDS)]   # round 0 follows capture
         wall = [r["end_us"] - r["start_us"] for r in rows]

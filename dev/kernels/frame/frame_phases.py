@@ -15,11 +15,15 @@ import ctypes
 import json
 import math
 import statistics
+import sys
 from pathlib import Path
 
 import torch
 
 from styleforge.kernels import build
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # cuda_graphs
+from cuda_graphs import capture, warm_runner
 
 SLOTS = 16   # tile_profile.cuh: kTileProfileSlots; global timer in slots 14 (start) and 15 (end)
 CHAIN_TAG = 0xC4A1
@@ -138,38 +142,18 @@ def profile_replay(lib, buf: torch.Tensor, replay) -> list[dict]:
 
 
 def frame_rows(lib, buf, size: int, dtype) -> list[dict]:
-    from styleforge.bench.endtoend import load_bench_style
-    from styleforge.engine.fused import FusedRunner
-    from styleforge.models.checkpoint import build_model
-
-    checkpoint, _ = load_bench_style(None)
-    runner = FusedRunner(build_model(checkpoint).cuda().eval(), torch.device("cuda"), dtype)
-    x = torch.rand(1, 3, size, size, device="cuda", generator=torch.Generator(device="cuda").manual_seed(7)) * 255
-    for _ in range(5):
-        runner(x)
-    torch.cuda.synchronize()
+    runner, x = warm_runner(size, size, dtype)
     return profile_replay(lib, buf, lambda: runner(x))
 
 
 def chain_graph_rows(lib, buf, size: int) -> list[dict]:
-    import sys
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conv3x3"))
     from chain_profile import chain_inputs
 
     from styleforge import kernels
     x, s, t, weights, nws, nbs = chain_inputs(size, size)
     state = kernels.chain_state(1, 10, "cuda")
-    chain = lambda: torch.ops.styleforge.conv3x3_residual_chain(x, s, t, weights, nws, nbs, 1e-5, state)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            chain()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(20):
-            chain()
+    graph = capture(lambda: torch.ops.styleforge.conv3x3_residual_chain(x, s, t, weights, nws, nbs, 1e-5, state), 20)
     graph.replay()
     torch.cuda.synchronize()
     return profile_replay(lib, buf, graph.replay)
