@@ -1,7 +1,8 @@
 """Where a fused frame's time goes, tile by tile: the package built with -DSF_TILE_PROFILE=1
 (tile_profile.cuh) so that every fused 3×3 launch (conv2, conv3, the residual chain, the decoder)
 records per tile clock64 at its phase marks and the global timer at its start and end. One frame of
-the engine's captured graph is replayed with the buffer zeroed; each launch that wrote is listed with
+the engine's captured graph is replayed with the buffer zeroed (which launches write), then three
+more back to back, the last one read (profile_replay); each launch that wrote is listed with
 its start and end in the frame (µs after the first profiled launch's first tile; the 9×9 layers are
 not profiled: they are the gaps before conv2 and after deconv2) and its median phases. Then the same
 for the residual chain alone, 20 calls in one graph (bench_layer.py's per-link figure), so that the

@@ -331,6 +331,18 @@ __device__ __forceinline__ uint4 load_act(const uint4* p) {
     return kChain ? __ldcg(p) : __ldg(p);
   }
 }
+// f(std::true_type{}) where the launch hints its activations (the chain always), else
+// f(std::false_type{}): the plain form is instantiated only where it can run.
+template <bool kChain, class F>
+__device__ __forceinline__ void with_act_hint(bool evict_first, F&& f) {
+  if constexpr (kChain) {
+    f(std::true_type{});
+  } else if (evict_first) {
+    f(std::true_type{});
+  } else {
+    f(std::false_type{});
+  }
+}
 template <bool kHint>
 __device__ __forceinline__ void store_act(uint4* p, const uint4& v) {
   if constexpr (kHint) {
@@ -595,11 +607,7 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
           stage(std::integral_constant<int, C::kMinBlocks == 2 && kFew < 12 ? kFew : 12>{}, std::false_type{}, hint);
         }
       };
-      if (kChain || p.l2_evict_first) {
-        stage_x(std::true_type{});
-      } else if constexpr (!kChain) {
-        stage_x(std::false_type{});
-      }
+      with_act_hint<kChain>(p.l2_evict_first, stage_x);
     }
   }
   consumers_sync();
@@ -818,11 +826,7 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
       }
     }
   };
-  if (kChain || p.l2_evict_first) {
-    store_out(std::true_type{});
-  } else if constexpr (!kChain) {
-    store_out(std::false_type{});
-  }
+  with_act_hint<kChain>(p.l2_evict_first, store_out);
   // The statistics after the output: the chain's atomic adds must not hold up the stores.
   if (stats && tid < COUT) {
     float m2 = 0.f;
