@@ -213,3 +213,42 @@ def test_capture_restores_the_global_cudnn_flags(kernels_loaded):
         assert (cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32) == (False, False, True)
     finally:
         cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32 = saved
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_graph_io_reads_and_writes_the_callers_tensors(kernels_loaded, monkeypatch, dtype):
+    # Where conv1 and the head are our kernels, a replay reads the caller's tensor where it is and
+    # writes a fresh output (engine/graph_io.py): the same frames as the copy path, none of them
+    # overwritten by later calls, and the copy path still right for inputs the nodes cannot take.
+    model, shape, cuda = _model(2), (1, 3, 128, 192), torch.device("cuda")
+    inputs = [_image(shape, seed, "cuda") for seed in range(3)]
+    monkeypatch.setenv("STYLEFORGE_GRAPH_IO", "0")
+    copy_runner = FusedRunner(model, cuda, dtype)
+    expected = [copy_runner(x) for x in inputs]
+    assert copy_runner._graphs[(shape, torch.float32, "cuda")].io is None
+    monkeypatch.delenv("STYLEFORGE_GRAPH_IO")
+    runner = FusedRunner(model, cuda, dtype)
+    outs = [runner(x) for x in inputs]
+    entry = runner._graphs[(shape, torch.float32, "cuda")]
+    if entry.io is None:
+        ends = {name: choice.provider for (name, _), choice in runner.layer_choices.items()
+                if name in ("conv1", "deconv3")}
+        pytest.skip(f"graph not bound: conv1/head providers {ends} (cuDNN at an end keeps the copy path)")
+    assert len({o.data_ptr() for o in outs}) == len(outs), "each call must return its own tensor"
+    assert all(o.data_ptr() != entry.static_out.data_ptr() for o in outs)
+    batch = torch.cat(inputs[:2])   # a view at an offset: contiguous, aligned, read where it is
+    outs.append(runner(batch[1:2]))
+    expected.append(expected[1])
+    outs.append(runner(inputs[0].contiguous(memory_format=torch.channels_last)))   # other strides: copied
+    expected.append(expected[0])
+    outs.append(runner(inputs[2].cpu()))   # pinned staging into the static input
+    expected.append(expected[2])
+    outs.append(runner(inputs[1]))         # and back to the caller's tensor
+    expected.append(expected[1])
+    ref = _reference(model, inputs[1], device="cuda")
+    eager = _reference(model, inputs[1], dtype, device="cuda")
+    limit = 1e-3   # the two runners differ only in the order of the norms' fp64 atomics
+    for i, (out, want) in enumerate(zip(outs, expected, strict=True)):
+        assert rel_error(out, want) <= limit, f"call {i}: {rel_error(out, want):.3g} off the copy path"
+    assert rel_error(outs[1], ref) <= max(2 * rel_error(eager, ref), 1e-3), "the frame must be the network's"

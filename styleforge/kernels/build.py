@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 CSRC = Path(__file__).resolve().parent / "csrc"
 SOURCES = ("bindings.cpp", "cuda/instance_norm.cu", "cuda/instance_norm_single.cu", "bindings_conv.cpp",
            "cuda/conv9x9.cu", "cuda/conv9x9_sm90.cu", "bindings_conv3x3.cpp", "cuda/conv3x3.cu", "cuda/conv3x3_chain.cu",
-           "bindings_attention.cpp", "cuda/attention.cu", "cuda/attention_sm90.cu")
+           "bindings_attention.cpp", "cuda/attention.cu", "cuda/attention_sm90.cu", "graph_io.cpp")
 # Every header the sources include, found rather than listed, so that no edit to one is missed by
 # the cache key (a list had left four out).
 HEADERS = tuple(sorted(str(p.relative_to(CSRC)) for pattern in ("*.h", "cuda/*.h", "cuda/*.cuh")

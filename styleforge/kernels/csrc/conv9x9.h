@@ -8,6 +8,7 @@
 // head, cost no pass over memory.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include <cuda_runtime.h>
@@ -64,5 +65,19 @@ bool conv9x9_args_valid(const Conv9x9Args& args);
 // configuration (including a weight that is not 16-byte aligned, and planes of over 2^31 pixels),
 // else the launch error (cudaSuccess when the launch was accepted).
 cudaError_t conv9x9_launch(const Conv9x9Args& args, cudaStream_t stream);
+
+// For graph_io.cpp, which points a captured launch of these kernels at each call's own image or
+// output: what a kernel function is (every launch here passes one argument, the kernels' Params) ...
+enum class Conv9x9Role : int {
+  kNone = 0,
+  kImage = 1,    // a 3 → 32 kernel: reads the image through Params::x
+  kOutput = 2,   // a 32 → 3 kernel (the head): writes the output through Params::out
+};
+Conv9x9Role conv9x9_kernel_role(const void* func);   // this file's mma.sync kernels
+// ... and where that argument keeps the two pointers.
+struct Conv9x9ParamsLayout {
+  size_t size, x_offset, out_offset;
+};
+Conv9x9ParamsLayout conv9x9_params_layout();
 
 }  // namespace styleforge

@@ -19,4 +19,7 @@ bool conv9x9_sm90_supported(const Conv9x9Args& a);
 // error (cudaSuccess when the launch was accepted).
 cudaError_t conv9x9_sm90_launch(const Conv9x9Args& a, cudaStream_t stream);
 
+// Whether `func` is one of this file's kernels (all 3 → 32: Conv9x9Role::kImage, same Params).
+bool conv9x9_sm90_is_kernel(const void* func);
+
 }  // namespace styleforge

@@ -4,7 +4,9 @@
 // kernel's instructions from HBM on first use, and the residual chain's first link took 22 µs
 // instead of 12 (perf-notes, session 14: the chain with an L2 flush and another kernel between two
 // calls, dev/kernels/frame/cold_start.py). Loaded and stored with an evict_first policy, the
-// activations displace one another and leave the code and the weights (normal priority) in L2.
+// activations displace one another and leave the code and the weights (normal priority) in L2. So
+// do conv1's image and the head's output: since each frame reads and writes the caller's own tensors
+// (engine/graph_io.py), at normal priority they cost the 512² frame ~8 µs, in the chain.
 // Only where a launch's activations fit L2 (activations_evict_first): at 1080p, where each layer
 // moves 33–133 MB through the 50 MB L2, the hinted form made the frame 1 % slower (19 µs) with
 // evict-first and 1.6 % with evict-normal, so there the kernels keep their plain loads and stores.
@@ -67,6 +69,39 @@ __device__ __forceinline__ uint4 ldcg_evict_first(const uint4* p, uint64_t polic
 #else
   (void)policy;
   return *p;
+#endif
+}
+
+// One element of the network's image through the read-only path, evict-first in L2 (conv1 reads
+// each once per frame; a new frame's image would otherwise displace the code and the weights).
+__device__ __forceinline__ float ldg_evict_first(const float* p, uint64_t policy) {
+#if SF_CACHE_HINTS
+  float v;
+  asm volatile("ld.global.nc.L2::cache_hint.f32 %0, [%1], %2;\n" : "=f"(v) : "l"(p), "l"(policy));
+  return v;
+#else
+  (void)policy;
+  return __ldg(p);
+#endif
+}
+__device__ __forceinline__ uint16_t ldg_evict_first(const uint16_t* p, uint64_t policy) {
+#if SF_CACHE_HINTS
+  uint16_t v;
+  asm volatile("ld.global.nc.L2::cache_hint.u16 %0, [%1], %2;\n" : "=h"(v) : "l"(p), "l"(policy));
+  return v;
+#else
+  (void)policy;
+  return __ldg(p);
+#endif
+}
+
+// A 4-byte store, evict-first in L2 (the head's fp32 output: the caller's, read after the frame).
+__device__ __forceinline__ void st_evict_first(float* p, float v, uint64_t policy) {
+#if SF_CACHE_HINTS
+  asm volatile("st.global.L2::cache_hint.f32 [%0], %1, %2;\n" ::"l"(p), "f"(v), "l"(policy) : "memory");
+#else
+  (void)policy;
+  *p = v;
 #endif
 }
 

@@ -66,7 +66,9 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <type_traits>
 
 #include "conv9x9_common.cuh"
@@ -226,6 +228,7 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
   // pixel x0 + j / 3 (the NHWC order of K), so the column's address is worked out once per tile and
   // each row adds one stride; the row's two copies take it at j and j − 1.
   const int sj = threadIdx.x, sj_px = sj / 3, sj_c = sj - 3 * sj_px;
+  const uint64_t policy = evict_first_policy();   // (load_image: where Params::l2_evict_first)
 
   for (int tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
     int n, y0, x0;
@@ -241,8 +244,9 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
 #pragma unroll
       for (int r = 0; r < kRgbRows; ++r) {
         const int y = y0 + r;
-        raw[r] = col_in && y < p.Hp ? __ldg(xc + static_cast<int64_t>(reflect(y - p.pad, 2 * (p.Hin - 1))) * p.sh)
-                                    : In(0);
+        raw[r] = col_in && y < p.Hp
+                     ? load_image(xc + static_cast<int64_t>(reflect(y - p.pad, 2 * (p.Hin - 1))) * p.sh, p, policy)
+                     : In(0);
       }
 #pragma unroll
       for (int r = 0; r < kRgbRows; ++r) {
@@ -588,8 +592,17 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
         for (int half = 0; half < 2; ++half) {
           const int xx = x0 + cs + g + half * 8;
           if (y < p.H && xx < p.W) {
-            store_one<Out>(out + ((static_cast<int64_t>(n) * p.H + y) * p.W + xx) * 3 + t,
-                           acc[i][half * 2] + acc[i + 1][half * 2 + 1] + bias);
+            Out* o = out + ((static_cast<int64_t>(n) * p.H + y) * p.W + xx) * 3 + t;
+            const float v = acc[i][half * 2] + acc[i + 1][half * 2 + 1] + bias;
+            if constexpr (std::is_same_v<Out, float>) {   // the frame's output: evict-first (cache_hints.cuh)
+              if (p.l2_evict_first) {
+                st_evict_first(o, v, policy);
+              } else {
+                *o = v;
+              }
+            } else {
+              store_one<Out>(o, v);
+            }
           }
         }
       }
@@ -694,6 +707,29 @@ cudaError_t conv9x9_launch(const Conv9x9Args& a, cudaStream_t stream) {
     return bf16 ? launch_head<__nv_bfloat16, float>(a, stream, 4) : launch_head<__half, float>(a, stream, 5);
   }
   return bf16 ? launch_head<__nv_bfloat16, __nv_bfloat16>(a, stream, 6) : launch_head<__half, __half>(a, stream, 7);
+}
+
+Conv9x9Role conv9x9_kernel_role(const void* func) {
+  const void* image[] = {
+      reinterpret_cast<const void*>(rgb_kernel<__nv_bfloat16, float, false>),
+      reinterpret_cast<const void*>(rgb_kernel<__half, float, false>),
+      reinterpret_cast<const void*>(rgb_kernel<__nv_bfloat16, uint16_t, false>),
+      reinterpret_cast<const void*>(rgb_kernel<__half, uint16_t, false>),
+      reinterpret_cast<const void*>(rgb_kernel<__nv_bfloat16, float, true>),
+      reinterpret_cast<const void*>(rgb_kernel<__half, float, true>),
+      reinterpret_cast<const void*>(rgb_kernel<__nv_bfloat16, uint16_t, true>),
+      reinterpret_cast<const void*>(rgb_kernel<__half, uint16_t, true>)};
+  const void* output[] = {reinterpret_cast<const void*>(head_kernel<__nv_bfloat16, float>),
+                          reinterpret_cast<const void*>(head_kernel<__half, float>),
+                          reinterpret_cast<const void*>(head_kernel<__nv_bfloat16, __nv_bfloat16>),
+                          reinterpret_cast<const void*>(head_kernel<__half, __half>)};
+  if (std::find(std::begin(image), std::end(image), func) != std::end(image)) return Conv9x9Role::kImage;
+  if (std::find(std::begin(output), std::end(output), func) != std::end(output)) return Conv9x9Role::kOutput;
+  return Conv9x9Role::kNone;
+}
+
+Conv9x9ParamsLayout conv9x9_params_layout() {
+  return {sizeof(Params), offsetof(Params, x), offsetof(Params, out)};
 }
 
 }  // namespace styleforge

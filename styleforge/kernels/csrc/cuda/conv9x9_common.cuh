@@ -89,6 +89,12 @@ struct Params {
   bool l2_evict_first;     // the 32-channel activation (conv1's output, the head's input) evict-first
 };
 
+// conv1's image, one element: evict-first where Params::l2_evict_first (cache_hints.cuh), else as __ldg.
+template <typename In>
+__device__ __forceinline__ In load_image(const In* ptr, const Params& p, uint64_t policy) {
+  return p.l2_evict_first ? ldg_evict_first(ptr, policy) : __ldg(ptr);
+}
+
 Params make_params(const Conv9x9Args& a, int th, int tw) {
   Params p;
   p.x = a.x;

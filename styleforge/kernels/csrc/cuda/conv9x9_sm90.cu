@@ -44,6 +44,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <type_traits>
 
 #include "conv9x9_common.cuh"
@@ -160,6 +161,7 @@ __global__ void __launch_bounds__(kThreads, 3) rgb_sm90_kernel(const Params p) {
   // column x0 + j / 3 (the NHWC order of K); copy 1 takes it at j − 1. All loads (two columns for
   // threads j < kLoad − kThreads) are issued before the first is used.
   In raw[2][kRows];
+  const uint64_t policy = evict_first_policy();   // (load_image: where Params::l2_evict_first)
   auto load_tile = [&](int tile) {
     int n, y0, x0;
     tile_origin(p, tile, kTH, kTW, n, y0, x0);
@@ -178,7 +180,7 @@ __global__ void __launch_bounds__(kThreads, 3) rgb_sm90_kernel(const Params p) {
       const int y = y0 + r;
       const int64_t off = static_cast<int64_t>(reflect(y - p.pad, 2 * (p.Hin - 1))) * p.sh;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) raw[h][r] = col_in[h] && y < p.Hp ? __ldg(xc[h] + off) : In(0);
+      for (int h = 0; h < 2; ++h) raw[h][r] = col_in[h] && y < p.Hp ? load_image(xc[h] + off, p, policy) : In(0);
     }
   };
   auto store_tile = [&] {
@@ -400,6 +402,19 @@ cudaError_t conv9x9_sm90_launch(const Conv9x9Args& a, cudaStream_t stream) {
   if (!conv9x9_sm90_supported(a)) return cudaErrorInvalidValue;
   // Kernel ids (allow_smem's and resident_ctas's cache slots): 0–3, with statistics 4–7.
   return a.norm_state != nullptr ? launch_any<true>(a, stream, 4) : launch_any<false>(a, stream, 0);
+}
+
+bool conv9x9_sm90_is_kernel(const void* func) {
+  const void* kernels[] = {
+      reinterpret_cast<const void*>(rgb_sm90_kernel<__nv_bfloat16, float, false>),
+      reinterpret_cast<const void*>(rgb_sm90_kernel<__half, float, false>),
+      reinterpret_cast<const void*>(rgb_sm90_kernel<__nv_bfloat16, uint16_t, false>),
+      reinterpret_cast<const void*>(rgb_sm90_kernel<__half, uint16_t, false>),
+      reinterpret_cast<const void*>(rgb_sm90_kernel<__nv_bfloat16, float, true>),
+      reinterpret_cast<const void*>(rgb_sm90_kernel<__half, float, true>),
+      reinterpret_cast<const void*>(rgb_sm90_kernel<__nv_bfloat16, uint16_t, true>),
+      reinterpret_cast<const void*>(rgb_sm90_kernel<__half, uint16_t, true>)};
+  return std::find(std::begin(kernels), std::end(kernels), func) != std::end(kernels);
 }
 
 }  // namespace styleforge
