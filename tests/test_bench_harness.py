@@ -14,7 +14,14 @@ import torch
 
 from styleforge.bench import endtoend, harness, ops, results, training
 from styleforge.bench.cases import OpCase
-from styleforge.bench.harness import Gate, Timer, check_image, check_tensor, gate_then_time, summarize
+from styleforge.bench.harness import (
+    Gate,
+    Timer,
+    check_image,
+    check_tensor,
+    gate_then_time,
+    summarize,
+)
 from styleforge.cli import main
 
 CPU = torch.device("cpu")
@@ -191,6 +198,7 @@ def test_plot_files_from_rows(tmp_path):
 
 def test_plot_without_matplotlib_says_how_to_install(monkeypatch, tmp_path):
     import sys
+
     from styleforge.bench.plot import PlotUnavailable, plot_results
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(PlotUnavailable, match=r"pip install 'styleforge\[plot\]'"):

@@ -9,7 +9,12 @@ import torch
 import torch.nn.functional as F
 from conftest import assert_matches_reference, random_style_state
 
-from styleforge.models.checkpoint import CheckpointError, build_model, load_checkpoint, save_checkpoint
+from styleforge.models.checkpoint import (
+    CheckpointError,
+    build_model,
+    load_checkpoint,
+    save_checkpoint,
+)
 
 
 def reference_forward(sd: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:

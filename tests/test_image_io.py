@@ -11,8 +11,16 @@ import pytest
 import torch
 from PIL import Image
 
-from styleforge.io.image import (ImageError, LoadedImage, array_to_tensor, load_image, pil_to_tensor,
-                                 save_image, tensor_to_array, tensor_to_pil)
+from styleforge.io.image import (
+    ImageError,
+    LoadedImage,
+    array_to_tensor,
+    load_image,
+    pil_to_tensor,
+    save_image,
+    tensor_to_array,
+    tensor_to_pil,
+)
 
 RNG = np.random.default_rng(7)
 RGB = RNG.integers(0, 256, (6, 10, 3), dtype=np.uint8)

@@ -128,6 +128,26 @@ def test_twin_chain_and_head_from_sums():
     assert rel_error(got_head, want_head) <= 1e-2
 
 
+def test_twin_chain_leaves_its_last_norm_as_sums():
+    g = torch.Generator().manual_seed(15)
+    x = raw_input(2, 128, 8, 12)
+    links = 4
+    ws = [ref.pack_weight((torch.randn(128, 128, 3, 3, generator=g) / 34).to(torch.bfloat16)) for _ in range(links)]
+    nws = [norm_params(128, seed=16 + i)[0] for i in range(links)]
+    nbs = [norm_params(128, seed=20 + i)[1] for i in range(links)]
+    scale, shift = ref.norm_scale_shift(x, *norm_params(128, seed=24))
+    h, s_last, t_last, block_in = ref.residual_chain(x, scale, shift, ws, nws, nbs)
+    out_state = kernels.norm_state(2, 128, "cpu")
+    got = kernels.conv3x3_residual_chain(x, scale, shift, ws, nws, nbs, out_state=out_state)
+    assert torch.equal(got[0], h) and torch.equal(got[3], block_in)
+    assert got[1].shape == (0, 128) and got[2].shape == (0, 128)
+    s, t = sums.take_affine(out_state, 2, 128, 8 * 12, nws[-1], nbs[-1], 1e-5)
+    assert not out_state.any()
+    assert rel_error(s, s_last) <= 1e-5 and rel_error(t, t_last) <= 1e-5
+    with pytest.raises(ValueError, match="out_state needs at least 4 convolutions"):
+        kernels.conv3x3_residual_chain(x, scale, shift, ws[:2], nws[:2], nbs[:2], out_state=out_state)
+
+
 def test_twin_conv1_leaves_its_sums():
     g = torch.Generator().manual_seed(13)
     x = torch.rand(2, 3, 20, 28, generator=g) * 255
@@ -275,6 +295,56 @@ def test_cuda_chain_from_sums(loaded, shape):
         for a, b in zip(got, want):
             assert rel_error(a, b) <= 2e-3
         in_state.copy_(filled_state(x))
+
+
+@pytest.mark.gpu
+@hopper
+@pytest.mark.parametrize("links", [4, 10])
+@pytest.mark.parametrize("shape", [(1, 128, 128), (2, 9, 13), (2, 128, 128)], ids=str)
+def test_cuda_chain_out_state(loaded, shape, links):
+    # The last link's sums left for the consumer (no last CTA): the same frames as the (scale, shift)
+    # form, the sums of the returned output, and a state that serves the next launch in either form
+    # (the persistent kernel's last barrier counter and sums are cleared by its next launch; (2, 128²)
+    # runs the links as conv3x3_norm launches).
+    n, h, w = shape
+    g = torch.Generator().manual_seed(70 + links)
+    x = raw_input(n, 128, h, w, "cuda", seed=71)
+    ws = [ref.pack_weight((torch.randn(128, 128, 3, 3, generator=g) / 34).to("cuda", torch.bfloat16))
+          for _ in range(links)]
+    nws = [norm_params(128, "cuda", seed=80 + i)[0] for i in range(links)]
+    nbs = [norm_params(128, "cuda", seed=100 + i)[1] for i in range(links)]
+    scale, shift = sums.take_affine(filled_state(x), n, 128, h * w, *norm_params(128, "cuda", seed=72), 1e-5)
+    chain_state, out_state = kernels.chain_state(n, links, "cuda"), kernels.norm_state(n, 128, "cuda")
+
+    def chain(to_sums):
+        return torch.ops.styleforge.conv3x3_residual_chain(x, scale, shift, ws, nws, nbs, 1e-5, chain_state, None,
+                                                           None, None, out_state if to_sums else None)
+
+    want = chain(False)
+    for to_sums in (True, True, False, True, False):
+        got = chain(to_sums)
+        torch.cuda.synchronize()
+        assert rel_error(got[0], want[0]) <= 2e-3 and rel_error(got[3], want[3]) <= 2e-3
+        if not to_sums:
+            assert rel_error(got[1], want[1]) <= 1e-5 and rel_error(got[2], want[2]) <= 1e-5
+            assert not chain_state.any(), "the (scale, shift) form leaves the chain's state zero"
+            continue
+        assert got[1].shape == (0, 128)
+        o = got[0].double()
+        s1, s2 = state_totals(out_state, n, 128)
+        assert rel_error(s1, o.sum(dim=(2, 3))) <= 1e-6 and rel_error(s2, (o * o).sum(dim=(2, 3))) <= 1e-6
+        s, t = sums.take_affine(out_state, n, 128, h * w, nws[-1], nbs[-1], 1e-5)
+        assert rel_error(s, want[1]) <= 1e-5 and rel_error(t, want[2]) <= 1e-5
+        assert not out_state.any()
+    # And in a CUDA graph, replayed: the consumer's part (clearing out_state) done between replays.
+    graph, captured = capture_in_graph(lambda: chain(True))
+    for _ in range(3):
+        out_state.zero_()
+        graph.replay()
+        torch.cuda.synchronize()
+        assert rel_error(captured[0], want[0]) <= 2e-3
+        s, _ = sums.take_affine(out_state, n, 128, h * w, nws[-1], nbs[-1], 1e-5)
+        assert rel_error(s, want[1]) <= 1e-5
 
 
 @pytest.mark.gpu

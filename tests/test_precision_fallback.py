@@ -1,12 +1,11 @@
 """fp16 overflow never reaches the user: the pipeline reruns in fp32 and says so once."""
 import pytest
 import torch
+from conftest import random_style_state
 
 from styleforge.engine.options import StylizeOptions
 from styleforge.engine.pipeline import Stylizer
 from styleforge.models.checkpoint import save_checkpoint
-
-from conftest import random_style_state
 
 
 def test_fp16_overflow_falls_back_to_fp32(tmp_path):

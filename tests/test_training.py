@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import rel_error
 from PIL import Image
 from safetensors import safe_open
 
-from conftest import rel_error
 from styleforge.cli import main
 from styleforge.models.checkpoint import load_checkpoint
 from styleforge.models.vgg import VGG16Features, VGGWeightsError

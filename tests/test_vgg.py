@@ -12,8 +12,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from styleforge.models.vgg import (CONV_INDICES, IMAGENET_MEAN, IMAGENET_STD, VGG16Features,
-                                   VGGWeightsError, load_vgg16)
+from styleforge.models.vgg import (
+    CONV_INDICES,
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    VGG16Features,
+    VGGWeightsError,
+    load_vgg16,
+)
 
 WIDTHS = (4, 8, 8, 16)
 SHARED_VGG = Path("/work/shared/data/vgg16_relu4_3.fp16.pth")

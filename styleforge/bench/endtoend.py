@@ -25,8 +25,17 @@ import torch
 from ..engine.backends import fused_available, make_runner
 from ..models.checkpoint import Checkpoint, CheckpointError, build_model
 from ..models.transformer_net import TransformerNet, count_flops
-from .harness import (FP32_REL_TOL, Outcome, Timer, check_image, gate_then_time, random_images,
-                      rel_l2, rotation_count, synchronize)
+from .harness import (
+    FP32_REL_TOL,
+    Outcome,
+    Timer,
+    check_image,
+    gate_then_time,
+    random_images,
+    rel_l2,
+    rotation_count,
+    synchronize,
+)
 from .results import Row
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}

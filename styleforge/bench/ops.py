@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from functools import partial
 from dataclasses import dataclass
+from functools import partial
 from types import ModuleType
 from typing import Callable, Iterable
 

@@ -18,7 +18,12 @@ import torch
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from ..engine.backends import make_runner, resolve_backend, resolve_device, resolve_dtype
+from ..engine.backends import (
+    make_runner,
+    resolve_backend,
+    resolve_device,
+    resolve_dtype,
+)
 from ..models.checkpoint import build_model
 from .endtoend import Size, load_bench_style
 from .harness import random_images, synchronize

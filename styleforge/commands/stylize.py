@@ -182,8 +182,13 @@ class _Report:
 
     def __init__(self, total: int):
         from rich.console import Console
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                   TimeElapsedColumn)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
         self.console = Console(stderr=True, highlight=False, soft_wrap=True)
         self.progress = Progress(TextColumn("stylizing"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), console=self.console, transient=True,
@@ -268,7 +273,13 @@ def _stylize_jobs(todo: list[Job], stylizer, options: StylizeOptions, report: _R
 def _flush(pending: list, stylizer, options: StylizeOptions, report: _Report) -> None:
     import torch
 
-    from ..io.image import format_for, holds_alpha, pil_to_tensor, save_image, tensor_to_pil
+    from ..io.image import (
+        format_for,
+        holds_alpha,
+        pil_to_tensor,
+        save_image,
+        tensor_to_pil,
+    )
     if not pending:
         return
     try:

@@ -173,8 +173,8 @@ class FusedRunner:
         fp64 sums in a norm state (affine=False) and the next layer forms the norm's affine from them
         in its own prologue (in_state) and leaves the state zero, so no hand-off kernel and no
         last-block step sits between two layers. IN1 and IN5 take that path only where the conv9x9
-        op was chosen for conv1 and the head (cuDNN there: the (scale, shift) path); the chain's own
-        norm into deconv1 stays (scale, shift)."""
+        op was chosen for conv1 and the head (cuDNN there: the (scale, shift) path); the last block's
+        norm reaches deconv1 the same way (the chain's out_state)."""
         (_, n1), (_, n2), (_, n3) = self.encoder
         (_, n4), (_, n5) = self.decoder
         p2, p3 = self.packed_encoder
@@ -192,9 +192,14 @@ class FusedRunner:
         h, *_ = kernels.conv3x3_norm(y, p2, scale, shift, relu=True, stride=2, **into2, **to_sums(s2, n2))
         s3 = self._state(h, "sums-in3", 128)
         h, *_ = kernels.conv3x3_norm(h, p3, relu=True, stride=2, **from_sums(s2, n2), **to_sums(s3, n3))
-        h, scale, shift, block_in = self._residual_conv3x3(h, None, None, chain=chain, **from_sums(s3, n3))
+        # The last block's norm reaches deconv1 as sums too: the chain's CTAs then end without a last
+        # one forming the affine after all the others (H200: 256² −2 µs, 512² −0.6; perf-notes).
+        s_blocks = self._state(h, "sums-blocks", 128)
+        h, _, _, block_in = self._residual_conv3x3(h, None, None, chain=chain, out_state=s_blocks,
+                                                   **from_sums(s3, n3))
         s4 = self._state(h, "sums-in4", 64)
-        h, *_ = kernels.conv3x3_norm(h, d1p, scale, shift, residual=block_in, upsample=2, **to_sums(s4, n4))
+        h, *_ = kernels.conv3x3_norm(h, d1p, residual=block_in, upsample=2,
+                                     **from_sums(s_blocks, self.residual[-1][3]), **to_sums(s4, n4))
         head_key = ("deconv3", (x.shape[0], 32, x.shape[2], x.shape[3]))   # deconv2's output: _head's key
         head_choice = self.layer_choices.get(head_key)
         if head_choice is None or head_choice.provider != "styleforge":   # cuDNN, or not chosen yet
@@ -237,13 +242,14 @@ class FusedRunner:
         return raw_block(y, self.residual[-1]), y
 
     def _residual_conv3x3(self, c3: torch.Tensor, scale: torch.Tensor | None, shift: torch.Tensor | None,
-                          chain: bool = True, **in_sums):
+                          chain: bool = True, **sums):
         """The blocks on conv3x3_norm from conv3's raw output and IN3 as (scale, shift): each norm is
         applied in the next convolution's prologue from the statistics the previous one's epilogue
         gathered. chain: as one `conv3x3_residual_chain` call (one persistent kernel where the plane
         fits the GPU at once), else as ten conv3x3_norm calls (which overlap on small planes, where
         consecutive links' blocks run on different SMs). Returns the last block's raw second
-        convolution, its norm as (scale, shift) and the block's input."""
+        convolution, its norm as (scale, shift) (empty with sums={"out_state": ...}: left there as
+        sums) and the block's input."""
         weights = [w for pair in self.packed for w in pair]
         norms = [n for _, n1, _, n2 in self.residual for n in (n1, n2)]
         n = c3.shape[0]
@@ -251,7 +257,7 @@ class FusedRunner:
         if state is None:   # first met in a warm-up, outside any capture; then reused by the graphs
             state = self._chain_states[(c3.device, n)] = kernels.chain_state(n, len(weights), c3.device)
         return kernels.conv3x3_residual_chain(c3, scale, shift, weights, [m.weight for m in norms],
-                                              [m.bias for m in norms], state=state, chain=chain, **in_sums)
+                                              [m.bias for m in norms], state=state, chain=chain, **sums)
 
     def _norm_state(self, x: torch.Tensor, norm: str, channels: int) -> torch.Tensor | None:
         """The zeroed state of norm `norm`'s in-kernel hand-off at x's batch (None off CUDA, where

@@ -24,10 +24,12 @@ CONV_SCHEMA = ("conv3x3_norm(Tensor x, Tensor weight, Tensor? scale, Tensor? shi
                "int stride=1, Tensor(a!)? state=None, Tensor(b!)? in_state=None, Tensor? in_norm_weight=None, "
                "Tensor? in_norm_bias=None, bool affine=True) -> (Tensor, Tensor, Tensor, Tensor)")
 MOMENTS_SCHEMA = "norm_scale_shift(Tensor x, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor)"
-# state: conv3x3_chain.cu's zeroed scratch (barrier counters, fp64 sums), used and left zero.
+# state: conv3x3_chain.cu's zeroed scratch (barrier counters, fp64 sums), used and left zero;
+# out_state: the last link's sums left there for the consumer instead of its (scale, shift).
 CHAIN_SCHEMA = ("conv3x3_residual_chain(Tensor x, Tensor? scale, Tensor? shift, Tensor[] weights, "
                 "Tensor[] norm_weights, Tensor[] norm_biases, float eps, Tensor(a!) state, Tensor(b!)? in_state=None, "
-                "Tensor? in_norm_weight=None, Tensor? in_norm_bias=None) -> (Tensor, Tensor, Tensor, Tensor)")
+                "Tensor? in_norm_weight=None, Tensor? in_norm_bias=None, Tensor(c!)? out_state=None) "
+                "-> (Tensor, Tensor, Tensor, Tensor)")
 
 _LIB, _FIRST_CONV = define_once(CONV_SCHEMA)
 _LIB_MOMENTS, _FIRST_MOMENTS = define_once(MOMENTS_SCHEMA)
@@ -70,18 +72,18 @@ def _moments_fake(x, weight, bias, eps):
 
 
 def _chain_impl(x, scale, shift, weights, norm_weights, norm_biases, eps, state, in_state=None, in_norm_weight=None,
-                in_norm_bias=None):
+                in_norm_bias=None, out_state=None):
     return reference_conv3x3.residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps,
                                             in_state=in_state, in_norm_weight=in_norm_weight,
-                                            in_norm_bias=in_norm_bias)
+                                            in_norm_bias=in_norm_bias, out_state=out_state)
 
 
 def _chain_fake(x, scale, shift, weights, norm_weights, norm_biases, eps, state, in_state=None, in_norm_weight=None,
-                in_norm_bias=None):
+                in_norm_bias=None, out_state=None):
     reference_conv3x3.check_chain_args(x, scale, shift, weights, norm_weights, norm_biases, eps)
-    reference_conv3x3.check_chain_sums_args(x, scale, in_state, in_norm_weight, in_norm_bias)
+    reference_conv3x3.check_chain_sums_args(x, scale, in_state, in_norm_weight, in_norm_bias, out_state, len(weights))
     act = torch.empty(x.shape, dtype=x.dtype, device=x.device, memory_format=torch.channels_last)
-    vector = x.new_empty((x.shape[0], 128), dtype=torch.float32)
+    vector = x.new_empty((0 if out_state is not None else x.shape[0], 128), dtype=torch.float32)
     return torch.empty_like(act), vector, vector.clone(), act
 
 
@@ -150,8 +152,9 @@ def conv3x3_norm(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor | No
 
 def chain_state(n: int, links: int, device: torch.device | str) -> torch.Tensor:
     """A zeroed state for `conv3x3_residual_chain` (batch n, `links` convolutions). Each call leaves
-    it zero, so one state serves every call on one stream (graph replays too); calls that may run
-    at the same time need their own."""
+    it zero (with out_state: what it leaves, the next call clears first), so one state serves every
+    call of `links` convolutions on one stream (graph replays too); calls that may run at the same
+    time need their own."""
     return torch.zeros(reference_conv3x3.chain_state_bytes(n, links), dtype=torch.uint8, device=device)
 
 
@@ -179,26 +182,31 @@ def norm_state(n: int, c: int, device: torch.device | str) -> torch.Tensor:
 def conv3x3_residual_chain(x: torch.Tensor, scale: torch.Tensor | None, shift: torch.Tensor | None, weights,
                            norm_weights, norm_biases, eps: float = 1e-5, state: torch.Tensor | None = None,
                            chain: bool = True, in_state: torch.Tensor | None = None,
-                           in_norm_weight: torch.Tensor | None = None, in_norm_bias: torch.Tensor | None = None):
+                           in_norm_weight: torch.Tensor | None = None, in_norm_bias: torch.Tensor | None = None,
+                           out_state: torch.Tensor | None = None):
     """The residual blocks as one op: `reference_conv3x3.residual_chain`'s semantics. On Hopper one
     persistent kernel runs every link where all the tiles fit on the GPU at once (512² and smaller at
     batch 1), else the links run as conv3x3_norm kernels. chain=False (or STYLEFORGE_CONV3X3_CHAIN=off)
     runs them as separate conv3x3_norm calls instead. state: from `chain_state`, or a fresh one per call.
     The norm before the chain is (scale, shift), or its producer's sums in in_state (with
-    in_norm_weight, in_norm_bias: see conv3x3_norm), which the first link turns into its affine."""
+    in_norm_weight, in_norm_bias: see conv3x3_norm), which the first link turns into its affine. With
+    out_state (a zeroed `norm_state` of 128 channels; at least 4 convolutions) the last link's norm is
+    left there as sums for the consumer's in_state, and the returned scale and shift are empty (0, 128):
+    the persistent kernel then ends without its last CTA forming the affine."""
     weights, norm_weights, norm_biases = list(weights), list(norm_weights), list(norm_biases)
-    sums = dict(in_state=in_state, in_norm_weight=in_norm_weight, in_norm_bias=in_norm_bias)
+    sums = dict(in_state=in_state, in_norm_weight=in_norm_weight, in_norm_bias=in_norm_bias, out_state=out_state)
     if _use_reference(x) or not conv3x3_norm_supported(x.device):
         return reference_conv3x3.residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps, **sums)
     if not chain or os.environ.get("STYLEFORGE_CONV3X3_CHAIN", "auto").lower() in ("0", "off"):
         return reference_conv3x3.residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps,
                                                 conv=torch.ops.styleforge.conv3x3_norm, **sums)
     reference_conv3x3.check_chain_args(x, scale, shift, weights, norm_weights, norm_biases, eps)
-    reference_conv3x3.check_chain_sums_args(x, scale, in_state, in_norm_weight, in_norm_bias)
+    reference_conv3x3.check_chain_sums_args(x, scale, in_state, in_norm_weight, in_norm_bias, out_state, len(weights))
     if state is None:
         state = chain_state(x.shape[0], len(weights), x.device)
     return torch.ops.styleforge.conv3x3_residual_chain(x, scale, shift, weights, norm_weights, norm_biases,
-                                                       float(eps), state, in_state, in_norm_weight, in_norm_bias)
+                                                       float(eps), state, in_state, in_norm_weight, in_norm_bias,
+                                                       out_state)
 
 
 def norm_scale_shift(x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None,

@@ -308,26 +308,33 @@ def check_chain_args(x, scale, shift, weights, norm_weights, norm_biases, eps) -
         check_args(x, w, scale, shift, None, True, 1, True, nw, nb, eps, 1)
 
 
-def check_chain_sums_args(x, scale, in_state, in_norm_weight, in_norm_bias) -> None:
-    """The norm before the chain: (scale, shift), or in_state with (128,) norm vectors."""
+def check_chain_sums_args(x, scale, in_state, in_norm_weight, in_norm_bias, out_state=None, links=0) -> None:
+    """The norm before the chain: (scale, shift), or in_state with (128,) norm vectors; the norm after
+    it as an out_state (needs ≥ 4 convolutions: conv3x3_chain.cu resets its last barrier's counter
+    at the next launch, which must not be the first barrier)."""
     name = "conv3x3_residual_chain"
     if (scale is None) == (in_state is None):
         raise ValueError(f"{name}: the norm before the chain is scale and shift, or in_state (exactly one)")
     if in_state is not None:
         check_state(name, "in_state", in_state, x, x.shape[0], 128)
+    if out_state is not None:
+        check_state(name, "out_state", out_state, x, x.shape[0], 128)
+        if links < 4:
+            raise ValueError(f"{name}: out_state needs at least 4 convolutions (two blocks), got {links}")
     _check_vector(name, "in_norm_weight", in_norm_weight, x, 128)
     _check_vector(name, "in_norm_bias", in_norm_bias, x, 128)
 
 
 def residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps=1e-5, conv=None, in_state=None,
-                   in_norm_weight=None, in_norm_bias=None):
+                   in_norm_weight=None, in_norm_bias=None, out_state=None):
     """The style network's residual blocks on conv3x3_norm: block b is links 2b and 2b + 1. x is conv3's
     raw output, (scale, shift) its norm (applied with ReLU), or that norm from its producer's sums in
     in_state (reference_norm_sums: taken and zeroed); returns the last link's raw output, its norm as
-    (scale, shift) and the last block's input (for the skip that deconv1 adds). `conv` takes
-    conv3x3_norm's positional arguments (default: this twin; the CUDA op for separate launches)."""
+    (scale, shift) and the last block's input (for the skip that deconv1 adds); with out_state that
+    norm is left there as sums instead (conv3x3_norm's affine=False) and scale, shift are empty. `conv`
+    takes conv3x3_norm's positional arguments (default: this twin; the CUDA op for separate launches)."""
     check_chain_args(x, scale, shift, weights, norm_weights, norm_biases, eps)
-    check_chain_sums_args(x, scale, in_state, in_norm_weight, in_norm_bias)
+    check_chain_sums_args(x, scale, in_state, in_norm_weight, in_norm_bias, out_state, len(weights))
     if in_state is not None:
         scale, shift = take_affine(in_state, x.shape[0], 128, x.shape[2] * x.shape[3], in_norm_weight, in_norm_bias,
                                    eps)
@@ -336,7 +343,9 @@ def residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps=1e-5
     for b in range(0, len(weights), 2):
         h, s1, t1, block_in = conv(h, weights[b], scale, shift, block_in, relu, 1, True, norm_weights[b],
                                    norm_biases[b], eps, True)
+        to_state = out_state is not None and b + 2 == len(weights)
         h, scale, shift, _ = conv(h, weights[b + 1], s1, t1, None, True, 1, False, norm_weights[b + 1],
-                                  norm_biases[b + 1], eps, True)
+                                  norm_biases[b + 1], eps, True, 1, out_state if to_state else None, None, None,
+                                  None, not to_state)
         relu = False                          # later block inputs: block_in + norm(h), no ReLU
     return h, scale, shift, block_in

@@ -228,7 +228,13 @@ class Trainer:
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self) -> TrainResult:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
 
         cfg = self.config
         first_step, stopped_early, idle = self.step_count, False, 0.0

@@ -230,7 +230,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_residual_chai
     const at::Tensor& x_in, const std::optional<at::Tensor>& scale_opt, const std::optional<at::Tensor>& shift_opt,
     at::TensorList weights, at::TensorList norm_weights, at::TensorList norm_biases, double eps, at::Tensor& state,
     const std::optional<at::Tensor>& in_state, const std::optional<at::Tensor>& in_norm_weight,
-    const std::optional<at::Tensor>& in_norm_bias) {
+    const std::optional<at::Tensor>& in_norm_bias, const std::optional<at::Tensor>& out_state) {
   constexpr const char* kName = "conv3x3_residual_chain";
   const int64_t links = static_cast<int64_t>(weights.size());
   TORCH_CHECK(links >= 2 && links <= kChainMaxLinks && links % 2 == 0, kName,
@@ -261,6 +261,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_residual_chai
   } else {
     check_state(kName, "in_state", *in_state, x_in, n, 128);
   }
+  const bool to_state = out_state.has_value() && out_state->defined();
+  if (to_state) {
+    check_state(kName, "out_state", *out_state, x_in, n, 128);
+    TORCH_CHECK(links >= 4, kName, ": out_state needs at least 4 convolutions (two blocks), got ", links);
+  }
   const at::Tensor in_nw = vector_f32(kName, "in_norm_weight", in_norm_weight, x_in, 128);
   const at::Tensor in_nb = vector_f32(kName, "in_norm_bias", in_norm_bias, x_in, 128);
   TORCH_CHECK(eps > 0, kName, ": eps must be > 0, got ", eps);
@@ -284,8 +289,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_residual_chai
   const auto cl = x.options().memory_format(at::MemoryFormat::ChannelsLast);
   at::Tensor raw[2] = {at::empty({n, 128, h, w}, cl), at::empty({n, 128, h, w}, cl)};
   at::Tensor act[2] = {at::empty({n, 128, h, w}, cl), at::empty({n, 128, h, w}, cl)};
-  at::Tensor out_scale = at::empty({n, 128}, x.options().dtype(at::kFloat));
-  at::Tensor out_shift = at::empty({n, 128}, x.options().dtype(at::kFloat));
+  // With out_state the last link's norm stays as sums there: empty (0, 128) vectors, as conv3x3_norm's
+  // affine=False.
+  at::Tensor out_scale = at::empty({to_state ? 0 : n, 128}, x.options().dtype(at::kFloat));
+  at::Tensor out_shift = at::empty({to_state ? 0 : n, 128}, x.options().dtype(at::kFloat));
   const at::Tensor& h_out = raw[(links - 1) & 1];
   const at::Tensor& block_in = act[((links - 2) / 2) & 1];
   if (n == 0) return {h_out, out_scale, out_shift, block_in};
@@ -313,8 +320,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_residual_chai
     args.raw[i] = raw[i].data_ptr();
     args.act[i] = act[i].data_ptr();
   }
-  args.out_scale = out_scale.data_ptr<float>();
-  args.out_shift = out_shift.data_ptr<float>();
+  args.out_scale = to_state ? nullptr : out_scale.data_ptr<float>();
+  args.out_shift = to_state ? nullptr : out_shift.data_ptr<float>();
+  args.out_state = to_state ? out_state->data_ptr() : nullptr;
   args.N = n;
   args.H = h;
   args.W = w;

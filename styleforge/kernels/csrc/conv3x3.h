@@ -106,15 +106,21 @@ struct ChainArgs {
   float eps = 1e-5f;
   void* raw[2] = {};
   void* act[2] = {};
-  float* out_scale = nullptr;                       // (N, 128) fp32: the last link's norm, written
+  float* out_scale = nullptr;                       // (N, 128) fp32: the last link's norm, written ...
   float* out_shift = nullptr;
+  // ... or (out_scale, out_shift null) the last link's sums added to this zeroed norm state
+  // (norm_state_bytes(N, 128)) for the consumer's in_state, as Conv3x3Args' affine-free form: then no
+  // CTA waits for the others at the end (links >= 4: see conv3x3_chain.cu's barrier counters).
+  void* out_state = nullptr;
   int64_t N = 0, H = 0, W = 0;                      // H, W >= 2
   int64_t l2_bytes = 0;                             // as Conv3x3Args (for the links' fallback)
 };
 
 // The chain's state: grid-barrier counters and fp64 statistics. Zero before the first launch (e.g.
-// a zero-filled allocation); every launch leaves it zero, so one state serves a stream's launches
-// (a CUDA graph's replays included). Launches that may overlap need separate states.
+// a zero-filled allocation); every launch leaves it zero, or with out_state leaves its last
+// barrier's counter and one link's sums for the next launch to clear, so one state serves a stream's
+// launches of one link count (a CUDA graph's replays included). Launches that may overlap need
+// separate states.
 size_t conv3x3_chain_state_bytes(int64_t N, int links);
 // Scratch for the launch when the tiles do not all fit on the GPU at once (the per-link path).
 size_t conv3x3_chain_workspace_bytes(int64_t N, int64_t H, int64_t W);

@@ -24,8 +24,15 @@
 namespace styleforge {
 namespace {
 
-// The state's layout: counters (arrivals at the grid barriers, CTAs done), then the sums.
+// The state's layout: counters, then the sums. Counter l < links − 1 counts the arrivals at grid
+// barrier l; kDoneCounter the CTAs done (only where the last CTA forms out_scale/out_shift). Each
+// counter goes back to zero once nobody reads it: counter l by CTA 0 at link l + 2 (every CTA has
+// left barrier l once barrier l + 1 is complete), the last barrier's at the next launch's start (so
+// with out_state no CTA waits at the end; that needs a barrier before link links − 1 other than the
+// first, links >= 4).
 constexpr size_t kStateHeaderBytes = 256;
+constexpr int kDoneCounter = kChainMaxLinks;
+static_assert((kDoneCounter + 1) * sizeof(unsigned) <= kStateHeaderBytes, "the counters fit the header");
 constexpr int kC = 128;
 using ChainCfg = Cfg<kC, kC, 1>;
 
@@ -43,9 +50,10 @@ struct ChainParams {
   const float* beta[kChainMaxLinks];
   float eps;
   double* sums;        // [links][kChainSumCopies][2][N][128]: Σx, Σx² of each link's output
-  unsigned* counters;  // [0] arrivals at the grid barriers, [1] CTAs done
-  float* out_scale;
+  unsigned* counters;  // [l] arrivals at grid barrier l, [kDoneCounter] CTAs done
+  float* out_scale;    // the last link's norm as an affine (the last CTA forms it) ...
   float* out_shift;
+  double* out_sums;    // ... or its sums, into the consumer's norm state (ChainArgs::out_state)
   long long* profile;  // SF_TILE_PROFILE builds: [links][CTAs][kTileProfileSlots] (tile_profile.cuh)
   int links, N, H, W, tiles_x, tiles;
 };
@@ -103,7 +111,9 @@ __device__ __forceinline__ void link_params(const ChainParams& cp, int l, Params
   p.out_all = l + 1 == cp.links;   // the decoder reads the last output ...
   p.act_all = l + 2 == cp.links;   // ... and the last block's input
   p.out = cp.raw[r.out_raw];
-  p.out_sums = cp.sums + static_cast<size_t>(l) * per_link + (blockIdx.x % kChainSumCopies) * 2 * cp.N * kC;
+  const bool to_state = l + 1 == cp.links && cp.out_sums != nullptr;
+  p.out_sums = (to_state ? cp.out_sums : cp.sums + static_cast<size_t>(l) * per_link) +
+               (blockIdx.x % kChainSumCopies) * 2 * cp.N * kC;
   p.profile = cp.profile ? cp.profile + (static_cast<size_t>(l) * gridDim.x + blockIdx.x) * kTileProfileSlots : nullptr;
 }
 #endif
@@ -143,6 +153,14 @@ __global__ void __launch_bounds__(kChainThreads, 1) residual_chain_kernel(const 
   sm90::regs_inc<kConsumerRegs>();
   const int per_link = kChainSumCopies * 2 * cp.N * kC;   // doubles of one link's sums
   grid_dependency_wait();   // x, scale and shift come from the kernels before this one
+  // What the last launch on this state left for its successor to clear (the counter of its last
+  // barrier, the sums its last link's prologue read): past the wait, that launch is complete. Before
+  // CTA 0 counts at barrier 0, so before any CTA of this launch can reach either.
+  if (blockIdx.x == 0) {
+    const int L = cp.links;
+    if (tid == 0) cp.counters[L - 2] = 0;
+    for (int i = tid; i < per_link; i += kConsumers) cp.sums[static_cast<size_t>(L - 2) * per_link + i] = 0.0;
+  }
   tile_mark_global(lp, kTileProfileGlobalStart);   // profile builds: link 0's record has the chain's start ...
 #pragma unroll 1
   for (int l = 0; l < cp.links; ++l) {
@@ -150,6 +168,7 @@ __global__ void __launch_bounds__(kChainThreads, 1) residual_chain_kernel(const 
     // for the next launch.
     if (blockIdx.x == 0 && l >= 2) {
       for (int i = tid; i < per_link; i += kConsumers) cp.sums[static_cast<size_t>(l - 2) * per_link + i] = 0.0;
+      if (tid == 0) cp.counters[l - 2] = 0;   // barrier l − 2's: every CTA has left it
     }
     // Likewise the producer's sums that link 0 read (its state's counter is never counted).
     if (blockIdx.x == 0 && l == 1 && cp.in_sums != nullptr) {
@@ -164,25 +183,25 @@ __global__ void __launch_bounds__(kChainThreads, 1) residual_chain_kernel(const 
     }
     // Grid barrier (CUTLASS's generic barrier form): CTA barrier; one thread counts with release
     // semantics (cumulative: it publishes what the CTA barrier ordered before it) and spins with
-    // acquire loads until every CTA has counted; CTA barrier. The count rises through a launch:
-    // barrier l waits for (l + 1) · gridDim.x.
+    // acquire loads until every CTA has counted; CTA barrier. Barrier l has its own counter.
     consumers_sync();
     if (tid == 0) {
       link_params(cp, l + 1, lp);   // every consumer is past its last read of link l's
-      asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(cp.counters) : "memory");
-      const unsigned target = static_cast<unsigned>(l + 1) * gridDim.x;
-      while (load_acquire(cp.counters) < target) {
+      asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(cp.counters + l) : "memory");
+      while (load_acquire(cp.counters + l) < gridDim.x) {
       }
     }
     consumers_sync();
   }
-  // The last CTA to finish turns the last link's sums into (scale, shift) for the decoder and leaves
-  // the state zero for the next launch.
+  // With out_state the consumer forms the norm from the sums and clears them: done. Else the last CTA
+  // to finish turns the last link's sums into (scale, shift) for the decoder and leaves the state
+  // zero for the next launch.
+  if (cp.out_sums != nullptr) return;
   consumers_sync();
   unsigned* last_flag = reinterpret_cast<unsigned*>(sm.mean_s);   // free after the epilogue
   if (tid == 0) {
     __threadfence();
-    const unsigned done = atomicAdd(cp.counters + 1, 1u);
+    const unsigned done = atomicAdd(cp.counters + kDoneCounter, 1u);
     __threadfence();
     *last_flag = done == gridDim.x - 1;
   }
@@ -204,8 +223,8 @@ __global__ void __launch_bounds__(kChainThreads, 1) residual_chain_kernel(const 
   consumers_sync();
   for (int i = tid; i < 2 * per_link; i += kConsumers) cp.sums[static_cast<size_t>(L - 2) * per_link + i] = 0.0;
   if (tid == 0) {
-    cp.counters[0] = 0;
-    cp.counters[1] = 0;
+    cp.counters[L - 2] = 0;
+    cp.counters[kDoneCounter] = 0;
   }
 #else
   __trap();   // built without sm_90a code: conv3x3_chain_fits() keeps launches away
@@ -222,7 +241,8 @@ bool valid_chain(const ChainArgs& a) {
   if (a.N < 0 || a.H < 2 || a.W < 2 || a.H >= (1 << 20) || a.W >= (1 << 20)) return false;
   if (a.N * conv3x3_tiles(a.H, a.W, kC) >= 0x7fffffff || a.N * kC * 2 * kChainSumCopies * a.links >= 0x7fffffff) return false;
   if (a.x == nullptr || (a.scale == nullptr) != (a.shift == nullptr) || (a.scale != nullptr && a.in_state != nullptr) ||
-      a.out_scale == nullptr || a.out_shift == nullptr) {
+      (a.out_scale == nullptr) != (a.out_shift == nullptr) || (a.out_scale == nullptr) == (a.out_state == nullptr) ||
+      (a.out_state != nullptr && a.links < 4)) {
     return false;
   }
   for (int l = 0; l < a.links; ++l) {
@@ -264,8 +284,9 @@ cudaError_t launch_links(const ChainArgs& a, void* workspace, cudaStream_t strea
     c.norm.weight = a.norm_weight[l];
     c.norm.bias = a.norm_bias[l];
     c.norm.eps = a.eps;
-    c.norm.scale = last ? a.out_scale : scale[l & 1];
+    c.norm.scale = last ? a.out_scale : scale[l & 1];   // (the last: null with out_state)
     c.norm.shift = last ? a.out_shift : shift[l & 1];
+    if (last) c.norm_state = a.out_state;
     c.N = a.N;
     c.H = a.H;
     c.W = a.W;
@@ -328,6 +349,7 @@ cudaError_t conv3x3_chain_launch(const ChainArgs& a, void* state, void* workspac
   cp.sums = reinterpret_cast<double*>(static_cast<unsigned char*>(state) + kStateHeaderBytes);
   cp.out_scale = a.out_scale;
   cp.out_shift = a.out_shift;
+  if (a.out_state != nullptr) cp.out_sums = norm_state_sums(a.out_state);
 #if SF_TILE_PROFILE
   cp.profile = tile_profile_region(kTileProfileChainTag, static_cast<int>(a.N * conv3x3_tiles(a.H, a.W, kC)), a.links);
 #endif
