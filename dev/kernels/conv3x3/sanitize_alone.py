@@ -100,6 +100,23 @@ err = float((got[0].cpu().double() - want[0].double()).norm() / want[0].double()
 print(f"residual chain from sums 2x37x50: rel err vs twin {err:.2e}, states zero after: {not state.any() and not cin_state.any()}")
 assert err < 3e-2 and not state.any() and not cin_state.any()
 
+# The chain leaving its last norm as sums (out_state, session 15), twice on one state: the second
+# launch clears what the first left (its last barrier's counter, link 2's sums).
+out_sums = torch.zeros(ref.norm_state_bytes(2, 128), dtype=torch.uint8)
+want = ref.residual_chain(x, scale, shift, weights, nws, nbs, out_state=out_sums)
+for call in range(2):
+    cout_state = torch.zeros_like(out_sums, device="cuda")
+    got = torch.ops.styleforge.conv3x3_residual_chain(x.cuda(), scale.cuda(), shift.cuda(), [w.cuda() for w in weights],
+                                                      [v.cuda() for v in nws], [v.cuda() for v in nbs], 1e-5, state,
+                                                      None, None, None, cout_state)
+    torch.cuda.synchronize()
+    err = float((got[0].cpu().double() - want[0].double()).norm() / want[0].double().norm())
+    s_err = float((cout_state.cpu()[256:].view(torch.float64).view(8, -1).sum(0)
+                   - out_sums[256:].view(torch.float64).view(8, -1).sum(0)).norm()
+                  / out_sums[256:].view(torch.float64).norm())
+    print(f"residual chain to out_state 2x37x50, call {call}: rel err vs twin {err:.2e}, sums {s_err:.2e}")
+    assert err < 3e-2 and s_err < 1e-2
+
 h = (torch.randn(2, 32, 70, 90, generator=g) * 2 + 3).to(torch.bfloat16).contiguous(memory_format=torch.channels_last)
 head_w = (torch.randn(3, 32, 9, 9, generator=g) / 51).to(torch.bfloat16)
 bias, nw5, nb5 = torch.randn(3, generator=g), torch.rand(32, generator=g) + 0.5, torch.randn(32, generator=g)
