@@ -324,6 +324,53 @@ def test_norm_bad_arguments_are_named(label):
         kernels.conv9x9_norm(x, weight, state=state, **args)
 
 
+def test_pack_conv1_weight_places_each_element_as_the_kernel_reads_it():
+    # conv9x9_sm90.cu's B: W[n][c][ky][kx] at k = 32·(ky % 2) + 3·kx + c of block ky // 2, row n,
+    # 16-byte chunk k // 8 at slot (k // 8) ^ (n % 8); everything else zero.
+    g = torch.Generator().manual_seed(3)
+    weight = torch.randn(32, 3, 9, 9, generator=g).to(torch.bfloat16)
+    packed = kernels.pack_conv1_weight(weight)
+    assert packed.shape == (5 * 32 * 64,) and packed.dtype == torch.bfloat16
+    want = torch.zeros(5, 32, 8, 8, dtype=torch.bfloat16)   # [block][row n][slot][element]
+    for n in range(32):
+        for c in range(3):
+            for ky in range(9):
+                for kx in range(9):
+                    k = 32 * (ky % 2) + 3 * kx + c
+                    want[ky // 2, n, (k // 8) ^ (n % 8), k % 8] = weight[n, c, ky, kx]
+    assert torch.equal(packed, want.reshape(-1))
+    with pytest.raises(ValueError, match="pack_conv1_weight: weight must be conv1's"):
+        kernels.pack_conv1_weight(weight[:16])
+    x, w, (nw, nb), pad = make_norm_inputs(1, 12, 12, torch.bfloat16)
+    with pytest.raises(ValueError, match="packed_weight must be pack_conv1_weight"):
+        kernels.conv9x9_norm(x, w, pad=pad, norm_weight=nw, norm_bias=nb, packed_weight=packed[:100])
+    y, *_ = kernels.conv9x9_norm(x, w, pad=pad, norm_weight=nw, norm_bias=nb,
+                                 packed_weight=kernels.pack_conv1_weight(w))
+    assert torch.equal(y, kernels.conv9x9_norm(x, w, pad=pad, norm_weight=nw, norm_bias=nb)[0])
+
+
+def test_pack_head_weight_places_each_fragment_as_the_kernel_reads_it():
+    # conv9x9.cu's head B fragments: slot (ky pair G, kx, k step ks), lane (n = lane // 4 = 2·co + j):
+    # W[co][16·ks + 2·(lane % 4) + (0, 1, 8, 9)][2G + j][kx]; zero for n ≥ 6 or 2G + j = 9.
+    g = torch.Generator().manual_seed(4)
+    weight = torch.randn(3, 32, 9, 9, generator=g).to(torch.float16)
+    packed = kernels.pack_head_weight(weight)
+    assert packed.shape == (5 * 9 * 2 * 32 * 4,) and packed.dtype == torch.float16
+    want = torch.zeros(5, 9, 2, 32, 4, dtype=torch.float16)
+    for pair in range(5):
+        for kx in range(9):
+            for ks in range(2):
+                for lane in range(32):
+                    n = lane // 4
+                    co, ky = n // 2, 2 * pair + n % 2
+                    if n < 6 and ky < 9:
+                        for e, dc in enumerate((0, 1, 8, 9)):
+                            want[pair, kx, ks, lane, e] = weight[co, 16 * ks + 2 * (lane % 4) + dc, ky, kx]
+    assert torch.equal(packed, want.reshape(-1))
+    with pytest.raises(ValueError, match="pack_head_weight: weight must be the head's"):
+        kernels.pack_head_weight(weight.float())
+
+
 def test_norm_state_is_the_header_layout():
     # norm_state.h: a 256-byte header (the CTA counter), then 8 copies of fp64 [Σx | Σx²][N][C].
     assert reference_conv3x3.norm_state_bytes(3, 32) == 256 + 8 * 2 * 3 * 32 * 8
@@ -707,6 +754,10 @@ def _check_cuda_norm(n, h, w, dtype, image, seed=0):
     assert rel_error(scale, want_scale) <= 1e-4 and rel_error(shift, want_shift) <= 1e-4
     s64, t64 = scale_shift64(y, nw, nb)
     assert rel_error(scale, s64) <= 1e-4 and rel_error(shift, t64) <= 1e-4
+    # The same with the weight pre-packed as the Hopper kernel's B image: the same bits of y (the
+    # statistics' fp64 atomics may add in another order).
+    y_p, scale_p, shift_p = NORM_OP(x, weight, pad, nw, nb, 1e-5, state, True, kernels.pack_conv1_weight(weight))
+    assert torch.equal(y_p, y) and rel_error(scale_p, scale) <= 1e-6 and rel_error(shift_p, shift) <= 1e-6
     return x, weight, nw, nb, pad, (y, scale, shift)
 
 

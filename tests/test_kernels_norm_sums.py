@@ -368,12 +368,17 @@ def test_cuda_conv1_sums_and_head_from_sums(loaded, n):
     s5, t5 = sums.take_affine(filled_state(h), n, 32, 256 * 320, nw5, nb5, 1e-5)
     want = kernels.conv9x9(h, head_w, bias, out_float32=True, scale=s5, shift=t5, pad=4)
     in_state = filled_state(h)
-    for _ in range(3):
+    packed = kernels.pack_head_weight(head_w)
+    for call in range(4):   # the last two with the weight pre-packed (the engine's form): the same bits
         got = kernels.conv9x9_from_sums(h, head_w, bias, in_state, out_float32=True, pad=4, norm_weight=nw5,
-                                        norm_bias=nb5)
+                                        norm_bias=nb5, packed_weight=packed if call >= 2 else None)
         torch.cuda.synchronize()
         assert not in_state.any()
         assert rel_error(got, want) <= 1e-3
+        if call == 0:
+            first = got
+        else:
+            assert torch.equal(got, first)
         in_state.copy_(filled_state(h))
 
 

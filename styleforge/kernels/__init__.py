@@ -22,7 +22,14 @@ from .ops import (
     using,
 )
 from .ops_attention import attention
-from .ops_conv import conv9x9, conv9x9_from_sums, conv9x9_norm, conv9x9_supported
+from .ops_conv import (
+    conv9x9,
+    conv9x9_from_sums,
+    conv9x9_norm,
+    conv9x9_supported,
+    pack_conv1_weight,
+    pack_head_weight,
+)
 from .ops_conv3x3 import (
     chain_state,
     conv3x3_norm,
@@ -35,4 +42,4 @@ from .ops_conv3x3 import (
 from .ops_ffn import ffn
 
 __all__ = ["MODES", "attention", "chain_state", "conv3x3_norm", "conv3x3_norm_supported", "conv3x3_residual_chain", "conv9x9", "conv9x9_from_sums", "conv9x9_norm", "conv9x9_supported", "cuda_kernels_available", "current_mode",
-           "ensure_cuda_kernels", "ffn", "instance_norm", "norm_scale_shift", "norm_state", "pack_weight", "use", "using"]
+           "ensure_cuda_kernels", "ffn", "instance_norm", "norm_scale_shift", "norm_state", "pack_conv1_weight", "pack_head_weight", "pack_weight", "use", "using"]

@@ -15,17 +15,23 @@ from . import ops, reference_conv
 from .library import backward_through_reference, define_once
 from .ops_conv3x3 import norm_state
 
+pack_conv1_weight = reference_conv.pack_conv1_weight
+pack_head_weight = reference_conv.pack_head_weight
+
 SCHEMA = ("conv9x9(Tensor x, Tensor weight, Tensor? bias, bool out_float32=False, Tensor? scale=None, "
           "Tensor? shift=None, int pad=0) -> Tensor")
 QUALNAME = "styleforge::conv9x9"
 # state: norm_state(N, 32)'s zeroed scratch (a CTA counter and fp64 sums), used and left zero; with
 # affine=False the sums are left in it for the next layer (reference_norm_sums).
+# packed_weight: pack_conv1_weight(weight), copied by the Hopper kernel instead of rearranging weight.
 NORM_SCHEMA = ("conv9x9_norm(Tensor x, Tensor weight, int pad, Tensor? norm_weight, Tensor? norm_bias, float eps, "
-               "Tensor(a!) state, bool affine=True) -> (Tensor, Tensor, Tensor)")
+               "Tensor(a!) state, bool affine=True, Tensor? packed_weight=None) -> (Tensor, Tensor, Tensor)")
 NORM_QUALNAME = "styleforge::conv9x9_norm"
 # The head applying the norm whose sums its producer left in state (read, then zeroed).
+# packed_weight: pack_head_weight(weight), copied by the kernel instead of gathering its B fragments.
 FROM_SUMS_SCHEMA = ("conv9x9_from_sums(Tensor x, Tensor weight, Tensor? bias, bool out_float32, int pad, "
-                    "Tensor(a!) state, Tensor? norm_weight, Tensor? norm_bias, float eps) -> Tensor")
+                    "Tensor(a!) state, Tensor? norm_weight, Tensor? norm_bias, float eps, "
+                    "Tensor? packed_weight=None) -> Tensor")
 FROM_SUMS_QUALNAME = "styleforge::conv9x9_from_sums"
 
 _LIB, _FIRST_IMPORT = define_once(SCHEMA)  # registrations below run only when this defined it
@@ -59,24 +65,26 @@ def _backward(ctx, grad):
         ctx.saved_tensors, ctx.needs_input_grad, grad, num_inputs=7)
 
 
-def _norm_impl(x, weight, pad, norm_weight, norm_bias, eps, state, affine=True):
-    return reference_conv.conv9x9_norm(x, weight, pad, norm_weight, norm_bias, eps, state, affine)
+def _norm_impl(x, weight, pad, norm_weight, norm_bias, eps, state, affine=True, packed_weight=None):
+    return reference_conv.conv9x9_norm(x, weight, pad, norm_weight, norm_bias, eps, state, affine, packed_weight)
 
 
-def _norm_fake(x, weight, pad, norm_weight, norm_bias, eps, state, affine=True):
-    reference_conv.check_norm_args(x, weight, pad, norm_weight, norm_bias, eps, state)
+def _norm_fake(x, weight, pad, norm_weight, norm_bias, eps, state, affine=True, packed_weight=None):
+    reference_conv.check_norm_args(x, weight, pad, norm_weight, norm_bias, eps, state, packed_weight)
     y = torch.empty(reference_conv.output_shape(x, weight, pad), dtype=weight.dtype, device=x.device,
                     memory_format=torch.channels_last)
     vector = x.new_empty((x.shape[0] if affine else 0, weight.shape[0]), dtype=torch.float32)
     return y, vector, vector.clone()
 
 
-def _from_sums_impl(x, weight, bias, out_float32, pad, state, norm_weight, norm_bias, eps):
-    return reference_conv.conv9x9_from_sums(x, weight, bias, out_float32, pad, state, norm_weight, norm_bias, eps)
+def _from_sums_impl(x, weight, bias, out_float32, pad, state, norm_weight, norm_bias, eps, packed_weight=None):
+    return reference_conv.conv9x9_from_sums(x, weight, bias, out_float32, pad, state, norm_weight, norm_bias, eps,
+                                            packed_weight)
 
 
-def _from_sums_fake(x, weight, bias, out_float32, pad, state, norm_weight, norm_bias, eps):
-    reference_conv.check_from_sums_args(x, weight, bias, out_float32, pad, state, norm_weight, norm_bias, eps)
+def _from_sums_fake(x, weight, bias, out_float32, pad, state, norm_weight, norm_bias, eps, packed_weight=None):
+    reference_conv.check_from_sums_args(x, weight, bias, out_float32, pad, state, norm_weight, norm_bias, eps,
+                                        packed_weight)
     return torch.empty(reference_conv.output_shape(x, weight, pad), dtype=torch.float32 if out_float32 else weight.dtype,
                        device=x.device, memory_format=torch.channels_last)
 
@@ -127,37 +135,43 @@ def conv9x9(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = N
 
 def conv9x9_norm(x: torch.Tensor, weight: torch.Tensor, *, pad: int = 0, norm_weight: torch.Tensor | None = None,
                  norm_bias: torch.Tensor | None = None, eps: float = 1e-5, state: torch.Tensor | None = None,
-                 affine: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                 affine: bool = True, packed_weight: torch.Tensor | None = None
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """conv1 (3 → 32, no bias) and its InstanceNorm's statistics in one kernel: (y, scale, shift) with
     y exactly `conv9x9(x, weight, pad=pad)` and (scale, shift), fp32 (N, 32), such that
     InstanceNorm(y; norm_weight, norm_bias, eps) = y·scale + shift (`reference_conv.conv9x9_norm`).
 
     state: a zeroed `norm_state(N, 32, device)`, left zero (one per stream serves every call, CUDA
     graph replays too); None allocates one per call. affine=False (a state needed): y's sums are
-    left in the state for the next layer's in_state, and scale, shift come back (0, 32). Reference
-    mode and CPU tensors run the twin.
+    left in the state for the next layer's in_state, and scale, shift come back (0, 32).
+    packed_weight: `pack_conv1_weight(weight)`, made once per weight, saves the Hopper kernel
+    rearranging the weight in every CTA (the caller keeps the two in step). Reference mode and CPU
+    tensors run the twin.
     """
     if ops.current_mode() == "reference" or not x.is_cuda:
-        return reference_conv.conv9x9_norm(x, weight, pad, norm_weight, norm_bias, eps, state, affine)
+        return reference_conv.conv9x9_norm(x, weight, pad, norm_weight, norm_bias, eps, state, affine, packed_weight)
     # Checked here first (ValueError naming the rule): see `conv9x9` for why.
-    reference_conv.check_norm_args(x, weight, pad, norm_weight, norm_bias, eps, state)
+    reference_conv.check_norm_args(x, weight, pad, norm_weight, norm_bias, eps, state, packed_weight)
     if not affine and state is None:
         raise ValueError("conv9x9_norm: affine=False leaves the sums in state: a state is needed")
     ops.ensure_cuda_kernels()
     if state is None:
         state = norm_state(x.shape[0], weight.shape[0], x.device)
     return torch.ops.styleforge.conv9x9_norm(x, weight, int(pad), norm_weight, norm_bias, float(eps), state,
-                                             bool(affine))
+                                             bool(affine), packed_weight)
 
 
 def conv9x9_from_sums(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, state: torch.Tensor, *,
                       out_float32: bool = False, pad: int = 0, norm_weight: torch.Tensor | None = None,
-                      norm_bias: torch.Tensor | None = None, eps: float = 1e-5) -> torch.Tensor:
+                      norm_bias: torch.Tensor | None = None, eps: float = 1e-5,
+                      packed_weight: torch.Tensor | None = None) -> torch.Tensor:
     """The head (32 → 3) applying the InstanceNorm of x (+ ReLU) on load, that norm given as the sums
     its producer left in `state` (conv3x3_norm(..., affine=False)): `conv9x9(x, weight, bias,
     scale=, shift=)` with the affine formed from them; the state is left zero
-    (`reference_conv.conv9x9_from_sums`). Reference mode and CPU tensors run the twin."""
-    args = (x, weight, bias, bool(out_float32), int(pad), state, norm_weight, norm_bias, float(eps))
+    (`reference_conv.conv9x9_from_sums`). packed_weight: `pack_head_weight(weight)`, made once per
+    weight, saves every CTA gathering its fragments (the caller keeps the two in step). Reference
+    mode and CPU tensors run the twin."""
+    args = (x, weight, bias, bool(out_float32), int(pad), state, norm_weight, norm_bias, float(eps), packed_weight)
     if ops.current_mode() == "reference" or not x.is_cuda:
         return reference_conv.conv9x9_from_sums(*args)
     reference_conv.check_from_sums_args(*args)   # checked here first: see `conv9x9` for why

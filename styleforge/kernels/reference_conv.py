@@ -106,8 +106,68 @@ def conv9x9(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = N
 NORM_NAME = "conv9x9_norm"
 
 
+CONV1_PACKED_ELEMENTS = 5 * 32 * 64   # conv9x9_sm90.cu's B image: 5 ky-pair blocks of [32 n][64 k]
+
+
+def pack_conv1_weight(weight: torch.Tensor) -> torch.Tensor:
+    """conv1's (32, 3, 9, 9) weight as the Hopper kernel's B image in shared memory (conv9x9_sm90.cu),
+    so that each CTA copies it instead of rearranging the raw weight (~4 µs of conv1 at 512²): block
+    ky // 2 of 32 rows n × 64 k (k = 32·(ky % 2) + 3·kx + c; k ≥ 27 of each half zero), 128-byte
+    rows with the 128-byte swizzle (16-byte chunk j of row n at slot j ^ (n % 8)). Same dtype and
+    device, (5·32·64,) elements."""
+    if weight.dim() != 4 or tuple(weight.shape) != (32, 3, 9, 9) or weight.dtype not in (torch.float16,
+                                                                                        torch.bfloat16):
+        raise ValueError(f"pack_conv1_weight: weight must be conv1's (32, 3, 9, 9) float16/bfloat16, got "
+                         f"{weight.dtype} {tuple(weight.shape)}")
+    dev = weight.device
+    n, c, ky, kx = torch.meshgrid(*(torch.arange(s, device=dev) for s in (32, 3, 9, 9)), indexing="ij")
+    k = 32 * (ky % 2) + 3 * kx + c
+    slot = (k // 8) ^ (n % 8)
+    index = (ky // 2) * (32 * 64) + n * 64 + slot * 8 + k % 8
+    packed = torch.zeros(CONV1_PACKED_ELEMENTS, dtype=weight.dtype, device=dev)
+    packed[index.reshape(-1)] = weight.reshape(-1)
+    return packed
+
+
+HEAD_PACKED_ELEMENTS = 5 * 9 * 2 * 32 * 4   # conv9x9.cu's head B fragments: [ky pair][kx][k step][lane][4]
+
+
+def pack_head_weight(weight: torch.Tensor) -> torch.Tensor:
+    """The head's (3, 32, 9, 9) weight as its mma.sync kernel's B fragments in shared memory
+    (conv9x9.cu, head_kernel), so that each CTA copies them instead of gathering them from the raw
+    weight: for ky pair G, kx, k step ks and lane (n = lane // 4 = 2·co + j, kernel row 2G + j), the
+    four elements W[co][c][2G + j][kx] at c = 16·ks + 2·(lane % 4) + (0, 1, 8, 9); zero for n ≥ 6 and
+    the missing tenth kernel row. Same dtype and device, (5·9·2·32·4,) elements."""
+    if weight.dim() != 4 or tuple(weight.shape) != (3, 32, 9, 9) or weight.dtype not in (torch.float16,
+                                                                                        torch.bfloat16):
+        raise ValueError(f"pack_head_weight: weight must be the head's (3, 32, 9, 9) float16/bfloat16, got "
+                         f"{weight.dtype} {tuple(weight.shape)}")
+    dev = weight.device
+    pair, kx, ks, lane, e = torch.meshgrid(*(torch.arange(s, device=dev) for s in (5, 9, 2, 32, 4)), indexing="ij")
+    n = lane // 4
+    co, ky = n // 2, 2 * pair + n % 2
+    c = 16 * ks + 2 * (lane % 4) + torch.tensor([0, 1, 8, 9], device=dev)[e]
+    valid = (n < 6) & (ky < 9)
+    packed = torch.zeros(pair.shape, dtype=weight.dtype, device=dev)
+    packed[valid] = weight[co[valid], c[valid], ky[valid], kx[valid]]
+    return packed.reshape(-1)
+
+
+def check_packed_weight(name: str, packed: torch.Tensor | None, weight: torch.Tensor, elements: int,
+                        maker: str) -> None:
+    """A packed weight, where given: `maker`'s shape, dtype and device."""
+    if packed is None:
+        return
+    if (packed.dim() != 1 or packed.numel() != elements or packed.dtype != weight.dtype
+            or packed.device != weight.device or not packed.is_contiguous()):
+        raise ValueError(f"{name}: packed_weight must be {maker}(weight): a contiguous ({elements},) "
+                         f"{weight.dtype} tensor on {weight.device}, got {packed.dtype} {tuple(packed.shape)} "
+                         f"on {packed.device}")
+
+
 def check_norm_args(x: torch.Tensor, weight: torch.Tensor, pad: int, norm_weight: torch.Tensor | None,
-                    norm_bias: torch.Tensor | None, eps: float, state: torch.Tensor | None = None) -> None:
+                    norm_bias: torch.Tensor | None, eps: float, state: torch.Tensor | None = None,
+                    packed_weight: torch.Tensor | None = None) -> None:
     """conv9x9_norm's rules, ValueError naming the argument: conv9x9's for (x, weight, pad), conv1
     only, norm_scale_shift's for the norm (its output at least 2x2, (32,) vectors, eps > 0), and a
     state, where given, of at least norm_state_bytes(N, 32) uint8 bytes on x's device."""
@@ -124,6 +184,7 @@ def check_norm_args(x: torch.Tensor, weight: torch.Tensor, pad: int, norm_weight
     reference_conv3x3._check_vector(NORM_NAME, "norm_bias", norm_bias, x, cout)
     if not eps > 0:
         raise ValueError(f"{NORM_NAME}: eps must be > 0, got {eps}")
+    check_packed_weight(NORM_NAME, packed_weight, weight, CONV1_PACKED_ELEMENTS, "pack_conv1_weight")
     if state is not None:
         need = reference_conv3x3.norm_state_bytes(x.shape[0], cout)
         if (state.dtype != torch.uint8 or state.device != x.device or not state.is_contiguous()
@@ -136,12 +197,14 @@ def check_norm_args(x: torch.Tensor, weight: torch.Tensor, pad: int, norm_weight
 
 def conv9x9_norm(x: torch.Tensor, weight: torch.Tensor, pad: int = 0, norm_weight: torch.Tensor | None = None,
                  norm_bias: torch.Tensor | None = None, eps: float = 1e-5, state: torch.Tensor | None = None,
-                 affine: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                 affine: bool = True, packed_weight: torch.Tensor | None = None
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(y, scale, shift): conv1 (no bias) and its InstanceNorm as one affine per (sample, channel),
     InstanceNorm(y; norm_weight, norm_bias, eps) = y·scale + shift. With affine (the default) the
     state is only checked: the twin computes the statistics directly. affine=False: y's sums go to
-    the state for the next layer (reference_norm_sums) and scale, shift come back (0, 32)."""
-    check_norm_args(x, weight, pad, norm_weight, norm_bias, eps, state)
+    the state for the next layer (reference_norm_sums) and scale, shift come back (0, 32).
+    packed_weight (pack_conv1_weight(weight), for the Hopper kernel) is only checked here."""
+    check_norm_args(x, weight, pad, norm_weight, norm_bias, eps, state, packed_weight)
     y = conv9x9(x, weight, None, False, None, None, pad)
     if not affine:
         if state is None:
@@ -158,9 +221,10 @@ FROM_SUMS_NAME = "conv9x9_from_sums"
 
 def check_from_sums_args(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, out_float32: bool,
                          pad: int, state: torch.Tensor, norm_weight: torch.Tensor | None,
-                         norm_bias: torch.Tensor | None, eps: float) -> None:
+                         norm_bias: torch.Tensor | None, eps: float, packed_weight: torch.Tensor | None = None
+                         ) -> None:
     """conv9x9_from_sums's rules: conv9x9's for the head (32 → 3), a norm state of x's batch and 32
-    channels, (32,) norm vectors, eps > 0."""
+    channels, (32,) norm vectors, eps > 0, and pack_head_weight's form for a packed weight."""
     check_args(x, weight, bias, out_float32, None, None, pad, name=FROM_SUMS_NAME)
     if tuple(weight.shape[:2]) != (3, 32):
         raise ValueError(f"{FROM_SUMS_NAME}: only the head, (Cin, Cout) = (32, 3), applies a norm from sums, "
@@ -170,14 +234,17 @@ def check_from_sums_args(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
     reference_conv3x3._check_vector(FROM_SUMS_NAME, "norm_bias", norm_bias, x, 32)
     if not eps > 0:
         raise ValueError(f"{FROM_SUMS_NAME}: eps must be > 0, got {eps}")
+    check_packed_weight(FROM_SUMS_NAME, packed_weight, weight, HEAD_PACKED_ELEMENTS, "pack_head_weight")
 
 
 def conv9x9_from_sums(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, out_float32: bool,
                       pad: int, state: torch.Tensor, norm_weight: torch.Tensor | None = None,
-                      norm_bias: torch.Tensor | None = None, eps: float = 1e-5) -> torch.Tensor:
+                      norm_bias: torch.Tensor | None = None, eps: float = 1e-5,
+                      packed_weight: torch.Tensor | None = None) -> torch.Tensor:
     """The head, conv9x9(x, weight, bias, out_float32, scale, shift, pad), with (scale, shift) the
-    InstanceNorm of x whose sums its producer left in `state` (taken, and the state zeroed)."""
-    check_from_sums_args(x, weight, bias, out_float32, pad, state, norm_weight, norm_bias, eps)
+    InstanceNorm of x whose sums its producer left in `state` (taken, and the state zeroed).
+    packed_weight (pack_head_weight(weight), for the CUDA kernel) is only checked here."""
+    check_from_sums_args(x, weight, bias, out_float32, pad, state, norm_weight, norm_bias, eps, packed_weight)
     scale, shift = reference_norm_sums.take_affine(state, x.shape[0], 32, x.shape[2] * x.shape[3], norm_weight,
                                                    norm_bias, eps)
     return conv9x9(x, weight, bias, out_float32, scale, shift, pad)

@@ -59,6 +59,10 @@ def check_norm(n, h, w, dtype, failures):
         failures.append(f"{label}: y differs from conv9x9's")
     if not err <= 1e-4 or bool(state.any()):
         failures.append(f"{label}: statistics rel err {err:.3g}, state zero: {not state.any()}")
+    # The engine's form: the weight pre-packed as the Hopper kernel's B image (session 15).
+    y_packed, _, _ = NORM_OP(x, weight, 4, nw, nb, 1e-5, state, True, kernels.pack_conv1_weight(weight))
+    if not torch.equal(y_packed, y):
+        failures.append(f"{label}: y with the packed weight differs")
 
 
 def check_head_norm(n, h, w, dtype, failures):
@@ -77,6 +81,10 @@ def check_head_norm(n, h, w, dtype, failures):
     outs = {"scale/shift": OP(x, weight, b, True, scale, shift, 4),
             "sums": kernels.conv9x9_from_sums(x, weight, b, state, out_float32=True, pad=4, norm_weight=nw,
                                               norm_bias=nb)}
+    reference_norm_sums.add_sums(state, x)   # again, for the engine's form: the weight pre-packed
+    outs["sums, packed weight"] = kernels.conv9x9_from_sums(x, weight, b, state, out_float32=True, pad=4,
+                                                            norm_weight=nw, norm_bias=nb,
+                                                            packed_weight=kernels.pack_head_weight(weight))
     torch.cuda.synchronize()
     for name, out in outs.items():
         err = float((out.double() - want.double()).norm() / want.double().norm())

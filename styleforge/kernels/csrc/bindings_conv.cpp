@@ -161,13 +161,26 @@ void check_state32(const char* name, const char* arg, const at::Tensor& state, c
               "bytes on x's device");
 }
 
+// A packed weight's data (Conv9x9Args::weight_b), or null where none is given; `maker` makes it
+// (reference_conv), which the Python entry checked first.
+const void* packed_weight_ptr(const char* name, const std::optional<at::Tensor>& packed, const at::Tensor& weight,
+                              int64_t elements, const char* maker) {
+  if (!packed.has_value() || !packed->defined()) return nullptr;
+  const at::Tensor& b = *packed;
+  TORCH_CHECK(b.dim() == 1 && b.numel() == elements && b.scalar_type() == weight.scalar_type() && b.is_contiguous() &&
+                  b.device() == weight.device() && aligned16(b),
+              name, ": packed_weight must be ", maker, "(weight)");
+  return b.data_ptr();
+}
+
 // conv1 with IN1's statistics through the in-kernel hand-off; state: norm_state(N, 32). affine:
 // also (scale, shift), and the state left zero; else the sums stay in it for the next layer.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> conv9x9_norm_cuda(const at::Tensor& x, const at::Tensor& weight,
                                                                  int64_t pad,
                                                                  const std::optional<at::Tensor>& norm_weight,
                                                                  const std::optional<at::Tensor>& norm_bias,
-                                                                 double eps, at::Tensor& state, bool affine) {
+                                                                 double eps, at::Tensor& state, bool affine,
+                                                                 const std::optional<at::Tensor>& packed_weight) {
   constexpr const char* kName = "conv9x9_norm";
   TORCH_CHECK(x.is_cuda(), kName, ": x must be a CUDA tensor, got ", x.device());
   const c10::cuda::CUDAGuard guard(x.device());
@@ -193,6 +206,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv9x9_norm_cuda(const at::Tenso
     h.shift = shift.data_ptr<float>();
   }
   r.args.norm_state = state.data_ptr();
+  r.args.weight_b = packed_weight_ptr(kName, packed_weight, weight, 5 * 32 * 64, "pack_conv1_weight");
   launch(r.args);
   return {r.out, scale, shift};
 }
@@ -202,7 +216,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv9x9_norm_cuda(const at::Tenso
 at::Tensor conv9x9_from_sums_cuda(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                                   bool out_float32, int64_t pad, at::Tensor& state,
                                   const std::optional<at::Tensor>& norm_weight,
-                                  const std::optional<at::Tensor>& norm_bias, double eps) {
+                                  const std::optional<at::Tensor>& norm_bias, double eps,
+                                  const std::optional<at::Tensor>& packed_weight) {
   constexpr const char* kName = "conv9x9_from_sums";
   TORCH_CHECK(x.is_cuda(), kName, ": x must be a CUDA tensor, got ", x.device());
   const c10::cuda::CUDAGuard guard(x.device());
@@ -218,6 +233,7 @@ at::Tensor conv9x9_from_sums_cuda(const at::Tensor& x, const at::Tensor& weight,
   r.args.in_norm_weight = nw.defined() ? nw.data_ptr<float>() : nullptr;
   r.args.in_norm_bias = nb.defined() ? nb.data_ptr<float>() : nullptr;
   r.args.in_eps = static_cast<float>(eps);
+  r.args.weight_b = packed_weight_ptr(kName, packed_weight, weight, 5 * 9 * 2 * 32 * 4, "pack_head_weight");
   launch(r.args);
   return r.out;
 }

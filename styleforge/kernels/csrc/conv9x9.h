@@ -31,6 +31,11 @@ struct Conv9x9Args {
   const float* scale = nullptr;  // 32 → 3 only: (N, 32) fp32, or null (no norm) ...
   const float* shift = nullptr;  // ... with shift: x' = relu(x·scale + shift) before the pad
   const void* weight = nullptr;  // (Cout, Cin, 9, 9) contiguous, 16-byte aligned, x's dtype
+  // Optional, the same weight as the kernel's B operand in shared memory, copied by every CTA
+  // instead of rearranging `weight` (16-byte aligned): for 3 → 32 on the Hopper kernel
+  // (conv9x9_sm90.h) reference_conv.pack_conv1_weight's 20,480 bytes, for the head (32 → 3)
+  // pack_head_weight's 23,040. conv9x9.cu's 3 → 32 kernel reads `weight`.
+  const void* weight_b = nullptr;
   const float* bias = nullptr;   // (Cout,) fp32, or null
   void* out = nullptr;           // (N, H + 2·pad − 8, W + 2·pad − 8, Cout) dense NHWC, 16-byte aligned
   bool out_float32 = false;      // fp32 output (only the 32→3 kernel has it)

@@ -149,21 +149,21 @@ template <> __device__ __forceinline__ void store_one<__nv_bfloat16>(__nv_bfloat
   *reinterpret_cast<uint16_t*>(p) = to_bits<__nv_bfloat16>(v);
 }
 
-// The raw weight tensor (Cout·Cin·81 16-bit values, 15,552 B for either layer) copied to dst with
-// kThreads threads: every 16-byte load issued before the first store, so one memory latency. The
+// The raw weight tensor (Cout·Cin·81 16-bit values, 15,552 B for either layer), or kChunks 16-byte
+// chunks of a packed one, copied to dst with kThreads threads: every 16-byte load issued before the first store, so one memory latency. The
 // loads past the end re-read the last chunk rather than being predicated off: with one predicate
 // per load ptxas issued the head's eighth load only after the first store.
-template <int kThreads>
+template <int kThreads, int kChunks = kWeightChunks>
 __device__ __forceinline__ void stage_weight(const uint16_t* weight, uint4* dst) {
-  constexpr int kPer = (kWeightChunks + kThreads - 1) / kThreads;
+  constexpr int kPer = (kChunks + kThreads - 1) / kThreads;
   const uint4* src = reinterpret_cast<const uint4*>(weight);
   const int tid = static_cast<int>(threadIdx.x);
   uint4 v[kPer];
 #pragma unroll
-  for (int k = 0; k < kPer; ++k) v[k] = __ldg(src + imin(tid + k * kThreads, kWeightChunks - 1));
+  for (int k = 0; k < kPer; ++k) v[k] = __ldg(src + imin(tid + k * kThreads, kChunks - 1));
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
-    if (tid + k * kThreads < kWeightChunks) dst[tid + k * kThreads] = v[k];
+    if (tid + k * kThreads < kChunks) dst[tid + k * kThreads] = v[k];
   }
 }
 
@@ -416,12 +416,18 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
   unsigned char* in_s = smem;                                          // swizzled [pixel][4 chunks]
   uint2* w_s = reinterpret_cast<uint2*>(smem + kHeadInBytes);          // [G][kx][ks][lane]
 
-  // B[k][n] = W[co][16·ks + k][2G + j][kx] for n = 2·co + j < 6 and 2G + j < 9, else 0, from the raw
+  // B[k][n] = W[co][16·ks + k][2G + j][kx] for n = 2·co + j < 6 and 2G + j < 9, else 0: copied as
+  // made once (Params::weight_b, reference_conv.pack_head_weight), or gathered here from the raw
   // weight staged in in_s (the tile loop's first barrier orders these reads before the staging).
-  stage_weight<kHeadThreads>(p.weight, reinterpret_cast<uint4*>(in_s));
+  const bool packed = p.weight_b != nullptr;   // uniform
+  if (packed) {
+    stage_weight<kHeadThreads, static_cast<int>(kHeadWBytes / 16)>(p.weight_b, reinterpret_cast<uint4*>(w_s));
+  } else {
+    stage_weight<kHeadThreads>(p.weight, reinterpret_cast<uint4*>(in_s));
+  }
   __syncthreads();
   const uint16_t* w_raw = reinterpret_cast<const uint16_t*>(in_s);
-  for (int i = threadIdx.x; i < kHeadSlots * 32; i += kHeadThreads) {
+  for (int i = packed ? kHeadSlots * 32 : static_cast<int>(threadIdx.x); i < kHeadSlots * 32; i += kHeadThreads) {
     const int lane = i & 31, slot = i >> 5;
     const int ks = slot & 1, kx = (slot >> 1) % 9, G = (slot >> 1) / 9;
     const int n = lane >> 2, co = n >> 1, ky = 2 * G + (n & 1), c0 = ks * 16 + (lane & 3) * 2;

@@ -66,6 +66,7 @@ static_assert(32 * 3 * 81 * 2 % 16 == 0, "the weight is whole 16-byte chunks");
 struct Params {
   const void* x;           // T's raw 16-bit elements (the kernels only move them until the mma) or fp32
   const uint16_t* weight;  // (Cout, Cin, 9, 9), 16-byte aligned
+  const uint16_t* weight_b;  // conv9x9_sm90's B image of it, or null (Conv9x9Args::weight_b)
   const float* bias;
   const float* scale;      // head: (N, 32) prologue norm, or null
   const float* shift;
@@ -99,6 +100,7 @@ Params make_params(const Conv9x9Args& a, int th, int tw) {
   Params p;
   p.x = a.x;
   p.weight = static_cast<const uint16_t*>(a.weight);
+  p.weight_b = static_cast<const uint16_t*>(a.weight_b);
   p.bias = a.bias;
   p.scale = a.scale;
   p.shift = a.shift;
