@@ -716,22 +716,16 @@ cudaError_t conv9x9_launch(const Conv9x9Args& a, cudaStream_t stream) {
 }
 
 Conv9x9Role conv9x9_kernel_role(const void* func) {
-  const void* image[] = {
-      reinterpret_cast<const void*>(rgb_kernel<__nv_bfloat16, float, false>),
-      reinterpret_cast<const void*>(rgb_kernel<__half, float, false>),
-      reinterpret_cast<const void*>(rgb_kernel<__nv_bfloat16, uint16_t, false>),
-      reinterpret_cast<const void*>(rgb_kernel<__half, uint16_t, false>),
-      reinterpret_cast<const void*>(rgb_kernel<__nv_bfloat16, float, true>),
-      reinterpret_cast<const void*>(rgb_kernel<__half, float, true>),
-      reinterpret_cast<const void*>(rgb_kernel<__nv_bfloat16, uint16_t, true>),
-      reinterpret_cast<const void*>(rgb_kernel<__half, uint16_t, true>)};
+  const bool image = is_conv1_instantiation(func, [](auto t, auto in, auto stats) {
+    return reinterpret_cast<const void*>(rgb_kernel<decltype(t), decltype(in), decltype(stats)::value>);
+  });
+  if (image) return Conv9x9Role::kImage;
   const void* output[] = {reinterpret_cast<const void*>(head_kernel<__nv_bfloat16, float>),
                           reinterpret_cast<const void*>(head_kernel<__half, float>),
                           reinterpret_cast<const void*>(head_kernel<__nv_bfloat16, __nv_bfloat16>),
                           reinterpret_cast<const void*>(head_kernel<__half, __half>)};
-  if (std::find(std::begin(image), std::end(image), func) != std::end(image)) return Conv9x9Role::kImage;
-  if (std::find(std::begin(output), std::end(output), func) != std::end(output)) return Conv9x9Role::kOutput;
-  return Conv9x9Role::kNone;
+  return std::find(std::begin(output), std::end(output), func) != std::end(output) ? Conv9x9Role::kOutput
+                                                                                    : Conv9x9Role::kNone;
 }
 
 Conv9x9ParamsLayout conv9x9_params_layout() {

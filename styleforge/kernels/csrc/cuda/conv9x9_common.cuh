@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cache_hints.cuh"
 #include "norm_state.cuh"
@@ -89,6 +90,22 @@ struct Params {
   double in_inv_count;     // 1 / (Hin·Win)
   bool l2_evict_first;     // the 32-channel activation (conv1's output, the head's input) evict-first
 };
+
+// Whether `func` is one of a 3 → 32 kernel template's eight instantiations (T bf16 or fp16, In float
+// or uint16_t, kStats): `address(T{}, In{}, std::bool_constant<kStats>{})` gives each one's address.
+// For graph_io.cpp, through conv9x9_kernel_role and conv9x9_sm90_is_kernel.
+template <typename Address>
+bool is_conv1_instantiation(const void* func, Address address) {
+  bool found = false;
+  auto either_stats = [&](auto t, auto in) {
+    found = found || func == address(t, in, std::false_type{}) || func == address(t, in, std::true_type{});
+  };
+  either_stats(__nv_bfloat16{}, float{});
+  either_stats(__half{}, float{});
+  either_stats(__nv_bfloat16{}, uint16_t{});
+  either_stats(__half{}, uint16_t{});
+  return found;
+}
 
 // conv1's image, one element: evict-first where Params::l2_evict_first (cache_hints.cuh), else as __ldg.
 template <typename In>

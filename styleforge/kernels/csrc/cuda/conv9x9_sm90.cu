@@ -44,7 +44,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <iterator>
 #include <type_traits>
 
 #include "conv9x9_common.cuh"
@@ -417,16 +416,9 @@ cudaError_t conv9x9_sm90_launch(const Conv9x9Args& a, cudaStream_t stream) {
 }
 
 bool conv9x9_sm90_is_kernel(const void* func) {
-  const void* kernels[] = {
-      reinterpret_cast<const void*>(rgb_sm90_kernel<__nv_bfloat16, float, false>),
-      reinterpret_cast<const void*>(rgb_sm90_kernel<__half, float, false>),
-      reinterpret_cast<const void*>(rgb_sm90_kernel<__nv_bfloat16, uint16_t, false>),
-      reinterpret_cast<const void*>(rgb_sm90_kernel<__half, uint16_t, false>),
-      reinterpret_cast<const void*>(rgb_sm90_kernel<__nv_bfloat16, float, true>),
-      reinterpret_cast<const void*>(rgb_sm90_kernel<__half, float, true>),
-      reinterpret_cast<const void*>(rgb_sm90_kernel<__nv_bfloat16, uint16_t, true>),
-      reinterpret_cast<const void*>(rgb_sm90_kernel<__half, uint16_t, true>)};
-  return std::find(std::begin(kernels), std::end(kernels), func) != std::end(kernels);
+  return is_conv1_instantiation(func, [](auto t, auto in, auto stats) {
+    return reinterpret_cast<const void*>(rgb_sm90_kernel<decltype(t), decltype(in), decltype(stats)::value>);
+  });
 }
 
 }  // namespace styleforge
