@@ -208,12 +208,9 @@ class FusedRunner:
             return self._head(h, scale, shift)
         s5 = self._state(h, "sums-in5", 32)
         h, *_ = kernels.conv3x3_norm(h, d2p, relu=True, upsample=2, **from_sums(s4, n4), **to_sums(s5, n5))
-        head = self.op_weights["deconv3"]
-        packed = self.op_weights.get("deconv3_packed")
-        if packed is None:   # first met in a warm-up, outside any capture; then reused by the graphs
-            packed = self.op_weights["deconv3_packed"] = kernels.pack_head_weight(head)
-        return kernels.conv9x9_from_sums(h, head, self.head_bias32, s5, out_float32=True, pad=self.head_pad,
-                                         norm_weight=n5.weight, norm_bias=n5.bias, packed_weight=packed)
+        return kernels.conv9x9_from_sums(h, self.op_weights["deconv3"], self.head_bias32, s5, out_float32=True,
+                                         pad=self.head_pad, norm_weight=n5.weight, norm_bias=n5.bias,
+                                         packed_weight=self._packed_weight("deconv3", kernels.pack_head_weight))
 
     def _decoder_conv3x3(self, h: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor,
                          block_in: torch.Tensor) -> torch.Tensor:
@@ -321,10 +318,7 @@ class FusedRunner:
             y = self._first_conv(x) if y is None else y
             scale, shift = kernels.norm_scale_shift(y, norm.weight, norm.bias)
             return (y, scale, shift, None) if sums else (y, scale, shift)
-        weight = self.op_weights["conv1"]
-        packed = self.op_weights.get("conv1_packed")
-        if packed is None:   # first met outside any capture (choosing above), then reused by the graphs
-            packed = self.op_weights["conv1_packed"] = kernels.pack_conv1_weight(weight)
+        weight, packed = self.op_weights["conv1"], self._packed_weight("conv1", kernels.pack_conv1_weight)
         if not sums:
             return kernels.conv9x9_norm(x, weight, pad=self.input_pad, norm_weight=norm.weight, norm_bias=norm.bias,
                                         state=self._norm_state(x, "in1", 32), packed_weight=packed)
@@ -332,6 +326,14 @@ class FusedRunner:
         y, _, _ = kernels.conv9x9_norm(x, weight, pad=self.input_pad, norm_weight=norm.weight, norm_bias=norm.bias,
                                        state=state, affine=False, packed_weight=packed)
         return y, None, None, state
+
+    def _packed_weight(self, name: str, pack) -> torch.Tensor:
+        """op_weights[name] in its 9×9 kernel's shared-memory layout (`pack`), made at its first use
+        (a warm-up call, outside any capture) and reused by the graphs."""
+        key = f"{name}_packed"
+        if key not in self.op_weights:
+            self.op_weights[key] = pack(self.op_weights[name])
+        return self.op_weights[key]
 
     def _head(self, h: torch.Tensor, scale: torch.Tensor | None = None,
               shift: torch.Tensor | None = None) -> torch.Tensor:

@@ -155,8 +155,10 @@ __global__ void __launch_bounds__(kChainThreads, 1) residual_chain_kernel(const 
   grid_dependency_wait();   // x, scale and shift come from the kernels before this one
   // What the last launch on this state left for its successor to clear (the counter of its last
   // barrier, the sums its last link's prologue read): past the wait, that launch is complete. Before
-  // CTA 0 counts at barrier 0, so before any CTA of this launch can reach either.
-  if (blockIdx.x == 0) {
+  // CTA 0 counts at barrier 0, so before any CTA of this launch can reach either, as long as that
+  // barrier is not barrier 0 itself: links >= 4 (with 2 links only the (scale, shift) form runs, and
+  // its last CTA leaves nothing).
+  if (blockIdx.x == 0 && cp.links >= 4) {
     const int L = cp.links;
     if (tid == 0) cp.counters[L - 2] = 0;
     for (int i = tid; i < per_link; i += kConsumers) cp.sums[static_cast<size_t>(L - 2) * per_link + i] = 0.0;
