@@ -3,6 +3,8 @@
 `instance_norm(...)` is the fused InstanceNorm family (statistics, affine, residual, ReLU,
 ×2 nearest upsample, reflection pad in one write); `conv9x9(...)` the tensor-core kernels of
 the network's two 9×9 convolutions (conv1, deconv3) on pre-padded channels_last input;
+(`pack_conv1_weight`, `pack_head_weight`: their weights in the kernels' shared-memory layout, made
+once, which conv9x9_norm and conv9x9_from_sums take as packed_weight);
 `conv3x3_norm(...)` the residual blocks' 3×3 convolution with the InstanceNorms fused around it
 (Hopper), and `norm_scale_shift(...)` the hand-off into it;
 `attention(...)` flash-style attention (fp16/bf16 tensor cores, key padding mask);
