@@ -73,8 +73,9 @@ class GraphIO:
     def bind(cls, graph: torch.cuda.CUDAGraph, kept: bool, static_in: torch.Tensor,
              static_out: torch.Tensor) -> GraphIO | None:
         """For a graph captured by `new_graph` (kept) and instantiated: its image and output nodes,
-        or None where it lacks either (cuDNN at that end) and the copy path must serve."""
-        if not kept or not enabled():
+        or None where it lacks either (cuDNN at that end) and the copy path must serve. (kept is
+        False where STYLEFORGE_GRAPH_IO was off at capture.)"""
+        if not kept:
             return None
         image_node, output_node = ctypes.c_size_t(0), ctypes.c_size_t(0)
         found = _functions().sf_graph_io_nodes(graph.raw_cuda_graph(), static_in.data_ptr(),
