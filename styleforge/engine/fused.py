@@ -191,19 +191,12 @@ class FusedRunner:
         s2 = self._state(y, "sums-in2", 64)
         h, *_ = kernels.conv3x3_norm(y, p2, scale, shift, relu=True, stride=2, **into2, **to_sums(s2, n2))
         s3 = self._state(h, "sums-in3", 128)
+        h, *_ = kernels.conv3x3_norm(h, p3, relu=True, stride=2, **from_sums(s2, n2), **to_sums(s3, n3))
         # The last block's norm reaches deconv1 as sums too: the chain's CTAs then end without a last
         # one forming the affine after all the others (H200: 256² −2 µs, 512² −0.6; perf-notes).
         s_blocks = self._state(h, "sums-blocks", 128)
-        if chain and os.environ.get("SF_AB_PRE", "1") == "1":
-            # conv3 as the chain's first link: no launch boundary between it and the blocks, and
-            # the first block's input stays in shared memory (perf-notes, session 16).
-            h, _, _, block_in = self._residual_conv3x3(h, None, None, chain=True, out_state=s_blocks, pre_weight=p3,
-                                                       pre_state=s2, pre_norm_weight=n2.weight,
-                                                       pre_norm_bias=n2.bias, **from_sums(s3, n3))
-        else:
-            h, *_ = kernels.conv3x3_norm(h, p3, relu=True, stride=2, **from_sums(s2, n2), **to_sums(s3, n3))
-            h, _, _, block_in = self._residual_conv3x3(h, None, None, chain=chain, out_state=s_blocks,
-                                                       **from_sums(s3, n3))
+        h, _, _, block_in = self._residual_conv3x3(h, None, None, chain=chain, out_state=s_blocks,
+                                                   **from_sums(s3, n3))
         s4 = self._state(h, "sums-in4", 64)
         h, *_ = kernels.conv3x3_norm(h, d1p, residual=block_in, upsample=2,
                                      **from_sums(s_blocks, self.residual[-1][3]), **to_sums(s4, n4))

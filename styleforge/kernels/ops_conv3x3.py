@@ -25,13 +25,11 @@ CONV_SCHEMA = ("conv3x3_norm(Tensor x, Tensor weight, Tensor? scale, Tensor? shi
                "Tensor? in_norm_bias=None, bool affine=True) -> (Tensor, Tensor, Tensor, Tensor)")
 MOMENTS_SCHEMA = "norm_scale_shift(Tensor x, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor)"
 # state: conv3x3_chain.cu's zeroed scratch (barrier counters, fp64 sums), used and left zero;
-# out_state: the last link's sums left there for the consumer instead of its (scale, shift);
-# pre_weight: the chain opens with conv3 on x, its norm from pre_state's sums (read and zeroed).
+# out_state: the last link's sums left there for the consumer instead of its (scale, shift).
 CHAIN_SCHEMA = ("conv3x3_residual_chain(Tensor x, Tensor? scale, Tensor? shift, Tensor[] weights, "
                 "Tensor[] norm_weights, Tensor[] norm_biases, float eps, Tensor(a!) state, Tensor(b!)? in_state=None, "
-                "Tensor? in_norm_weight=None, Tensor? in_norm_bias=None, Tensor(c!)? out_state=None, "
-                "Tensor? pre_weight=None, Tensor(d!)? pre_state=None, Tensor? pre_norm_weight=None, "
-                "Tensor? pre_norm_bias=None) -> (Tensor, Tensor, Tensor, Tensor)")
+                "Tensor? in_norm_weight=None, Tensor? in_norm_bias=None, Tensor(c!)? out_state=None) "
+                "-> (Tensor, Tensor, Tensor, Tensor)")
 
 _LIB, _FIRST_CONV = define_once(CONV_SCHEMA)
 _LIB_MOMENTS, _FIRST_MOMENTS = define_once(MOMENTS_SCHEMA)
@@ -74,33 +72,17 @@ def _moments_fake(x, weight, bias, eps):
 
 
 def _chain_impl(x, scale, shift, weights, norm_weights, norm_biases, eps, state, in_state=None, in_norm_weight=None,
-                in_norm_bias=None, out_state=None, pre_weight=None, pre_state=None, pre_norm_weight=None,
-                pre_norm_bias=None):
+                in_norm_bias=None, out_state=None):
     return reference_conv3x3.residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps,
                                             in_state=in_state, in_norm_weight=in_norm_weight,
-                                            in_norm_bias=in_norm_bias, out_state=out_state, pre_weight=pre_weight,
-                                            pre_state=pre_state, pre_norm_weight=pre_norm_weight,
-                                            pre_norm_bias=pre_norm_bias)
-
-
-def _check_chain_call(x, scale, shift, weights, norm_weights, norm_biases, eps, in_state, in_norm_weight, in_norm_bias,
-                      out_state, pre_weight, pre_state, pre_norm_weight, pre_norm_bias) -> torch.Tensor:
-    """The chain's argument rules (the fake impl's and the CUDA entry's); returns the stand-in for its
-    128-channel plane (x, or conv3's output of x with pre_weight)."""
-    reference_conv3x3.check_chain_pre_args(x, pre_weight, pre_state, pre_norm_weight, pre_norm_bias, scale, in_state)
-    plane = reference_conv3x3.chain_plane(x, pre_weight)
-    reference_conv3x3.check_chain_args(plane, scale, shift, weights, norm_weights, norm_biases, eps)
-    reference_conv3x3.check_chain_sums_args(plane, scale, in_state, in_norm_weight, in_norm_bias, out_state,
-                                            len(weights))
-    return plane
+                                            in_norm_bias=in_norm_bias, out_state=out_state)
 
 
 def _chain_fake(x, scale, shift, weights, norm_weights, norm_biases, eps, state, in_state=None, in_norm_weight=None,
-                in_norm_bias=None, out_state=None, pre_weight=None, pre_state=None, pre_norm_weight=None,
-                pre_norm_bias=None):
-    plane = _check_chain_call(x, scale, shift, weights, norm_weights, norm_biases, eps, in_state, in_norm_weight,
-                              in_norm_bias, out_state, pre_weight, pre_state, pre_norm_weight, pre_norm_bias)
-    act = torch.empty(plane.shape, dtype=x.dtype, device=x.device, memory_format=torch.channels_last)
+                in_norm_bias=None, out_state=None):
+    reference_conv3x3.check_chain_args(x, scale, shift, weights, norm_weights, norm_biases, eps)
+    reference_conv3x3.check_chain_sums_args(x, scale, in_state, in_norm_weight, in_norm_bias, out_state, len(weights))
+    act = torch.empty(x.shape, dtype=x.dtype, device=x.device, memory_format=torch.channels_last)
     vector = x.new_empty((0 if out_state is not None else x.shape[0], 128), dtype=torch.float32)
     return torch.empty_like(act), vector, vector.clone(), act
 
@@ -201,9 +183,7 @@ def conv3x3_residual_chain(x: torch.Tensor, scale: torch.Tensor | None, shift: t
                            norm_weights, norm_biases, eps: float = 1e-5, state: torch.Tensor | None = None,
                            chain: bool = True, in_state: torch.Tensor | None = None,
                            in_norm_weight: torch.Tensor | None = None, in_norm_bias: torch.Tensor | None = None,
-                           out_state: torch.Tensor | None = None, pre_weight: torch.Tensor | None = None,
-                           pre_state: torch.Tensor | None = None, pre_norm_weight: torch.Tensor | None = None,
-                           pre_norm_bias: torch.Tensor | None = None):
+                           out_state: torch.Tensor | None = None):
     """The residual blocks as one op: `reference_conv3x3.residual_chain`'s semantics. On Hopper one
     persistent kernel runs every link where all the tiles fit on the GPU at once (512² and smaller at
     batch 1), else the links run as conv3x3_norm kernels. chain=False (or STYLEFORGE_CONV3X3_CHAIN=off)
@@ -212,27 +192,21 @@ def conv3x3_residual_chain(x: torch.Tensor, scale: torch.Tensor | None, shift: t
     in_norm_weight, in_norm_bias: see conv3x3_norm), which the first link turns into its affine. With
     out_state (a zeroed `norm_state` of 128 channels; at least 4 convolutions) the last link's norm is
     left there as sums for the consumer's in_state, and the returned scale and shift are empty (0, 128):
-    the persistent kernel then ends without its last CTA forming the affine. With pre_weight (conv3,
-    `pack_weight` of its 64 → 128 stride-2 weight) the chain opens with conv3 on x = conv2's raw output,
-    that norm from the sums in pre_state (pre_norm_weight, pre_norm_bias; with ReLU), and conv3's sums
-    pass through in_state (a zeroed norm state) into the first link: the persistent kernel runs it as
-    its link −1 in the same grid, with no launch boundary before the first residual link."""
+    the persistent kernel then ends without its last CTA forming the affine."""
     weights, norm_weights, norm_biases = list(weights), list(norm_weights), list(norm_biases)
-    sums = dict(in_state=in_state, in_norm_weight=in_norm_weight, in_norm_bias=in_norm_bias, out_state=out_state,
-                pre_weight=pre_weight, pre_state=pre_state, pre_norm_weight=pre_norm_weight,
-                pre_norm_bias=pre_norm_bias)
+    sums = dict(in_state=in_state, in_norm_weight=in_norm_weight, in_norm_bias=in_norm_bias, out_state=out_state)
     if _use_reference(x) or not conv3x3_norm_supported(x.device):
         return reference_conv3x3.residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps, **sums)
     if not chain or os.environ.get("STYLEFORGE_CONV3X3_CHAIN", "auto").lower() in ("0", "off"):
         return reference_conv3x3.residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps,
                                                 conv=torch.ops.styleforge.conv3x3_norm, **sums)
-    _check_chain_call(x, scale, shift, weights, norm_weights, norm_biases, eps, **sums)
+    reference_conv3x3.check_chain_args(x, scale, shift, weights, norm_weights, norm_biases, eps)
+    reference_conv3x3.check_chain_sums_args(x, scale, in_state, in_norm_weight, in_norm_bias, out_state, len(weights))
     if state is None:
         state = chain_state(x.shape[0], len(weights), x.device)
     return torch.ops.styleforge.conv3x3_residual_chain(x, scale, shift, weights, norm_weights, norm_biases,
                                                        float(eps), state, in_state, in_norm_weight, in_norm_bias,
-                                                       out_state, pre_weight, pre_state, pre_norm_weight,
-                                                       pre_norm_bias)
+                                                       out_state)
 
 
 def norm_scale_shift(x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None,

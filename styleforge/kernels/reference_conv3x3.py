@@ -325,59 +325,20 @@ def check_chain_sums_args(x, scale, in_state, in_norm_weight, in_norm_bias, out_
     _check_vector(name, "in_norm_bias", in_norm_bias, x, 128)
 
 
-def chain_plane(x, pre_weight):
-    """A stand-in with the shape, dtype and device of the chain's 128-channel plane (no storage: for
-    the argument checks): x itself, or with pre_weight conv3's output of x."""
-    if pre_weight is None:
-        return x
-    n, _, h, w = x.shape
-    return x.new_empty(1).as_strided((n, 128, output_size(h, 1, 2), output_size(w, 1, 2)), (0, 0, 0, 0))
-
-
-def check_chain_pre_args(x, pre_weight, pre_state, pre_norm_weight, pre_norm_bias, scale, in_state) -> None:
-    """The chain's first convolution (pre_weight: conv3, 64 → 128, stride 2) and its input norm from
-    the sums in pre_state; its output's sums pass through in_state (so no scale/shift)."""
-    name = "conv3x3_residual_chain"
-    if pre_weight is None:
-        if pre_state is not None or pre_norm_weight is not None or pre_norm_bias is not None:
-            raise ValueError(f"{name}: pre_state, pre_norm_weight and pre_norm_bias need pre_weight")
-        return
-    if pre_state is None or in_state is None or scale is not None:
-        raise ValueError(f"{name}: pre_weight needs pre_state (the norm before it as sums) and in_state (its "
-                         "output's sums), and no scale/shift")
-    check_args(x, pre_weight, None, None, None, True, 1, False, None, None, 1e-5, 2)
-    if x.shape[1] != 64 or pre_weight.shape[2] != 128:
-        raise ValueError(f"{name}: pre_weight is conv3 (64 → 128, stride 2), got x with {x.shape[1]} channels and "
-                         f"{pre_weight.shape[2]} outputs")
-    if output_size(x.shape[2], 1, 2) < 2 or output_size(x.shape[3], 1, 2) < 2:
-        raise ValueError(f"{name}: the chain's plane must be at least 2x2, got x of {x.shape[2]}x{x.shape[3]}")
-    check_state(name, "pre_state", pre_state, x, x.shape[0], 64)
-    _check_vector(name, "pre_norm_weight", pre_norm_weight, x, 64)
-    _check_vector(name, "pre_norm_bias", pre_norm_bias, x, 64)
-
-
 def residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps=1e-5, conv=None, in_state=None,
-                   in_norm_weight=None, in_norm_bias=None, out_state=None, pre_weight=None, pre_state=None,
-                   pre_norm_weight=None, pre_norm_bias=None):
+                   in_norm_weight=None, in_norm_bias=None, out_state=None):
     """The style network's residual blocks on conv3x3_norm: block b is links 2b and 2b + 1. x is conv3's
     raw output, (scale, shift) its norm (applied with ReLU), or that norm from its producer's sums in
     in_state (reference_norm_sums: taken and zeroed); returns the last link's raw output, its norm as
     (scale, shift) and the last block's input (for the skip that deconv1 adds); with out_state that
     norm is left there as sums instead (conv3x3_norm's affine=False) and scale, shift are empty. `conv`
-    takes conv3x3_norm's positional arguments (default: this twin; the CUDA op for separate launches).
-    With pre_weight the chain opens with conv3 itself: x is conv2's raw output (64 channels), its norm
-    (with ReLU) from the sums in pre_state (pre_norm_weight, pre_norm_bias), and conv3's output's sums
-    pass through in_state into the first link's norm."""
-    conv = conv or conv3x3_norm
-    check_chain_pre_args(x, pre_weight, pre_state, pre_norm_weight, pre_norm_bias, scale, in_state)
-    if pre_weight is not None:
-        x, *_ = conv(x, pre_weight, None, None, None, True, 1, False, None, None, eps, True, 2, in_state, pre_state,
-                     pre_norm_weight, pre_norm_bias, False)
+    takes conv3x3_norm's positional arguments (default: this twin; the CUDA op for separate launches)."""
     check_chain_args(x, scale, shift, weights, norm_weights, norm_biases, eps)
     check_chain_sums_args(x, scale, in_state, in_norm_weight, in_norm_bias, out_state, len(weights))
     if in_state is not None:
         scale, shift = take_affine(in_state, x.shape[0], 128, x.shape[2] * x.shape[3], in_norm_weight, in_norm_bias,
                                    eps)
+    conv = conv or conv3x3_norm
     h, block_in, relu = x, None, True        # the first block's input is relu(norm(x))
     for b in range(0, len(weights), 2):
         h, s1, t1, block_in = conv(h, weights[b], scale, shift, block_in, relu, 1, True, norm_weights[b],

@@ -3,9 +3,8 @@ link and CTA, clock64 at the link's start (after the grid barrier), after the pr
 main loop, after the epilogue, and at steps inside them (tile_mark's slots; tile_profile.cuh). Loads
 the package's library built with that flag (frame_phases.load_profile_build), runs ten 128 → 128
 links at the 512² plane, prints the median phase times in µs at the SM clock given (nvidia-smi's
-clocks.sm under load). --pre: the chain opened by conv3 (link −1, its own record before link 0's;
-conv3's input 2·size square), and a table per link. Run from the repo root:
-    PYTHONPATH=$PWD python3 dev/kernels/conv3x3/chain_profile.py --out $OUT --mhz 1980 [--pre]
+clocks.sm under load), then the same per link. Run from the repo root:
+    PYTHONPATH=$PWD python3 dev/kernels/conv3x3/chain_profile.py --out $OUT --mhz 1980
 """
 from __future__ import annotations
 
@@ -45,53 +44,31 @@ def main():
     parser.add_argument("--out", default="out/conv3x3")
     parser.add_argument("--mhz", type=float, default=1980.0)
     parser.add_argument("--size", type=int, default=128)
-    parser.add_argument("--pre", action="store_true", help="conv3 as link −1 (from sums, out_state form)")
     args = parser.parse_args()
     lib = load_profile_build()   # the package's library with -DSF_TILE_PROFILE=1 (tile_profile.cuh)
     h = w = args.size
     x, s, t, weights, nws, nbs = chain_inputs(h, w)
     tiles = ((h + 7) // 8) * ((w + 15) // 16)
-    records = LINKS + args.pre
-    buf = torch.zeros(records * tiles * SLOTS, dtype=torch.int64, device="cuda")
+    buf = torch.zeros(LINKS * tiles * SLOTS, dtype=torch.int64, device="cuda")
     state = torch.zeros(ref.chain_state_bytes(1, LINKS), dtype=torch.uint8, device="cuda")
-    if args.pre:
-        from styleforge import kernels
-        from styleforge.kernels import reference_norm_sums as sums
-        g = torch.Generator(device="cuda").manual_seed(2)
-        x2 = (torch.randn(1, 64, 2 * h, 2 * w, device="cuda", generator=g) + 0.3).to(torch.bfloat16).contiguous(
-            memory_format=torch.channels_last)
-        p3 = ref.pack_weight((torch.randn(C, 64, 3, 3, device="cuda", generator=g) / 24).to(torch.bfloat16))
-        filled, s2 = kernels.norm_state(1, 64, "cuda"), kernels.norm_state(1, 64, "cuda")
-        sums.add_sums(filled, x2)
-        s3, out = kernels.norm_state(1, C, "cuda"), kernels.norm_state(1, C, "cuda")
-
-        def run():
-            s2.copy_(filled)
-            out.zero_()
-            torch.ops.styleforge.conv3x3_residual_chain(x2, None, None, weights, nws, nbs, 1e-5, state, s3, None, None,
-                                                        out, p3, s2, None, None)
-    else:
-        def run():
-            torch.ops.styleforge.conv3x3_residual_chain(x, s, t, weights, nws, nbs, 1e-5, state)
     for _ in range(20):
         # Each call from the buffer's start: the last call's marks are what is read.
         lib.sf_tile_profile_set(buf.data_ptr(), buf.numel())
-        run()
+        torch.ops.styleforge.conv3x3_residual_chain(x, s, t, weights, nws, nbs, 1e-5, state)
     torch.cuda.synchronize()
     assert launches(lib)[0]["entries"] == buf.numel(), "one chain launch filled the buffer"
-    marks = buf.view(records, tiles, SLOTS).double().cpu()
+    marks = buf.view(LINKS, tiles, SLOTS).double().cpu()
     us = 1.0 / args.mhz   # µs per cycle
-    # Per link (with --pre, link −1 first): median phases, and the time to the next link's start.
+
     def med(v):
         return statistics.median(v.flatten().tolist()) * us
-    for r in range(records):
+
+    # Per link: median phases, and the time to the next link's start.
+    for r in range(LINKS):
         m = marks[r]
-        nxt = med(marks[r + 1, :, 0] - m[:, 0]) if r + 1 < records else float("nan")
-        print(f"link {r - args.pre:2d}: prologue {med(m[:, 1] - m[:, 0]):5.2f} (affine {med(m[:, 7] - m[:, 0]):5.2f}) "
-                  f"main {med(m[:, 2] - m[:, 1]):5.2f} epilogue {med(m[:, 3] - m[:, 2]):5.2f} "
-              f"(store {med(m[:, 3] - m[:, 6]):5.2f}) to next start {nxt:6.2f}")
-    if args.pre:
-        return
+        nxt = med(marks[r + 1, :, 0] - m[:, 0]) if r + 1 < LINKS else float("nan")
+        print(f"link {r}: prologue {med(m[:, 1] - m[:, 0]):5.2f} main {med(m[:, 2] - m[:, 1]):5.2f} "
+              f"epilogue {med(m[:, 3] - m[:, 2]):5.2f} (stores {med(m[:, 3] - m[:, 6]):5.2f}) to next start {nxt:6.2f}")
     marks[0, :, 7] = marks[0, :, 0]   # link 0 takes its affine from (scale, shift): no mark
     phases = {"prologue": marks[:, :, 1] - marks[:, :, 0], "main_loop": marks[:, :, 2] - marks[:, :, 1],
               "epilogue": marks[:, :, 3] - marks[:, :, 2],

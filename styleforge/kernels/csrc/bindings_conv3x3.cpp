@@ -225,42 +225,21 @@ std::tuple<at::Tensor, at::Tensor> norm_scale_shift_cuda(const at::Tensor& x_in,
 }
 
 // The residual blocks in one call (see ChainArgs in conv3x3.h); state: the chain's zeroed state
-// bytes, mutated during the call and left zero. With pre_weight the call opens with conv3 (link −1):
-// x is then conv3's input (N, 64, H, W), its norm from pre_state, and in_state carries conv3's sums.
+// bytes, mutated during the call and left zero.
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_residual_chain_cuda(
     const at::Tensor& x_in, const std::optional<at::Tensor>& scale_opt, const std::optional<at::Tensor>& shift_opt,
     at::TensorList weights, at::TensorList norm_weights, at::TensorList norm_biases, double eps, at::Tensor& state,
     const std::optional<at::Tensor>& in_state, const std::optional<at::Tensor>& in_norm_weight,
-    const std::optional<at::Tensor>& in_norm_bias, const std::optional<at::Tensor>& out_state,
-    const std::optional<at::Tensor>& pre_weight, const std::optional<at::Tensor>& pre_state,
-    const std::optional<at::Tensor>& pre_norm_weight, const std::optional<at::Tensor>& pre_norm_bias) {
+    const std::optional<at::Tensor>& in_norm_bias, const std::optional<at::Tensor>& out_state) {
   constexpr const char* kName = "conv3x3_residual_chain";
-  const bool pre = pre_weight.has_value() && pre_weight->defined();
   const int64_t links = static_cast<int64_t>(weights.size());
   TORCH_CHECK(links >= 2 && links <= kChainMaxLinks && links % 2 == 0, kName,
               ": weights must hold an even number of packed convolutions, 2 to ", kChainMaxLinks, ", got ", links);
   TORCH_CHECK(static_cast<int64_t>(norm_weights.size()) == links && static_cast<int64_t>(norm_biases.size()) == links,
               kName, ": norm_weights and norm_biases need one (128,) tensor per convolution (", links, "), got ",
               norm_weights.size(), " and ", norm_biases.size());
-  check_x(kName, x_in, pre ? 64 : 128, 1);
-  const int64_t n = x_in.size(0);
-  const int64_t h = pre ? conv3x3_out_size(x_in.size(2), 1, 2) : x_in.size(2);
-  const int64_t w = pre ? conv3x3_out_size(x_in.size(3), 1, 2) : x_in.size(3);
-  TORCH_CHECK(h >= 2 && w >= 2, kName, ": the chain's plane must be at least 2x2, got ", h, "x", w);
-  if (pre) {
-    const at::Tensor& wt = *pre_weight;
-    TORCH_CHECK(wt.dim() == 4 && wt.size(0) == 9 && wt.size(1) == 1 && wt.size(2) == 128 && wt.size(3) == 64 &&
-                    wt.scalar_type() == x_in.scalar_type() && wt.is_contiguous() && wt.device() == x_in.device() &&
-                    aligned16(wt),
-                kName, ": pre_weight must be a contiguous, 16-byte aligned packed (9, 1, 128, 64) ", x_in.scalar_type(),
-                " tensor on ", x_in.device(), " from pack_weight (64 -> 128, stride 2), got ", wt.scalar_type(), " ",
-                wt.sizes());
-    TORCH_CHECK(pre_state.has_value() && pre_state->defined(), kName,
-                ": pre_weight needs pre_state (the sums of the norm before it)");
-    check_state(kName, "pre_state", *pre_state, x_in, n, 64);
-  } else {
-    TORCH_CHECK(!(pre_state.has_value() && pre_state->defined()), kName, ": pre_state without pre_weight");
-  }
+  check_x(kName, x_in, 128, 1);
+  const int64_t n = x_in.size(0), h = x_in.size(2), w = x_in.size(3);
   for (const at::Tensor& wt : weights) {
     TORCH_CHECK(wt.dim() == 4 && wt.size(0) == 9 && wt.size(1) == 2 && wt.size(2) == 128 && wt.size(3) == 64 &&
                     wt.scalar_type() == x_in.scalar_type() && wt.is_contiguous() && wt.device() == x_in.device() &&
@@ -282,7 +261,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_residual_chai
   } else {
     check_state(kName, "in_state", *in_state, x_in, n, 128);
   }
-  TORCH_CHECK(!pre || from_sums, kName, ": pre_weight needs in_state (the zeroed state its output's sums pass through)");
   const bool to_state = out_state.has_value() && out_state->defined();
   if (to_state) {
     check_state(kName, "out_state", *out_state, x_in, n, 128);
@@ -290,8 +268,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_residual_chai
   }
   const at::Tensor in_nw = vector_f32(kName, "in_norm_weight", in_norm_weight, x_in, 128);
   const at::Tensor in_nb = vector_f32(kName, "in_norm_bias", in_norm_bias, x_in, 128);
-  const at::Tensor pre_nw = vector_f32(kName, "pre_norm_weight", pre_norm_weight, x_in, 64);
-  const at::Tensor pre_nb = vector_f32(kName, "pre_norm_bias", pre_norm_bias, x_in, 64);
   TORCH_CHECK(eps > 0, kName, ": eps must be > 0, got ", eps);
   const size_t state_bytes = conv3x3_chain_state_bytes(n, static_cast<int>(links));
   TORCH_CHECK(state.scalar_type() == at::kByte && state.is_contiguous() && state.device() == x_in.device() &&
@@ -320,24 +296,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_residual_chai
   const at::Tensor& h_out = raw[(links - 1) & 1];
   const at::Tensor& block_in = act[((links - 2) / 2) & 1];
   if (n == 0) return {h_out, out_scale, out_shift, block_in};
-  // Link −1's output, link 0's input (only the pixels other tiles read are stored in the persistent form).
-  const at::Tensor c3 = pre ? at::empty({n, 128, h, w}, cl) : at::Tensor();
   at::Tensor workspace = at::empty({static_cast<int64_t>(conv3x3_chain_workspace_bytes(n, h, w))},
                                    x.options().dtype(at::kByte));
   ChainArgs args;
   args.dtype = dtype_of(x);
   args.l2_bytes = l2_cache_bytes(x.get_device());
   args.links = static_cast<int>(links);
-  args.x = pre ? c3.data_ptr() : x.data_ptr();
-  if (pre) {
-    args.pre_x = x.data_ptr();
-    args.pre_weight = pre_weight->data_ptr();
-    args.pre_state = pre_state->data_ptr();
-    args.pre_norm_weight = pre_nw.defined() ? pre_nw.data_ptr<float>() : nullptr;
-    args.pre_norm_bias = pre_nb.defined() ? pre_nb.data_ptr<float>() : nullptr;
-    args.pre_H = x.size(2);
-    args.pre_W = x.size(3);
-  }
+  args.x = x.data_ptr();
   args.scale = affine ? scale.data_ptr<float>() : nullptr;
   args.shift = affine ? shift.data_ptr<float>() : nullptr;
   if (from_sums) {

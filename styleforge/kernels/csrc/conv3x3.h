@@ -112,18 +112,6 @@ struct ChainArgs {
   // (norm_state_bytes(N, 128)) for the consumer's in_state, as Conv3x3Args' affine-free form: then no
   // CTA waits for the others at the end (links >= 4: see conv3x3_chain.cu's barrier counters).
   void* out_state = nullptr;
-  // A first convolution before link 0 ("link −1"; pre_x null: none): conv3, 64 → 128, stride 2, with
-  // ReLU, from pre_x (N, pre_H, pre_W, 64) dense NHWC, its input norm from the producer's sums in
-  // pre_state (with pre_norm_weight, pre_norm_bias, eps; read and left zero). Its output is written
-  // to x (so H, W = conv3x3_out_size(pre_H, 1, 2), ...) and its sums pass through in_state (required,
-  // zero) into link 0's norm: the persistent kernel runs it in the same grid, the per-link path as a
-  // conv3x3_launch.
-  const void* pre_x = nullptr;
-  const void* pre_weight = nullptr;                 // packed (9, 1, 128, 64)
-  void* pre_state = nullptr;
-  const float* pre_norm_weight = nullptr;
-  const float* pre_norm_bias = nullptr;
-  int64_t pre_H = 0, pre_W = 0;
   int64_t N = 0, H = 0, W = 0;                      // H, W >= 2
   int64_t l2_bytes = 0;                             // as Conv3x3Args (for the links' fallback)
 };

@@ -16,10 +16,6 @@
 // conv3x3_norm calls; at 64² (32 CTAs) 12.5 against 14.2; the engine times both forms.
 // A link is prologue ~2.8 µs, wgmma ~5.0 (at the tensor peak), epilogue ~2.5, barrier ~1.3
 // (dev/kernels/conv3x3/chain_profile.py; session 8: 3.2, 4.9, 3.8, 1.8).
-//   * with a first link (ChainArgs::pre_x, "link −1"): conv3 (64 → 128, stride 2: the same 8 × 16
-//     output tiles) runs in the same grid before link 0, its taps in the same ring (one 16 KB tap per
-//     32 KB entry), its 17 × 33 halo across the links' halo and kept-input regions, and its epilogue
-//     the chain's: link 0 then opens resident, without a launch boundary before it.
 // Not covered: more tiles than resident CTAs (one CTA per SM at 211 KB of shared memory: 512² and
 // smaller at batch 1): conv3x3_chain_launch then runs the links as conv3x3_launch calls.
 // Pure CUDA (no torch); bindings_conv3x3.cpp binds it; semantics: reference_conv3x3.residual_chain.
@@ -34,14 +30,11 @@ namespace {
 // left barrier l once barrier l + 1 is complete), the last barrier's at the next launch's start (so
 // with out_state no CTA waits at the end; that needs a barrier before link links − 1 other than the
 // first, links >= 4).
-// kPreCounter counts the arrivals at the barrier after link −1 (reset by CTA 0 at link 1).
 constexpr size_t kStateHeaderBytes = 256;
 constexpr int kDoneCounter = kChainMaxLinks;
-constexpr int kPreCounter = kChainMaxLinks + 1;
-static_assert((kPreCounter + 1) * sizeof(unsigned) <= kStateHeaderBytes, "the counters fit the header");
-constexpr int kC = 128, kPreCin = 64;
+static_assert((kDoneCounter + 1) * sizeof(unsigned) <= kStateHeaderBytes, "the counters fit the header");
+constexpr int kC = 128;
 using ChainCfg = Cfg<kC, kC, 1>;
-using PreCfg = Cfg<kPreCin, kC, 1, 2>;   // link −1: conv3
 
 struct ChainParams {
   const uint16_t* x;
@@ -50,15 +43,6 @@ struct ChainParams {
   double* in_sums;        // or the first link's norm from these sums (ChainArgs::in_state) ...
   const float* in_gamma;  // ... with this weight and bias
   const float* in_beta;
-  // Link −1 (null pre_x: none): conv3 from pre_x (N, pre_H, pre_W, 64) with its input norm from
-  // pre_sums (pre_gamma, pre_beta), into x (then written: pre_out) and in_sums.
-  const uint16_t* pre_x;
-  uint16_t* pre_out;
-  const unsigned char* pre_weight;
-  double* pre_sums;
-  const float* pre_gamma;
-  const float* pre_beta;
-  int pre_H, pre_W;
   uint16_t* raw[2];
   uint16_t* act[2];
   const unsigned char* weight[kChainMaxLinks];
@@ -88,31 +72,11 @@ __host__ __device__ constexpr LinkRoles link_roles(int l) {
           l & 1, l == 0 || !opens_block};
 }
 
-// Shared memory: the ring (4 × 32 KB), its barriers, the statistics scratch, the input affine and
-// the current link's Params; then the halo (46 KB) and the tile's block input (32 KB, Params::
-// resident), adjacent so that link −1's 70 KB halo spans both.
-namespace chain_smem {
-constexpr uint32_t kBars = ChainCfg::kStages * ChainCfg::kEntryBytes;
-constexpr uint32_t kRed = kBars + 2 * ChainCfg::kStages * 8;
-constexpr uint32_t kAff = kRed + (8 + 1) * kC * 4;
-constexpr uint32_t kParams = kAff + 2 * kC * 4;
-constexpr uint32_t kHalo = round_up_1k(kParams + kChainParamsBytes);
-constexpr uint32_t kAct = kHalo + ChainCfg::kHaloBytes;
-constexpr uint32_t kEnd = kAct + ChainCfg::kOutBytes;
-}  // namespace chain_smem
-constexpr size_t kChainSmem = chain_smem::kEnd + 1024;   // + slack to 1024-align
+// Shared memory: a 128 → 128 tile's layout, then the current link's Params, then the tile's block
+// input (Params::resident).
+constexpr size_t kChainSmem = ChainCfg::kSmem + kChainParamsBytes + ChainCfg::kOutBytes;
 static_assert(sizeof(Params) <= kChainParamsBytes, "the link's Params fit their slot");
 static_assert(kChainSmem <= 227 * 1024, "shared memory");
-static_assert(PreCfg::kStages == ChainCfg::kStages && PreCfg::kEntryBytes <= ChainCfg::kEntryBytes &&
-                  PreCfg::kTaps == ChainCfg::kTaps && PreCfg::kTH == ChainCfg::kTH,
-              "link −1 shares the links' ring and tiles");
-static_assert(chain_smem::kHalo + PreCfg::kHaloUsed <= chain_smem::kEnd, "link −1's halo");
-static_assert(PreCfg::kCout == kC, "link −1's statistics scratch");
-// Link −1's view of it is the same, its 16 KB taps one to a 32 KB ring stage.
-__host__ __device__ constexpr TileSmemOffsets chain_offsets() {
-  return {ChainCfg::kEntryBytes, chain_smem::kHalo, chain_smem::kBars, chain_smem::kRed,
-          chain_smem::kAff,      chain_smem::kParams, chain_smem::kAct};
-}
 
 #if SF_SM90A
 __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
@@ -143,40 +107,14 @@ __device__ __forceinline__ void link_params(const ChainParams& cp, int l, Params
   p.residual = r.residual_act < 0 ? nullptr : cp.act[r.residual_act];
   p.act = r.keep_act < 0 ? nullptr : cp.act[r.keep_act];
   p.relu = r.relu;
-  p.resident = l >= 1 || cp.pre_x != nullptr;   // tiles inside the image keep their activations in shared memory
+  p.resident = l >= 1;             // tiles inside the image keep their activations in shared memory
   p.out_all = l + 1 == cp.links;   // the decoder reads the last output ...
   p.act_all = l + 2 == cp.links;   // ... and the last block's input
   p.out = cp.raw[r.out_raw];
   const bool to_state = l + 1 == cp.links && cp.out_sums != nullptr;
   p.out_sums = (to_state ? cp.out_sums : cp.sums + static_cast<size_t>(l) * per_link) +
                (blockIdx.x % kChainSumCopies) * 2 * cp.N * kC;
-  const int record = l + (cp.pre_x != nullptr);   // (link −1 has record 0)
-  p.profile = cp.profile ? cp.profile + (static_cast<size_t>(record) * gridDim.x + blockIdx.x) * kTileProfileSlots : nullptr;
-}
-
-// Link −1's Params: conv3 with its input norm from pre_sums, ReLU, its output's sums to in_sums
-// (which link 0 reads as its input norm's, as from a separate conv3).
-__device__ __forceinline__ void pre_params(const ChainParams& cp, Params& p) {
-  p = Params{};
-  p.H = cp.pre_H;
-  p.W = cp.pre_W;
-  p.Ho = cp.H;
-  p.Wo = cp.W;
-  p.tiles_x = cp.tiles_x;
-  p.tiles = cp.tiles;
-  p.eps = cp.eps;
-  p.inv_count = 1.0 / (static_cast<double>(cp.pre_H) * cp.pre_W);
-  p.sums_stride = cp.N * kPreCin;
-  p.x = cp.pre_x;
-  p.in_sums = cp.pre_sums;
-  p.gamma = cp.pre_gamma;
-  p.beta = cp.pre_beta;
-  p.N = cp.N;
-  p.relu = true;
-  p.l2_evict_first = true;   // the chain's activations fit L2 (one CTA per tile)
-  p.out = cp.pre_out;
-  p.out_sums = cp.in_sums + (blockIdx.x % kChainSumCopies) * 2 * cp.N * kC;
-  p.profile = cp.profile ? cp.profile + static_cast<size_t>(blockIdx.x) * kTileProfileSlots : nullptr;
+  p.profile = cp.profile ? cp.profile + (static_cast<size_t>(l) * gridDim.x + blockIdx.x) * kTileProfileSlots : nullptr;
 }
 #endif
 
@@ -188,27 +126,18 @@ constexpr int kChainThreads = kConsumers + 128;
 constexpr int kProducerRegs = 24, kConsumerRegs = 240;
 static_assert(kConsumers * kConsumerRegs + 128 * kProducerRegs <= kChainThreads * 168, "the register file");
 
-// kPre: with link −1 (cp.pre_x set; an instantiation of its own, so that the links' code and
-// registers without it stay as they were).
-template <typename T, bool kPre>
+template <typename T>
 __global__ void __launch_bounds__(kChainThreads, 1) residual_chain_kernel(const ChainParams cp) {
   extern __shared__ unsigned char smem_raw[];
 #if SF_SM90A
-  const TileSmem<ChainCfg> sm(smem_raw, chain_offsets());
-  const TileSmem<PreCfg> pre_sm(smem_raw, chain_offsets());   // link −1's view: the same ring and barriers
+  const TileSmem<ChainCfg> sm(smem_raw);
   // The link's Params live in shared memory, written by thread 0 while the grid barrier waits: held
   // in registers across the links they would spill (the main loop uses all 168).
   Params& lp = *reinterpret_cast<Params*>(sm.end);
   const int tid = threadIdx.x;
-  constexpr bool pre = kPre;
-  constexpr int ring0 = kPre ? PreCfg::kTaps : 0;   // link l's ring positions start at ring0 + l·kTaps
   if (tid == 0) {
     sm.init_barriers();
-    if (pre) {
-      pre_params(cp, lp);
-    } else {
-      link_params(cp, 0, lp);
-    }
+    link_params(cp, 0, lp);
   }
   __syncthreads();
   // Dependents are scheduled only once every CTA of this grid has issued this, so all of ours are
@@ -217,8 +146,7 @@ __global__ void __launch_bounds__(kChainThreads, 1) residual_chain_kernel(const 
   if (tid >= kConsumers) {   // producer warpgroup: one thread streams every link's taps through one ring
     sm90::regs_dec<kProducerRegs>();
     if (tid == kConsumers) {
-      if (pre) produce_taps<PreCfg>(pre_sm, cp.pre_weight, 0);
-      for (int l = 0; l < cp.links; ++l) produce_taps<ChainCfg>(sm, cp.weight[l], ring0 + l * ChainCfg::kTaps);
+      for (int l = 0; l < cp.links; ++l) produce_taps<ChainCfg>(sm, cp.weight[l], l * ChainCfg::kTaps);
     }
     return;
   }
@@ -235,30 +163,7 @@ __global__ void __launch_bounds__(kChainThreads, 1) residual_chain_kernel(const 
     if (tid == 0) cp.counters[L - 2] = 0;
     for (int i = tid; i < per_link; i += kConsumers) cp.sums[static_cast<size_t>(L - 2) * per_link + i] = 0.0;
   }
-  // Grid barrier (CUTLASS's generic barrier form): CTA barrier; one thread counts with release
-  // semantics (cumulative: it publishes what the CTA barrier ordered before it) and spins with
-  // acquire loads until every CTA has counted; CTA barrier. Each barrier has its own counter.
-  auto grid_barrier = [&](int counter, int next_link) {
-    consumers_sync();
-    if (tid == 0) {
-      link_params(cp, next_link, lp);   // every consumer is past its last read of the link's
-      asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(cp.counters + counter) : "memory");
-      while (load_acquire(cp.counters + counter) < gridDim.x) {
-      }
-    }
-    consumers_sync();
-  };
-  if constexpr (kPre) {
-    tile_mark(lp, 0);
-    tile_mark_global(lp, kTileProfileGlobalStart);   // profile builds: link −1's record has the chain's start ...
-    const int n = blockIdx.x / cp.tiles;
-    conv_tile<T, kPreCin, kC, 1, 2, kPreCin, false, true>(lp, pre_sm, n, blockIdx.x - n * cp.tiles, 0);
-    grid_barrier(kPreCounter, 0);
-    if (blockIdx.x == 0) {   // every CTA's link −1 has read conv2's sums (barrier −1)
-      for (int i = tid; i < kChainSumCopies * 2 * cp.N * kPreCin; i += kConsumers) cp.pre_sums[i] = 0.0;
-    }
-  }
-  if constexpr (!kPre) tile_mark_global(lp, kTileProfileGlobalStart);   // ... (without it, link 0's)
+  tile_mark_global(lp, kTileProfileGlobalStart);   // profile builds: link 0's record has the chain's start ...
 #pragma unroll 1
   for (int l = 0; l < cp.links; ++l) {
     // Link l − 1 read the sums of link l − 2 in its prologue, before the last barrier: clear them
@@ -267,20 +172,28 @@ __global__ void __launch_bounds__(kChainThreads, 1) residual_chain_kernel(const 
       for (int i = tid; i < per_link; i += kConsumers) cp.sums[static_cast<size_t>(l - 2) * per_link + i] = 0.0;
       if (tid == 0) cp.counters[l - 2] = 0;   // barrier l − 2's: every CTA has left it
     }
-    // Likewise the producer's sums that link 0 read (its state's counter is never counted), and
-    // barrier −1's counter once every CTA has left it (barrier 0 is complete).
+    // Likewise the producer's sums that link 0 read (its state's counter is never counted).
     if (blockIdx.x == 0 && l == 1 && cp.in_sums != nullptr) {
       for (int i = tid; i < per_link; i += kConsumers) cp.in_sums[i] = 0.0;
-      if (pre && tid == 0) cp.counters[kPreCounter] = 0;
     }
     tile_mark(lp, 0);
     const int n = blockIdx.x / cp.tiles;
-    conv_tile<T, kC, kC, 1, 1, kC, true>(lp, sm, n, blockIdx.x - n * cp.tiles, ring0 + l * ChainCfg::kTaps);
+    conv_tile<T, kC, kC, 1, 1, kC, true>(lp, sm, n, blockIdx.x - n * cp.tiles, l * ChainCfg::kTaps);
     if (l + 1 == cp.links) {
       tile_mark_global(lp, kTileProfileGlobalEnd);   // ... and the last link's its end
       break;
     }
-    grid_barrier(l, l + 1);
+    // Grid barrier (CUTLASS's generic barrier form): CTA barrier; one thread counts with release
+    // semantics (cumulative: it publishes what the CTA barrier ordered before it) and spins with
+    // acquire loads until every CTA has counted; CTA barrier. Barrier l has its own counter.
+    consumers_sync();
+    if (tid == 0) {
+      link_params(cp, l + 1, lp);   // every consumer is past its last read of link l's
+      asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(cp.counters + l) : "memory");
+      while (load_acquire(cp.counters + l) < gridDim.x) {
+      }
+    }
+    consumers_sync();
   }
   // With out_state the consumer forms the norm from the sums and clears them: done. Else the last CTA
   // to finish turns the last link's sums into (scale, shift) for the decoder and leaves the state
@@ -321,9 +234,8 @@ __global__ void __launch_bounds__(kChainThreads, 1) residual_chain_kernel(const 
 }
 
 using ChainKernel = void (*)(const ChainParams);
-ChainKernel chain_kernel(ConvDtype dtype, bool pre) {
-  if (pre) return dtype == ConvDtype::kBFloat16 ? residual_chain_kernel<__nv_bfloat16, true> : residual_chain_kernel<__half, true>;
-  return dtype == ConvDtype::kBFloat16 ? residual_chain_kernel<__nv_bfloat16, false> : residual_chain_kernel<__half, false>;
+ChainKernel chain_kernel(ConvDtype dtype) {
+  return dtype == ConvDtype::kBFloat16 ? residual_chain_kernel<__nv_bfloat16> : residual_chain_kernel<__half>;
 }
 
 bool valid_chain(const ChainArgs& a) {
@@ -338,13 +250,6 @@ bool valid_chain(const ChainArgs& a) {
   for (int l = 0; l < a.links; ++l) {
     if (a.weight[l] == nullptr) return false;
   }
-  // Link −1: its output's sums pass through in_state; its input norm comes from pre_state.
-  if (a.pre_x != nullptr &&
-      (a.pre_weight == nullptr || a.pre_state == nullptr || a.in_state == nullptr || a.pre_H < 2 || a.pre_W < 2 ||
-       a.pre_H >= (1 << 20) || a.pre_W >= (1 << 20) || conv3x3_out_size(a.pre_H, 1, 2) != a.H ||
-       conv3x3_out_size(a.pre_W, 1, 2) != a.W)) {
-    return false;
-  }
   return a.raw[0] && a.raw[1] && a.act[0] && a.act[1];
 }
 
@@ -358,29 +263,6 @@ cudaError_t launch_links(const ChainArgs& a, void* workspace, cudaStream_t strea
   void* partials = f + 4 * ((v + 63) / 64) * 64;
   const float* in_scale = a.scale;
   const float* in_shift = a.shift;
-  if (a.pre_x != nullptr) {   // link −1 as conv3x3_norm's conv3: its sums into in_state
-    Conv3x3Args c;
-    c.dtype = a.dtype;
-    c.cin = kPreCin;
-    c.cout = kC;
-    c.stride = 2;
-    c.x = a.pre_x;
-    c.weight = a.pre_weight;
-    c.in_state = a.pre_state;
-    c.in_norm_weight = a.pre_norm_weight;
-    c.in_norm_bias = a.pre_norm_bias;
-    c.in_eps = a.eps;
-    c.relu = true;
-    c.out = const_cast<void*>(a.x);
-    c.norm.eps = a.eps;
-    c.norm_state = a.in_state;
-    c.N = a.N;
-    c.H = a.pre_H;
-    c.W = a.pre_W;
-    c.l2_bytes = a.l2_bytes;
-    const cudaError_t err = conv3x3_launch(c, partials, stream);
-    if (err != cudaSuccess) return err;
-  }
   for (int l = 0; l < a.links; ++l) {
     const bool last = l + 1 == a.links;
     const LinkRoles r = link_roles(l);
@@ -432,12 +314,10 @@ size_t conv3x3_chain_workspace_bytes(int64_t N, int64_t H, int64_t W) {
 bool conv3x3_chain_fits(ConvDtype dtype, int64_t N, int64_t H, int64_t W) {
   if (!conv3x3_supported() || N < 1 || H < 2 || W < 2) return false;
   int device = 0, sms = 0, per_sm = 0;
-  const ChainKernel kernel = chain_kernel(dtype, false);   // (the form with link −1: the same block and memory)
-  const int id = dtype == ConvDtype::kBFloat16 ? 0 : 1;
+  const ChainKernel kernel = chain_kernel(dtype);
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      allow_smem(kernel, kChainSmem, id) != cudaSuccess ||
-      allow_smem(chain_kernel(dtype, true), kChainSmem, id + 2) != cudaSuccess ||
+      allow_smem(kernel, kChainSmem, dtype == ConvDtype::kBFloat16 ? 0 : 1) != cudaSuccess ||
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kChainThreads, kChainSmem) != cudaSuccess) {
     return false;
   }
@@ -472,19 +352,8 @@ cudaError_t conv3x3_chain_launch(const ChainArgs& a, void* state, void* workspac
   cp.out_scale = a.out_scale;
   cp.out_shift = a.out_shift;
   if (a.out_state != nullptr) cp.out_sums = norm_state_sums(a.out_state);
-  if (a.pre_x != nullptr) {
-    cp.pre_x = static_cast<const uint16_t*>(a.pre_x);
-    cp.pre_out = static_cast<uint16_t*>(const_cast<void*>(a.x));
-    cp.pre_weight = static_cast<const unsigned char*>(a.pre_weight);
-    cp.pre_sums = norm_state_sums(a.pre_state);
-    cp.pre_gamma = a.pre_norm_weight;
-    cp.pre_beta = a.pre_norm_bias;
-    cp.pre_H = static_cast<int>(a.pre_H);
-    cp.pre_W = static_cast<int>(a.pre_W);
-  }
 #if SF_TILE_PROFILE
-  cp.profile = tile_profile_region(kTileProfileChainTag, static_cast<int>(a.N * conv3x3_tiles(a.H, a.W, kC)),
-                                   a.links + (a.pre_x != nullptr));   // (link −1: a record before link 0's)
+  cp.profile = tile_profile_region(kTileProfileChainTag, static_cast<int>(a.N * conv3x3_tiles(a.H, a.W, kC)), a.links);
 #endif
   cp.links = a.links;
   cp.N = static_cast<int>(a.N);
@@ -492,7 +361,7 @@ cudaError_t conv3x3_chain_launch(const ChainArgs& a, void* state, void* workspac
   cp.W = static_cast<int>(a.W);
   cp.tiles_x = static_cast<int>((a.W + kTW - 1) / kTW);
   cp.tiles = static_cast<int>(conv3x3_tiles(a.H, a.W, kC));
-  const cudaError_t err = launch_pdl(true, chain_kernel(a.dtype, a.pre_x != nullptr), dim3(static_cast<unsigned>(a.N * cp.tiles)),
+  const cudaError_t err = launch_pdl(true, chain_kernel(a.dtype), dim3(static_cast<unsigned>(a.N * cp.tiles)),
                                      dim3(kChainThreads), kChainSmem, stream, cp);
   return err != cudaSuccess ? err : cudaPeekAtLastError();
 }

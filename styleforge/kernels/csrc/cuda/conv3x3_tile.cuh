@@ -176,10 +176,9 @@ struct Params {
   const float* beta;
   float eps;
   double inv_count;
-  // The chain only: the epilogue's statistics added to out_sums (the same layout, Cout channels:
-  // Σx² N·Cout after Σx).
+  // The chain only: the epilogue's statistics added to out_sums (the same layout, Cout channels).
   double* out_sums;
-  int sums_stride;      // N·Cin: Σx² after Σx in in_sums
+  int sums_stride;
   int N;                // samples: tiles of the launch = N · tiles
   long long* profile;   // SF_TILE_PROFILE builds: this tile's record (tile_mark, tile_profile.cuh)
   int profile_iters;    // ... and a persistent CTA's records (one per tile it computes)
@@ -271,12 +270,6 @@ __device__ __forceinline__ int out_slot(int i, int px) {
 }
 #endif
 
-// A shared-memory layout other than TileSmem's own (the chain's, conv3x3_chain.cu): each region's
-// byte offset from the 1024-aligned base, and the bytes between ring stages.
-struct TileSmemOffsets {
-  uint32_t entry_stride, halo, bars, red, aff, end, act;
-};
-
 #if SF_SM90A
 // One CTA's shared memory, both kernels: the weight ring [stage][Cin/64][Cout][128 B], the halo tile
 // [pixel][Cin·2 B] (chunks swizzled; later the staged output), the ring's full/empty mbarriers and
@@ -284,21 +277,16 @@ struct TileSmemOffsets {
 template <class C>
 struct TileSmem {
   uint32_t w_s, halo_s, bar_full, bar_empty;
-  uint32_t entry_stride;   // bytes between ring stages (C::kEntryBytes; the chain's stride-2 link: the chain's)
   unsigned char* halo;
   float* red;
   float* mean_s;
   float* aff;           // the input norm's affine from sums: scale [Cin], shift [Cin]
   unsigned char* end;   // past the layout (the chain's extra bytes)
-  unsigned char* act;   // the chain's kept block input (Params::resident)
-  // The single convolution's layout: ring, halo, barriers, scratch, then the chain's Params and
-  // block input.
   __device__ __forceinline__ explicit TileSmem(unsigned char* smem_raw) {
     const uint32_t raw = sm90::smem_u32(smem_raw);
     const uint32_t base = (raw + 1023u) & ~1023u;
     unsigned char* smem = smem_raw + (base - raw);
     w_s = base;
-    entry_stride = C::kEntryBytes;
     halo_s = base + C::kStages * C::kEntryBytes;
     halo = smem + C::kStages * C::kEntryBytes;
     bar_full = base + C::kBarOff;
@@ -307,23 +295,6 @@ struct TileSmem {
     mean_s = red + 8 * C::kCout;
     aff = reinterpret_cast<float*>(smem + C::kAffOff);
     end = smem + C::kEndOff;
-    act = end + kChainParamsBytes;
-  }
-  __device__ __forceinline__ TileSmem(unsigned char* smem_raw, const TileSmemOffsets& o) {
-    const uint32_t raw = sm90::smem_u32(smem_raw);
-    const uint32_t base = (raw + 1023u) & ~1023u;
-    unsigned char* smem = smem_raw + (base - raw);
-    w_s = base;
-    entry_stride = o.entry_stride;
-    halo_s = base + o.halo;
-    halo = smem + o.halo;
-    bar_full = base + o.bars;
-    bar_empty = bar_full + 8 * C::kStages;
-    red = reinterpret_cast<float*>(smem + o.red);
-    mean_s = red + 8 * C::kCout;
-    aff = reinterpret_cast<float*>(smem + o.aff);
-    end = smem + o.end;
-    act = smem + o.act;
   }
   __device__ __forceinline__ void init_barriers() const {
     for (int s = 0; s < C::kStages; ++s) {
@@ -343,7 +314,7 @@ __device__ __forceinline__ void produce_taps(const TileSmem<C>& sm, const unsign
     const int u = u0 + tap, st = u % C::kStages;
     if (u >= C::kStages) sm90::mbar_wait(sm.bar_empty + 8 * st, ((u / C::kStages) - 1) & 1);
     sm90::mbar_expect_tx(sm.bar_full + 8 * st, C::kEntryBytes);
-    sm90::bulk_copy_g2s(sm.w_s + st * sm.entry_stride, weight + static_cast<size_t>(tap) * C::kEntryBytes,
+    sm90::bulk_copy_g2s(sm.w_s + st * C::kEntryBytes, weight + static_cast<size_t>(tap) * C::kEntryBytes,
                         C::kEntryBytes, sm.bar_full + 8 * st);
   }
 }
@@ -386,18 +357,12 @@ __device__ __forceinline__ void store_act(uint4* p, const uint4& v) {
 // forms sample n's input affine from the sums into sm.aff (a CTA's first tile, or a new sample),
 // else the tile reads it there; last_read: this CTA reads the sums no more, so (p.in_counter set)
 // the CTA counts itself right after (conv3x3_kernel: *ticket, or its producer warp).
-template <typename T, int CIN, int COUT, int UP, int STRIDE, int CIN_X, bool kChain, bool kPre = false>
+template <typename T, int CIN, int COUT, int UP, int STRIDE, int CIN_X, bool kChain>
 __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CIN, COUT, UP, STRIDE, CIN_X>>& sm,
                                           int n, int tile, int u0, bool refresh = true, bool last_read = true,
                                           unsigned* ticket = nullptr) {
   using namespace sm90;
   using C = Cfg<CIN, COUT, UP, STRIDE, CIN_X>;
-  // kPre: the chain's stride-2 first convolution (conv3, conv3x3_chain.cu). Its prologue is a single
-  // convolution's; its epilogue is the chain's (kChainOut): the output staged where the next link's
-  // resident prologue finds it, only the pixels other tiles read stored, fp64 sums.
-  constexpr bool kChainOut = kChain || kPre;
-  static_assert(!kPre || (!kChain && COUT == 128 && UP == 1), "the chain's first link feeds 128-channel links");
-  static_assert(!kChain || (C::kChunks == COUT / 8 && C::kHaloW == kTW + 2 && STRIDE == 1), "the chain's halo");
   constexpr int kMB = C::kMB, kStepK = C::kStepK, kSPT = C::kStepsPerTap, kStages = C::kStages;
   constexpr int kTaps = C::kTaps, kSteps = kTaps * kSPT, kBPS = C::kBlocksPerStep;
   const uint32_t w_s = sm.w_s, halo_s = sm.halo_s, bar_full = sm.bar_full, bar_empty = sm.bar_empty;
@@ -410,12 +375,12 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
   // loop over links has the registers to keep them.
   int tid = threadIdx.x;
   if constexpr (C::kResidentWeights) asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
-  if constexpr (!kChainOut) {   // (the chain marks its links' starts itself, and global times once: registers)
+  if constexpr (!kChain) {   // (the chain marks its links' starts itself, and global times once: registers)
     tile_mark(p, 0);
     tile_mark_global(p, kTileProfileGlobalStart);
   }
   // The chain's kept block input: [kTH·kTW pixels][Cout·2 B], chunks XOR-swizzled by the pixel.
-  unsigned char* act_s = sm.act;
+  unsigned char* act_s = sm.end + kChainParamsBytes;
   auto act_offset = [](int px, int q) { return px * (COUT * 2) + ((q ^ (px & 7)) << 4); };
   // The halo pixel over tile pixel px (row px / kTW, column px % kTW): where the chain keeps it.
   auto own_halo_pixel = [](int px) { return (px / kTW + 1) * C::kHaloW + px % kTW + 1; };
@@ -486,7 +451,7 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
       // Every consumer's loads of the sums have returned (their values are in sm.aff): the CTA counts
       // (thread 0 takes a ticket, checked at the kernel's end), or, with a producer warp, hands that
       // to it.
-      if (!kChainOut && last_read && p.in_counter != nullptr) {
+      if (!kChain && last_read && p.in_counter != nullptr) {
         if constexpr (C::kResidentWeights) {
           if (tid == 0) *ticket = atomicAdd(p.in_counter, 1u);
         } else {
@@ -708,7 +673,7 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
     if (s % kSPT == 0) mbar_wait(bar_full + 8 * st, (u / kStages) & 1);
     wg_fence();
     // This warpgroup's tap of the ring entry (phase split with two per entry: warpgroup wg's).
-    const uint32_t wb = w_s + st * sm.entry_stride + (C::kWGSplit == 1 ? 0 : (warp >> 2) * C::kTapBytes);
+    const uint32_t wb = w_s + st * C::kEntryBytes + (C::kWGSplit == 1 ? 0 : (warp >> 2) * C::kTapBytes);
 #pragma unroll
     for (int kk = 0; kk < kStepK; ++kk) {
       const int ks = (s % kSPT) * kStepK + kk;
@@ -733,7 +698,7 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
   reg_fence((kSteps - 1) & 1 ? a1 : a0);
   tile_mark(p, 2);
   // The chain's producer refills the last entry's stage with the next convolution's taps.
-  if (kChainOut && lane == 0) mbar_arrive(bar_empty + 8 * ((u0 + kTaps - 1) % kStages));
+  if (kChain && lane == 0) mbar_arrive(bar_empty + 8 * ((u0 + kTaps - 1) % kStages));
 
   // ---- epilogue: round, per-tile moments, stage and store -------------------------------------
   const int y0 = (tile / p.tiles_x) * C::kTH, x0 = (tile % p.tiles_x) * kTW;
@@ -771,7 +736,7 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
       unpack2<T>(pk[mb][j], acc[mb][2 * j], acc[mb][2 * j + 1]);
     }
   // Uniform: every consumer takes the same branch.
-  const bool stats = kChainOut || p.partials != nullptr || p.norm_state != nullptr;
+  const bool stats = kChain || p.partials != nullptr || p.norm_state != nullptr;
   float tile_sum = 0.f;
   // The per-warp channel sums: v[2i + j] is channel 8i + 2t + j, summed over the lane's pixels, then
   // over g; lane (g, t) writes its V/8 of them (see sum_over_g).
@@ -828,12 +793,11 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
     consumers_sync();   // every warp is past its last ldmatrix before the halo is overwritten
   }
   // The halo is dead (every warp is past its last ldmatrix: the barrier above): stage the output
-  // there as [pixel][Cout·2 B], chunks placed by out_slot; the chain stages it in the interior of
-  // its links' halo layout instead (a 128-channel, (kTH + 2) × 18 halo at the same address: for
-  // kPre, inside its own larger halo), where the next link's prologue takes it (Params::resident).
+  // there as [pixel][Cout·2 B], chunks placed by out_slot; the chain stages it in the halo's
+  // interior instead (halo layout), where its next link's prologue takes it (Params::resident).
   auto staged = [&](int px, int chunk) -> int {
-    if constexpr (kChainOut) {
-      return halo_offset<COUT / 8, 1>((px / kTW + 1) * (kTW + 2) + px % kTW + 1, chunk);
+    if constexpr (kChain) {
+      return halo_offset<C::kChunks, STRIDE>(own_halo_pixel(px), chunk);
     } else {
       return px * C::kOutPixelBytes + (out_slot<C::kOutChunks>(chunk, px) << 4);
     }
@@ -850,16 +814,11 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
   tile_mark(p, 6);
   uint4* out4 = reinterpret_cast<uint4*>(p.out);
   // The chain stores only what other tiles read, except its last output and on tiles cut by the edge.
-  const bool store_every = !kChainOut || p.out_all || y0 + C::kTH > Ho || x0 + kTW > Wo;
-  // The chain's links read their thread index afresh here: its staged addresses, hoisted out of the
-  // loop over links, were what ptxas spilled once link −1's code joined the kernel (reloaded in the
-  // stores of every link: +0.7 µs per link's epilogue, chain_profile.py).
-  int store_tid = tid;
-  if constexpr (kChain) asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(store_tid));
+  const bool store_every = !kChain || p.out_all || y0 + C::kTH > Ho || x0 + kTW > Wo;
   auto store_out = [&](auto hint) {
 #pragma unroll
     for (int j = 0; j < C::kTH * kTW * C::kOutChunks / kConsumers; ++j) {
-      const int idx = store_tid + j * kConsumers, px = idx / C::kOutChunks, q = idx % C::kOutChunks;
+      const int idx = tid + j * kConsumers, px = idx / C::kOutChunks, q = idx % C::kOutChunks;
       const int y = y0 + px / kTW, xx = x0 + px % kTW;
       if (y < Ho && xx < Wo && (store_every || chain_store_needed<C::kTH>(y, xx, Ho, Wo))) {
         store_act<decltype(hint)::value>(out4 + ((static_cast<int64_t>(n) * Ho + y) * Wo + xx) * C::kOutChunks + q,
@@ -867,19 +826,18 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
       }
     }
   };
-  with_act_hint<kChainOut>(p.l2_evict_first, store_out);
+  with_act_hint<kChain>(p.l2_evict_first, store_out);
   // The statistics after the output: the chain's atomic adds must not hold up the stores.
   if (stats && tid < COUT) {
     float m2 = 0.f;
 #pragma unroll
     for (int w = 0; w < 8; ++w) m2 += red[w * COUT + tid];
-    if constexpr (kChainOut) {
+    if constexpr (kChain) {
       // Σx and Σx² over the image, from the tile's (sum, M2): Σx² = M2 + sum²/count exactly, and in
       // fp64 the chain's Σx²/n − mean² keeps the precision that Chan's merge keeps in fp32.
       const double sum = tile_sum;
-      // (The output's layout: Σx² N·Cout after Σx; sums_stride is the input's, N·Cin.)
       atomicAdd(p.out_sums + n * COUT + tid, sum);
-      atomicAdd(p.out_sums + p.N * COUT + n * COUT + tid, static_cast<double>(m2) + sum * sum / count);
+      atomicAdd(p.out_sums + p.sums_stride + n * COUT + tid, static_cast<double>(m2) + sum * sum / count);
     } else if (p.norm_state != nullptr) {
       norm_state_add(p.norm_state, p.N * COUT, n, COUT, tid, tile_sum, m2, count);
     } else {
@@ -887,7 +845,7 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
     }
   }
   tile_mark(p, 3);
-  if constexpr (!kChainOut) tile_mark_global(p, kTileProfileGlobalEnd);
+  if constexpr (!kChain) tile_mark_global(p, kTileProfileGlobalEnd);
 }
 #endif  // SF_SM90A
 
