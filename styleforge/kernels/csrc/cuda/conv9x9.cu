@@ -293,8 +293,8 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
       const float b0 = p.bias ? p.bias[ch] : 0.f, b1 = p.bias ? p.bias[ch + 1] : 0.f;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const uint32_t lo = pack2(to_bits<T>(acc[i][nt][0] + b0), to_bits<T>(acc[i][nt][1] + b1));
-        const uint32_t hi = pack2(to_bits<T>(acc[i][nt][2] + b0), to_bits<T>(acc[i][nt][3] + b1));
+        const uint32_t lo = styleforge::pack2<T>(acc[i][nt][0] + b0, acc[i][nt][1] + b1);
+        const uint32_t hi = styleforge::pack2<T>(acc[i][nt][2] + b0, acc[i][nt][3] + b1);
         st_lane[(i * kRgbTW * kRgbStage + nt * 8) / 2] = lo;
         st_lane[((i * kRgbTW + 8) * kRgbStage + nt * 8) / 2] = hi;
         if constexpr (kStats) {   // the statistics see the stored values

@@ -306,8 +306,8 @@ __global__ void __launch_bounds__(kThreads, 3) rgb_sm90_kernel(const Params p) {
         uint32_t lo[4], hi[4];   // pixel g, pixel g + 8: channels 8j + 2t, + 1 in word j
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          lo[j] = pack2(to_bits<T>(acc[i][4 * j] + bias[2 * j]), to_bits<T>(acc[i][4 * j + 1] + bias[2 * j + 1]));
-          hi[j] = pack2(to_bits<T>(acc[i][4 * j + 2] + bias[2 * j]), to_bits<T>(acc[i][4 * j + 3] + bias[2 * j + 1]));
+          lo[j] = styleforge::pack2<T>(acc[i][4 * j] + bias[2 * j], acc[i][4 * j + 1] + bias[2 * j + 1]);
+          hi[j] = styleforge::pack2<T>(acc[i][4 * j + 2] + bias[2 * j], acc[i][4 * j + 3] + bias[2 * j + 1]);
           if constexpr (kStats) {   // the statistics see the stored values
             float v[4];
             unpack2<T>(lo[j], v[0], v[1]);
