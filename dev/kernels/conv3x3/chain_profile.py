@@ -60,15 +60,9 @@ def main():
     marks = buf.view(LINKS, tiles, SLOTS).double().cpu()
     us = 1.0 / args.mhz   # µs per cycle
 
-    def med(v):
-        return statistics.median(v.flatten().tolist()) * us
+    def med(cycles):
+        return statistics.median(cycles.flatten().tolist()) * us
 
-    # Per link: median phases, and the time to the next link's start.
-    for r in range(LINKS):
-        m = marks[r]
-        nxt = med(marks[r + 1, :, 0] - m[:, 0]) if r + 1 < LINKS else float("nan")
-        print(f"link {r}: prologue {med(m[:, 1] - m[:, 0]):5.2f} main {med(m[:, 2] - m[:, 1]):5.2f} "
-              f"epilogue {med(m[:, 3] - m[:, 2]):5.2f} (stores {med(m[:, 3] - m[:, 6]):5.2f}) to next start {nxt:6.2f}")
     marks[0, :, 7] = marks[0, :, 0]   # link 0 takes its affine from (scale, shift): no mark
     phases = {"prologue": marks[:, :, 1] - marks[:, :, 0], "main_loop": marks[:, :, 2] - marks[:, :, 1],
               "epilogue": marks[:, :, 3] - marks[:, :, 2],
@@ -80,14 +74,20 @@ def main():
               # then the CTA barrier (thread 0's view: its wait for the slowest thread)
               "pro_border": marks[1:, :, 8] - marks[1:, :, 7], "pro_interior": marks[1:, :, 9] - marks[1:, :, 8],
               "pro_sync": marks[1:, :, 1] - marks[1:, :, 9]}
+    link = marks[1:, :, 0] - marks[:-1, :, 0]   # a link's start to the next one's
+    # Per link: median phases, and the time to the next link's start.
+    for r in range(LINKS):
+        nxt = med(link[r]) if r + 1 < LINKS else float("nan")
+        print(f"link {r}: prologue {med(phases['prologue'][r]):5.2f} main {med(phases['main_loop'][r]):5.2f} "
+              f"epilogue {med(phases['epilogue'][r]):5.2f} (stores {med(phases['epi_store'][r]):5.2f}) "
+              f"to next start {nxt:6.2f}")
     row = {"plane": f"{h}x{w}", "tiles": tiles, "mhz": args.mhz}
     for name, cycles in phases.items():
-        row[name + "_us"] = statistics.median(cycles.flatten().tolist()) * us
+        row[name + "_us"] = med(cycles)
         row[name + "_max_us"] = float(cycles.max()) * us
     # Barrier: from a CTA's epilogue end to its next link's start (its wait for the slowest CTA).
-    barrier = marks[1:, :, 0] - marks[:-1, :, 3]
-    row["barrier_us"] = statistics.median(barrier.flatten().tolist()) * us
-    row["link_us"] = statistics.median((marks[1:, :, 0] - marks[:-1, :, 0]).flatten().tolist()) * us
+    row["barrier_us"] = med(marks[1:, :, 0] - marks[:-1, :, 3])
+    row["link_us"] = med(link)
     print(json.dumps(row))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
