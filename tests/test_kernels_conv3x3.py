@@ -463,6 +463,26 @@ def test_cuda_conv3x3_norm_matches_float64(loaded, dtype, shape, variant):
 
 @pytest.mark.gpu
 @hopper
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+@pytest.mark.parametrize("config", list(CONFIGS))
+def test_cuda_conv3x3_norm_large_mean_statistics(loaded, dtype, config):
+    # Outputs with a mean 25–80× their spread (a positive input through weights with a positive offset),
+    # on a plane with clipped edge tiles: the epilogue's moments (per warp about a shift, merged per
+    # tile, then over tiles) must keep the variance, not cancel it away.
+    up, stride = CONFIGS[config][2:]
+    x, wt, s, t, _, nw, nb = make_inputs(2, 37, 50, dtype, "cuda", seed=5, affine=False, config=config)
+    x = (x.float().abs() * 0.5 + 2.0).to(dtype).contiguous(memory_format=torch.channels_last)
+    wt = (wt.float() + 0.02).to(dtype)
+    out, os_, ot, _ = torch.ops.styleforge.conv3x3_norm(x, ref.pack_weight(wt), None, None, None, False, up, False,
+                                                        nw, nb, 1e-5, True, stride)
+    var, mean = torch.var_mean(out.double(), dim=(2, 3), unbiased=False)
+    assert float((mean.abs() / var.sqrt()).median()) > 20
+    s64, t64 = scale_shift64(out, nw, nb)
+    assert rel_error(os_, s64) <= 1e-4 and rel_error(ot, t64) <= 1e-4
+
+
+@pytest.mark.gpu
+@hopper
 def test_cuda_conv3x3_norm_without_keep_and_norm_affine(loaded):
     x, wt, s, t, _, _, _ = make_inputs(1, 20, 33, seed=3, device="cuda")
     out, os_, ot, kept = torch.ops.styleforge.conv3x3_norm(x, ref.pack_weight(wt), s, t, None, True, 1, False,

@@ -111,9 +111,15 @@ struct Cfg {
   static constexpr uint32_t kKbBytes = COUT * 128;            // one [Cout][64 k] block of a tap
   static constexpr int kStages = kEntryBytes >= 16384 ? 4 : 9;
   static constexpr uint32_t kBarOff = kStages * kEntryBytes + kHaloBytes;
-  static constexpr uint32_t kRedOff = kBarOff + 2 * kStages * 8;   // fp32 [8 warps][Cout] + mean[Cout]
+  // The epilogue's moments: red, fp32 [8 warps][Cout] of Σd, then (unless kSqInHalo) the same of Σd²,
+  // mean_s [Cout], the warps' first pixels and pixel counts [16].
+  static constexpr uint32_t kRedOff = kBarOff + 2 * kStages * 8;
+  // Σd² in the halo past the staged output where the halo is larger, at two CTAs per SM (conv2: 20 KB
+  // there are free, and 2 KB more per CTA would leave one CTA per SM). (Not the chain, which stages
+  // its output in the halo's interior: its Cfg runs one CTA per SM.)
+  static constexpr bool kSqInHalo = kMinBlocks == 2 && kHaloBytes >= kOutBytes + 8 * COUT * 4;
   // The input norm's affine when the prologue forms it from sums (Params::in_sums): scale [Cin], shift [Cin].
-  static constexpr uint32_t kAffOff = kRedOff + (8 + 1) * COUT * 4;
+  static constexpr uint32_t kAffOff = kRedOff + ((kSqInHalo ? 8 : 16) + 1) * COUT * 4 + 16 * 4;
   static constexpr uint32_t kEndOff = kAffOff + 2 * CIN_X * 4;   // the chain keeps its link's Params here
   // The whole weight fits the ring (conv2, deconv2): the grid is persistent, each CTA loads the
   // weight once and keeps it (ring entry u in stage u) for every tile it computes, instead of
@@ -292,7 +298,7 @@ struct TileSmem {
     bar_full = base + C::kBarOff;
     bar_empty = bar_full + 8 * C::kStages;
     red = reinterpret_cast<float*>(smem + C::kRedOff);
-    mean_s = red + 8 * C::kCout;
+    mean_s = red + (C::kSqInHalo ? 8 : 16) * C::kCout;
     aff = reinterpret_cast<float*>(smem + C::kAffOff);
     end = smem + C::kEndOff;
   }
@@ -733,8 +739,11 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
 #pragma unroll
     for (int j = 0; j < COUT / 4; ++j) {
       pk[mb][j] = pack2<T>(acc[mb][2 * j], acc[mb][2 * j + 1]);
+#if SF_TWO_PASS_MOMENTS   // (the one-pass moments widen pk where they use it: acc is dead from here)
       unpack2<T>(pk[mb][j], acc[mb][2 * j], acc[mb][2 * j + 1]);
+#endif
     }
+#if SF_TWO_PASS_MOMENTS   // the A/B build: sum, mean, then Σ(v − mean)²
   // Uniform: every consumer takes the same branch.
   const bool stats = kChain || p.partials != nullptr || p.norm_state != nullptr;
   float tile_sum = 0.f;
@@ -792,6 +801,72 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
   } else {
     consumers_sync();   // every warp is past its last ldmatrix before the halo is overwritten
   }
+#else
+  // Uniform: every consumer takes the same branch.
+  const bool stats = kChain || p.partials != nullptr || p.norm_state != nullptr;
+  // The tile's moments in one pass about a shift: warp w sums d = v − K and d² over its pixels, K per
+  // channel being the warp's first pixel (lane t holds it at g = 0; the staged tile keeps the same
+  // rounded value for the merge to read), so Σd² − (Σd)²/n cancels nothing of the spread however
+  // large the mean; tid < Cout merges the 8 warps (Chan) after the stores. Against a sum, the mean,
+  // then Σ(v − mean)² (SF_TWO_PASS_MOMENTS builds that): the two trees of shuffles run side by side,
+  // not one after the other, and one CTA barrier and the mean's pass fewer.
+  // v[2i + j]: channel 8i + 2t + j of a lane, its Σd; sq[2i + j] its Σd². (Two trees of kV values,
+  // not one of 2·kV: fewer registers live at once; at 2·kV the chain spilled.)
+  constexpr int kV = 2 * C::kOutChunks;
+  int* warp_info = reinterpret_cast<int*>(mean_s + COUT);   // [w]: warp w's first pixel, [8 + w]: its pixels
+  // After the trees lane (g, t) holds the warp's sums of v[first .. first + kV/8) (see sum_over_g);
+  // its Σd² are written past the CTA barrier (they may go to the halo: Cfg::kSqInHalo).
+  const int first = halving_first<kV>(g);
+  // Σd² [8 warps][Cout]: beside red, or in the halo past the staged output (Cfg::kSqInHalo). (Formed
+  // here from halo and red: a TileSmem member would hold one more register through the chain's links.)
+  float* red_sq = C::kSqInHalo ? reinterpret_cast<float*>(halo + C::kOutBytes) : red + 8 * COUT;
+  float sq[kV];
+  if (stats) {
+    float v[kV];
+#pragma unroll
+    for (int i = 0; i < C::kOutChunks; ++i) {
+      float k0, k1;
+      unpack2<T>(__shfl_sync(0xffffffffu, pk[0][2 * i], t), k0, k1);
+      float s0 = 0.f, s1 = 0.f, q0 = 0.f, q1 = 0.f;
+#pragma unroll
+      for (int mb = 0; mb < kMB; ++mb) {
+        float a0, a1, a2, a3;   // pixel g's channels 8i + 2t, + 1, then pixel g + 8's
+        unpack2<T>(pk[mb][2 * i], a0, a1);
+        unpack2<T>(pk[mb][2 * i + 1], a2, a3);
+        const float d0 = v0[mb] ? a0 - k0 : 0.f, d2 = v1[mb] ? a2 - k0 : 0.f;
+        const float d1 = v0[mb] ? a1 - k1 : 0.f, d3 = v1[mb] ? a3 - k1 : 0.f;
+        s0 += d0 + d2;
+        s1 += d1 + d3;
+        q0 += d0 * d0 + d2 * d2;
+        q1 += d1 * d1 + d3 * d3;
+      }
+      v[2 * i] = s0;
+      v[2 * i + 1] = s1;
+      sq[2 * i] = q0;
+      sq[2 * i + 1] = q1;
+    }
+    sum_over_g(v, lane);
+    sum_over_g(sq, lane);
+#pragma unroll
+    for (int k = 0; k < kV / 8; ++k) red[warp * COUT + 8 * ((first + k) >> 1) + 2 * t + ((first + k) & 1)] = v[k];
+    int pixels = 0;   // the warp's pixels in the image (each is held by the 4 lanes of one g)
+#pragma unroll
+    for (int mb = 0; mb < kMB; ++mb) {
+      pixels += __popc(__ballot_sync(0xffffffffu, v0[mb] && t == 0)) + __popc(__ballot_sync(0xffffffffu, v1[mb] && t == 0));
+    }
+    if (lane == 0) {
+      warp_info[warp] = px0[0];
+      warp_info[8 + warp] = pixels;
+    }
+  }
+  consumers_sync();   // every warp is past its last ldmatrix before the halo is overwritten
+  tile_mark(p, 4);
+  tile_mark(p, 5);
+  if (stats) {
+#pragma unroll
+    for (int k = 0; k < kV / 8; ++k) red_sq[warp * COUT + 8 * ((first + k) >> 1) + 2 * t + ((first + k) & 1)] = sq[k];
+  }
+#endif
   // The halo is dead (every warp is past its last ldmatrix: the barrier above): stage the output
   // there as [pixel][Cout·2 B], chunks placed by out_slot; the chain stages it in the halo's
   // interior instead (halo layout), where its next link's prologue takes it (Params::resident).
@@ -828,10 +903,37 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
   };
   with_act_hint<kChain>(p.l2_evict_first, store_out);
   // The statistics after the output: the chain's atomic adds must not hold up the stores.
+#if SF_TWO_PASS_MOMENTS
   if (stats && tid < COUT) {
     float m2 = 0.f;
 #pragma unroll
     for (int w = 0; w < 8; ++w) m2 += red[w * COUT + tid];
+#else
+  if (stats && tid < COUT) {
+    // Chan's merge of the 8 warps' (n, K + Σd/n, Σd² − (Σd)²/n). The staged tile (K) and Σd² (which
+    // may lie in the halo) are still there: a persistent CTA's next tile waits at a CTA barrier first.
+    float tile_sum = 0.f, shift_w[8];
+#pragma unroll
+    for (int w = 0; w < 8; ++w) {
+      float lo, hi;
+      unpack2<T>(*reinterpret_cast<const uint32_t*>(halo + staged(warp_info[w], tid >> 3) + 4 * ((tid & 7) >> 1)), lo, hi);
+      shift_w[w] = tid & 1 ? hi : lo;
+      const int nw = warp_info[8 + w];
+      tile_sum += nw > 0 ? red[w * COUT + tid] + static_cast<float>(nw) * shift_w[w] : 0.f;
+    }
+    const float mean = tile_sum / count;
+    float m2 = 0.f;
+#pragma unroll
+    for (int w = 0; w < 8; ++w) {
+      const int nw = warp_info[8 + w];
+      if (nw > 0) {
+        const float s1 = red[w * COUT + tid], s2 = red_sq[w * COUT + tid], inv = 1.f / static_cast<float>(nw);
+        const float dm = shift_w[w] + s1 * inv - mean;
+        m2 += (s2 - s1 * s1 * inv) + static_cast<float>(nw) * dm * dm;
+      }
+    }
+    m2 = fmaxf(m2, 0.f);
+#endif
     if constexpr (kChain) {
       // Σx and Σx² over the image, from the tile's (sum, M2): Σx² = M2 + sum²/count exactly, and in
       // fp64 the chain's Σx²/n − mean² keeps the precision that Chan's merge keeps in fp32.
