@@ -112,14 +112,14 @@ struct Cfg {
   static constexpr int kStages = kEntryBytes >= 16384 ? 4 : 9;
   static constexpr uint32_t kBarOff = kStages * kEntryBytes + kHaloBytes;
   // The epilogue's moments: red, fp32 [8 warps][Cout] of Σd, then (unless kSqInHalo) the same of Σd²,
-  // mean_s [Cout], the warps' first pixels and pixel counts [16].
+  // mean_s [Cout], the warps' pixel counts [8] (16 slots), their shifts K [8 warps][Cout] (16-bit).
   static constexpr uint32_t kRedOff = kBarOff + 2 * kStages * 8;
   // Σd² in the halo past the staged output where the halo is larger, at two CTAs per SM (conv2: 20 KB
   // there are free, and 2 KB more per CTA would leave one CTA per SM). (Not the chain, which stages
   // its output in the halo's interior: its Cfg runs one CTA per SM.)
   static constexpr bool kSqInHalo = kMinBlocks == 2 && kHaloBytes >= kOutBytes + 8 * COUT * 4;
   // The input norm's affine when the prologue forms it from sums (Params::in_sums): scale [Cin], shift [Cin].
-  static constexpr uint32_t kAffOff = kRedOff + ((kSqInHalo ? 8 : 16) + 1) * COUT * 4 + 16 * 4;
+  static constexpr uint32_t kAffOff = kRedOff + ((kSqInHalo ? 8 : 16) + 1) * COUT * 4 + 16 * 4 + 8 * COUT * 2;
   static constexpr uint32_t kEndOff = kAffOff + 2 * CIN_X * 4;   // the chain keeps its link's Params here
   // The whole weight fits the ring (conv2, deconv2): the grid is persistent, each CTA loads the
   // weight once and keeps it (ring entry u in stage u) for every tile it computes, instead of
@@ -805,15 +805,16 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
   // Uniform: every consumer takes the same branch.
   const bool stats = kChain || p.partials != nullptr || p.norm_state != nullptr;
   // The tile's moments in one pass about a shift: warp w sums d = v − K and d² over its pixels, K per
-  // channel being the warp's first pixel (lane t holds it at g = 0; the staged tile keeps the same
-  // rounded value for the merge to read), so Σd² − (Σd)²/n cancels nothing of the spread however
-  // large the mean; tid < Cout merges the 8 warps (Chan) after the stores. Against a sum, the mean,
+  // channel being the warp's first pixel (lane t holds it at g = 0, rounded as stored), so Σd and Σd²
+  // cancel nothing of the spread however large the mean; tid < Cout merges the 8 warps after the
+  // stores, without a division: Σ(v − mean)² = Σd² + c·(2Σd + n·c), c = K − mean. Against a sum, the mean,
   // then Σ(v − mean)² (SF_TWO_PASS_MOMENTS builds that): the two trees of shuffles run side by side,
   // not one after the other, and one CTA barrier and the mean's pass fewer.
   // v[2i + j]: channel 8i + 2t + j of a lane, its Σd; sq[2i + j] its Σd². (Two trees of kV values,
   // not one of 2·kV: fewer registers live at once; at 2·kV the chain spilled.)
   constexpr int kV = 2 * C::kOutChunks;
-  int* warp_info = reinterpret_cast<int*>(mean_s + COUT);   // [w]: warp w's first pixel, [8 + w]: its pixels
+  int* warp_pixels = reinterpret_cast<int*>(mean_s + COUT);                 // [8]
+  uint16_t* warp_shift = reinterpret_cast<uint16_t*>(warp_pixels + 16);     // [8][Cout]: K as stored
   // After the trees lane (g, t) holds the warp's sums of v[first .. first + kV/8) (see sum_over_g);
   // its Σd² are written past the CTA barrier (they may go to the halo: Cfg::kSqInHalo).
   const int first = halving_first<kV>(g);
@@ -854,9 +855,11 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
     for (int mb = 0; mb < kMB; ++mb) {
       pixels += __popc(__ballot_sync(0xffffffffu, v0[mb] && t == 0)) + __popc(__ballot_sync(0xffffffffu, v1[mb] && t == 0));
     }
-    if (lane == 0) {
-      warp_info[warp] = px0[0];
-      warp_info[8 + warp] = pixels;
+    if (lane == 0) warp_pixels[warp] = pixels;
+    if (lane < 4) {   // g = 0: pixel g's channels 8i + 2t, + 1 are the shifts
+      uint32_t* ks = reinterpret_cast<uint32_t*>(warp_shift + warp * COUT + 2 * lane);
+#pragma unroll
+      for (int i = 0; i < C::kOutChunks; ++i) ks[4 * i] = pk[0][2 * i];
     }
   }
   consumers_sync();   // every warp is past its last ldmatrix before the halo is overwritten
@@ -910,27 +913,25 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
     for (int w = 0; w < 8; ++w) m2 += red[w * COUT + tid];
 #else
   if (stats && tid < COUT) {
-    // Chan's merge of the 8 warps' (n, K + Σd/n, Σd² − (Σd)²/n). The staged tile (K) and Σd² (which
-    // may lie in the halo) are still there: a persistent CTA's next tile waits at a CTA barrier first.
-    float tile_sum = 0.f, shift_w[8];
+    // The 8 warps' (n, Σd, Σd², K) merged; no branch, no division but the mean's (a warp with no
+    // pixel in the image has Σd = Σd² = 0, and its K is not read into the result).
+    float n_w[8], k_w[8], tile_sum = 0.f;
 #pragma unroll
     for (int w = 0; w < 8; ++w) {
+      n_w[w] = static_cast<float>(warp_pixels[w]);
+      const uint16_t bits = warp_shift[w * COUT + tid];
       float lo, hi;
-      unpack2<T>(*reinterpret_cast<const uint32_t*>(halo + staged(warp_info[w], tid >> 3) + 4 * ((tid & 7) >> 1)), lo, hi);
-      shift_w[w] = tid & 1 ? hi : lo;
-      const int nw = warp_info[8 + w];
-      tile_sum += nw > 0 ? red[w * COUT + tid] + static_cast<float>(nw) * shift_w[w] : 0.f;
+      unpack2<T>(static_cast<uint32_t>(bits) | (static_cast<uint32_t>(bits) << 16), lo, hi);
+      k_w[w] = n_w[w] > 0.f ? lo : 0.f;
+      tile_sum += red[w * COUT + tid] + n_w[w] * k_w[w];
     }
-    const float mean = tile_sum / count;
+    // (An approximate mean is a centre a few ulp off: Σ(v − centre)² exceeds M2 by n·(that offset)².)
+    const float mean = __fdividef(tile_sum, count);
     float m2 = 0.f;
 #pragma unroll
     for (int w = 0; w < 8; ++w) {
-      const int nw = warp_info[8 + w];
-      if (nw > 0) {
-        const float s1 = red[w * COUT + tid], s2 = red_sq[w * COUT + tid], inv = 1.f / static_cast<float>(nw);
-        const float dm = shift_w[w] + s1 * inv - mean;
-        m2 += (s2 - s1 * s1 * inv) + static_cast<float>(nw) * dm * dm;
-      }
+      const float c = n_w[w] > 0.f ? k_w[w] - mean : 0.f;
+      m2 += red_sq[w * COUT + tid] + c * (2.f * red[w * COUT + tid] + n_w[w] * c);
     }
     m2 = fmaxf(m2, 0.f);
 #endif
