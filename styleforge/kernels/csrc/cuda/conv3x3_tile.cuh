@@ -362,11 +362,16 @@ __device__ __forceinline__ void store_act(uint4* p, const uint4& v) {
 // the ring entries at positions u0 .., epilogue with the tile's statistics. With p.in_sums: refresh
 // forms sample n's input affine from the sums into sm.aff (a CTA's first tile, or a new sample),
 // else the tile reads it there; last_read: this CTA reads the sums no more, so (p.in_counter set)
-// the CTA counts itself right after (conv3x3_kernel: *ticket, or its producer warp).
-template <typename T, int CIN, int COUT, int UP, int STRIDE, int CIN_X, bool kChain>
+// the CTA counts itself right after (conv3x3_kernel: *ticket, or its producer warp). The chain's
+// arrive(): called by every consumer once every consumer's stores and atomics are issued, before the
+// rest of the output is staged (the grid barrier's count).
+struct NoArrive {
+  __device__ void operator()() const {}
+};
+template <typename T, int CIN, int COUT, int UP, int STRIDE, int CIN_X, bool kChain, class Arrive = NoArrive>
 __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CIN, COUT, UP, STRIDE, CIN_X>>& sm,
                                           int n, int tile, int u0, bool refresh = true, bool last_read = true,
-                                          unsigned* ticket = nullptr) {
+                                          unsigned* ticket = nullptr, const Arrive& arrive = Arrive{}) {
   using namespace sm90;
   using C = Cfg<CIN, COUT, UP, STRIDE, CIN_X>;
   constexpr int kMB = C::kMB, kStepK = C::kStepK, kSPT = C::kStepsPerTap, kStages = C::kStages;
@@ -880,19 +885,33 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
       return px * C::kOutPixelBytes + (out_slot<C::kOutChunks>(chunk, px) << 4);
     }
   };
+  // The chain stores only what other tiles read, except its last output and on tiles cut by the edge.
+  const bool store_every = !kChain || p.out_all || y0 + C::kTH > Ho || x0 + kTW > Wo;
+  // The chain stages first the pixels its stores read, and the rest after the CTA has counted at the
+  // grid barrier (arrive), while the barrier completes: their only reader is the next link's prologue,
+  // past that barrier. (SF_CHAIN_STAGE_ALL_FIRST builds the former order: all, then the stores.)
+  auto stored_px = [&](int px) {
+#if SF_CHAIN_STAGE_ALL_FIRST
+    return true;
+#else
+    return store_every || chain_store_needed<C::kTH>(y0 + px / kTW, x0 + px % kTW, Ho, Wo);
+#endif
+  };
+  auto stage_out = [&](bool stored) {
 #pragma unroll
-  for (int mb = 0; mb < kMB; ++mb) {
+    for (int mb = 0; mb < kMB; ++mb) {
+      const bool s0 = stored_px(px0[mb]) == stored, s1 = stored_px(px1[mb]) == stored;
 #pragma unroll
-    for (int i = 0; i < C::kOutChunks; ++i) {
-      *reinterpret_cast<uint32_t*>(halo + staged(px0[mb], i) + 4 * t) = pk[mb][2 * i];
-      *reinterpret_cast<uint32_t*>(halo + staged(px1[mb], i) + 4 * t) = pk[mb][2 * i + 1];
+      for (int i = 0; i < C::kOutChunks; ++i) {
+        if (s0) *reinterpret_cast<uint32_t*>(halo + staged(px0[mb], i) + 4 * t) = pk[mb][2 * i];
+        if (s1) *reinterpret_cast<uint32_t*>(halo + staged(px1[mb], i) + 4 * t) = pk[mb][2 * i + 1];
+      }
     }
-  }
+  };
+  stage_out(true);
   consumers_sync();
   tile_mark(p, 6);
   uint4* out4 = reinterpret_cast<uint4*>(p.out);
-  // The chain stores only what other tiles read, except its last output and on tiles cut by the edge.
-  const bool store_every = !kChain || p.out_all || y0 + C::kTH > Ho || x0 + kTW > Wo;
   auto store_out = [&](auto hint) {
 #pragma unroll
     for (int j = 0; j < C::kTH * kTW * C::kOutChunks / kConsumers; ++j) {
@@ -948,7 +967,15 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
     }
   }
   tile_mark(p, 3);
-  if constexpr (!kChain) tile_mark_global(p, kTileProfileGlobalEnd);
+  if constexpr (kChain) {
+    consumers_sync();   // every consumer's stores and atomics of this link are issued
+    arrive();           // the CTA counts at the grid barrier (the chain's last link: nothing)
+#if !SF_CHAIN_STAGE_ALL_FIRST
+    if (!store_every) stage_out(false);
+#endif
+  } else {
+    tile_mark_global(p, kTileProfileGlobalEnd);
+  }
 }
 #endif  // SF_SM90A
 
