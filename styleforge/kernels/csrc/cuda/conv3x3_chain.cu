@@ -178,30 +178,18 @@ __global__ void __launch_bounds__(kChainThreads, 1) residual_chain_kernel(const 
     }
     tile_mark(lp, 0);
     const int n = blockIdx.x / cp.tiles;
-    // Grid barrier (CUTLASS's generic barrier form): CTA barrier; one thread counts with release
-    // semantics (cumulative: it publishes what the CTA barrier ordered before it) and spins with
-    // acquire loads until every CTA has counted; CTA barrier. Barrier l has its own counter. The
-    // count is conv_tile's arrive (after the CTA barrier that follows the stores and the atomics;
-    // the rest of the output is staged after it), the spin here.
-    const bool counts = l + 1 < cp.links;
-    auto arrive = [&] {
-      if (tid == 0 && counts) {
-#if SF_CHAIN_PARAMS_BEFORE_COUNT   // the former order: the next link's Params, then the count
-        link_params(cp, l + 1, lp);
-#endif
-        asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(cp.counters + l) : "memory");
-      }
-    };
-    conv_tile<T, kC, kC, 1, 1, kC, true>(lp, sm, n, blockIdx.x - n * cp.tiles, l * ChainCfg::kTaps, true, true,
-                                         nullptr, arrive);
-    if (!counts) {
+    conv_tile<T, kC, kC, 1, 1, kC, true>(lp, sm, n, blockIdx.x - n * cp.tiles, l * ChainCfg::kTaps);
+    if (l + 1 == cp.links) {
       tile_mark_global(lp, kTileProfileGlobalEnd);   // ... and the last link's its end
       break;
     }
+    // Grid barrier (CUTLASS's generic barrier form): CTA barrier; one thread counts with release
+    // semantics (cumulative: it publishes what the CTA barrier ordered before it) and spins with
+    // acquire loads until every CTA has counted; CTA barrier. Barrier l has its own counter.
+    consumers_sync();
     if (tid == 0) {
-#if !SF_CHAIN_PARAMS_BEFORE_COUNT
-      link_params(cp, l + 1, lp);   // every consumer is past its last read of link l's (the CTA barrier before arrive)
-#endif
+      link_params(cp, l + 1, lp);   // every consumer is past its last read of link l's
+      asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(cp.counters + l) : "memory");
       while (load_acquire(cp.counters + l) < gridDim.x) {
       }
     }

@@ -111,15 +111,9 @@ struct Cfg {
   static constexpr uint32_t kKbBytes = COUT * 128;            // one [Cout][64 k] block of a tap
   static constexpr int kStages = kEntryBytes >= 16384 ? 4 : 9;
   static constexpr uint32_t kBarOff = kStages * kEntryBytes + kHaloBytes;
-  // The epilogue's moments: red, fp32 [8 warps][Cout] of Σd, then (unless kSqInHalo) the same of Σd²,
-  // mean_s [Cout], the warps' pixel counts [8] (16 slots), their shifts K [8 warps][Cout] (16-bit).
-  static constexpr uint32_t kRedOff = kBarOff + 2 * kStages * 8;
-  // Σd² in the halo past the staged output where the halo is larger, at two CTAs per SM (conv2: 20 KB
-  // there are free, and 2 KB more per CTA would leave one CTA per SM). (Not the chain, which stages
-  // its output in the halo's interior: its Cfg runs one CTA per SM.)
-  static constexpr bool kSqInHalo = kMinBlocks == 2 && kHaloBytes >= kOutBytes + 8 * COUT * 4;
+  static constexpr uint32_t kRedOff = kBarOff + 2 * kStages * 8;   // fp32 [8 warps][Cout] + mean[Cout]
   // The input norm's affine when the prologue forms it from sums (Params::in_sums): scale [Cin], shift [Cin].
-  static constexpr uint32_t kAffOff = kRedOff + ((kSqInHalo ? 8 : 16) + 1) * COUT * 4 + 16 * 4 + 8 * COUT * 2;
+  static constexpr uint32_t kAffOff = kRedOff + (8 + 1) * COUT * 4;
   static constexpr uint32_t kEndOff = kAffOff + 2 * CIN_X * 4;   // the chain keeps its link's Params here
   // The whole weight fits the ring (conv2, deconv2): the grid is persistent, each CTA loads the
   // weight once and keeps it (ring entry u in stage u) for every tile it computes, instead of
@@ -298,7 +292,7 @@ struct TileSmem {
     bar_full = base + C::kBarOff;
     bar_empty = bar_full + 8 * C::kStages;
     red = reinterpret_cast<float*>(smem + C::kRedOff);
-    mean_s = red + (C::kSqInHalo ? 8 : 16) * C::kCout;
+    mean_s = red + 8 * C::kCout;
     aff = reinterpret_cast<float*>(smem + C::kAffOff);
     end = smem + C::kEndOff;
   }
@@ -362,16 +356,11 @@ __device__ __forceinline__ void store_act(uint4* p, const uint4& v) {
 // the ring entries at positions u0 .., epilogue with the tile's statistics. With p.in_sums: refresh
 // forms sample n's input affine from the sums into sm.aff (a CTA's first tile, or a new sample),
 // else the tile reads it there; last_read: this CTA reads the sums no more, so (p.in_counter set)
-// the CTA counts itself right after (conv3x3_kernel: *ticket, or its producer warp). The chain's
-// arrive(): called by every consumer once every consumer's stores and atomics are issued, before the
-// rest of the output is staged (the grid barrier's count).
-struct NoArrive {
-  __device__ void operator()() const {}
-};
-template <typename T, int CIN, int COUT, int UP, int STRIDE, int CIN_X, bool kChain, class Arrive = NoArrive>
+// the CTA counts itself right after (conv3x3_kernel: *ticket, or its producer warp).
+template <typename T, int CIN, int COUT, int UP, int STRIDE, int CIN_X, bool kChain>
 __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CIN, COUT, UP, STRIDE, CIN_X>>& sm,
                                           int n, int tile, int u0, bool refresh = true, bool last_read = true,
-                                          unsigned* ticket = nullptr, const Arrive& arrive = Arrive{}) {
+                                          unsigned* ticket = nullptr) {
   using namespace sm90;
   using C = Cfg<CIN, COUT, UP, STRIDE, CIN_X>;
   constexpr int kMB = C::kMB, kStepK = C::kStepK, kSPT = C::kStepsPerTap, kStages = C::kStages;
@@ -744,11 +733,8 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
 #pragma unroll
     for (int j = 0; j < COUT / 4; ++j) {
       pk[mb][j] = pack2<T>(acc[mb][2 * j], acc[mb][2 * j + 1]);
-#if SF_TWO_PASS_MOMENTS   // (the one-pass moments widen pk where they use it: acc is dead from here)
       unpack2<T>(pk[mb][j], acc[mb][2 * j], acc[mb][2 * j + 1]);
-#endif
     }
-#if SF_TWO_PASS_MOMENTS   // the A/B build: sum, mean, then Σ(v − mean)²
   // Uniform: every consumer takes the same branch.
   const bool stats = kChain || p.partials != nullptr || p.norm_state != nullptr;
   float tile_sum = 0.f;
@@ -806,75 +792,6 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
   } else {
     consumers_sync();   // every warp is past its last ldmatrix before the halo is overwritten
   }
-#else
-  // Uniform: every consumer takes the same branch.
-  const bool stats = kChain || p.partials != nullptr || p.norm_state != nullptr;
-  // The tile's moments in one pass about a shift: warp w sums d = v − K and d² over its pixels, K per
-  // channel being the warp's first pixel (lane t holds it at g = 0, rounded as stored), so Σd and Σd²
-  // cancel nothing of the spread however large the mean; tid < Cout merges the 8 warps after the
-  // stores, without a division: Σ(v − mean)² = Σd² + c·(2Σd + n·c), c = K − mean. Against a sum, the mean,
-  // then Σ(v − mean)² (SF_TWO_PASS_MOMENTS builds that): the two trees of shuffles run side by side,
-  // not one after the other, and one CTA barrier and the mean's pass fewer.
-  // v[2i + j]: channel 8i + 2t + j of a lane, its Σd; sq[2i + j] its Σd². (Two trees of kV values,
-  // not one of 2·kV: fewer registers live at once; at 2·kV the chain spilled.)
-  constexpr int kV = 2 * C::kOutChunks;
-  int* warp_pixels = reinterpret_cast<int*>(mean_s + COUT);                 // [8]
-  uint16_t* warp_shift = reinterpret_cast<uint16_t*>(warp_pixels + 16);     // [8][Cout]: K as stored
-  // After the trees lane (g, t) holds the warp's sums of v[first .. first + kV/8) (see sum_over_g);
-  // its Σd² are written past the CTA barrier (they may go to the halo: Cfg::kSqInHalo).
-  const int first = halving_first<kV>(g);
-  // Σd² [8 warps][Cout]: beside red, or in the halo past the staged output (Cfg::kSqInHalo). (Formed
-  // here from halo and red: a TileSmem member would hold one more register through the chain's links.)
-  float* red_sq = C::kSqInHalo ? reinterpret_cast<float*>(halo + C::kOutBytes) : red + 8 * COUT;
-  float sq[kV];
-  if (stats) {
-    float v[kV];
-#pragma unroll
-    for (int i = 0; i < C::kOutChunks; ++i) {
-      float k0, k1;
-      unpack2<T>(__shfl_sync(0xffffffffu, pk[0][2 * i], t), k0, k1);
-      float s0 = 0.f, s1 = 0.f, q0 = 0.f, q1 = 0.f;
-#pragma unroll
-      for (int mb = 0; mb < kMB; ++mb) {
-        float a0, a1, a2, a3;   // pixel g's channels 8i + 2t, + 1, then pixel g + 8's
-        unpack2<T>(pk[mb][2 * i], a0, a1);
-        unpack2<T>(pk[mb][2 * i + 1], a2, a3);
-        const float d0 = v0[mb] ? a0 - k0 : 0.f, d2 = v1[mb] ? a2 - k0 : 0.f;
-        const float d1 = v0[mb] ? a1 - k1 : 0.f, d3 = v1[mb] ? a3 - k1 : 0.f;
-        s0 += d0 + d2;
-        s1 += d1 + d3;
-        q0 += d0 * d0 + d2 * d2;
-        q1 += d1 * d1 + d3 * d3;
-      }
-      v[2 * i] = s0;
-      v[2 * i + 1] = s1;
-      sq[2 * i] = q0;
-      sq[2 * i + 1] = q1;
-    }
-    sum_over_g(v, lane);
-    sum_over_g(sq, lane);
-#pragma unroll
-    for (int k = 0; k < kV / 8; ++k) red[warp * COUT + 8 * ((first + k) >> 1) + 2 * t + ((first + k) & 1)] = v[k];
-    int pixels = 0;   // the warp's pixels in the image (each is held by the 4 lanes of one g)
-#pragma unroll
-    for (int mb = 0; mb < kMB; ++mb) {
-      pixels += __popc(__ballot_sync(0xffffffffu, v0[mb] && t == 0)) + __popc(__ballot_sync(0xffffffffu, v1[mb] && t == 0));
-    }
-    if (lane == 0) warp_pixels[warp] = pixels;
-    if (lane < 4) {   // g = 0: pixel g's channels 8i + 2t, + 1 are the shifts
-      uint32_t* ks = reinterpret_cast<uint32_t*>(warp_shift + warp * COUT + 2 * lane);
-#pragma unroll
-      for (int i = 0; i < C::kOutChunks; ++i) ks[4 * i] = pk[0][2 * i];
-    }
-  }
-  consumers_sync();   // every warp is past its last ldmatrix before the halo is overwritten
-  tile_mark(p, 4);
-  tile_mark(p, 5);
-  if (stats) {
-#pragma unroll
-    for (int k = 0; k < kV / 8; ++k) red_sq[warp * COUT + 8 * ((first + k) >> 1) + 2 * t + ((first + k) & 1)] = sq[k];
-  }
-#endif
   // The halo is dead (every warp is past its last ldmatrix: the barrier above): stage the output
   // there as [pixel][Cout·2 B], chunks placed by out_slot; the chain stages it in the halo's
   // interior instead (halo layout), where its next link's prologue takes it (Params::resident).
@@ -885,33 +802,19 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
       return px * C::kOutPixelBytes + (out_slot<C::kOutChunks>(chunk, px) << 4);
     }
   };
-  // The chain stores only what other tiles read, except its last output and on tiles cut by the edge.
-  const bool store_every = !kChain || p.out_all || y0 + C::kTH > Ho || x0 + kTW > Wo;
-  // The chain stages first the pixels its stores read, and the rest after the CTA has counted at the
-  // grid barrier (arrive), while the barrier completes: their only reader is the next link's prologue,
-  // past that barrier. (SF_CHAIN_STAGE_ALL_FIRST builds the former order: all, then the stores.)
-  auto stored_px = [&](int px) {
-#if SF_CHAIN_STAGE_ALL_FIRST
-    return true;
-#else
-    return store_every || chain_store_needed<C::kTH>(y0 + px / kTW, x0 + px % kTW, Ho, Wo);
-#endif
-  };
-  auto stage_out = [&](bool stored) {
 #pragma unroll
-    for (int mb = 0; mb < kMB; ++mb) {
-      const bool s0 = stored_px(px0[mb]) == stored, s1 = stored_px(px1[mb]) == stored;
+  for (int mb = 0; mb < kMB; ++mb) {
 #pragma unroll
-      for (int i = 0; i < C::kOutChunks; ++i) {
-        if (s0) *reinterpret_cast<uint32_t*>(halo + staged(px0[mb], i) + 4 * t) = pk[mb][2 * i];
-        if (s1) *reinterpret_cast<uint32_t*>(halo + staged(px1[mb], i) + 4 * t) = pk[mb][2 * i + 1];
-      }
+    for (int i = 0; i < C::kOutChunks; ++i) {
+      *reinterpret_cast<uint32_t*>(halo + staged(px0[mb], i) + 4 * t) = pk[mb][2 * i];
+      *reinterpret_cast<uint32_t*>(halo + staged(px1[mb], i) + 4 * t) = pk[mb][2 * i + 1];
     }
-  };
-  stage_out(true);
+  }
   consumers_sync();
   tile_mark(p, 6);
   uint4* out4 = reinterpret_cast<uint4*>(p.out);
+  // The chain stores only what other tiles read, except its last output and on tiles cut by the edge.
+  const bool store_every = !kChain || p.out_all || y0 + C::kTH > Ho || x0 + kTW > Wo;
   auto store_out = [&](auto hint) {
 #pragma unroll
     for (int j = 0; j < C::kTH * kTW * C::kOutChunks / kConsumers; ++j) {
@@ -925,35 +828,10 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
   };
   with_act_hint<kChain>(p.l2_evict_first, store_out);
   // The statistics after the output: the chain's atomic adds must not hold up the stores.
-#if SF_TWO_PASS_MOMENTS
   if (stats && tid < COUT) {
     float m2 = 0.f;
 #pragma unroll
     for (int w = 0; w < 8; ++w) m2 += red[w * COUT + tid];
-#else
-  if (stats && tid < COUT) {
-    // The 8 warps' (n, Σd, Σd², K) merged; no branch, no division but the mean's (a warp with no
-    // pixel in the image has Σd = Σd² = 0, and its K is not read into the result).
-    float n_w[8], k_w[8], tile_sum = 0.f;
-#pragma unroll
-    for (int w = 0; w < 8; ++w) {
-      n_w[w] = static_cast<float>(warp_pixels[w]);
-      const uint16_t bits = warp_shift[w * COUT + tid];
-      float lo, hi;
-      unpack2<T>(static_cast<uint32_t>(bits) | (static_cast<uint32_t>(bits) << 16), lo, hi);
-      k_w[w] = n_w[w] > 0.f ? lo : 0.f;
-      tile_sum += red[w * COUT + tid] + n_w[w] * k_w[w];
-    }
-    // (An approximate mean is a centre a few ulp off: Σ(v − centre)² exceeds M2 by n·(that offset)².)
-    const float mean = __fdividef(tile_sum, count);
-    float m2 = 0.f;
-#pragma unroll
-    for (int w = 0; w < 8; ++w) {
-      const float c = n_w[w] > 0.f ? k_w[w] - mean : 0.f;
-      m2 += red_sq[w * COUT + tid] + c * (2.f * red[w * COUT + tid] + n_w[w] * c);
-    }
-    m2 = fmaxf(m2, 0.f);
-#endif
     if constexpr (kChain) {
       // Σx and Σx² over the image, from the tile's (sum, M2): Σx² = M2 + sum²/count exactly, and in
       // fp64 the chain's Σx²/n − mean² keeps the precision that Chan's merge keeps in fp32.
@@ -967,15 +845,7 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
     }
   }
   tile_mark(p, 3);
-  if constexpr (kChain) {
-    consumers_sync();   // every consumer's stores and atomics of this link are issued
-    arrive();           // the CTA counts at the grid barrier (the chain's last link: nothing)
-#if !SF_CHAIN_STAGE_ALL_FIRST
-    if (!store_every) stage_out(false);
-#endif
-  } else {
-    tile_mark_global(p, kTileProfileGlobalEnd);
-  }
+  if constexpr (!kChain) tile_mark_global(p, kTileProfileGlobalEnd);
 }
 #endif  // SF_SM90A
 
