@@ -229,12 +229,12 @@ __device__ __forceinline__ int halo_offset(int P, int q) {
 __device__ __forceinline__ int chain_source(int i, int n) { return i < 0 ? 1 : (i >= n ? n - 2 : i); }
 
 // Whether a link's output (or block input) pixel (y, x) is read from global memory by a tile's
-// halo: an edge row or column of its th × 16 tile (the neighbours' border) or a row or column that
-// a reflection reads (1, n − 2).
+// halo: an edge row or column of its TH × 16 tile (the neighbours' border) or a row or column that
+// a reflection reads (1, n − 2). r, c: the pixel's row and column in its tile (y mod TH, x mod 16),
+// which the callers know without a division (ptxas's signed remainders cost 4 instructions each).
 template <int TH>
-__device__ __forceinline__ bool chain_store_needed(int y, int x, int H, int W) {
-  const int ry = y % TH, rx = x % kConv3x3TileW;
-  return ry == 0 || ry == TH - 1 || y == 1 || y == H - 2 || rx == 0 || rx == kConv3x3TileW - 1 || x == 1 || x == W - 2;
+__device__ __forceinline__ bool chain_store_needed(int r, int c, int y, int x, int H, int W) {
+  return r == 0 || r == TH - 1 || y == 1 || y == H - 2 || c == 0 || c == kConv3x3TileW - 1 || x == 1 || x == W - 2;
 }
 
 __device__ __forceinline__ int reflect_clamp(int i, int n) {
@@ -498,7 +498,11 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
 #pragma unroll
         for (int j = 0; j < kBatch; ++j) {
           const int P = first + j * kRowsPerPass;
+#if SF_STORE_LOOP_DIVIDE
           const int r = P / C::kHaloW, c = P - r * C::kHaloW;
+#else
+          const int r = static_cast<int>(static_cast<unsigned>(P) / C::kHaloW), c = P - r * C::kHaloW;   // (P ≥ 0)
+#endif
           // Reflect in the (upsampled) output frame, then the nearest source pixel; phase split: the
           // low-resolution halo, whose reflection is replication.
           // Stride 2: input rows 2·y0 − 1 + r, reflected in the input frame.
@@ -578,6 +582,10 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
       tile_mark(p, 8);
       // (All kTH rows unrolled, their shared-memory loads in flight together: unrolled by 2 the
       // chain's link took 0.15 µs more, 13.01 against 12.84 µs at the 512² plane.)
+      // The kept block input's stores: column `slot` of every row, one row (W pixels) apart.
+      const bool col_stored = p.act_all || slot == 0 || slot == kTW - 1 || x0 + slot == 1 || x0 + slot == W - 2;
+      uint4* act_g = p.act ? reinterpret_cast<uint4*>(p.act) + ((static_cast<int64_t>(n) * H + y0) * W + x0 + slot) * kChunksX + q
+                           : nullptr;
 #pragma unroll
       for (int j = 0; j < C::kTH; ++j) {
         const int px = j * kTW + slot;   // its halo pixel: own_halo_pixel(px), written out (ptxas's code)
@@ -587,10 +595,16 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
         *h = a;
         if (p.act) {
           *a_s = a;
-          if (p.act_all || chain_store_needed<C::kTH>(y0 + j, x0 + slot, H, W)) {
+#if SF_STORE_LOOP_DIVIDE   // the former form, for the A/B: remainders and the address per store
+          if (p.act_all || chain_store_needed<C::kTH>((y0 + j) % C::kTH, (x0 + slot) % kTW, y0 + j, x0 + slot, H, W)) {
             store_act<true>(
                 reinterpret_cast<uint4*>(p.act) + ((static_cast<int64_t>(n) * H + y0 + j) * W + x0 + slot) * kChunksX + q, a);
           }
+#else
+          if (col_stored || j == 0 || j == C::kTH - 1 || y0 + j == 1 || y0 + j == H - 2) {
+            store_act<true>(act_g + static_cast<int64_t>(j) * W * kChunksX, a);
+          }
+#endif
         }
       }
       tile_mark(p, 9);
@@ -815,17 +829,40 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
   uint4* out4 = reinterpret_cast<uint4*>(p.out);
   // The chain stores only what other tiles read, except its last output and on tiles cut by the edge.
   const bool store_every = !kChain || p.out_all || y0 + C::kTH > Ho || x0 + kTW > Wo;
+  // Thread tid stores chunk q of tile pixels px_first + j·kPxStep: one column, every kRowStep-th row,
+  // so its conditions are per row and its address advances by kRowStep image rows (formed per store
+  // with divisions and 64-bit products, one store took ~50 instructions).
+  constexpr int kPxStep = kConsumers / C::kOutChunks, kRowStep = kPxStep / kTW;
+  static_assert(kPxStep % kTW == 0, "a pass of the store loop is whole tile rows");
+  const int q_out = static_cast<int>(static_cast<unsigned>(tid) % C::kOutChunks);
+  const int px_first = static_cast<int>(static_cast<unsigned>(tid) / C::kOutChunks % kPxStep);   // (< kPxStep: tid < 256)
+  const int col = px_first % kTW, row_first = px_first / kTW, x_out = x0 + col;
+  const bool col_all = store_every || col == 0 || col == kTW - 1 || x_out == 1 || x_out == Wo - 2;
+#if SF_STORE_LOOP_DIVIDE   // the former form, for the A/B: divisions, remainders and the address per store
   auto store_out = [&](auto hint) {
 #pragma unroll
     for (int j = 0; j < C::kTH * kTW * C::kOutChunks / kConsumers; ++j) {
       const int idx = tid + j * kConsumers, px = idx / C::kOutChunks, q = idx % C::kOutChunks;
       const int y = y0 + px / kTW, xx = x0 + px % kTW;
-      if (y < Ho && xx < Wo && (store_every || chain_store_needed<C::kTH>(y, xx, Ho, Wo))) {
+      if (y < Ho && xx < Wo && (store_every || chain_store_needed<C::kTH>(y % C::kTH, xx % kTW, y, xx, Ho, Wo))) {
         store_act<decltype(hint)::value>(out4 + ((static_cast<int64_t>(n) * Ho + y) * Wo + xx) * C::kOutChunks + q,
                                          *reinterpret_cast<const uint4*>(halo + staged(px, q)));
       }
     }
   };
+#else
+  auto store_out = [&](auto hint) {
+    uint4* dst = out4 + ((static_cast<int64_t>(n) * Ho + y0 + row_first) * Wo + x_out) * C::kOutChunks + q_out;
+#pragma unroll
+    for (int j = 0; j < C::kTH * kTW * C::kOutChunks / kConsumers; ++j) {
+      const int r = row_first + j * kRowStep, y = y0 + r;
+      if (y < Ho && x_out < Wo && (col_all || chain_store_needed<C::kTH>(r, col, y, x_out, Ho, Wo))) {
+        store_act<decltype(hint)::value>(dst, *reinterpret_cast<const uint4*>(halo + staged(px_first + j * kPxStep, q_out)));
+      }
+      dst += static_cast<int64_t>(kRowStep) * Wo * C::kOutChunks;
+    }
+  };
+#endif
   with_act_hint<kChain>(p.l2_evict_first, store_out);
   // The statistics after the output: the chain's atomic adds must not hold up the stores.
   if (stats && tid < COUT) {
