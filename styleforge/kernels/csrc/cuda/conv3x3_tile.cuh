@@ -739,6 +739,16 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
     v1[mb] = y0 + px1[mb] / kTW < Ho && x0 + px1[mb] % kTW < Wo;
   }
   const float count = static_cast<float>(min(C::kTH, Ho - y0) * min(kTW, Wo - x0));
+  // 1 / count where the tile is whole: kTH·kTW is a power of two, so multiplying by this is the
+  // division, bit for bit, without the IEEE division's slow-path call (fp32 and fp64) in the
+  // epilogue's critical path; 0 on tiles cut by the edge, which divide.
+  constexpr int kTilePixels = C::kTH * kTW;
+  static_assert((kTilePixels & (kTilePixels - 1)) == 0, "a power of two");
+#if SF_DIVIDE_TILE_MOMENTS   // (the former form, for the A/B)
+  const bool whole = false;
+#else
+  const bool whole = count == static_cast<float>(kTilePixels);
+#endif
   // Round once, to the stored pairs (pk[mb][2i]: pixel g, channels 8i + 2t, + 1; pk[mb][2i + 1]:
   // pixel g + 8); the statistics see exactly those values.
   uint32_t pk[kMB][COUT / 4];
@@ -779,7 +789,7 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
   if (tid < COUT) {
 #pragma unroll
     for (int w = 0; w < 8; ++w) tile_sum += red[w * COUT + tid];
-    mean_s[tid] = tile_sum / count;
+    mean_s[tid] = whole ? tile_sum * (1.f / kTilePixels) : tile_sum / count;
   }
   consumers_sync();
   tile_mark(p, 5);
@@ -873,10 +883,13 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
       // Σx and Σx² over the image, from the tile's (sum, M2): Σx² = M2 + sum²/count exactly, and in
       // fp64 the chain's Σx²/n − mean² keeps the precision that Chan's merge keeps in fp32.
       const double sum = tile_sum;
-      atomicAdd(p.out_sums + n * COUT + tid, sum);
-      atomicAdd(p.out_sums + p.sums_stride + n * COUT + tid, static_cast<double>(m2) + sum * sum / count);
-    } else if (p.norm_state != nullptr) {
-      norm_state_add(p.norm_state, p.N * COUT, n, COUT, tid, tile_sum, m2, count);
+      red_add_global(p.out_sums + n * COUT + tid, sum);
+      red_add_global(p.out_sums + p.sums_stride + n * COUT + tid,
+                     static_cast<double>(m2) + (whole ? sum * sum * (1.0 / kTilePixels) : sum * sum / count));
+    } else if (p.norm_state != nullptr) {   // (norm_state_add, with the whole tile's division as a product)
+      const double sum = tile_sum;
+      norm_state_add_sums(p.norm_state, p.N * COUT, n, COUT, tid, sum,
+                          static_cast<double>(m2) + (whole ? sum * sum * (1.0 / kTilePixels) : sum * sum / count));
     } else {
       p.partials[(static_cast<int64_t>(n) * p.tiles + tile) * COUT + tid] = make_float2(tile_sum, m2);
     }

@@ -148,6 +148,15 @@ template <> __device__ __forceinline__ void store_one<__half>(__half* p, float v
 template <> __device__ __forceinline__ void store_one<__nv_bfloat16>(__nv_bfloat16* p, float v) {
   *reinterpret_cast<uint16_t*>(p) = to_bits<__nv_bfloat16>(v);
 }
+// The head's output value: evict-first (cache_hints.cuh) where kEvictFirst, for the float output.
+template <bool kEvictFirst, typename Out>
+__device__ __forceinline__ void store_head(Out* p, float v, uint64_t policy) {
+  if constexpr (kEvictFirst && std::is_same_v<Out, float>) {
+    st_evict_first(p, v, policy);
+  } else {
+    store_one<Out>(p, v);
+  }
+}
 
 // The raw weight tensor (Cout·Cin·81 16-bit values, 15,552 B for either layer), or kChunks 16-byte
 // chunks of a packed one, copied to dst with kThreads threads: every 16-byte load issued before the first store, so one memory latency. The
@@ -521,7 +530,8 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
     const int xs_wrap = x0 + kHeadCols - p.pad;
     const uint64_t policy = evict_first_policy();   // (cache_hints.cuh: where Params::l2_evict_first)
     // Staging in batches whose loads are all issued before the first is used (one memory latency
-    // per batch, not per chunk).
+    // per batch, not per chunk); the loads' L2 hint chosen once (with_load_hint).
+    with_load_hint(p, [&](auto hint) {
 #pragma unroll 1
     for (int b = 0; b < kHeadPerThread; b += kHeadBatch) {
       uint4 raw[kHeadBatch];
@@ -529,8 +539,7 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
       for (int k = 0; k < kHeadBatch; ++k) {
         const int pix = reflect(ys, y_last) * p.Win + reflect(xs, x_last);
         const uint4* src = reinterpret_cast<const uint4*>(xn + pix * 64LL);
-        raw[k] = ys < y_end && xs < x_end ? (p.l2_evict_first ? ldg_evict_first(src, policy) : __ldg(src))
-                                          : make_uint4(0, 0, 0, 0);
+        raw[k] = ys < y_end && xs < x_end ? load_hinted<decltype(hint)::value>(src, policy) : make_uint4(0, 0, 0, 0);
         xs += 32;
         if (xs >= xs_wrap) {
           xs -= kHeadCols;
@@ -556,6 +565,7 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
         *reinterpret_cast<uint4*>(st_chunk + (b + k) * kStepBytes) = v;
       }
     }
+    });
     __syncthreads();
 
     float acc[kHeadRW + 1][4];   // accumulator row r: column j belongs to output row wr0 + r − j
@@ -589,28 +599,39 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
     // C[m][n]: m = pixel cs + g (+8), n = 2t (kernel rows 2G) and 2t + 1 (rows 2G + 1) of channel
     // co = t; lanes t = 3 hold the zero columns.
     if (t < 3) {
-      Out* out = static_cast<Out*>(p.out);
       const float bias = p.bias ? p.bias[t] : 0.f;
+      // The lane's 16 outputs: two columns (g, g + 8) of kHeadRW rows, one image row apart; the column
+      // tests once, the row test per row, the pointer stepped (one address per store, with its branch
+      // region, was most of this loop's instructions). One loop per store kind: the float output's
+      // evict-first (cache_hints.cuh) chosen once, not per store.
+      const int y_first = y0 + wr0, x_first = x0 + cs + g;
+      const bool col0 = x_first < p.W, col1 = x_first + 8 < p.W;
+      Out* const o_first = static_cast<Out*>(p.out) + ((static_cast<int64_t>(n) * p.H + y_first) * p.W + x_first) * 3 + t;
+      const int64_t row_step = static_cast<int64_t>(p.W) * 3;
+      auto store_rows = [&](auto evict_first) {
+        Out* o = o_first;
 #pragma unroll
-      for (int i = 0; i < kHeadRW; ++i) {
-        const int y = y0 + wr0 + i;
+        for (int i = 0; i < kHeadRW; ++i) {
+          if (y_first + i < p.H) {
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int xx = x0 + cs + g + half * 8;
-          if (y < p.H && xx < p.W) {
-            Out* o = out + ((static_cast<int64_t>(n) * p.H + y) * p.W + xx) * 3 + t;
-            const float v = acc[i][half * 2] + acc[i + 1][half * 2 + 1] + bias;
-            if constexpr (std::is_same_v<Out, float>) {   // the frame's output: evict-first (cache_hints.cuh)
-              if (p.l2_evict_first) {
-                st_evict_first(o, v, policy);
-              } else {
-                *o = v;
+            for (int half = 0; half < 2; ++half) {
+              const float v = acc[i][half * 2] + acc[i + 1][half * 2 + 1] + bias;
+              if (half == 0 ? col0 : col1) {
+                store_head<decltype(evict_first)::value>(o + half * 24, v, policy);
               }
-            } else {
-              store_one<Out>(o, v);
             }
           }
+          o += row_step;
         }
+      };
+      if constexpr (std::is_same_v<Out, float>) {   // the frame's output
+        if (p.l2_evict_first) {
+          store_rows(std::true_type{});
+        } else {
+          store_rows(std::false_type{});
+        }
+      } else {
+        store_rows(std::false_type{});
       }
     }
   }

@@ -119,6 +119,25 @@ template <typename In>
 __device__ __forceinline__ In load_image(const In* ptr, const Params& p, uint64_t policy) {
   return p.l2_evict_first ? ldg_evict_first(ptr, policy) : __ldg(ptr);
 }
+// The same with the choice made by the caller, once for a tile's loads (with_load_hint): as a
+// condition per load, each load of a staging loop sat in its own branch region.
+template <bool kEvictFirst, typename V>
+__device__ __forceinline__ V load_hinted(const V* ptr, uint64_t policy) {
+  if constexpr (kEvictFirst) {
+    return ldg_evict_first(ptr, policy);
+  } else {
+    return __ldg(ptr);
+  }
+}
+// f(std::true_type{}) where the launch loads its input evict-first, else f(std::false_type{}).
+template <class F>
+__device__ __forceinline__ void with_load_hint(const Params& p, F&& f) {
+  if (p.l2_evict_first) {
+    f(std::true_type{});
+  } else {
+    f(std::false_type{});
+  }
+}
 
 Params make_params(const Conv9x9Args& a, int th, int tw) {
   Params p;

@@ -173,7 +173,7 @@ __global__ void __launch_bounds__(kThreads, 3) rgb_sm90_kernel(const Params p) {
   // threads j < kLoad − kThreads) are issued before the first is used.
   In raw[2][kRows];
   const uint64_t policy = evict_first_policy();   // (load_image: where Params::l2_evict_first)
-  auto load_tile = [&](int tile) {
+  auto load_tile_as = [&](int tile, auto hint) {
     int n, y0, x0;
     tile_origin(p, tile, kTH, kTW, n, y0, x0);
     const In* xc[2];
@@ -191,9 +191,12 @@ __global__ void __launch_bounds__(kThreads, 3) rgb_sm90_kernel(const Params p) {
       const int y = y0 + r;
       const int64_t off = static_cast<int64_t>(reflect(y - p.pad, 2 * (p.Hin - 1))) * p.sh;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) raw[h][r] = col_in[h] && y < p.Hp ? load_image(xc[h] + off, p, policy) : In(0);
+      for (int h = 0; h < 2; ++h) {
+        raw[h][r] = col_in[h] && y < p.Hp ? load_hinted<decltype(hint)::value>(xc[h] + off, policy) : In(0);
+      }
     }
   };
+  auto load_tile = [&](int tile) { with_load_hint(p, [&](auto hint) { load_tile_as(tile, hint); }); };
   auto store_tile = [&] {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {

@@ -20,13 +20,25 @@ __host__ __device__ __forceinline__ double* norm_state_sums(void* state) {
   return reinterpret_cast<double*>(static_cast<unsigned char*>(state) + kNormStateHeaderBytes);
 }
 
+// v added to the fp64 at p, a global address, without a result: a `red`. atomicAdd on a generic
+// pointer compiles to an atom with a shared-memory fallback (a compare-and-swap loop) whose branch
+// waits on the atom's predicate, in the epilogue's critical path; here the address space is known.
+// (-DSF_ATOMIC_ADD_F64=1: atomicAdd, for the A/B. The 9×9 kernels' CPU emulator: atomicAdd.)
+__device__ __forceinline__ void red_add_global(double* p, double v) {
+#if defined(__CUDA_ARCH__) && !SF_ATOMIC_ADD_F64
+  asm volatile("red.global.add.f64 [%0], %1;\n" ::"l"(__cvta_generic_to_global(p)), "d"(v) : "memory");
+#else
+  atomicAdd(p, v);
+#endif
+}
+
 // Σx and Σx² of channel c in sample n (fp64) added to the state's sums. NC = N·C; the copy is
 // blockIdx.x % kNormSumCopies.
 __device__ __forceinline__ void norm_state_add_sums(void* state, int NC, int n, int C, int c, double sum1,
                                                     double sum2) {
   double* copy = norm_state_sums(state) + static_cast<size_t>(blockIdx.x % kNormSumCopies) * 2 * NC;
-  atomicAdd(copy + n * C + c, sum1);
-  atomicAdd(copy + NC + n * C + c, sum2);
+  red_add_global(copy + n * C + c, sum1);
+  red_add_global(copy + NC + n * C + c, sum2);
 }
 
 // One tile's moments of channel c in sample n (sum and M2 = Σ(v − mean)² over `count` pixels, fp32)
