@@ -582,7 +582,9 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
       tile_mark(p, 8);
       // (All kTH rows unrolled, their shared-memory loads in flight together: unrolled by 2 the
       // chain's link took 0.15 µs more, 13.01 against 12.84 µs at the 512² plane.)
-      // The kept block input's stores: column `slot` of every row, one row (W pixels) apart.
+      // The kept block input's stores: column `slot` of every row, one row (W pixels) apart. The
+      // column's part of chain_store_needed once, written out: through the function with the row
+      // compile-time, ptxas kept per-row work (+64 instructions in the chain; so in store_out too).
       const bool col_stored = p.act_all || slot == 0 || slot == kTW - 1 || x0 + slot == 1 || x0 + slot == W - 2;
       uint4* act_g = p.act ? reinterpret_cast<uint4*>(p.act) + ((static_cast<int64_t>(n) * H + y0) * W + x0 + slot) * kChunksX + q
                            : nullptr;

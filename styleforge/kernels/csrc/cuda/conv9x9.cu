@@ -237,7 +237,7 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
   // pixel x0 + j / 3 (the NHWC order of K), so the column's address is worked out once per tile and
   // each row adds one stride; the row's two copies take it at j and j − 1.
   const int sj = threadIdx.x, sj_px = sj / 3, sj_c = sj - 3 * sj_px;
-  const uint64_t policy = evict_first_policy();   // (load_image: where Params::l2_evict_first)
+  const uint64_t policy = evict_first_policy();   // (load_hinted: where Params::l2_evict_first)
 
   for (int tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
     int n, y0, x0;
@@ -250,13 +250,14 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
                      static_cast<int64_t>(reflect((col_in ? px : p.pad) - p.pad, 2 * (p.Win - 1))) * p.sw;
       // All kRgbRows loads issued before the first is used: one memory latency per tile.
       In raw[kRgbRows];
+      with_load_hint(p, [&](auto hint) {
 #pragma unroll
-      for (int r = 0; r < kRgbRows; ++r) {
-        const int y = y0 + r;
-        raw[r] = col_in && y < p.Hp
-                     ? load_image(xc + static_cast<int64_t>(reflect(y - p.pad, 2 * (p.Hin - 1))) * p.sh, p, policy)
-                     : In(0);
-      }
+        for (int r = 0; r < kRgbRows; ++r) {
+          const int y = y0 + r;
+          const In* src = xc + static_cast<int64_t>(reflect(y - p.pad, 2 * (p.Hin - 1))) * p.sh;
+          raw[r] = col_in && y < p.Hp ? load_hinted<decltype(hint)::value>(src, policy) : In(0);
+        }
+      });
 #pragma unroll
       for (int r = 0; r < kRgbRows; ++r) {
         const uint16_t v = as_bits<T>(raw[r]);

@@ -114,13 +114,9 @@ bool is_conv1_instantiation(const void* func, Address address) {
   return found;
 }
 
-// conv1's image, one element: evict-first where Params::l2_evict_first (cache_hints.cuh), else as __ldg.
-template <typename In>
-__device__ __forceinline__ In load_image(const In* ptr, const Params& p, uint64_t policy) {
-  return p.l2_evict_first ? ldg_evict_first(ptr, policy) : __ldg(ptr);
-}
-// The same with the choice made by the caller, once for a tile's loads (with_load_hint): as a
-// condition per load, each load of a staging loop sat in its own branch region.
+// A 9×9 kernel's input, one load: evict-first where kEvictFirst (cache_hints.cuh), else as __ldg. The
+// choice is made once for a tile's loads (with_load_hint from Params::l2_evict_first): as a condition
+// per load, each load of a staging loop sat in its own branch region.
 template <bool kEvictFirst, typename V>
 __device__ __forceinline__ V load_hinted(const V* ptr, uint64_t policy) {
   if constexpr (kEvictFirst) {

@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(kThreads, 3) rgb_sm90_kernel(const Params p) {
   // column x0 + j / 3 (the NHWC order of K); copy 1 takes it at j − 1. All loads (two columns for
   // threads j < kLoad − kThreads) are issued before the first is used.
   In raw[2][kRows];
-  const uint64_t policy = evict_first_policy();   // (load_image: where Params::l2_evict_first)
+  const uint64_t policy = evict_first_policy();   // (load_hinted: where Params::l2_evict_first)
   auto load_tile_as = [&](int tile, auto hint) {
     int n, y0, x0;
     tile_origin(p, tile, kTH, kTW, n, y0, x0);
