@@ -467,8 +467,8 @@ def test_cuda_conv3x3_norm_matches_float64(loaded, dtype, shape, variant):
 @pytest.mark.parametrize("config", list(CONFIGS))
 def test_cuda_conv3x3_norm_large_mean_statistics(loaded, dtype, config):
     # Outputs with a mean 25–80× their spread (a positive input through weights with a positive offset),
-    # on a plane with clipped edge tiles: the epilogue's moments (per warp about a shift, merged per
-    # tile, then over tiles) must keep the variance, not cancel it away.
+    # on a plane with clipped edge tiles: the epilogue's moments (per tile the sum, the mean, then
+    # Σ(v − mean)²; merged over tiles) must keep the variance, not cancel it away.
     up, stride = CONFIGS[config][2:]
     x, wt, s, t, _, nw, nb = make_inputs(2, 37, 50, dtype, "cuda", seed=5, affine=False, config=config)
     x = (x.float().abs() * 0.5 + 2.0).to(dtype).contiguous(memory_format=torch.channels_last)

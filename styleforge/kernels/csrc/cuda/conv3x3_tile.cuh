@@ -585,9 +585,11 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
       // The kept block input's stores: column `slot` of every row, one row (W pixels) apart. The
       // column's part of chain_store_needed once, written out: through the function with the row
       // compile-time, ptxas kept per-row work (+64 instructions in the chain; so in store_out too).
+#if !SF_STORE_LOOP_DIVIDE
       const bool col_stored = p.act_all || slot == 0 || slot == kTW - 1 || x0 + slot == 1 || x0 + slot == W - 2;
       uint4* act_g = p.act ? reinterpret_cast<uint4*>(p.act) + ((static_cast<int64_t>(n) * H + y0) * W + x0 + slot) * kChunksX + q
                            : nullptr;
+#endif
 #pragma unroll
       for (int j = 0; j < C::kTH; ++j) {
         const int px = j * kTW + slot;   // its halo pixel: own_halo_pixel(px), written out (ptxas's code)
@@ -741,9 +743,9 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
     v1[mb] = y0 + px1[mb] / kTW < Ho && x0 + px1[mb] % kTW < Wo;
   }
   const float count = static_cast<float>(min(C::kTH, Ho - y0) * min(kTW, Wo - x0));
-  // 1 / count where the tile is whole: kTH·kTW is a power of two, so multiplying by this is the
-  // division, bit for bit, without the IEEE division's slow-path call (fp32 and fp64) in the
-  // epilogue's critical path; 0 on tiles cut by the edge, which divide.
+  // A whole tile divides by count = kTH·kTW, a power of two: as a product with its exact reciprocal
+  // (the same bits), without the IEEE division's slow-path call (fp32 and fp64) in the epilogue's
+  // critical path; tiles cut by the edge divide.
   constexpr int kTilePixels = C::kTH * kTW;
   static_assert((kTilePixels & (kTilePixels - 1)) == 0, "a power of two");
 #if SF_DIVIDE_TILE_MOMENTS   // (the former form, for the A/B)
@@ -844,12 +846,6 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
   // Thread tid stores chunk q of tile pixels px_first + j·kPxStep: one column, every kRowStep-th row,
   // so its conditions are per row and its address advances by kRowStep image rows (formed per store
   // with divisions and 64-bit products, one store took ~50 instructions).
-  constexpr int kPxStep = kConsumers / C::kOutChunks, kRowStep = kPxStep / kTW;
-  static_assert(kPxStep % kTW == 0, "a pass of the store loop is whole tile rows");
-  const int q_out = static_cast<int>(static_cast<unsigned>(tid) % C::kOutChunks);
-  const int px_first = static_cast<int>(static_cast<unsigned>(tid) / C::kOutChunks % kPxStep);   // (< kPxStep: tid < 256)
-  const int col = px_first % kTW, row_first = px_first / kTW, x_out = x0 + col;
-  const bool col_all = store_every || col == 0 || col == kTW - 1 || x_out == 1 || x_out == Wo - 2;
 #if SF_STORE_LOOP_DIVIDE   // the former form, for the A/B: divisions, remainders and the address per store
   auto store_out = [&](auto hint) {
 #pragma unroll
@@ -863,6 +859,12 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
     }
   };
 #else
+  constexpr int kPxStep = kConsumers / C::kOutChunks, kRowStep = kPxStep / kTW;
+  static_assert(kPxStep % kTW == 0, "a pass of the store loop is whole tile rows");
+  const int q_out = static_cast<int>(static_cast<unsigned>(tid) % C::kOutChunks);
+  const int px_first = static_cast<int>(static_cast<unsigned>(tid) / C::kOutChunks % kPxStep);   // (< kPxStep: tid < 256)
+  const int col = px_first % kTW, row_first = px_first / kTW, x_out = x0 + col;
+  const bool col_all = store_every || col == 0 || col == kTW - 1 || x_out == 1 || x_out == Wo - 2;
   auto store_out = [&](auto hint) {
     uint4* dst = out4 + ((static_cast<int64_t>(n) * Ho + y0 + row_first) * Wo + x_out) * C::kOutChunks + q_out;
 #pragma unroll
@@ -881,17 +883,16 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
     float m2 = 0.f;
 #pragma unroll
     for (int w = 0; w < 8; ++w) m2 += red[w * COUT + tid];
+    // Σx and Σx² over the image, from the tile's (sum, M2): Σx² = M2 + sum²/count exactly, and in fp64
+    // Σx²/n − mean² keeps the precision that Chan's merge keeps in fp32 (norm_state_add's form, with
+    // the whole tile's division as a product).
+    const double sum = tile_sum;
+    const double sum_sq = static_cast<double>(m2) + (whole ? sum * sum * (1.0 / kTilePixels) : sum * sum / count);
     if constexpr (kChain) {
-      // Σx and Σx² over the image, from the tile's (sum, M2): Σx² = M2 + sum²/count exactly, and in
-      // fp64 the chain's Σx²/n − mean² keeps the precision that Chan's merge keeps in fp32.
-      const double sum = tile_sum;
       red_add_global(p.out_sums + n * COUT + tid, sum);
-      red_add_global(p.out_sums + p.sums_stride + n * COUT + tid,
-                     static_cast<double>(m2) + (whole ? sum * sum * (1.0 / kTilePixels) : sum * sum / count));
-    } else if (p.norm_state != nullptr) {   // (norm_state_add, with the whole tile's division as a product)
-      const double sum = tile_sum;
-      norm_state_add_sums(p.norm_state, p.N * COUT, n, COUT, tid, sum,
-                          static_cast<double>(m2) + (whole ? sum * sum * (1.0 / kTilePixels) : sum * sum / count));
+      red_add_global(p.out_sums + p.sums_stride + n * COUT + tid, sum_sq);
+    } else if (p.norm_state != nullptr) {
+      norm_state_add_sums(p.norm_state, p.N * COUT, n, COUT, tid, sum, sum_sq);
     } else {
       p.partials[(static_cast<int64_t>(n) * p.tiles + tile) * COUT + tid] = make_float2(tile_sum, m2);
     }
