@@ -64,23 +64,9 @@ def register(subparsers) -> None:
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="image files, folders or glob patterns")
     p.add_argument("-o", "--output", metavar="OUT",
                    help="output file (one input) or folder (default: beside each input)")
-    which = p.add_mutually_exclusive_group()
-    which.add_argument("--style", help="built-in style name or checkpoint path (default: candy)")
-    which.add_argument("--checkpoint", metavar="PATH", help="a .safetensors or pytorch/examples .pth file")
-    which.add_argument("--blend", type=_checked(parse_blend, "blend spec"), default=_DEFAULTS.blend,
-                       metavar="SPEC", help="weight-space mix, e.g. candy:0.6,mosaic:0.4")
-    p.add_argument("--strength", type=_checked(_number_in(0, 1), "number in 0..1"),
-                   default=_DEFAULTS.strength, help="0 = the photo, 1 = full style (default 1)")
-    p.add_argument("--preserve-color", "--preserve-colour", dest="preserve_color",
-                   action="store_true", help="keep the photo's colours (luminance transfer)")
+    register_engine_arguments(p)
     p.add_argument("--max-side", type=_checked(_number_in(1, 1 << 30, int), "positive integer"),
                    default=_DEFAULTS.max_side, metavar="N", help="downscale so the longer side is ≤ N")
-    p.add_argument("--device", choices=DEVICES, default=_DEFAULTS.device)
-    p.add_argument("--precision", choices=PRECISIONS, default=_DEFAULTS.precision)
-    p.add_argument("--backend", choices=BACKENDS, default=_DEFAULTS.backend)
-    p.add_argument("--batch-size", type=_checked(_number_in(1, 1 << 16, int), "positive integer"),
-                   default=_DEFAULTS.batch_size, metavar="N",
-                   help="stylize up to N consecutive same-size images at once")
     p.add_argument("--overwrite", action="store_true", help="replace existing outputs (default: skip)")
     p.add_argument("--quality", type=_checked(_number_in(1, 100, int), "integer in 1..100"),
                    default=_DEFAULTS.quality, help="JPEG/WebP quality (default 95)")
@@ -94,7 +80,7 @@ def register(subparsers) -> None:
                         "stdout (on stderr when the image itself goes to stdout)")
 
 
-def add_pipeline_arguments(p) -> None:
+def add_pipeline_arguments(p, image_codec: bool = True) -> None:
     """The media pipeline's flags (fields of `styleforge.media.PipelineOptions`)."""
     from ..media.codecs import CODECS
     from ..media.options import PipelineOptions
@@ -105,12 +91,34 @@ def add_pipeline_arguments(p) -> None:
     p.add_argument("--queue-depth", type=_checked(_number_in(1, 4096, int), "positive integer"),
                    default=defaults.depth, metavar="N",
                    help="items queued between pipeline stages; bounds memory (default 16)")
-    p.add_argument("--codec", choices=CODECS, default=defaults.codec,
-                   help="image codec: auto (nvJPEG on CUDA where torchvision has it), pillow, gpu")
+    if image_codec:
+        p.add_argument("--codec", choices=CODECS, default=defaults.codec,
+                       help="image codec: auto (nvJPEG on CUDA where torchvision has it), pillow, gpu")
+
+
+def register_engine_arguments(p) -> None:
+    """The flags that choose and run the style (shared by `stylize` and `video`)."""
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--style", help="built-in style name or checkpoint path (default: candy)")
+    which.add_argument("--checkpoint", metavar="PATH", help="a .safetensors or pytorch/examples .pth file")
+    which.add_argument("--blend", type=_checked(parse_blend, "blend spec"), default=_DEFAULTS.blend,
+                       metavar="SPEC", help="weight-space mix, e.g. candy:0.6,mosaic:0.4")
+    p.add_argument("--strength", type=_checked(_number_in(0, 1), "number in 0..1"),
+                   default=_DEFAULTS.strength, help="0 = the photo, 1 = full style (default 1)")
+    p.add_argument("--preserve-color", "--preserve-colour", dest="preserve_color",
+                   action="store_true", help="keep the photo's colours (luminance transfer)")
+    p.add_argument("--device", choices=DEVICES, default=_DEFAULTS.device)
+    p.add_argument("--precision", choices=PRECISIONS, default=_DEFAULTS.precision)
+    p.add_argument("--backend", choices=BACKENDS, default=_DEFAULTS.backend)
+    p.add_argument("--batch-size", type=_checked(_number_in(1, 1 << 16, int), "positive integer"),
+                   default=_DEFAULTS.batch_size, metavar="N",
+                   help="stylize N consecutive same-size images at once when they are decoded")
 
 
 def options_from_args(args: argparse.Namespace) -> StylizeOptions:
-    return StylizeOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(StylizeOptions)})
+    """The command's flags as options; a field a command has no flag for keeps its default."""
+    return StylizeOptions(**{f.name: getattr(args, f.name, getattr(_DEFAULTS, f.name))
+                             for f in dataclasses.fields(StylizeOptions)})
 
 
 def expand_inputs(inputs: list[str], recursive: bool) -> tuple[list[tuple[Path, Path | None]], list[str]]:

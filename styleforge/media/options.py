@@ -34,7 +34,6 @@ class VideoOptions:
     preset: str | None = None      # the encoder's speed preset, e.g. "fast"; None: its default
     start: float = 0.0             # seconds into the input to begin
     duration: float | None = None  # seconds to keep; None: to the end
-    overwrite: bool = False
     pipeline: PipelineOptions = PipelineOptions()
 
     def __post_init__(self):
