@@ -27,7 +27,7 @@ from ..io.image import (
     load_image,
     save_image,
 )
-from .codecs import EncodedImage, JpegData, gpu_decodable, resolve_codec
+from .codecs import EncodedImage, gpu_decodable, resolve_codec
 from .engine_stage import EngineStage, host_pixels
 from .options import PipelineOptions
 from .pipeline import Item, Stats, stream
@@ -151,4 +151,4 @@ def _save_params(fmt: str, quality: int, icc: bytes | None) -> dict:
     return params
 
 
-__all__ = ["ImageJob", "stylize_images", "STDIO", "JpegData"]
+__all__ = ["ImageJob", "stylize_images", "STDIO"]
