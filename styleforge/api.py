@@ -131,6 +131,29 @@ def _stylize_tensor(tensor: torch.Tensor, opts: StylizeOptions) -> torch.Tensor:
     return out if tensor.dim() == 4 else out[0]
 
 
+def stylize_video(src: str | os.PathLike, dst: str | os.PathLike, style: str | os.PathLike | None = None,
+                  *, options: StylizeOptions | None = None, progress: Any = None,
+                  frame_filter: Any = None, **fields: Any):
+    """Stylize the video `src` into `dst` (audio, subtitles and metadata kept); returns a
+    `media.video.VideoResult` (output, frames, seconds, fps, notes).
+
+    `fields` are `StylizeOptions` fields, `VideoOptions` fields (codec, crf, preset, start,
+    duration) and `PipelineOptions` fields (workers, depth).
+    `progress(done, total_or_None)` is called after each frame; `frame_filter(content, stylized)`
+    (uint8 H×W×3 arrays) → uint8 array runs on each frame in order before it is encoded.
+    Raises `media.VideoError` with a one-line message for unreadable or broken input.
+    """
+    from .media.options import PipelineOptions, VideoOptions
+    from .media.video import stylize_video as run_video
+    names = {f.name for f in dataclasses.fields(VideoOptions)} - {"pipeline"}
+    video_fields = {name: fields.pop(name) for name in list(fields) if name in names}
+    pipeline_fields = {name: fields.pop(name) for name in ("workers", "depth") if name in fields}
+    opts = make_options(style, options, **fields)
+    video = VideoOptions(**video_fields, pipeline=PipelineOptions(**pipeline_fields))
+    return run_video(src, dst, get_stylizer(opts), opts, video, progress=progress,
+                     frame_filter=frame_filter)
+
+
 def load_style(name_or_path: str | os.PathLike) -> TransformerNet:
     """A built-in style name or checkpoint path → the network (CPU, float32, eval mode).
 

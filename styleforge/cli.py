@@ -10,7 +10,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("stylize", "styles", "train", "bench", "profile", "build")
+COMMANDS = ("stylize", "video", "styles", "train", "bench", "profile", "build")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,6 +1,7 @@
 """`styleforge bench`: end-to-end, per-op and training benchmarks, rows to CSV, plots.
 
-With no mode flag it runs the end-to-end table; `--ops`, `--training`, `--plot` and `--report`
+With no mode flag it runs the end-to-end table; `--pipeline` runs the media pipeline's table
+instead (`styleforge.bench.pipeline`, its own config); `--ops`, `--training`, `--plot` and `--report`
 (re-print the latest stored tables) select those parts instead, and `--e2e` adds the end-to-end
 table back to them. Every flag is a field of `styleforge.bench.BenchConfig`; this module parses,
 calls `run_suite`, and prints the tables last.
@@ -47,6 +48,15 @@ def register(subparsers) -> None:
     p.add_argument("--plot", action="store_true", help="draw throughput.png and roofline.png from the rows")
     p.add_argument("--report", action="store_true",
                    help="print the tables of the latest stored run of each kind (nothing is measured)")
+    p.add_argument("--pipeline", action="store_true",
+                   help="the media pipeline end to end (JPEG folders, H.264 video) beside the engine "
+                        "alone and a plain decode+encode; generates its own data; rows to pipeline.csv")
+    p.add_argument("--pipeline-cases", default=None, metavar="LIST",
+                   help="comma list of jpeg-1080p,jpeg-4k,jpeg-mixed,jpeg-mixed-ref,video-1080p,video-4k "
+                        "(default: all)")
+    p.add_argument("--workers", type=int, default=None, help="--pipeline: decode/encode threads each")
+    p.add_argument("--codec", default="auto", choices=("auto", "pillow", "gpu"),
+                   help="--pipeline: image codec")
     p.add_argument("--markdown", default=None, metavar="FILE",
                    help="also write the end-to-end table as Markdown (for the README)")
 
@@ -69,7 +79,34 @@ def make_console():
     return Console(width=None if sys.stdout.isatty() else 180, highlight=False)
 
 
+def pipeline_config_from_args(args: argparse.Namespace):
+    from ..bench.pipeline import PipelineBenchConfig
+    return PipelineBenchConfig(device=args.device, style=args.style, cases=args.pipeline_cases,
+                               quick=args.quick, batch_size=args.batch_size, workers=args.workers,
+                               codec=args.codec, output=args.output)
+
+
+def run_pipeline(args: argparse.Namespace) -> int:
+    from ..bench.pipeline import pipeline_table, run_pipeline_bench
+    from ..models.checkpoint import CheckpointError
+    console = make_console()
+    try:
+        result = run_pipeline_bench(pipeline_config_from_args(args), log=console.print)
+    except (ValueError, CheckpointError, RuntimeError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return 2 if isinstance(exc, (ValueError, CheckpointError)) else 1
+    console.rule("results")
+    console.print(pipeline_table(result.rows))
+    for note in result.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    for path in result.files:
+        console.print(f"wrote {path}")
+    return 1 if any(row.status != "ok" for row in result.rows) else 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.pipeline:
+        return run_pipeline(args)
     from ..bench import run_suite
     from ..bench.report import e2e_table, ops_table, training_table
     from ..models.checkpoint import CheckpointError

@@ -1,7 +1,9 @@
 """`styleforge stylize INPUT... [-o OUT] [--style NAME | --checkpoint PATH | --blend SPEC]`.
 
-Parses flags into one `StylizeOptions`, expands inputs, plans every output path, then streams the
-images through the library's cached `Stylizer`. It is not the engine: padding, strength, colour
+Parses flags into one `StylizeOptions` (and the pipeline's `PipelineOptions`), expands inputs,
+plans every output path, then streams the images through the library's media pipeline
+(`styleforge.media`) and its cached `Stylizer`. `-` as the input reads one image from stdin and
+`-o -` writes it to stdout; `--json` prints one record per item. It is not the engine: padding, strength, colour
 and precision live in `styleforge.engine`; reading and atomic writing in `styleforge.io.image`.
 
 Where outputs go (no `-o`): a file `photo.jpg` → `photo_<style>.jpg` beside it; a folder
@@ -62,6 +64,40 @@ def register(subparsers) -> None:
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="image files, folders or glob patterns")
     p.add_argument("-o", "--output", metavar="OUT",
                    help="output file (one input) or folder (default: beside each input)")
+    register_engine_arguments(p)
+    p.add_argument("--max-side", type=_checked(_number_in(1, 1 << 30, int), "positive integer"),
+                   default=_DEFAULTS.max_side, metavar="N", help="downscale so the longer side is ≤ N")
+    p.add_argument("--overwrite", action="store_true", help="replace existing outputs (default: skip)")
+    p.add_argument("--quality", type=_checked(_number_in(1, 100, int), "integer in 1..100"),
+                   default=_DEFAULTS.quality, help="JPEG/WebP quality (default 95)")
+    p.add_argument("--max-pixels", type=_checked(_number_in(1, 1 << 62, int), "positive integer"),
+                   default=_DEFAULTS.max_pixels, metavar="N",
+                   help="refuse images with more pixels, before decoding them")
+    p.add_argument("-r", "--recursive", action="store_true", help="descend into sub-folders")
+    add_pipeline_arguments(p)
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON record per item (input, output, size, seconds, error) on "
+                        "stdout (on stderr when the image itself goes to stdout)")
+
+
+def add_pipeline_arguments(p, image_codec: bool = True) -> None:
+    """The media pipeline's flags (fields of `styleforge.media.PipelineOptions`)."""
+    from ..media.codecs import CODECS
+    from ..media.options import PipelineOptions
+    defaults = PipelineOptions()
+    p.add_argument("--workers", type=_checked(_number_in(1, 1024, int), "positive integer"),
+                   default=defaults.workers, metavar="N",
+                   help="decode and encode threads each (default: one per CPU, at most 16)")
+    p.add_argument("--queue-depth", type=_checked(_number_in(1, 4096, int), "positive integer"),
+                   default=defaults.depth, metavar="N",
+                   help="items queued between pipeline stages; bounds memory (default 16)")
+    if image_codec:
+        p.add_argument("--codec", choices=CODECS, default=defaults.codec,
+                       help="image codec: auto (nvJPEG on CUDA where torchvision has it), pillow, gpu")
+
+
+def register_engine_arguments(p) -> None:
+    """The flags that choose and run the style (shared by `stylize` and `video`)."""
     which = p.add_mutually_exclusive_group()
     which.add_argument("--style", help="built-in style name or checkpoint path (default: candy)")
     which.add_argument("--checkpoint", metavar="PATH", help="a .safetensors or pytorch/examples .pth file")
@@ -71,25 +107,18 @@ def register(subparsers) -> None:
                    default=_DEFAULTS.strength, help="0 = the photo, 1 = full style (default 1)")
     p.add_argument("--preserve-color", "--preserve-colour", dest="preserve_color",
                    action="store_true", help="keep the photo's colours (luminance transfer)")
-    p.add_argument("--max-side", type=_checked(_number_in(1, 1 << 30, int), "positive integer"),
-                   default=_DEFAULTS.max_side, metavar="N", help="downscale so the longer side is ≤ N")
     p.add_argument("--device", choices=DEVICES, default=_DEFAULTS.device)
     p.add_argument("--precision", choices=PRECISIONS, default=_DEFAULTS.precision)
     p.add_argument("--backend", choices=BACKENDS, default=_DEFAULTS.backend)
     p.add_argument("--batch-size", type=_checked(_number_in(1, 1 << 16, int), "positive integer"),
                    default=_DEFAULTS.batch_size, metavar="N",
-                   help="stylize up to N consecutive same-size images at once")
-    p.add_argument("--overwrite", action="store_true", help="replace existing outputs (default: skip)")
-    p.add_argument("--quality", type=_checked(_number_in(1, 100, int), "integer in 1..100"),
-                   default=_DEFAULTS.quality, help="JPEG/WebP quality (default 95)")
-    p.add_argument("--max-pixels", type=_checked(_number_in(1, 1 << 62, int), "positive integer"),
-                   default=_DEFAULTS.max_pixels, metavar="N",
-                   help="refuse images with more pixels, before decoding them")
-    p.add_argument("-r", "--recursive", action="store_true", help="descend into sub-folders")
+                   help="stylize N consecutive same-size images at once when they are decoded")
 
 
 def options_from_args(args: argparse.Namespace) -> StylizeOptions:
-    return StylizeOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(StylizeOptions)})
+    """The command's flags as options; a field a command has no flag for keeps its default."""
+    return StylizeOptions(**{f.name: getattr(args, f.name, getattr(_DEFAULTS, f.name))
+                             for f in dataclasses.fields(StylizeOptions)})
 
 
 def expand_inputs(inputs: list[str], recursive: bool) -> tuple[list[tuple[Path, Path | None]], list[str]]:
@@ -178,9 +207,11 @@ def plan_outputs(files: list[tuple[Path, Path | None]], output: str | None,
 
 
 class _Report:
-    """Counts and one-line messages; the bar (for several files) stays below the messages."""
+    """Counts and one-line messages; the bar (for several files) stays below the messages.
 
-    def __init__(self, total: int):
+    With `json_to` set, every item also becomes one JSON line there (`media.Record.to_json`)."""
+
+    def __init__(self, total: int, json_to=None):
         from rich.console import Console
         from rich.progress import (
             BarColumn,
@@ -191,47 +222,101 @@ class _Report:
         )
         self.console = Console(stderr=True, highlight=False, soft_wrap=True)
         self.progress = Progress(TextColumn("stylizing"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), console=self.console, transient=True,
-                                 disable=total < 2)
-        self.task = self.progress.add_task("stylize", total=total)
+                                 TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+                                 console=self.console, transient=True, disable=total < 2)
+        self.task = self.progress.add_task("stylize", total=total, rate="")
         self.done = self.skipped = self.failed = 0
+        self.json_to = json_to
         self.start = time.perf_counter()
 
     def say(self, message: str, style: str = "") -> None:
         from rich.text import Text
         self.console.print(Text(message, style=style))
 
-    def error(self, message: str) -> None:
+    def error(self, message: str, source: str = "") -> None:
+        from ..media.records import Record
         self.failed += 1
         self.say(f"error: {message}", "bold red")
+        self.emit(Record(-1, source, error=message))
 
-    def advance(self) -> None:
+    def emit(self, record) -> None:
+        if self.json_to is not None:
+            self.json_to.write(record.to_json() + "\n")
+            self.json_to.flush()
+
+    def item(self, record) -> None:
+        """One finished item from the pipeline: count it, say what went wrong, advance the bar."""
+        for note in record.notes:
+            self.say(f"note: {note}", "yellow")
+        if record.error is not None:
+            self.failed += 1
+            self.say(f"error: {record.error}", "bold red")
+        else:
+            self.done += 1
+        self.emit(record)
         self.progress.advance(self.task)
+        finished = self.done + self.failed
+        self.progress.update(self.task, rate=f"{finished / (time.perf_counter() - self.start):.1f} images/s")
 
     def summary(self) -> str:
         return (f"{self.done} done, {self.skipped} skipped, {self.failed} failed "
                 f"in {time.perf_counter() - self.start:.1f} s")
 
 
+def _split_stdio(args: argparse.Namespace, label: str):
+    """(jobs, input errors, plan errors) with "-" as stdin input and/or stdout output."""
+    from ..media.images import STDIO
+    inputs = [raw for raw in args.inputs if raw != STDIO]
+    reads_stdin = len(inputs) != len(args.inputs)
+    files, input_errors = expand_inputs(inputs, args.recursive) if inputs else ([], [])
+    to_stdout = args.output == STDIO or (reads_stdin and args.output is None)
+    if to_stdout or reads_stdin:
+        count = len(files) + reads_stdin
+        if count != 1:
+            raise ValueError(f"stdin/stdout ('-') takes exactly one image, but there are {count} inputs")
+        source = Path(STDIO) if reads_stdin else files[0][0]
+        if to_stdout:
+            return [Job(source, Path(STDIO))], input_errors, []
+        if Path(args.output).suffix.lower() not in _image_suffixes():
+            raise ValueError(f"-o {args.output}: an image read from stdin needs an output file name "
+                             "with an image suffix, or -o - for stdout")
+        return [Job(source, Path(args.output))], input_errors, []
+    jobs, plan_errors = plan_outputs(files, args.output, label)
+    return jobs, input_errors, plan_errors
+
+
+def _image_suffixes():
+    from ..io.image import SCAN_SUFFIXES
+    return SCAN_SUFFIXES
+
+
 def run(args: argparse.Namespace) -> int:
+    import sys
+
     from ..api import get_stylizer
+    from ..media.images import STDIO
     from ..models.checkpoint import CheckpointError
+    json_to = None
+    if args.json:
+        json_to = sys.stderr if args.output == STDIO or STDIO in args.inputs else sys.stdout
     try:
         options = options_from_args(args)
+        pipeline = pipeline_options_from_args(args)
         label = style_label(options)
-        files, input_errors = expand_inputs(args.inputs, args.recursive)
-        jobs, plan_errors = plan_outputs(files, args.output, label)
+        jobs, input_errors, plan_errors = _split_stdio(args, label)
     except (CheckpointError, ValueError) as exc:
         _Report(0).say(f"error: {exc}", "bold red")
         return 2
-    report = _Report(len(jobs))
+    report = _Report(len(jobs), json_to)
     for message in input_errors + plan_errors:
-        report.error(message)
+        report.error(message, message.split(": ", 1)[0])
     todo = []
     for job in jobs:
-        if job.target.exists() and not options.overwrite:
+        if str(job.target) != STDIO and job.target.exists() and not options.overwrite:
+            from ..media.records import Record
             report.skipped += 1
             report.say(f"skipped {job.source}: {job.target} exists (--overwrite to replace it)", "yellow")
+            report.emit(Record(-1, str(job.source), str(job.target), skipped=True))
         else:
             todo.append(job)
     if todo:
@@ -244,62 +329,27 @@ def run(args: argparse.Namespace) -> int:
             report.say(report.summary())
             return 2
         report.say(f"style {stylizer.describe()}", "dim")
-        _stylize_jobs(todo, stylizer, options, report)
+        try:
+            _stylize_jobs(todo, stylizer, options, pipeline, report)
+        except RuntimeError as exc:  # e.g. --codec gpu where nvJPEG is unusable
+            report.say(f"error: {exc}", "bold red")
+            return 2
     report.say(report.summary())
     return 1 if report.failed else 0
 
 
-def _stylize_jobs(todo: list[Job], stylizer, options: StylizeOptions, report: _Report) -> None:
-    """Load → batch consecutive same-size images → stylize → write; a bad file fails alone.
+def pipeline_options_from_args(args: argparse.Namespace):
+    from ..media.options import PipelineOptions
+    return PipelineOptions(workers=args.workers, depth=args.queue_depth, codec=args.codec)
 
-    Only consecutive images are batched, so at most `batch_size` decoded images are held.
-    """
-    from ..io.image import ImageError, load_image
-    pending: list = []
+
+def _stylize_jobs(todo: list[Job], stylizer, options: StylizeOptions, pipeline, report: _Report) -> None:
+    """Stream the jobs through the library's media pipeline; a bad file fails alone."""
+    import sys
+
+    from ..media.images import ImageJob, stylize_images
+    jobs = (ImageJob(job.source, job.target) for job in todo)
     with report.progress:
-        for job in todo:
-            try:
-                loaded = load_image(job.source, options.max_pixels).resized(options.max_side)
-            except ImageError as exc:
-                report.error(str(exc))
-                report.advance()
-                continue
-            if pending and (loaded.size != pending[0][1].size or len(pending) == options.batch_size):
-                _flush(pending, stylizer, options, report)
-            pending.append((job, loaded))
-        _flush(pending, stylizer, options, report)
-
-
-def _flush(pending: list, stylizer, options: StylizeOptions, report: _Report) -> None:
-    import torch
-
-    from ..io.image import (
-        format_for,
-        holds_alpha,
-        pil_to_tensor,
-        save_image,
-        tensor_to_pil,
-    )
-    if not pending:
-        return
-    try:
-        out = stylizer(torch.cat([pil_to_tensor(loaded.rgb) for _, loaded in pending]))
-    except Exception as exc:  # e.g. out of memory: this batch fails, the next may fit
-        hint = "; try --max-side or a smaller --batch-size" if "memory" in str(exc).lower() else ""
-        for job, _ in pending:
-            report.error(f"{job.source}: stylization failed ({type(exc).__name__}: {exc}){hint}")
-            report.advance()
-        pending.clear()
-        return
-    for index, (job, loaded) in enumerate(pending):
-        try:
-            if loaded.alpha is not None and not holds_alpha(format_for(job.target)):
-                report.say(f"note: {job.target.name}: {format_for(job.target)} has no alpha "
-                           "channel, transparency dropped", "yellow")
-            save_image(loaded.merged(tensor_to_pil(out[index])), job.target, options.quality,
-                       loaded.icc_profile)
-            report.done += 1
-        except Exception as exc:  # one unwritable output must not stop the batch
-            report.error(f"{job.source}: {exc}")
-        report.advance()
-    pending.clear()
+        for record in stylize_images(jobs, stylizer, options, pipeline, stdin=sys.stdin.buffer,
+                                     stdout=sys.stdout.buffer):
+            report.item(record)

@@ -80,9 +80,14 @@ class Stylizer:
             out = self.runner(padded)
         return out
 
-    @torch.inference_mode()
     def __call__(self, content: torch.Tensor) -> torch.Tensor:
         """content: float (N, 3, H, W) in 0–255 on any device → same shape, float32, on CPU."""
+        return self.on_device(content).cpu()
+
+    @torch.inference_mode()
+    def on_device(self, content: torch.Tensor) -> torch.Tensor:
+        """As `__call__`, but the result stays on the engine's device, so a caller (the media
+        pipeline) can copy it out on its own stream while the next batch computes."""
         if content.dim() != 4 or content.shape[1] != 3:
             raise ValueError(f"expected (N, 3, H, W) RGB, got shape {tuple(content.shape)}")
         height, width = content.shape[-2:]
@@ -90,4 +95,4 @@ class Stylizer:
         out = self._run(pad_for_network(content))[..., :height, :width].clamp(0, 255)
         if self.options.preserve_color:
             out = preserve_color(content, out)
-        return apply_strength(content, out, self.options.strength).cpu()
+        return apply_strength(content, out, self.options.strength)

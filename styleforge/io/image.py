@@ -10,11 +10,13 @@ serves is the engine's: float (N, 3, H, W) in 0–255 (`styleforge.engine.pipeli
 """
 from __future__ import annotations
 
+import io
 import os
 import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO, Callable
 
 import numpy as np
 import torch
@@ -89,11 +91,13 @@ def split_alpha(image: Image.Image) -> tuple[Image.Image, Image.Image | None]:
     return image.convert("RGB"), None
 
 
-def load_image(path: str | os.PathLike, max_pixels: int | None = None) -> LoadedImage:
-    """Decode `path` safely; every failure is an `ImageError` naming the file."""
+def load_image(path: str | os.PathLike, max_pixels: int | None = None,
+               data: bytes | None = None) -> LoadedImage:
+    """Decode `path` (or `data`, the file's bytes, named `path` in errors, e.g. "stdin") safely;
+    every failure is an `ImageError` naming the file."""
     path = Path(path)
     try:
-        if path.stat().st_size == 0:
+        if (len(data) if data is not None else path.stat().st_size) == 0:
             raise ImageError(f"{path}: empty file")
     except OSError as exc:
         raise ImageError(f"{path}: cannot read ({exc.strerror or exc})") from None
@@ -101,7 +105,7 @@ def load_image(path: str | os.PathLike, max_pixels: int | None = None) -> Loaded
         with warnings.catch_warnings():
             # We enforce our own pixel limit below; Pillow's warning would only be noise.
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            with Image.open(path) as image:  # lazy: reads the header only
+            with Image.open(io.BytesIO(data) if data is not None else path) as image:  # lazy: reads the header only
                 width, height = image.size
                 if width < 1 or height < 1:
                     raise ImageError(f"{path}: image has no pixels ({width}×{height})")
@@ -155,11 +159,18 @@ def save_image(image: Image.Image, path: str | os.PathLike, quality: int = 95,
         params["quality"] = quality
     if icc_profile:
         params["icc_profile"] = icc_profile
+    return atomic_write(path, lambda handle: image.save(handle, format=fmt, **params))
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> Path:
+    """Call `write(handle)` on a temp file beside `path`, then rename it to `path`; on any
+    failure raise `ImageError` and leave neither a partial file nor a temp file behind."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            image.save(handle, format=fmt, **params)
+            write(handle)
         os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
     except Exception as exc:

@@ -1,0 +1,301 @@
+"""`styleforge bench --pipeline`: the media pipeline end to end beside its two halves.
+
+For each case it generates its own data (smooth synthetic photos as JPEG; H.264 + AAC clips made
+with PyAV) in a temp folder, then measures three providers on the same data:
+`pipeline` (file read to file written through `media.stylize_images` / `media.stylize_video`,
+engine loaded and warmed on one item of the first shape beforehand, process start excluded),
+`engine` (the same `Stylizer` alone on device-resident inputs of the same shapes, in the same
+order) and `codec` (the same pipeline and codecs with the identity in place of the network: the
+plain decode + encode, or for video a plain transcode with the same settings). Each pipeline row
+carries `ratio_vs_slower` = pipeline ÷ min(engine, codec): the issue's bar is ≥ 0.7. The mixed
+folder (200 photos in 50 sizes, 800–4000 px) is paired with a same-size folder of similar pixel
+count (`jpeg-mixed-ref`); its bar is mixed ≥ 0.5 × that. Rows go to `pipeline.csv`.
+`quick` shrinks every case to a few tiny items so the whole run takes seconds on a CPU.
+"""
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from ..engine.options import StylizeOptions
+from .results import DEFAULT_OUTPUT, Row, append_rows, new_run_id
+
+# name → (kind, count, sizes as (w, h); mixed: None = generated), full and quick.
+_CASES = {
+    "jpeg-1080p": ("images", 120, [(1920, 1080)]),
+    "jpeg-4k": ("images", 40, [(3840, 2160)]),
+    "jpeg-mixed": ("images", 200, None),
+    "jpeg-mixed-ref": ("images", 200, None),
+    "video-1080p": ("video", 300, [(1920, 1080)]),
+    "video-4k": ("video", 120, [(3840, 2160)]),
+}
+_QUICK = {"jpeg-1080p": (6, [(96, 54)]), "jpeg-4k": (4, [(192, 108)]),
+          "jpeg-mixed": (8, None), "jpeg-mixed-ref": (8, None),
+          "video-1080p": (8, [(96, 54)]), "video-4k": (6, [(192, 108)])}
+MIXED_SIZES, MIXED_RANGE, QUICK_MIXED_RANGE = 50, (800, 4000), (24, 120)
+VIDEO_FPS = 30
+
+
+@dataclass(frozen=True)
+class PipelineBenchConfig:
+    device: str = "auto"
+    style: str | None = None
+    cases: str | None = None         # comma list of _CASES names; None: all
+    quick: bool = False
+    batch_size: int = 1
+    workers: int | None = None
+    depth: int = 16
+    codec: str = "auto"              # image codec (media.codecs)
+    video_preset: str = "veryfast"   # libx264 preset for the pipeline and the plain transcode
+    video_crf: int = 23
+    output: str = str(DEFAULT_OUTPUT)
+    workdir: str | None = None       # where the synthetic data goes (default: a temp folder)
+
+    def names(self) -> list[str]:
+        names = [n.strip() for n in self.cases.split(",") if n.strip()] if self.cases else list(_CASES)
+        unknown = [n for n in names if n not in _CASES]
+        if unknown:
+            raise ValueError(f"--pipeline-cases: unknown {unknown}; choose from {list(_CASES)}")
+        return names
+
+
+@dataclass
+class PipelineBenchResult:
+    rows: list[Row] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def run_pipeline_bench(config: PipelineBenchConfig, log: Callable[[str], None] = lambda _: None) -> PipelineBenchResult:
+    from ..api import get_stylizer
+    from .endtoend import load_bench_style
+    names = config.names()   # a bad case name fails before any data or weights are made
+    result = PipelineBenchResult()
+    run_id = new_run_id()
+    with tempfile.TemporaryDirectory(dir=config.workdir) as tmp:
+        work = Path(tmp)
+        checkpoint, note = load_bench_style(config.style)
+        if note:
+            result.notes.append(note)
+        from ..models.checkpoint import save_checkpoint
+        weights = save_checkpoint(work / "style.safetensors", checkpoint.state_dict, checkpoint.metadata,
+                                  dtype=torch.float32)
+        options = StylizeOptions(checkpoint=str(weights), device=config.device,
+                                 batch_size=config.batch_size, overwrite=True)
+        stylizer = get_stylizer(options)
+        for name in names:
+            log(f"{name}: generating data")
+            rows = _run_case(name, config, stylizer, options, work / name, log)
+            for row in rows:
+                row.stamp(run_id, stylizer.device.type)
+            result.rows += rows
+    _add_ratios(result.rows)   # needs every case's rows, so they are written once, at the end
+    if result.rows:
+        result.files = append_rows(result.rows, config.output)
+    return result
+
+
+def _run_case(name, config, stylizer, options, folder: Path, log) -> list[Row]:
+    kind, count, sizes = _CASES[name]
+    if config.quick:
+        count, sizes = _QUICK[name]
+    folder.mkdir(parents=True)
+    if kind == "images":
+        shapes = _image_sizes(name, count, sizes, config.quick)
+        files = [_write_photo(folder / "in" / f"{i:04d}.jpg", w, h, i) for i, (w, h) in enumerate(shapes)]
+        measure = lambda engine: _time_images(files, folder / "out", engine, options, config)  # noqa: E731
+    else:
+        (w, h), = sizes
+        shapes = [(w, h)] * count
+        clip = _write_clip(folder / "in.mp4", w, h, count)
+        measure = lambda engine: _time_video(clip, folder / "out.mp4", engine, options, config)  # noqa: E731
+    pixels = sum(w * h for w, h in shapes)
+    label = "mixed" if len(set(shapes)) > 1 else f"{shapes[0][0]}x{shapes[0][1]}"
+    rows = []
+    _warm(stylizer, shapes[0])
+    for provider, run in (("pipeline", lambda: measure(stylizer)),
+                          ("engine", lambda: _time_engine(stylizer, shapes)),
+                          ("codec", lambda: measure(_Identity(stylizer.device)))):
+        log(f"{name}: {provider}")
+        row = Row(kind="pipeline", provider=provider, op=name, size=label, batch=config.batch_size,
+                  dtype=str(stylizer.dtype).replace("torch.", ""), reps=len(shapes), timer="wall")
+        try:
+            seconds = run()
+            row.fps = len(shapes) / seconds
+            row.median_ms = 1000 * seconds / len(shapes)
+            row.notes = {"seconds": round(seconds, 4), "megapixels": round(pixels / 1e6, 2),
+                         "engine": stylizer.describe()}
+        except Exception as exc:  # one provider failing must not hide the others' rows
+            row.status, row.error = "failed", f"{type(exc).__name__}: {exc}"[:300]
+        rows.append(row)
+    return rows
+
+
+def _image_sizes(name: str, count: int, sizes, quick: bool) -> list[tuple[int, int]]:
+    if sizes is not None:
+        return sizes * count
+    rng = np.random.default_rng(0)
+    low, high = QUICK_MIXED_RANGE if quick else MIXED_RANGE
+    distinct = min(MIXED_SIZES, count)
+    longs = np.linspace(low, high, distinct).round().astype(int)
+    aspects = rng.choice([4 / 3, 3 / 2, 16 / 9, 1.0], distinct)
+    mixed = [(int(l_), max(16, int(l_ / a)) // 4 * 4) if i % 2 else (max(16, int(l_ / a)) // 4 * 4, int(l_))
+             for i, (l_, a) in enumerate(zip(longs, aspects))]
+    mixed = [mixed[i % distinct] for i in range(count)]
+    if name == "jpeg-mixed":
+        return [mixed[i] for i in rng.permutation(count)]
+    side = int(np.sqrt(np.mean([w * h for w, h in mixed]) * 3 / 4))  # a 4:3 photo of the mean pixels
+    return [(side * 4 // 3 // 4 * 4, side // 4 * 4)] * count
+
+
+def _photo(width: int, height: int, seed: int) -> np.ndarray:
+    """A smooth, photo-like picture (JPEG sizes and decode times like a photo's, not noise's)."""
+    from PIL import Image
+    rng = np.random.default_rng(seed)
+    small = rng.integers(0, 256, (max(2, height // 64), max(2, width // 64), 3), dtype=np.uint8)
+    base = np.asarray(Image.fromarray(small).resize((width, height), Image.BICUBIC), dtype=np.int16)
+    grain = rng.integers(-6, 7, (height, width, 1), dtype=np.int16)
+    return np.clip(base + grain, 0, 255).astype(np.uint8)
+
+
+def _write_photo(path: Path, width: int, height: int, seed: int) -> Path:
+    from PIL import Image
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(_photo(width, height, seed % 7)).save(path, quality=90)
+    return path
+
+
+def _write_clip(path: Path, width: int, height: int, frames: int) -> Path:
+    """H.264 (camera-like pan over a photo) + AAC tone, as a phone would record it."""
+    import av
+    picture = _photo(width + frames * 4, height, 0)
+    with av.open(str(path), "w") as out:
+        video = out.add_stream("libx264", rate=VIDEO_FPS)
+        video.width, video.height, video.pix_fmt = width, height, "yuv420p"
+        video.options = {"preset": "ultrafast", "crf": "18"}
+        sound = out.add_stream("aac", rate=48000)
+        sound.layout = "stereo"
+        for i in range(frames):
+            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(picture[:, 4 * i:4 * i + width]),
+                                               format="rgb24")
+            frame.pts, frame.time_base = i, Fraction(1, VIDEO_FPS)
+            for packet in video.encode(frame):
+                out.mux(packet)
+        for packet in video.encode(None):
+            out.mux(packet)
+        samples = 48000 * frames // VIDEO_FPS
+        tone = (0.2 * np.sin(2 * np.pi * 440 * np.arange(samples) / 48000)).astype(np.float32)
+        for start in range(0, samples, 1024):
+            chunk = np.ascontiguousarray(np.stack([tone[start:start + 1024]] * 2))
+            audio = av.AudioFrame.from_ndarray(chunk, format="fltp", layout="stereo")
+            audio.sample_rate, audio.pts, audio.time_base = 48000, start, Fraction(1, 48000)
+            for packet in sound.encode(audio):
+                out.mux(packet)
+        for packet in sound.encode(None):
+            out.mux(packet)
+    return path
+
+
+class _Identity:
+    """The network's place taken by nothing: what the pipeline's codecs alone can move."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+
+    def on_device(self, content: torch.Tensor) -> torch.Tensor:
+        return content
+
+    def __call__(self, content: torch.Tensor) -> torch.Tensor:
+        return content
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _warm(stylizer, size: tuple[int, int]) -> None:
+    width, height = size
+    stylizer(torch.rand(1, 3, height, width) * 255)
+
+
+def _time_engine(stylizer, shapes: list[tuple[int, int]]) -> float:
+    """The engine alone: the same shapes in the same order, inputs already on the device."""
+    inputs = {(w, h): torch.rand(1, 3, h, w, device=stylizer.device) * 255 for w, h in set(shapes)}
+    run = getattr(stylizer, "on_device", stylizer)
+    _sync(stylizer.device)
+    start = time.perf_counter()
+    for shape in shapes:
+        run(inputs[shape])
+    _sync(stylizer.device)
+    return time.perf_counter() - start
+
+
+def _time_images(files: list[Path], out: Path, engine, options: StylizeOptions,
+                 config: PipelineBenchConfig) -> float:
+    from ..media.images import ImageJob, stylize_images
+    from ..media.options import PipelineOptions
+    pipeline = PipelineOptions(workers=config.workers, depth=config.depth, codec=config.codec)
+    jobs = [ImageJob(path, out / path.name) for path in files]
+    start = time.perf_counter()
+    failed = [r.error for r in stylize_images(jobs, engine, options, pipeline) if r.error]
+    seconds = time.perf_counter() - start
+    if failed:
+        raise RuntimeError(f"{len(failed)} images failed, first: {failed[0]}")
+    return seconds
+
+
+def _time_video(clip: Path, out: Path, engine, options: StylizeOptions,
+                config: PipelineBenchConfig) -> float:
+    from ..media.options import PipelineOptions, VideoOptions
+    from ..media.video import stylize_video
+    video = VideoOptions(crf=config.video_crf, preset=config.video_preset,
+                         pipeline=PipelineOptions(workers=config.workers, depth=config.depth))
+    start = time.perf_counter()
+    stylize_video(clip, out, engine, options, video)
+    return time.perf_counter() - start
+
+
+def _add_ratios(rows: list[Row]) -> None:
+    """pipeline ÷ the slower of engine and codec (bar ≥ 0.7); mixed ÷ its same-size twin (≥ 0.5)."""
+    by = {(r.op, r.provider): r for r in rows if r.status == "ok"}
+    for (case, provider), row in by.items():
+        if provider != "pipeline":
+            continue
+        halves = [by[(case, p)].fps for p in ("engine", "codec") if (case, p) in by]
+        if len(halves) == 2:
+            row.notes["ratio_vs_slower"] = round(row.fps / min(halves), 3)
+        if case == "jpeg-mixed" and ("jpeg-mixed-ref", "pipeline") in by:
+            row.notes["ratio_vs_same_size"] = round(row.fps / by[("jpeg-mixed-ref", "pipeline")].fps, 3)
+
+
+def pipeline_table(rows: list[Row]):
+    from rich.table import Table
+    table = Table(title="media pipeline (items/s; ratio = pipeline ÷ slower of engine, codec)")
+    for column in ("case", "size", "items", "pipeline/s", "engine/s", "codec/s", "ratio", "note"):
+        table.add_column(column, justify="left" if column in ("case", "size", "note") else "right")
+    cases = list(dict.fromkeys(r.op for r in rows))
+    for case in cases:
+        got = {r.provider: r for r in rows if r.op == case}
+        first = next(iter(got.values()))
+
+        def fps(provider: str) -> str:
+            row = got.get(provider)
+            if row is None:
+                return "-"
+            return f"{row.fps:.1f}" if row.status == "ok" else "failed"
+        pipe = got.get("pipeline")
+        notes = pipe.notes if pipe is not None else {}
+        ratio = notes.get("ratio_vs_slower")
+        extra = (f"mixed/same-size {notes['ratio_vs_same_size']:.2f}" if "ratio_vs_same_size" in notes
+                 else "; ".join(r.error for r in got.values() if r.error))
+        table.add_row(case, first.size, str(first.reps), fps("pipeline"), fps("engine"), fps("codec"),
+                      "-" if ratio is None else f"{ratio:.2f}", extra)
+    return table

@@ -1,0 +1,77 @@
+"""`styleforge video IN -o OUT [--style NAME] [--crf N] [--preset P] [--start S] [--duration S]`.
+
+Parses flags into `StylizeOptions` and `VideoOptions` and calls `styleforge.api.stylize_video`,
+showing frames/s on a progress bar. Not here: demuxing, encoding, audio (`styleforge.media.video`).
+Exit status: 0 done, 1 the video failed, 2 bad flags or an unusable style/device.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+from .stylize import _checked, _number_in, add_pipeline_arguments
+
+
+def register(subparsers) -> None:
+    from ..media.options import VIDEO_CODECS
+    from .stylize import register_engine_arguments
+    p = subparsers.add_parser(
+        "video", help="apply a style to a video (audio and metadata kept)",
+        description="Stylize every frame of a video; audio and subtitle packets are copied as they are.")
+    p.add_argument("input", metavar="IN", help="any video PyAV (FFmpeg) can read")
+    p.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help="output video (.mp4, .mov, .mkv, .webm, .avi); written only when complete")
+    register_engine_arguments(p)
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    p.add_argument("--video-codec", dest="video_codec", choices=tuple(VIDEO_CODECS), default="h264")
+    p.add_argument("--crf", type=_checked(_number_in(0, 63, int), "integer in 0..63"), default=None,
+                   help="encoder quality (lower is better; default: the encoder's)")
+    p.add_argument("--preset", default=None, help="encoder speed preset, e.g. veryfast, medium")
+    p.add_argument("--start", type=_checked(_number_in(0, 1e9), "seconds ≥ 0"), default=0.0,
+                   metavar="S", help="begin S seconds into the input")
+    p.add_argument("--duration", type=_checked(_number_in(1e-6, 1e9), "seconds > 0"), default=None,
+                   metavar="S", help="keep S seconds")
+    add_pipeline_arguments(p, image_codec=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..api import stylize_video
+    from ..media.video import VideoError
+    from ..models.checkpoint import CheckpointError
+    from .stylize import options_from_args
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    try:
+        options = options_from_args(args)
+    except (CheckpointError, ValueError) as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        return 2
+    progress = Progress(TextColumn("stylizing"), BarColumn(), TextColumn("{task.completed} frames"),
+                        TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), console=console,
+                        transient=True)
+    task = progress.add_task("video", total=None, rate="")
+    start = time.perf_counter()
+
+    def report(done: int, total: int | None) -> None:
+        progress.update(task, completed=done, total=total,
+                        rate=f"{done / (time.perf_counter() - start):.1f} frames/s")
+
+    try:
+        with progress:
+            result = stylize_video(args.input, args.output, options=options, progress=report,
+                                   codec=args.video_codec, crf=args.crf, preset=args.preset,
+                                   start=args.start, duration=args.duration, workers=args.workers,
+                                   depth=args.queue_depth)
+    except VideoError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        return 1
+    except (CheckpointError, RuntimeError, ValueError) as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        return 2
+    for note in result.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    console.print(f"{result.frames} frames in {result.seconds:.1f} s ({result.fps:.1f} frames/s) "
+                  f"→ {result.output}")
+    return 0

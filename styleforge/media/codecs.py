@@ -1,0 +1,92 @@
+"""Image codecs for the pipeline: Pillow on CPU threads everywhere, nvJPEG on the GPU where it is.
+
+The GPU path is torchvision.io's `decode_jpeg`/`encode_jpeg` on a CUDA device (nvJPEG). It is
+optional: chosen automatically when torchvision imports and the engine runs on CUDA, never a
+dependency. It takes only what it keeps exactly as the Pillow path would: a baseline RGB (YCbCr)
+JPEG with no ICC profile and no EXIF rotation, and writes only `.jpg`/`.jpeg` outputs that need
+no alpha and no ICC profile. Anything else (PNG, CMYK, 16-bit, alpha, rotated, ICC) takes the
+Pillow path in `styleforge.io.image`. The two decoders agree within JPEG's IDCT tolerance
+(nvJPEG's and libjpeg-turbo's IDCTs differ by a grey level or two), as `tests/media` checks on CUDA.
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+import torch
+from PIL import Image
+
+CODECS = ("auto", "pillow", "gpu")
+_JPEG_MAGIC = b"\xff\xd8\xff"
+_EXIF_ORIENTATION = 0x0112
+
+
+@dataclass
+class JpegData:
+    """An undecoded JPEG that the engine thread will decode on the GPU (batched)."""
+    data: bytes
+    width: int
+    height: int
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return (self.height, self.width, 3)
+
+
+@dataclass
+class EncodedImage:
+    """Output bytes already encoded (on the GPU); the encode worker only writes them."""
+    data: bytes
+
+
+def gpu_jpeg_available(device: torch.device) -> tuple[bool, str]:
+    """(usable, reason) for nvJPEG through torchvision.io on `device`."""
+    if device.type != "cuda":
+        return False, "GPU JPEG needs the engine on a CUDA device"
+    try:
+        from torchvision.io import decode_jpeg, encode_jpeg  # noqa: F401
+    except Exception as exc:  # not installed, or built for another torch
+        return False, f"torchvision.io unavailable ({type(exc).__name__}: {exc})"
+    return True, "torchvision.io nvJPEG"
+
+
+def resolve_codec(codec: str, device: torch.device) -> str:
+    """'auto' → 'gpu' where nvJPEG is usable, else 'pillow'; 'gpu' where it is not is an error."""
+    if codec not in CODECS:
+        raise ValueError(f"codec must be one of {CODECS}, got {codec!r}")
+    ok, reason = gpu_jpeg_available(device)
+    if codec == "gpu" and not ok:
+        raise RuntimeError(f"--codec gpu is unavailable: {reason}")
+    return "gpu" if codec == "gpu" or (codec == "auto" and ok) else "pillow"
+
+
+def gpu_decodable(data: bytes, max_pixels: int | None, max_side: int | None) -> JpegData | None:
+    """A `JpegData` when nvJPEG would give what `load_image` gives, else None (Pillow's turn)."""
+    if not data.startswith(_JPEG_MAGIC):
+        return None
+    try:
+        with Image.open(io.BytesIO(data)) as image:  # header only
+            width, height = image.size
+            if (image.format != "JPEG" or image.mode != "RGB" or "icc_profile" in image.info
+                    or image.getexif().get(_EXIF_ORIENTATION, 1) != 1
+                    or (max_pixels is not None and width * height > max_pixels)
+                    or (max_side is not None and max(width, height) > max_side)):
+                return None
+    except Exception:  # let the Pillow path produce the one-line error
+        return None
+    return JpegData(data, width, height)
+
+
+def decode_jpegs(items: list[JpegData], device: torch.device) -> list[torch.Tensor]:
+    """nvJPEG, one batched call: → uint8 (H, W, 3) tensors on `device`."""
+    from torchvision.io import ImageReadMode, decode_jpeg
+    raw = [torch.frombuffer(bytearray(item.data), dtype=torch.uint8) for item in items]
+    decoded = decode_jpeg(raw, mode=ImageReadMode.RGB, device=device)
+    return [image.permute(1, 2, 0) for image in decoded]
+
+
+def encode_jpegs(images: torch.Tensor, quality: int) -> list[bytes]:
+    """uint8 (N, 3, H, W) on CUDA → JPEG files' bytes (nvJPEG, one batched call)."""
+    from torchvision.io import encode_jpeg
+    encoded = encode_jpeg(list(images), quality=quality)
+    return [bytes(data.cpu().numpy()) for data in encoded]

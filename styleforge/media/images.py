@@ -1,0 +1,154 @@
+"""Image files (and stdin/stdout) through the streaming pipeline: decode, stylize, write.
+
+`stylize_images(jobs, stylizer, options)` yields one `Record` per `ImageJob`, in order. Decode
+workers read with `io.image.load_image` (EXIF, ICC, alpha, 16-bit as it handles them), or hand a
+plain JPEG to the engine for nvJPEG (`media.codecs`); encode workers merge the alpha back and
+write atomically with `io.image.save_image` / `atomic_write`, or the GPU-encoded bytes. A
+source "-" is the bytes in `stdin`; a target "-" is written to `stdout` by the caller's thread,
+in order. Not here: which files and output names (`commands.stylize`), the engine (`engine`).
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Iterable, Iterator
+
+import numpy as np
+from PIL import Image
+
+from ..engine.options import StylizeOptions
+from ..io.image import (
+    ImageError,
+    LoadedImage,
+    atomic_write,
+    format_for,
+    holds_alpha,
+    load_image,
+    save_image,
+)
+from .codecs import EncodedImage, gpu_decodable, resolve_codec
+from .engine_stage import EngineStage, host_pixels
+from .options import PipelineOptions
+from .pipeline import Item, Stats, stream
+from .records import Record
+
+STDIO = "-"
+_GPU_SUFFIXES = (".jpg", ".jpeg")
+
+
+@dataclass
+class ImageJob:
+    source: Path | str      # a path, or "-" for stdin
+    target: Path | str      # a path, or "-" for stdout
+
+
+@dataclass
+class _Meta:
+    loaded: LoadedImage | None    # None when nvJPEG decodes (no alpha, no ICC by construction)
+    gpu_encode: bool
+    stdout_format: str | None
+
+
+def stylize_images(jobs: Iterable[ImageJob], stylizer, options: StylizeOptions,
+                   pipeline: PipelineOptions = PipelineOptions(), *, stdin: BinaryIO | None = None,
+                   stdout: BinaryIO | None = None, stats: Stats | None = None) -> Iterator[Record]:
+    """One `Record` per job, in job order; a bad job's record carries its error."""
+    engine = EngineStage(stylizer, jpeg_quality=options.quality) if stylizer is not None else None
+    device = engine.device if engine is not None else None
+    gpu = engine is not None and resolve_codec(pipeline.codec, device) == "gpu"
+
+    def decode(item: Item) -> None:
+        job: ImageJob = item.task
+        data = None
+        if str(job.source) == STDIO:
+            data = (stdin.read() if stdin is not None else b"")
+        elif gpu:
+            try:
+                data = Path(job.source).read_bytes()
+            except OSError:
+                data = None  # load_image names the file and the reason
+        to_stdout = str(job.target) == STDIO
+        fmt = _stdout_format(job.source, data) if to_stdout else None
+        jpeg = gpu_decodable(data, options.max_pixels, options.max_side) if gpu and data else None
+        if jpeg is not None:
+            item.pixels = jpeg
+            item.meta = _Meta(None, not to_stdout and Path(job.target).suffix.lower() in _GPU_SUFFIXES, fmt)
+            return
+        name = "stdin" if str(job.source) == STDIO else job.source
+        loaded = load_image(name, options.max_pixels, data=data).resized(options.max_side)
+        pixels = np.asarray(loaded.rgb)
+        item.pixels = engine.stage(pixels) if engine is not None else pixels
+        item.meta = _Meta(loaded, gpu and loaded.alpha is None and loaded.icc_profile is None
+                          and not to_stdout and Path(job.target).suffix.lower() in _GPU_SUFFIXES, fmt)
+
+    def encode(item: Item) -> None:
+        job: ImageJob = item.task
+        meta: _Meta = item.meta
+        if isinstance(item.out, EncodedImage):
+            data = item.out.data
+            item.result = atomic_write(job.target, lambda handle: handle.write(data))
+            return
+        rgb = Image.fromarray(np.ascontiguousarray(host_pixels(item.out)))
+        loaded = meta.loaded
+        image = loaded.merged(rgb) if loaded is not None else rgb
+        fmt = meta.stdout_format or format_for(job.target)
+        notes = []
+        if loaded is not None and loaded.alpha is not None and not holds_alpha(fmt):
+            name = "stdout" if meta.stdout_format else Path(job.target).name
+            notes.append(f"{name}: {fmt} has no alpha channel, transparency dropped")
+        icc = loaded.icc_profile if loaded is not None else None
+        if meta.stdout_format:
+            buffer = io.BytesIO()
+            if image.mode == "RGBA" and not holds_alpha(fmt):
+                image = image.convert("RGB")
+            image.save(buffer, format=fmt, **_save_params(fmt, options.quality, icc))
+            item.result = buffer.getvalue()
+        else:
+            item.result = save_image(image, job.target, options.quality, icc)
+        item.meta = notes
+
+    items = stream(jobs, decode, engine, encode, decode_workers=pipeline.workers,
+                   encode_workers=pipeline.workers, depth=pipeline.depth,
+                   max_batch=options.batch_size, stats=stats)
+    for item in items:
+        yield _record(item, stdout)
+
+
+def _record(item: Item, stdout: BinaryIO | None) -> Record:
+    job: ImageJob = item.task
+    shape = item.shape
+    record = Record(item.index, str(job.source), None, shape[1] if shape else None,
+                    shape[0] if shape else None, item.seconds, item.error)
+    if item.error is not None:
+        return record
+    record.notes = item.meta if isinstance(item.meta, list) else []
+    if str(job.target) == STDIO:
+        if stdout is None:
+            raise ValueError("a target '-' needs a stdout stream")
+        stdout.write(item.result)
+        stdout.flush()
+    record.output = str(job.target)
+    return record
+
+
+def _stdout_format(source: Path | str, data: bytes | None) -> str:
+    """The input's own format where Pillow writes it (JPEG stays JPEG), else PNG."""
+    if data is not None:
+        return "JPEG" if data.startswith(b"\xff\xd8\xff") else "PNG"
+    try:
+        return format_for(source)
+    except ImageError:
+        return "PNG"
+
+
+def _save_params(fmt: str, quality: int, icc: bytes | None) -> dict:
+    params: dict = {}
+    if fmt in ("JPEG", "WEBP"):
+        params["quality"] = quality
+    if icc:
+        params["icc_profile"] = icc
+    return params
+
+
+__all__ = ["ImageJob", "stylize_images", "STDIO"]

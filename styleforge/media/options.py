@@ -1,0 +1,47 @@
+"""Options of the media pipeline and of video output (every `stylize`/`video` flag is a field).
+
+What the engine computes lives in `engine.options.StylizeOptions`; these say how media flows
+through it (worker threads, queue depth, which image codec) and how a video is written.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .codecs import CODECS
+
+VIDEO_CODECS = {"h264": "libx264", "h265": "libx265", "av1": "libsvtav1"}
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    workers: int | None = None     # decode and encode threads each; None: one per CPU, ≤ 16
+    depth: int = 16                # items queued between two stages (bounds memory)
+    codec: str = "auto"            # image codec: auto (nvJPEG on CUDA where usable), pillow, gpu
+
+    def __post_init__(self):
+        if self.workers is not None and self.workers < 1:
+            raise ValueError(f"workers must be ≥ 1, got {self.workers}")
+        if self.depth < 1:
+            raise ValueError(f"depth must be ≥ 1, got {self.depth}")
+        if self.codec not in CODECS:
+            raise ValueError(f"codec must be one of {CODECS}, got {self.codec!r}")
+
+
+@dataclass(frozen=True)
+class VideoOptions:
+    codec: str = "h264"            # h264, h265 or av1 (libx264, libx265, libsvtav1)
+    crf: int | None = None         # the encoder's quality scale; None: its default
+    preset: str | None = None      # the encoder's speed preset, e.g. "fast"; None: its default
+    start: float = 0.0             # seconds into the input to begin
+    duration: float | None = None  # seconds to keep; None: to the end
+    pipeline: PipelineOptions = PipelineOptions()
+
+    def __post_init__(self):
+        if self.codec not in VIDEO_CODECS:
+            raise ValueError(f"video codec must be one of {tuple(VIDEO_CODECS)}, got {self.codec!r}")
+        if self.crf is not None and not 0 <= self.crf <= 63:
+            raise ValueError(f"crf must be in 0..63, got {self.crf}")
+        if self.start < 0:
+            raise ValueError(f"start must be ≥ 0 seconds, got {self.start}")
+        if self.duration is not None and self.duration <= 0:
+            raise ValueError(f"duration must be > 0 seconds, got {self.duration}")

@@ -1,0 +1,286 @@
+"""Video through the streaming pipeline: demux + decode → stylize → encode + mux, with PyAV.
+
+`stylize_video(src, dst, stylizer, options, video)` reads any container and codec PyAV's FFmpeg
+reads. One thread demuxes and decodes the video stream (FFmpeg's own threads inside); the
+pipeline's decode workers convert frames to RGB (honouring the frame's colour range), the
+engine stylizes, encode workers convert back to YUV in the source's colour space and range,
+and the caller's thread encodes (libx264 / libx265 / SVT-AV1 with `crf`/`preset`) and muxes.
+A second demuxer over the same file feeds audio and subtitle packets, remuxed untouched
+(bit-identical payloads) and interleaved by time behind the video, so no stream is buffered
+whole. Container and stream metadata, fps, time base and colour tags are copied; rotation
+travels as the stream's metadata where the container keeps it that way. The output is written
+to a temp file beside `dst` and renamed only when complete; a broken stream raises `VideoError`
+(one line naming the file) and leaves nothing behind. Not here: the frame filter's logic
+(temporal blending lives with its own module) and images (`media.images`).
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+
+from ..engine.options import StylizeOptions
+from .engine_stage import EngineStage, host_pixels
+from .options import VIDEO_CODECS, VideoOptions
+from .pipeline import Item, Stats, stream
+
+CONTAINERS = {".mp4": "mp4", ".m4v": "mp4", ".mov": "mov", ".mkv": "matroska",
+              ".webm": "webm", ".avi": "avi"}
+_PRESET_KEYS = {"libx264": "preset", "libx265": "preset", "libsvtav1": "preset"}
+
+FrameFilter = Callable[[np.ndarray, np.ndarray], np.ndarray]
+Progress = Callable[[int, "int | None"], None]
+
+
+class VideoError(ValueError):
+    """A video that cannot be read or written; the message names the file and the reason."""
+
+
+@dataclass
+class VideoResult:
+    output: Path
+    frames: int
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def fps(self) -> float:
+        return self.frames / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass
+class _FrameMeta:
+    pts: int | None
+    colorspace: int
+    color_range: int
+    content: np.ndarray | None     # kept only when a frame filter needs the input frame
+
+
+def _open_input(av, src: Path):
+    try:
+        return av.open(str(src))
+    except (av.FFmpegError, OSError) as exc:
+        raise VideoError(f"{src}: cannot open as a video ({_reason(exc)})") from None
+
+
+def _reason(exc: BaseException) -> str:
+    text = getattr(exc, "strerror", None) or str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def stylize_video(src: str | os.PathLike, dst: str | os.PathLike, stylizer, options: StylizeOptions,
+                  video: VideoOptions = VideoOptions(), *, progress: Progress | None = None,
+                  frame_filter: FrameFilter | None = None, stats: Stats | None = None) -> VideoResult:
+    """Stylize every frame of `src` (from `video.start` for `video.duration`) into `dst`.
+
+    `stylizer` is an engine callable (a `Stylizer`) or None for a plain transcode; `frame_filter`
+    (content, stylized) → uint8 (H, W, 3) runs on each frame in order before it is encoded."""
+    import av
+    src, dst = Path(src), Path(dst)
+    fmt = CONTAINERS.get(dst.suffix.lower())
+    if fmt is None:
+        raise VideoError(f"{dst}: cannot write videos with suffix {dst.suffix!r}; "
+                         f"use one of {', '.join(sorted(CONTAINERS))}")
+    if dst.exists() and not options.overwrite:
+        raise VideoError(f"{dst}: exists (--overwrite to replace it)")
+    if not src.is_file():
+        raise VideoError(f"{src}: no such file")
+    if src.resolve() == dst.resolve():
+        raise VideoError(f"{dst}: the output would replace the input; choose another name")
+    reader = _open_input(av, src)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
+    os.close(fd)
+    started = time.perf_counter()
+    try:
+        with reader:
+            result = _transcode(av, reader, src, Path(tmp), fmt, stylizer, options, video,
+                                progress, frame_filter, stats)
+        os.replace(tmp, dst)
+    except VideoError:
+        raise
+    except (av.FFmpegError, OSError) as exc:
+        raise VideoError(f"{src}: broken or unreadable stream ({_reason(exc)})") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    result.output, result.seconds = dst, time.perf_counter() - started
+    return result
+
+
+def _transcode(av, reader, src: Path, tmp: Path, fmt: str, stylizer, options: StylizeOptions,
+               video: VideoOptions, progress, frame_filter, stats) -> VideoResult:
+    if not reader.streams.video:
+        raise VideoError(f"{src}: has no video stream")
+    vin = reader.streams.video[0]
+    vin.thread_type = "AUTO"
+    notes: list[str] = []
+    start, end = video.start, (video.start + video.duration if video.duration is not None else None)
+    offset_s = start  # every stream shifts by the same time, so sync is kept
+    rate = vin.average_rate or vin.guessed_rate or Fraction(30)
+    width, height = vin.codec_context.width, vin.codec_context.height
+    even_w, even_h = width - width % 2, height - height % 2
+    if (even_w, even_h) != (width, height):
+        notes.append(f"{src}: {width}×{height} cropped to {even_w}×{even_h} (4:2:0 needs even sides)")
+    with av.open(str(tmp), "w", format=fmt) as writer:
+        writer.metadata.update(reader.metadata)
+        vout = writer.add_stream(VIDEO_CODECS[video.codec], rate=rate)
+        vout.width, vout.height, vout.pix_fmt = even_w, even_h, "yuv420p"
+        vout.time_base = vin.time_base
+        vout.codec_context.time_base = vin.time_base
+        vout.metadata.update(vin.metadata)
+        for name in ("color_range", "colorspace", "color_primaries", "color_trc"):
+            try:
+                setattr(vout.codec_context, name, getattr(vin.codec_context, name))
+            except (AttributeError, TypeError, ValueError):
+                pass
+        codec_options = {"crf": str(video.crf)} if video.crf is not None else {}
+        if video.preset is not None:
+            codec_options[_PRESET_KEYS[VIDEO_CODECS[video.codec]]] = video.preset
+        vout.options = codec_options
+        copied = _copy_streams(reader, writer, notes)
+        packets = _PacketFeed(av, src, copied, start, end, offset_s)
+        total = _frame_count(vin, rate, start, end)
+        engine = EngineStage(stylizer) if stylizer is not None else None
+        offset_pts = round(offset_s / vin.time_base) if offset_s else 0
+
+        def decode(item: Item) -> None:
+            frame = item.task
+            cr = frame.color_range or None
+            rgb = frame.reformat(format="rgb24", src_color_range=cr).to_ndarray()[:even_h, :even_w]
+            item.pixels = engine.stage(rgb) if engine is not None else rgb
+            item.meta = _FrameMeta(frame.pts, frame.colorspace, frame.color_range,
+                                   rgb if frame_filter is not None else None)
+            item.task = f"{src} frame at {float(frame.time or 0):.3f} s"
+
+        def encode(item: Item) -> None:
+            meta: _FrameMeta = item.meta
+            out = host_pixels(item.out)
+            if frame_filter is not None:
+                out = _filtered(frame_filter, meta.content, out)
+            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(out), format="rgb24")
+            item.result = frame.reformat(format="yuv420p", dst_colorspace=meta.colorspace or None,
+                                         dst_color_range=meta.color_range or None)
+
+        done = 0
+        frames = _frames(av, reader, vin, src, start, end)
+        pipeline = video.pipeline
+        # Frames must stay in order through a stateful filter: it sees them one by one, so the
+        # encode workers (which apply it) are one thread then.
+        workers = 1 if frame_filter is not None else pipeline.workers
+        for item in stream(frames, decode, engine, encode, decode_workers=pipeline.workers,
+                           encode_workers=workers, depth=pipeline.depth,
+                           max_batch=options.batch_size, stats=stats):
+            if item.error is not None:
+                raise VideoError(item.error)
+            frame = item.result
+            frame.pts = None if item.meta.pts is None else item.meta.pts - offset_pts
+            frame.time_base = vin.time_base
+            for packet in vout.encode(frame):
+                writer.mux(packet)
+            packets.mux_until(writer, None if frame.pts is None else float(frame.pts * vin.time_base))
+            done += 1
+            if progress is not None:
+                progress(done, total)
+        for packet in vout.encode(None):
+            writer.mux(packet)
+        packets.mux_until(writer, None, final=True)
+        packets.close()
+    if done == 0:
+        raise VideoError(f"{src}: no video frames in the range asked for")
+    return VideoResult(tmp, done, 0.0, notes)
+
+
+def _filtered(frame_filter: FrameFilter, content: np.ndarray, out: np.ndarray) -> np.ndarray:
+    filtered = np.asarray(frame_filter(content, out))
+    if filtered.shape != out.shape or filtered.dtype != np.uint8:
+        raise ValueError(f"frame_filter returned {filtered.dtype} {filtered.shape}; "
+                         f"expected uint8 {out.shape}")
+    return filtered
+
+
+def _frames(av, reader, vin, src: Path, start: float, end: float | None) -> Iterator:
+    if start > 0:
+        reader.seek(int(start * av.time_base), backward=True, any_frame=False)
+    try:
+        for frame in reader.decode(vin):
+            t = frame.time
+            if t is not None and t < start - 1e-6:
+                continue
+            if end is not None and t is not None and t >= end - 1e-6:
+                return
+            yield frame
+    except av.FFmpegError as exc:
+        raise VideoError(f"{src}: broken video stream ({_reason(exc)})") from None
+
+
+def _frame_count(vin, rate: Fraction, start: float, end: float | None) -> int | None:
+    if end is not None:
+        return max(1, round((end - start) * float(rate)))
+    if vin.frames:
+        return max(1, vin.frames - round(start * float(rate)))
+    return None
+
+
+def _copy_streams(reader, writer, notes: list[str]) -> dict[int, object]:
+    """Input stream index → output stream, for the audio and subtitle streams the muxer takes."""
+    copied = {}
+    for stream_in in reader.streams:
+        if stream_in.type not in ("audio", "subtitle"):
+            continue
+        try:
+            stream_out = writer.add_stream_from_template(stream_in)
+            stream_out.metadata.update(stream_in.metadata)
+            copied[stream_in.index] = stream_out
+        except Exception as exc:  # e.g. a subtitle codec this container cannot hold
+            notes.append(f"{stream_in.type} stream {stream_in.index} "
+                         f"({stream_in.codec_context.name}) not kept: {_reason(exc)}")
+    return copied
+
+
+class _PacketFeed:
+    """Audio/subtitle packets from a second demuxer, muxed up to the video's current time."""
+
+    def __init__(self, av, src: Path, copied: dict, start: float, end: float | None, offset_s: float):
+        self.copied, self.start, self.end, self.offset_s = copied, start, end, offset_s
+        self.reader = av.open(str(src)) if copied else None
+        if self.reader is not None:
+            if start > 0:
+                self.reader.seek(int(start * av.time_base), backward=True, any_frame=False)
+            self.packets = self.reader.demux(*[self.reader.streams[i] for i in copied])
+        self.pending = None
+
+    def mux_until(self, writer, until: float | None, final: bool = False) -> None:
+        if self.reader is None:
+            return
+        while True:
+            packet = self.pending or next(self.packets, None)
+            self.pending = None
+            if packet is None:
+                return
+            if packet.size == 0:  # the demuxer's end-of-stream flush marker
+                continue
+            ts = packet.pts if packet.pts is not None else packet.dts
+            t = float(ts * packet.time_base) if ts is not None else None
+            if not final and until is not None and t is not None and t > until:
+                self.pending = packet
+                return
+            if t is not None and (t < self.start - 1e-6 and self.start > 0
+                                  or self.end is not None and t >= self.end - 1e-6):
+                continue
+            if self.offset_s:
+                shift = round(self.offset_s / packet.time_base)
+                packet.pts = None if packet.pts is None else packet.pts - shift
+                packet.dts = None if packet.dts is None else packet.dts - shift
+            packet.stream = self.copied[packet.stream_index]
+            writer.mux(packet)
+
+    def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()

@@ -1,0 +1,148 @@
+"""`styleforge.stylize_video` and `styleforge video`: tiny generated H.264 + AAC clips (PyAV).
+
+Checks: frames stylized like the image path, audio packets bit-identical, start/duration,
+crf, temp + rename, broken streams as one-line errors, the frame filter hook, the CLI.
+"""
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+av = pytest.importorskip("av")
+
+from styleforge.cli import main  # noqa: E402
+
+FPS = 12
+
+
+def make_video(path, width=32, height=24, frames=12, audio=True, codec="libx264", fps=FPS):
+    rng = np.random.default_rng(0)
+    with av.open(str(path), "w") as out:
+        video = out.add_stream(codec, rate=fps)
+        video.width, video.height, video.pix_fmt = width, height, "yuv420p"
+        video.options = {"preset": "ultrafast", "crf": "10"}
+        if audio:
+            sound = out.add_stream("aac", rate=8000)
+            sound.layout = "mono"
+        out.metadata["title"] = "tiny test clip"
+        for i in range(frames):
+            frame = av.VideoFrame.from_ndarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8),
+                                               format="rgb24")
+            frame.pts, frame.time_base = i, Fraction(1, fps)
+            for packet in video.encode(frame):
+                out.mux(packet)
+        for packet in video.encode(None):
+            out.mux(packet)
+        if audio:
+            samples = 8000 * frames // fps
+            tone = (0.3 * np.sin(2 * np.pi * 440 * np.arange(samples) / 8000)).astype(np.float32)[None]
+            for start in range(0, samples, 1024):
+                chunk = av.AudioFrame.from_ndarray(tone[:, start:start + 1024].copy(), format="flt",
+                                                   layout="mono")
+                chunk.sample_rate, chunk.pts, chunk.time_base = 8000, start, Fraction(1, 8000)
+                for packet in sound.encode(chunk):
+                    out.mux(packet)
+            for packet in sound.encode(None):
+                out.mux(packet)
+    return path
+
+
+def audio_packets(path):
+    with av.open(str(path)) as container:
+        return [(bytes(p), p.pts) for p in container.demux(container.streams.audio[0]) if p.size]
+
+
+def video_frames(path):
+    with av.open(str(path)) as container:
+        return [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+
+
+@pytest.fixture
+def clip(tmp_path):
+    return make_video(tmp_path / "clip.mp4")
+
+
+def test_frames_stylized_audio_bit_identical_metadata_kept(styles_env, clip, tmp_path):
+    import styleforge
+    seen = []
+    result = styleforge.stylize_video(clip, tmp_path / "out.mp4", device="cpu", crf=0, preset="ultrafast",
+                                      progress=lambda done, total: seen.append((done, total)))
+    assert result.frames == 12 and seen[-1] == (12, 12)
+    assert audio_packets(tmp_path / "out.mp4") == audio_packets(clip)
+    with av.open(str(tmp_path / "out.mp4")) as out, av.open(str(clip)) as src:
+        assert out.metadata.get("title") == "tiny test clip"
+        assert out.streams.video[0].average_rate == src.streams.video[0].average_rate
+        assert out.streams.video[0].codec_context.name == "h264"
+    # Each output frame is the stylized input frame, up to the encoder's (crf 0) YUV round trip.
+    inputs, outputs = video_frames(clip), video_frames(tmp_path / "out.mp4")
+    for content, got in zip(inputs[::5], outputs[::5]):
+        want = styleforge.stylize(content, device="cpu")
+        assert np.abs(got.astype(int) - want).mean() < 6
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.mp4", "out.mp4"]
+
+
+def test_start_duration_and_frame_filter_in_order(styles_env, clip, tmp_path):
+    import styleforge
+    order = []
+
+    def invert(content, stylized):
+        order.append(int(content[0, 0, 0]))
+        return 255 - stylized
+    result = styleforge.stylize_video(clip, tmp_path / "cut.mkv", device="cpu", start=0.25,
+                                      duration=0.5, frame_filter=invert, codec="h265")
+    assert result.frames == 6
+    with av.open(str(tmp_path / "cut.mkv")) as out:
+        assert out.streams.video[0].codec_context.name == "hevc"
+        assert out.streams.video[0].frames in (0, 6)
+        assert float(out.duration / av.time_base) < 0.8
+    firsts = [int(f[0, 0, 0]) for f in video_frames(clip)[3:9]]
+    assert np.abs(np.array(order) - firsts).max() <= 12   # the same frames, in order
+    kept = [p for p, _ in audio_packets(tmp_path / "cut.mkv")]
+    assert kept and set(kept) <= {p for p, _ in audio_packets(clip)}
+
+
+def test_broken_and_missing_inputs_are_one_line_errors(styles_env, clip, tmp_path):
+    import styleforge
+    from styleforge.media import VideoError
+    (tmp_path / "junk.mp4").write_bytes(b"\x00" * 4000)
+    truncated = tmp_path / "truncated.mp4"
+    truncated.write_bytes(clip.read_bytes()[: len(clip.read_bytes()) // 3])
+    for bad in ("junk.mp4", "truncated.mp4", "missing.mp4"):
+        with pytest.raises(VideoError) as info:
+            styleforge.stylize_video(tmp_path / bad, tmp_path / "o.mp4", device="cpu")
+        assert bad in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(VideoError, match="suffix"):
+        styleforge.stylize_video(clip, tmp_path / "o.xyz", device="cpu")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.mp4", "junk.mp4", "truncated.mp4"]
+
+
+def test_video_command(styles_env, clip, tmp_path, capsys):
+    assert main(["video", str(clip), "-o", str(tmp_path / "o.mp4"), "--device", "cpu",
+                 "--crf", "30", "--preset", "veryfast"]) == 0
+    assert "12 frames" in capsys.readouterr().err
+    assert main(["video", str(clip), "-o", str(tmp_path / "o.mp4"), "--device", "cpu"]) == 1
+    assert "exists (--overwrite" in capsys.readouterr().err
+    (tmp_path / "bad.mp4").write_bytes(b"nope")
+    assert main(["video", str(tmp_path / "bad.mp4"), "-o", str(tmp_path / "p.mp4"), "--device", "cpu"]) == 1
+    err = capsys.readouterr().err
+    assert "bad.mp4" in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_long_video_keeps_memory_bounded(tmp_path):
+    import resource
+
+    from styleforge.engine.options import StylizeOptions
+    from styleforge.media.options import PipelineOptions, VideoOptions
+    from styleforge.media.pipeline import Stats
+    from styleforge.media.video import stylize_video
+    long_clip = make_video(tmp_path / "long.mp4", frames=2 * 600, fps=2)   # 10 minutes at 2 fps
+    stats = Stats()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result = stylize_video(long_clip, tmp_path / "o.mp4", lambda x: 255 - x, StylizeOptions(),
+                           VideoOptions(preset="ultrafast", pipeline=PipelineOptions(depth=4)),
+                           stats=stats)
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert result.frames == 2 * 600 and stats.peak_in_flight <= 2 * 4 + 1 + 4
+    assert audio_packets(tmp_path / "o.mp4") == audio_packets(long_clip)
+    assert grown_mb < 200
