@@ -29,7 +29,7 @@ class ArbitraryTrainConfig:
     steps: int = 20_000
     batch_size: int = 8                  # per process
     image_size: int = 256
-    content_size: int = 288              # photos are centre squares of this side, then cropped
+    content_size: int = 272              # photos are centre squares of this side, then cropped
     style_size: int = 512                # paintings' longer side in memory
     lr: float = 1e-4
     warmup: int = 500

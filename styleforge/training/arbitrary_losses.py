@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from ..models.arbitrary.encoder import LEVELS
-from ..models.arbitrary.transfer import mean_std, subsample_grid
+from ..models.arbitrary.transfer import mean_std, subsample_grid, wide
 
 Feats = dict[str, torch.Tensor]
 CONTENT_LEVELS = ("relu4_1", "relu5_1")
@@ -39,7 +39,7 @@ class ArbitraryLossTerms(NamedTuple):
 
 def _norm(x: torch.Tensor) -> torch.Tensor:
     mean, std = mean_std(x)
-    return (x.float() - mean) / std
+    return (wide(x) - mean) / std
 
 
 def content_loss(out: Feats, photo: Feats, levels=CONTENT_LEVELS) -> torch.Tensor:
@@ -58,7 +58,7 @@ def style_loss(out: Feats, painting: Feats, levels=STYLE_LEVELS) -> torch.Tensor
 def _stacked_keys(feats: Feats, level: str) -> torch.Tensor:
     """norm(F_k) for every level k up to `level`, resized to its size, concatenated: (B, ΣC, H, W)."""
     size = feats[level].shape[-2:]
-    parts = [_norm(F.adaptive_avg_pool2d(feats[k].float(), size) if feats[k].shape[-2:] != size
+    parts = [_norm(F.adaptive_avg_pool2d(wide(feats[k]), size) if feats[k].shape[-2:] != size
                    else feats[k]) for k in LEVELS[:LEVELS.index(level) + 1]]
     return torch.cat(parts, dim=1)
 
@@ -70,7 +70,7 @@ def local_targets(photo: Feats, painting: Feats, levels=LOCAL_LEVELS,
     targets = {}
     with torch.autocast(photo[levels[0]].device.type, enabled=False):
         for level in levels:
-            fc, fs = photo[level].float(), painting[level].float()
+            fc, fs = wide(photo[level]), wide(painting[level])
             b, c, h, w = fc.shape
             q = _stacked_keys(photo, level).flatten(2).transpose(1, 2)                  # (B, Nc, K)
             k = subsample_grid(_stacked_keys(painting, level), max_style_tokens).flatten(2).transpose(1, 2)

@@ -34,16 +34,21 @@ from .ops import attention, ffn
 EPS = 1e-5
 
 
+def wide(x: torch.Tensor) -> torch.Tensor:
+    """x in fp32, or fp64 when it is fp64 (the tests' reference precision)."""
+    return x if x.dtype == torch.float64 else x.float()
+
+
 def mean_std(x: torch.Tensor, eps: float = EPS) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-channel mean and std over positions of (B, C, H, W), in fp32: (B, C, 1, 1) each."""
-    xf = x.float()
+    xf = wide(x)
     var, mean = torch.var_mean(xf, dim=(2, 3), keepdim=True, correction=0)
     return mean, (var + eps).sqrt()
 
 
 def normalized(x: torch.Tensor) -> torch.Tensor:
     mean, std = mean_std(x)
-    return ((x.float() - mean) / std).to(x.dtype)
+    return ((wide(x) - mean) / std).to(x.dtype)
 
 
 def subsample_grid(x: torch.Tensor, max_tokens: int) -> torch.Tensor:
@@ -110,7 +115,7 @@ class AdaAttnBlock(nn.Module):
     def encode_style(self, style: torch.Tensor, style_keys: torch.Tensor) -> StyleLevel:
         """style (B, C, Hs, Ws) raw features, style_keys (B, Ck, Hs, Ws) normalised key features."""
         mean, std = mean_std(style)                                  # (B, C, 1, 1)
-        v = tokens(((style.float() - mean) / std).to(style.dtype))   # (B, Ns, C)
+        v = tokens(((wide(style) - mean) / std).to(style.dtype))   # (B, Ns, C)
         b, n, c = v.shape
         v = v.view(b, n, self.heads, c // self.heads).transpose(1, 2)
         k = self._heads(self.k_proj(tokens(style_keys)), self.qk_dim)
@@ -124,8 +129,8 @@ class AdaAttnBlock(nn.Module):
         out = attention(q, style.k.to(q.dtype), style.v.to(q.dtype), None, self.qk_dim ** -0.5)
         b, h, n, _ = out.shape
         half = self.head_dim // 2
-        m = out[..., :half].float()
-        var = (out[..., half:].float() - m * m).clamp_min(0.0)
+        m = wide(out[..., :half])
+        var = (wide(out[..., half:]) - m * m).clamp_min(0.0)
         m = m.transpose(1, 2).reshape(b, n, h * half)
         s = (var + EPS).sqrt().transpose(1, 2).reshape(b, n, h * half)
         return style.mean + style.std * m, style.std * s
@@ -134,7 +139,7 @@ class AdaAttnBlock(nn.Module):
         b, c, hh, ww = content.shape
         mean, std = self.statistics(content_keys, style)
         dt = compute_dtype(content)
-        y = (std * tokens(normalized(content)).float() + mean).to(dt)             # (B, N, C)
+        y = (std * wide(tokens(normalized(content))) + mean).to(dt)             # (B, N, C)
         w1, b1, w2, b2 = (t.to(dt) for t in (self.fc1.weight, self.fc1.bias, self.fc2.weight, self.fc2.bias))
         y = ffn(self.norm(y).to(dt), w1, b1, w2, b2, residual=y, gelu="tanh")
         return y.transpose(1, 2).reshape(b, c, hh, ww)
