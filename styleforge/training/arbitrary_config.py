@@ -2,7 +2,7 @@
 
 Defaults are the recipe of docs/arbitrary.md: batch 8 per GPU of 256² crops, Adam 1e-4 with a
 500-step warm-up and a cosine decay to 10 %, loss weights content 1, style 1, local 0.3
-(AdaAttN's 10 : 3 between style and local), identity 50 (pixels, 0–1) and 1 (features).
+(AdaAttN's 10 : 3 between style and local), identity 25 (pixels, 0–1) and 0.5 (features).
 Not the loop (`arbitrary_trainer.py`) and not the data (`arbitrary_data.py`).
 """
 from __future__ import annotations
@@ -37,8 +37,8 @@ class ArbitraryTrainConfig:
     content_weight: float = 1.0
     style_weight: float = 1.0
     local_weight: float = 0.3
-    identity_pixel_weight: float = 50.0
-    identity_feature_weight: float = 1.0
+    identity_pixel_weight: float = 25.0
+    identity_feature_weight: float = 0.5
     group_power: float = 0.5
     exclude: tuple[str, ...] = HELD_OUT
     max_content: int | None = None
