@@ -13,7 +13,9 @@ Grey inputs come back as RGB because a style adds colour. Paths get their EXIF o
 applied; PIL images, arrays and tensors are taken as they are. `max_side` resizes paths and PIL
 images only: arrays and tensors keep their shape. Style precedence: blend > checkpoint > style.
 Loaded `Stylizer`s are cached per options (an LRU of a few), so repeated calls do not reload
-weights; `clear_cache()` frees them.
+weights; `clear_cache()` frees them. A painting as `style` (a PIL image, a path to an image file,
+or a list of (painting, weight) pairs) runs the arbitrary-style model (`engine/arbitrary.py`);
+a .safetensors/.pth path stays a checkpoint.
 """
 from __future__ import annotations
 
@@ -54,14 +56,46 @@ def _cached_stylizer(engine_options: StylizeOptions, styles_dir: Path) -> Styliz
     return Stylizer(engine_options)
 
 
+@functools.lru_cache(maxsize=2)
+def _cached_arbitrary(engine_options: StylizeOptions):
+    from .engine.arbitrary import ArbitraryStylizer
+    return ArbitraryStylizer(engine_options)
+
+
+def get_arbitrary_engine(options: StylizeOptions):
+    """The (cached) arbitrary-style engine; paintings are bound per call, not part of the key."""
+    key = dataclasses.replace(options, style_images=(),
+                              **{f: getattr(_DEFAULTS, f) for f in _IO_FIELDS if f != "max_pixels"})
+    return _cached_arbitrary(key)
+
+
 def get_stylizer(options: StylizeOptions) -> Stylizer:
     """The (cached) engine for these options; I/O-only fields do not make a new one."""
+    if options.style_images:
+        return get_arbitrary_engine(options).bind(list(options.style_images))
     key = dataclasses.replace(options, **{f: getattr(_DEFAULTS, f) for f in _IO_FIELDS})
     return _cached_stylizer(key, registry.current_styles_dir())
 
 
 def clear_cache() -> None:
     _cached_stylizer.cache_clear()
+    _cached_arbitrary.cache_clear()
+
+
+def _is_painting(style: Any) -> bool:
+    from .io.image import SCAN_SUFFIXES
+    return isinstance(style, Image.Image) or (
+        isinstance(style, (str, os.PathLike)) and Path(style).suffix.lower() in SCAN_SUFFIXES)
+
+
+def _painting_list(style: Any) -> list | None:
+    """style → [(painting, weight)] when it names paintings, else None (a style or checkpoint)."""
+    if _is_painting(style):
+        return [(style, 1.0)]
+    if isinstance(style, (list, tuple)) and style and all(
+            isinstance(item, tuple) and len(item) == 2 and _is_painting(item[0]) for item in style):
+        return [(p, float(w)) for p, w in style]
+    return None
 
 
 def run_batches(stylizer: Stylizer, images: torch.Tensor, batch_size: int) -> torch.Tensor:
@@ -69,43 +103,46 @@ def run_batches(stylizer: Stylizer, images: torch.Tensor, batch_size: int) -> to
     return torch.cat([stylizer(chunk) for chunk in images.split(batch_size)])
 
 
-def stylize(image: Any, style: str | os.PathLike | None = None, *,
+def stylize(image: Any, style: Any = None, *,
             options: StylizeOptions | None = None, **option_fields: Any) -> Any:
     """Stylize a path, PIL image, numpy array or torch tensor; returns the same kind (see above).
 
-    `style` is a built-in name or a checkpoint path (None: the default style); any
-    `StylizeOptions` field may be given by name, e.g. `strength=0.7, device="cpu"`.
+    `style` is a built-in name or a checkpoint path (None: the default style), or a painting
+    (PIL image, image file path, or [(painting, weight), ...]) for the arbitrary-style model;
+    any `StylizeOptions` field may be given by name, e.g. `strength=0.7, device="cpu", alpha=0.8`.
     """
-    opts = make_options(style, options, **option_fields)
+    paintings = _painting_list(style)
+    opts = make_options(None if paintings else style, options, **option_fields)
+    stylizer = get_arbitrary_engine(opts).bind(paintings) if paintings else None
     if isinstance(image, (str, os.PathLike)):
-        return _stylize_loaded(load_image(image, opts.max_pixels), opts)
+        return _stylize_loaded(load_image(image, opts.max_pixels), opts, stylizer)
     if isinstance(image, Image.Image):
         rgb, alpha = split_alpha(image)
-        return _stylize_loaded(LoadedImage(rgb, alpha, image.mode), opts)
+        return _stylize_loaded(LoadedImage(rgb, alpha, image.mode), opts, stylizer)
     if isinstance(image, np.ndarray):
-        return _stylize_array(image, opts)
+        return _stylize_array(image, opts, stylizer)
     if isinstance(image, torch.Tensor):
-        return _stylize_tensor(image, opts)
+        return _stylize_tensor(image, opts, stylizer)
     raise TypeError(f"stylize() takes a path, PIL image, numpy array or torch tensor, "
                     f"not {type(image).__name__}")
 
 
-def _stylize_loaded(loaded: LoadedImage, opts: StylizeOptions) -> Image.Image:
+def _stylize_loaded(loaded: LoadedImage, opts: StylizeOptions, stylizer=None) -> Image.Image:
     loaded = loaded.resized(opts.max_side)
-    out = get_stylizer(opts)(pil_to_tensor(loaded.rgb))
+    out = (stylizer or get_stylizer(opts))(pil_to_tensor(loaded.rgb))
     return loaded.merged(tensor_to_pil(out))
 
 
-def _stylize_array(array: np.ndarray, opts: StylizeOptions) -> np.ndarray:
+def _stylize_array(array: np.ndarray, opts: StylizeOptions, stylizer=None) -> np.ndarray:
     if array.ndim == 2:
         array = array[:, :, None]
     if array.ndim != 3:
         raise ValueError(f"expected an (H, W) or (H, W, C) array, got shape {array.shape}")
-    out = _stylize_tensor(torch.tensor(array).permute(2, 0, 1), opts)  # copy: may be read-only
+    out = _stylize_tensor(torch.tensor(array).permute(2, 0, 1), opts, stylizer)  # copy: may be read-only
     return out.permute(1, 2, 0).numpy()
 
 
-def _stylize_tensor(tensor: torch.Tensor, opts: StylizeOptions) -> torch.Tensor:
+def _stylize_tensor(tensor: torch.Tensor, opts: StylizeOptions, stylizer=None) -> torch.Tensor:
     if tensor.dim() not in (3, 4) or tensor.shape[-3] not in (1, 3, 4):
         raise ValueError("expected a (C, H, W) or (N, C, H, W) tensor with C in 1, 3, 4, "
                          f"got shape {tuple(tensor.shape)}")
@@ -120,7 +157,7 @@ def _stylize_tensor(tensor: torch.Tensor, opts: StylizeOptions) -> torch.Tensor:
     content = colour.detach().cpu().float() * scale
     if content.shape[1] == 1:
         content = content.expand(-1, 3, -1, -1)
-    out = run_batches(get_stylizer(opts), content, opts.batch_size)
+    out = run_batches(stylizer or get_stylizer(opts), content, opts.batch_size)
     if tensor.dtype == torch.uint8:
         out = out.round().clamp(0, 255).to(torch.uint8)
     else:

@@ -10,7 +10,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("stylize", "video", "styles", "train", "bench", "profile", "build")
+COMMANDS = ("stylize", "video", "styles", "train", "train_arbitrary", "eval_arbitrary", "bench", "profile", "build")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return 2
-    module = _command_module(args.command)
+    module = _command_module(args.command.replace("-", "_"))  # train-arbitrary → train_arbitrary
     try:
         return module.run(args)
     except KeyboardInterrupt:

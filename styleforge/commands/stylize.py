@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..engine.options import BACKENDS, DEVICES, PRECISIONS, StylizeOptions, parse_blend
+from ..engine.options import BACKENDS, DEVICES, PRECISIONS, StylizeOptions, parse_blend, parse_style_image
 
 _DEFAULTS = StylizeOptions()
 _GLOB_MAGIC = re.compile(r"[*?[]")
@@ -103,6 +103,16 @@ def register_engine_arguments(p) -> None:
     which.add_argument("--checkpoint", metavar="PATH", help="a .safetensors or pytorch/examples .pth file")
     which.add_argument("--blend", type=_checked(parse_blend, "blend spec"), default=_DEFAULTS.blend,
                        metavar="SPEC", help="weight-space mix, e.g. candy:0.6,mosaic:0.4")
+    which.add_argument("--style-image", dest="style_images", action="append", default=[],
+                       type=_checked(parse_style_image, "painting[:weight]"), metavar="PAINTING[:W]",
+                       help="any painting as the style (arbitrary model); repeat to mix, e.g. a.jpg:0.7")
+    p.add_argument("--alpha", type=_checked(_number_in(0, 1), "number in 0..1"), default=_DEFAULTS.alpha,
+                   help="--style-image: 0 = the photo's features, 1 = full style (default 1)")
+    p.add_argument("--style-size", type=_checked(_number_in(64, 4096, int), "integer in 64..4096"),
+                   default=_DEFAULTS.style_size, metavar="PX",
+                   help=f"--style-image: the painting's longer side when encoded (default {_DEFAULTS.style_size})")
+    p.add_argument("--arbitrary-weights", metavar="FILE", default=_DEFAULTS.arbitrary_weights,
+                   help="--style-image: weights from `styleforge train-arbitrary` (default: the shipped ones)")
     p.add_argument("--strength", type=_checked(_number_in(0, 1), "number in 0..1"),
                    default=_DEFAULTS.strength, help="0 = the photo, 1 = full style (default 1)")
     p.add_argument("--preserve-color", "--preserve-colour", dest="preserve_color",
@@ -157,6 +167,8 @@ def expand_inputs(inputs: list[str], recursive: bool) -> tuple[list[tuple[Path, 
 
 def style_label(options: StylizeOptions) -> str:
     from ..models.registry import default_style
+    if options.style_images:
+        return "+".join(Path(name).stem for name, _ in options.style_images)
     if options.blend:
         return "+".join(Path(name).stem for name, _ in options.blend)
     if options.checkpoint:

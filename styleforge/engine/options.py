@@ -30,6 +30,20 @@ def parse_blend(spec: str) -> tuple[tuple[str, float], ...]:
     return tuple(items)
 
 
+def parse_style_image(spec: str) -> tuple[str, float]:
+    """'painting.jpg' → ('painting.jpg', 1.0); 'painting.jpg:0.3' → ('painting.jpg', 0.3)."""
+    path, sep, weight = spec.rpartition(":")
+    if not sep or not path or "/" in weight or "\\" in weight:
+        return spec, 1.0
+    try:
+        value = float(weight)
+    except ValueError:
+        return spec, 1.0          # a colon inside the file name
+    if value < 0:
+        raise ValueError(f"--style-image: weight of {path!r} is negative")
+    return path, value
+
+
 @dataclass(frozen=True)
 class StylizeOptions:
     style: str | None = None          # built-in name or checkpoint path; None = the default style
@@ -45,6 +59,10 @@ class StylizeOptions:
     overwrite: bool = False
     quality: int = 95                 # JPEG/WebP quality of written files
     max_pixels: int = 20_000 * 20_000  # refuse larger images before decoding them
+    style_images: tuple[tuple[str, float], ...] = ()  # paintings (path, weight): the arbitrary model
+    alpha: float = 1.0                # arbitrary model: 0 = the photo's features, 1 = full style
+    style_size: int = 512             # arbitrary model: a painting's longer side when encoded
+    arbitrary_weights: str | None = None  # arbitrary model weights file (None: the shipped one)
 
     def __post_init__(self):
         if not 0.0 <= self.strength <= 1.0:
@@ -61,5 +79,15 @@ class StylizeOptions:
             raise ValueError(f"max_side must be ≥ 1, got {self.max_side}")
         if not 1 <= self.quality <= 100:
             raise ValueError(f"quality must be in 1..100, got {self.quality}")
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError(f"alpha must be in [0, 1], got {self.alpha}")
+        if self.style_size < 64:
+            raise ValueError(f"style_size must be ≥ 64, got {self.style_size}")
+        if isinstance(self.style_images, str):
+            object.__setattr__(self, "style_images", (parse_style_image(self.style_images),))
+        elif isinstance(self.style_images, list):
+            object.__setattr__(self, "style_images", tuple(tuple(item) for item in self.style_images))
+        if self.style_images and sum(w for _, w in self.style_images) <= 0:
+            raise ValueError("style images need a positive total weight")
         if isinstance(self.blend, str):
             object.__setattr__(self, "blend", parse_blend(self.blend))

@@ -77,13 +77,15 @@ class VGG16Features(nn.Module):
         return VGGFeatures(*outputs)
 
 
-def _torchvision_key_state(raw: object, source: str) -> dict[str, torch.Tensor]:
-    """features.N.* (or bare N.*) for the ten convs of features[:23]; later layers are ignored."""
+def _torchvision_key_state(raw: object, source: str,
+                           conv_indices: tuple[int, ...] = CONV_INDICES) -> dict[str, torch.Tensor]:
+    """features.N.* (or bare N.*) for the convs at `conv_indices` (default: the ten of
+    features[:23]); other layers are ignored."""
     if isinstance(raw, dict) and isinstance(raw.get("state_dict"), dict):
         raw = raw["state_dict"]
     if not isinstance(raw, dict):
         raise VGGWeightsError(f"{source}: holds a {type(raw).__name__}, not a state dict. {WHERE_TO_GET}")
-    wanted = {f"features.{i}.{p}" for i in CONV_INDICES for p in ("weight", "bias")}
+    wanted = {f"features.{i}.{p}" for i in conv_indices for p in ("weight", "bias")}
     state = {}
     for key, value in raw.items():
         name = key.removeprefix("module.")
@@ -98,7 +100,8 @@ def _torchvision_key_state(raw: object, source: str) -> dict[str, torch.Tensor]:
     return state
 
 
-def vgg16_state_from_file(path: str | os.PathLike) -> dict[str, torch.Tensor]:
+def vgg16_state_from_file(path: str | os.PathLike,
+                          conv_indices: tuple[int, ...] = CONV_INDICES) -> dict[str, torch.Tensor]:
     path = Path(path).expanduser()
     if not path.is_file():
         raise VGGWeightsError(f"VGG weights file {str(path)!r} does not exist. {WHERE_TO_GET}")
@@ -106,7 +109,7 @@ def vgg16_state_from_file(path: str | os.PathLike) -> dict[str, torch.Tensor]:
         raw = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many types for a bad pickle; all mean the same
         raise VGGWeightsError(f"{path}: not a loadable PyTorch file ({exc}). {WHERE_TO_GET}") from None
-    return _torchvision_key_state(raw, str(path))
+    return _torchvision_key_state(raw, str(path), conv_indices)
 
 
 def _torchvision_state() -> dict[str, torch.Tensor]:

@@ -1,0 +1,123 @@
+"""Benchmark of the arbitrary-style model at 1080p and 4K, style features cached, batch 1.
+
+Providers, same weights and the same painting's cached code: eager-fp32 and eager-bf16 (plain
+PyTorch: the ops' twins, `kernels.using("reference")`), compile-bf16 (`torch.compile` of that
+same model), and ours (bf16, the attention/FFN kernels, the whole frame captured in one CUDA
+graph, as `engine/arbitrary.py` runs it). Each provider is gated first: its output must reach
+`LOW_PRECISION_MIN_PSNR` against eager-fp32 (or it is reported, not timed). Rows go to
+`benchmarks/results/arbitrary.csv`. Weights: a trained file (--weights) or random ones (speed
+does not depend on the values). Usage: python -m styleforge.bench.arbitrary [--weights FILE]
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import subprocess
+from pathlib import Path
+
+import torch
+
+from .. import kernels
+from ..engine.arbitrary import _GraphRunner
+from ..models.arbitrary import ArbitraryConfig, ArbitraryStyleNet, load_arbitrary
+from .harness import LOW_PRECISION_MIN_PSNR, Timer, psnr
+
+SIZES = {"1080p": (1080, 1920), "4k": (2160, 3840)}
+RESULTS = Path("benchmarks/results/arbitrary.csv")
+
+
+def _model(weights: str | None) -> ArbitraryStyleNet:
+    if weights:
+        return load_arbitrary(weights)[0]
+    torch.manual_seed(0)
+    model = ArbitraryStyleNet(ArbitraryConfig())
+    with torch.no_grad():
+        for p in model.parameters():
+            torch.nn.init.kaiming_normal_(p) if p.dim() == 4 else torch.nn.init.uniform_(p, 0.0, 0.05)
+    return model.eval()
+
+
+def providers():
+    """name → (model dtype, kernels mode, callable factory(model, code) → fn(x))."""
+    def eager(model, code):
+        return lambda x: model.stylize(x, [(code, 1.0)])
+
+    def compiled(model, code):
+        fn = torch.compile(model.stylize)
+        return lambda x: fn(x, [(code, 1.0)])
+
+    def graphed(model, code):
+        runner = _GraphRunner(lambda x: model.stylize(x, [(code, 1.0)]))
+        return lambda x: runner(x, (), code)
+
+    return {"eager-fp32": (torch.float32, "reference", eager), "eager-bf16": (torch.bfloat16, "reference", eager),
+            "compile-bf16": (torch.bfloat16, "reference", compiled), "ours-bf16": (torch.bfloat16, "cuda", graphed)}
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return ""
+
+
+@torch.inference_mode()
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--weights", help="arbitrary-style weights (default: random)")
+    parser.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
+    parser.add_argument("--providers", nargs="+", default=None)
+    parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    device = torch.device("cuda")
+    torch.manual_seed(1)
+    painting = torch.rand(1, 3, 512, 384) * 255
+    table = providers()
+    names = args.providers or list(table)
+    timer = Timer(device, reps=args.reps)
+    rows = []
+    for size in args.sizes:
+        h, w = SIZES[size]
+        x32 = torch.rand(1, 3, h, w, device=device) * 255
+        reference = None
+        for name in names:
+            dtype, mode, make = table[name]
+            with kernels.using(mode):
+                model = _model(args.weights).to(device, dtype, memory_format=torch.channels_last)
+                code = model.encode_style(painting.to(device, dtype))
+                fn = make(model, code)
+                x = x32.to(dtype).contiguous(memory_format=torch.channels_last)
+                try:
+                    out = fn(x).float()
+                except Exception as exc:  # report, never time, a provider that fails
+                    print(f"{size:6s} {name:13s} failed: {type(exc).__name__}: {exc}")
+                    continue
+                if reference is None:
+                    reference = out
+                quality = psnr(out, reference)
+                if name != "eager-fp32" and quality < LOW_PRECISION_MIN_PSNR:
+                    print(f"{size:6s} {name:13s} gate failed: {quality:.1f} dB vs eager-fp32")
+                    continue
+                stats = timer.time(fn, [x])
+            rows.append({"model": "arbitrary", "provider": name, "shape": f"1x3x{h}x{w}", "dtype": str(dtype),
+                         "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "commit": _commit(),
+                         "median_ms": f"{stats.median_ms:.3f}", "p20_ms": f"{stats.p20_ms:.3f}",
+                         "p80_ms": f"{stats.p80_ms:.3f}", "psnr_db": f"{quality:.1f}"})
+            print(f"{size:6s} {name:13s} {stats.median_ms:9.2f} ms  (p20 {stats.p20_ms:.2f}, p80 {stats.p80_ms:.2f})"
+                  f"  {quality:.1f} dB")
+            del model, code, fn
+            torch.cuda.empty_cache()
+    if rows:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        new = not args.out.exists()
+        with open(args.out, "a", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            if new:
+                writer.writeheader()
+            writer.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,199 @@
+"""The arbitrary-style engine: paintings → cached style codes → any photo, on one device.
+
+`ArbitraryStylizer` owns one loaded `ArbitraryStyleNet` on one device/precision/backend and an
+in-memory LRU of style codes keyed by the painting's bytes (SHA-256 of the file, or of a PIL
+image's pixels) and the style size, so a painting is encoded once however many frames use it.
+Paintings get the same care as photos (`io.image.load_image`: broken, huge, grey, 16-bit);
+transparent ones are composited on white; each is resized so its longer side is `style_size`
+and its shorter side at least `MIN_STYLE_SIDE` (upscaled: the statistics of a tiny painting
+survive an upscale better than padding). `PaintingStylizer` binds a list of weighted paintings
+and has the `Stylizer` call contract: float (N, 3, H, W) in 0–255 in, float32 CPU out.
+Backends: reference (plain PyTorch, the ops' twins), fused (the attention/FFN kernels, CUDA
+graphs per input shape), compile (torch.compile of the same model). Not the model (`models/`).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Union
+
+import numpy as np
+import torch
+from PIL import Image
+
+from ..io.image import ImageError, load_image
+from ..models.arbitrary import ArbitraryStyleNet, StyleCode, load_arbitrary
+from .backends import resolve_device, resolve_dtype
+from .blending import apply_strength, preserve_color
+from .options import StylizeOptions
+
+Painting = Union[str, os.PathLike, Image.Image]
+MIN_STYLE_SIDE = 64
+STYLE_CACHE_SIZE = 16
+GRAPH_CACHE_SIZE = 2
+
+
+def painting_image(painting: Painting, max_pixels: int | None = None) -> Image.Image:
+    """Any painting → RGB PIL image (alpha composited on white). Raises ImageError."""
+    if isinstance(painting, Image.Image):
+        image = painting
+        if image.width < 1 or image.height < 1:
+            raise ImageError("style image has no pixels")
+    else:
+        loaded = load_image(painting, max_pixels)
+        if loaded.alpha is None:
+            return loaded.rgb
+        image = loaded.rgb.convert("RGBA")
+        image.putalpha(loaded.alpha)
+    if image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info:
+        rgba = image.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, rgba).convert("RGB")
+    return image.convert("RGB")
+
+
+def painting_key(painting: Painting) -> str:
+    """SHA-256 of the file's bytes, or of a PIL image's mode, size and pixels."""
+    h = hashlib.sha256()
+    if isinstance(painting, Image.Image):
+        h.update(f"{painting.mode}{painting.size}".encode())
+        h.update(painting.tobytes())
+    else:
+        try:
+            with open(painting, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+        except OSError as exc:
+            raise ImageError(f"{painting}: cannot read ({exc.strerror or exc})") from None
+    return h.hexdigest()
+
+
+def painting_tensor(image: Image.Image, style_size: int) -> torch.Tensor:
+    """RGB PIL → float (1, 3, H, W) 0–255, longer side = style_size, shorter ≥ MIN_STYLE_SIDE."""
+    w, h = image.size
+    scale = max(style_size / max(w, h), MIN_STYLE_SIDE / min(w, h))
+    size = (max(MIN_STYLE_SIDE, round(w * scale)), max(MIN_STYLE_SIDE, round(h * scale)))
+    if size != image.size:
+        image = image.resize(size, Image.Resampling.LANCZOS)
+    return torch.from_numpy(np.asarray(image, dtype=np.float32).copy()).permute(2, 0, 1).unsqueeze(0)
+
+
+class _GraphRunner:
+    """CUDA graphs of `fn(x)` per (shape, style codes, alpha); replays copy x in and out."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.graphs: OrderedDict = OrderedDict()
+
+    def __call__(self, x: torch.Tensor, key: tuple, keep: object) -> torch.Tensor:
+        """`keep` (the style codes) stays referenced by the graph: their memory is what it reads."""
+        key = (tuple(x.shape), x.dtype, *key)
+        if key not in self.graphs:
+            static_in = x.clone()
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):           # warm-up off the capture (torch.cuda.graphs docs)
+                self.fn(static_in)
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                static_out = self.fn(static_in)
+            self.graphs[key] = (graph, static_in, static_out, keep)
+            while len(self.graphs) > GRAPH_CACHE_SIZE:
+                self.graphs.popitem(last=False)
+        self.graphs.move_to_end(key)
+        graph, static_in, static_out, _ = self.graphs[key]
+        static_in.copy_(x)
+        graph.replay()
+        return static_out.clone()
+
+
+@dataclass
+class ArbitraryStylizer:
+    """One loaded arbitrary-style model; `bind(paintings)` gives a Stylizer-like callable."""
+    options: StylizeOptions
+
+    def __post_init__(self):
+        opts = self.options
+        self.device = resolve_device(opts.device)
+        self.dtype = torch.bfloat16 if (opts.precision == "auto" and self.device.type == "cuda") \
+            else resolve_dtype(opts.precision, self.device)
+        backend = opts.backend
+        if backend == "auto":
+            backend = "fused" if self.device.type == "cuda" and self.dtype != torch.float32 else "reference"
+        if backend in ("fused", "compile") and self.device.type != "cuda":
+            raise RuntimeError(f"--backend {backend} needs --device cuda")
+        self.backend = backend
+        model, self.metadata = load_arbitrary(opts.arbitrary_weights)
+        memory_format = torch.channels_last if self.device.type == "cuda" else torch.contiguous_format
+        self.model: ArbitraryStyleNet = model.to(self.device, self.dtype, memory_format=memory_format).eval()
+        self._codes: OrderedDict[tuple, StyleCode] = OrderedDict()
+        self._compiled = torch.compile(self.model.stylize) if backend == "compile" else None
+        self._graphs = _GraphRunner(None) if backend == "fused" else None
+
+    def describe(self) -> str:
+        return f"arbitrary style on {self.device} ({self.dtype}, {self.backend})"
+
+    @torch.inference_mode()
+    def style_code(self, painting: Painting) -> StyleCode:
+        """The painting's keys/values at every level, from the LRU when seen before."""
+        key = (painting_key(painting), self.options.style_size)
+        if key in self._codes:
+            self._codes.move_to_end(key)
+            return self._codes[key]
+        image = painting_tensor(painting_image(painting, self.options.max_pixels), self.options.style_size)
+        code = self.model.encode_style(image.to(self.device, self.dtype))
+        self._codes[key] = code
+        while len(self._codes) > STYLE_CACHE_SIZE:
+            self._codes.popitem(last=False)
+        return code
+
+    def _run(self, x: torch.Tensor, styles: list[tuple[StyleCode, float]]) -> torch.Tensor:
+        alpha = self.options.alpha
+        if self._compiled is not None:
+            return self._compiled(x, styles, alpha)
+        if self._graphs is not None:
+            self._graphs.fn = lambda inp: self.model.stylize(inp, styles, alpha)
+            key = (tuple(id(code) for code, _ in styles), tuple(w for _, w in styles), alpha)
+            return self._graphs(x, key, styles)
+        return self.model.stylize(x, styles, alpha)
+
+    @torch.inference_mode()
+    def stylize(self, content: torch.Tensor, paintings: list[tuple[Painting, float]]) -> torch.Tensor:
+        """content float (N, 3, H, W) 0–255 → the same shape, float32, on the CPU."""
+        if content.dim() != 4 or content.shape[1] != 3:
+            raise ValueError(f"expected (N, 3, H, W) RGB, got shape {tuple(content.shape)}")
+        if not paintings:
+            raise ValueError("no style image given")
+        styles = [(self.style_code(p), float(w)) for p, w in paintings]
+        content = content.to(self.device, torch.float32)
+        memory_format = torch.channels_last if self.device.type == "cuda" else torch.contiguous_format
+        x = content.to(self.dtype).contiguous(memory_format=memory_format)
+        out = self._run(x, styles).float()
+        if self.options.preserve_color:
+            out = preserve_color(content, out)
+        return apply_strength(content, out, self.options.strength).cpu()
+
+    def bind(self, paintings: list[tuple[Painting, float]]) -> PaintingStylizer:
+        return PaintingStylizer(self, list(paintings))
+
+
+@dataclass
+class PaintingStylizer:
+    """An `ArbitraryStylizer` with its paintings: the `Stylizer` contract for the pipeline."""
+    engine: ArbitraryStylizer
+    paintings: list[tuple[Painting, float]]
+
+    def __post_init__(self):
+        for painting, _ in self.paintings:   # a broken painting fails here, once, not per photo
+            self.engine.style_code(painting)
+
+    def describe(self) -> str:
+        names = ", ".join(Path(p).name if not isinstance(p, Image.Image) else "image" for p, _ in self.paintings)
+        return f"{names} ({self.engine.describe()})"
+
+    def __call__(self, content: torch.Tensor) -> torch.Tensor:
+        return self.engine.stylize(content, self.paintings)

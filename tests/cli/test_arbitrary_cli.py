@@ -1,0 +1,94 @@
+"""`styleforge stylize --style-image` and `styleforge.stylize(style=painting)` with tiny random
+arbitrary-style weights on the CPU; paintings that are broken, RGBA, grey or tiny."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from styleforge import api
+from styleforge.cli import main
+from styleforge.models.arbitrary import ArbitraryConfig, ArbitraryStyleNet, save_arbitrary
+
+WIDTHS = (4, 8, 8, 16, 16)
+
+
+@pytest.fixture(scope="module")
+def weights(tmp_path_factory):
+    torch.manual_seed(0)
+    model = ArbitraryStyleNet(ArbitraryConfig(heads=2, qk_dim=4, widths=WIDTHS, max_style_tokens=16))
+    with torch.no_grad():
+        for p in model.parameters():
+            torch.nn.init.kaiming_normal_(p) if p.dim() == 4 else torch.nn.init.uniform_(p, 0.0, 0.1)
+    return save_arbitrary(tmp_path_factory.mktemp("arb") / "tiny.safetensors", model, dtype=torch.float32)
+
+
+def picture(path, size=(40, 30), mode="RGB", seed=0):
+    rng = np.random.default_rng(seed)
+    channels = {"RGB": 3, "RGBA": 4, "L": 1}[mode]
+    array = rng.integers(0, 256, (size[1], size[0], channels), dtype=np.uint8)
+    Image.fromarray(array.squeeze(-1) if channels == 1 else array, mode).save(path)
+    return path
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    api.clear_cache()
+    yield
+    api.clear_cache()
+
+
+def test_arbitrary_cli_stylize_mix_and_odd_paintings(tmp_path, weights):
+    photo = picture(tmp_path / "photo.png", (45, 33))
+    rgba = picture(tmp_path / "a.png", (70, 50), "RGBA", 1)
+    grey_tiny = picture(tmp_path / "b.png", (9, 5), "L", 2)
+    out = tmp_path / "out.png"
+    code = main(["stylize", str(photo), "--style-image", f"{rgba}:0.7", "--style-image", str(grey_tiny),
+                 "--alpha", "0.8", "--preserve-color", "--arbitrary-weights", str(weights),
+                 "--device", "cpu", "-o", str(out)])
+    assert code == 0
+    with Image.open(out) as im:
+        assert im.size == (45, 33) and im.mode == "RGB"
+
+
+def test_arbitrary_cli_default_name_and_errors(tmp_path, weights, monkeypatch, capsys):
+    photo = picture(tmp_path / "photo.jpg")
+    painting = picture(tmp_path / "monet.png", seed=3)
+    assert main(["stylize", str(photo), "--style-image", str(painting), "--arbitrary-weights", str(weights),
+                 "--device", "cpu"]) == 0
+    assert (tmp_path / "photo_monet.jpg").is_file()
+    broken = tmp_path / "broken.jpg"
+    broken.write_bytes(b"\xff\xd8 not really a jpeg")
+    assert main(["stylize", str(photo), "--style-image", str(broken), "--arbitrary-weights", str(weights),
+                 "--device", "cpu", "-o", str(tmp_path / "x.png")]) == 2
+    assert "broken.jpg" in capsys.readouterr().err
+    from styleforge.models.arbitrary import weights as weights_module
+    monkeypatch.setattr(weights_module, "DEFAULT_PATH", tmp_path / "absent.safetensors")
+    assert main(["stylize", str(photo), "--style-image", str(painting), "--device", "cpu",
+                 "-o", str(tmp_path / "y.png")]) == 2
+    assert "--arbitrary-weights FILE" in capsys.readouterr().err
+
+
+def test_arbitrary_api_painting_kinds(tmp_path, weights):
+    photo = Image.open(picture(tmp_path / "p.png", (36, 28)))
+    painting_path = picture(tmp_path / "s.jpg", (64, 48), seed=5)
+    painting = Image.open(painting_path)
+    by_pil = api.stylize(photo, style=painting, arbitrary_weights=str(weights), device="cpu")
+    by_path = api.stylize(photo, style=painting_path, arbitrary_weights=str(weights), device="cpu")
+    assert by_pil.size == (36, 28)
+    diff = np.abs(np.asarray(by_pil, np.int16) - np.asarray(by_path, np.int16))
+    assert diff.max() <= 1      # the same painting, read two ways
+    mixed = api.stylize(np.asarray(photo), style=[(painting, 0.5), (painting_path, 0.5)],
+                        arbitrary_weights=str(weights), device="cpu")
+    assert mixed.shape == (28, 36, 3) and mixed.dtype == np.uint8
+
+
+def test_arbitrary_engine_caches_style_codes(tmp_path, weights):
+    engine = api.get_arbitrary_engine(api.make_options(arbitrary_weights=str(weights), device="cpu"))
+    painting = picture(tmp_path / "s.png", (50, 50))
+    first = engine.style_code(painting)
+    assert engine.style_code(painting) is first
+    copy = tmp_path / "copy.png"
+    copy.write_bytes(painting.read_bytes())
+    assert engine.style_code(copy) is first      # keyed by the bytes, not the name
