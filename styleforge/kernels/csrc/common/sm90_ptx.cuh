@@ -1,7 +1,7 @@
 // Hopper (sm_90a) PTX wrappers for the wgmma kernels: mbarriers, bulk copies into shared memory,
 // 128-byte-swizzle matrix descriptors and the warpgroup MMA fence/commit/wait discipline.
 // Pure CUDA, no torch. Everything is defined only when compiling device code for sm_90a
-// (SF_SM90A = 1); a file that includes this builds for other GPUs with SF_SM90A = 0 and keeps its
+// (STYLEFORGE_SM90A = 1); a file that includes this builds for other GPUs with STYLEFORGE_SM90A = 0 and keeps its
 // kernel bodies empty. Written from the PTX ISA sections "Asynchronous Warpgroup Level Matrix
 // Multiply-Accumulate", "mbarrier" and "cp.async.bulk".
 #pragma once
@@ -9,12 +9,12 @@
 #include <cstdint>
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define SF_SM90A 1
+#define STYLEFORGE_SM90A 1
 #else
-#define SF_SM90A 0
+#define STYLEFORGE_SM90A 0
 #endif
 
-#if SF_SM90A
+#if STYLEFORGE_SM90A
 namespace styleforge {
 namespace sm90 {
 
@@ -104,16 +104,16 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
                : "r"(addr));
 }
 
-#define SF_WG_F8(d, i)                                                                                         \
+#define STYLEFORGE_WG_F8(d, i)                                                                                         \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
       "+f"(d[i + 7])
-#define SF_WG_F16(d, i) SF_WG_F8(d, i), SF_WG_F8(d, i + 8)
-#define SF_WG_F32(d, i) SF_WG_F16(d, i), SF_WG_F16(d, i + 16)
-#define SF_WG_ACC16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
-#define SF_WG_ACC32                                                                                       \
+#define STYLEFORGE_WG_F16(d, i) STYLEFORGE_WG_F8(d, i), STYLEFORGE_WG_F8(d, i + 8)
+#define STYLEFORGE_WG_F32(d, i) STYLEFORGE_WG_F16(d, i), STYLEFORGE_WG_F16(d, i + 16)
+#define STYLEFORGE_WG_ACC16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+#define STYLEFORGE_WG_ACC32                                                                                       \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
   "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
-#define SF_WG_ACC64                                                                                       \
+#define STYLEFORGE_WG_ACC64                                                                                       \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
   "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "  \
   "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "  \
@@ -121,7 +121,7 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
 // One wgmma with A from registers; NACC accumulator operands come first, so the A registers, the B
 // descriptor and the scale-d flag are operands NACC .. NACC + 5. scale-d is a predicate operand,
 // set from a register holding 1 (accumulate into D).
-#define SF_WG_RS(N, TY, TRANS_B, ACC, A0, A1, A2, A3, B, P, ...)                                     \
+#define STYLEFORGE_WG_RS(N, TY, TRANS_B, ACC, A0, A1, A2, A3, B, P, ...)                                     \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" P ", 0;\n"                                       \
                "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TY "." TY " " ACC                   \
                ", {%" A0 ", %" A1 ", %" A2 ", %" A3 "}, %" B ", p, 1, 1, " #TRANS_B ";\n}\n"            \
@@ -133,28 +133,28 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
 template <bool kBF16>
 __device__ __forceinline__ void wgmma_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t b) {
   if constexpr (kBF16) {
-    SF_WG_RS(128, "bf16", 0, SF_WG_ACC64, "64", "65", "66", "67", "68", "69", SF_WG_F32(d, 0), SF_WG_F32(d, 32));
+    STYLEFORGE_WG_RS(128, "bf16", 0, STYLEFORGE_WG_ACC64, "64", "65", "66", "67", "68", "69", STYLEFORGE_WG_F32(d, 0), STYLEFORGE_WG_F32(d, 32));
   } else {
-    SF_WG_RS(128, "f16", 0, SF_WG_ACC64, "64", "65", "66", "67", "68", "69", SF_WG_F32(d, 0), SF_WG_F32(d, 32));
+    STYLEFORGE_WG_RS(128, "f16", 0, STYLEFORGE_WG_ACC64, "64", "65", "66", "67", "68", "69", STYLEFORGE_WG_F32(d, 0), STYLEFORGE_WG_F32(d, 32));
   }
 }
 template <bool kBF16>
 __device__ __forceinline__ void wgmma_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
   if constexpr (kBF16) {
-    SF_WG_RS(64, "bf16", 0, SF_WG_ACC32, "32", "33", "34", "35", "36", "37", SF_WG_F32(d, 0));
+    STYLEFORGE_WG_RS(64, "bf16", 0, STYLEFORGE_WG_ACC32, "32", "33", "34", "35", "36", "37", STYLEFORGE_WG_F32(d, 0));
   } else {
-    SF_WG_RS(64, "f16", 0, SF_WG_ACC32, "32", "33", "34", "35", "36", "37", SF_WG_F32(d, 0));
+    STYLEFORGE_WG_RS(64, "f16", 0, STYLEFORGE_WG_ACC32, "32", "33", "34", "35", "36", "37", STYLEFORGE_WG_F32(d, 0));
   }
 }
 template <bool kBF16>
 __device__ __forceinline__ void wgmma_rs(float (&d)[16], const uint32_t (&a)[4], uint64_t b) {
   if constexpr (kBF16) {
-    SF_WG_RS(32, "bf16", 0, SF_WG_ACC16, "16", "17", "18", "19", "20", "21", SF_WG_F16(d, 0));
+    STYLEFORGE_WG_RS(32, "bf16", 0, STYLEFORGE_WG_ACC16, "16", "17", "18", "19", "20", "21", STYLEFORGE_WG_F16(d, 0));
   } else {
-    SF_WG_RS(32, "f16", 0, SF_WG_ACC16, "16", "17", "18", "19", "20", "21", SF_WG_F16(d, 0));
+    STYLEFORGE_WG_RS(32, "f16", 0, STYLEFORGE_WG_ACC16, "16", "17", "18", "19", "20", "21", STYLEFORGE_WG_F16(d, 0));
   }
 }
-#undef SF_WG_RS
+#undef STYLEFORGE_WG_RS
 
 // Per-thread register limit of the executing warpgroup (every warp of it executes the same one):
 // a producer warpgroup gives its registers to the consumers.
@@ -165,4 +165,4 @@ __device__ __forceinline__ void regs_inc() { asm volatile("setmaxnreg.inc.sync.a
 
 }  // namespace sm90
 }  // namespace styleforge
-#endif  // SF_SM90A
+#endif  // STYLEFORGE_SM90A

@@ -12,13 +12,10 @@
 //     global memory, and a link stores only the pixels other tiles read;
 //   * the producer's warpgroup gives its registers to the consumers (setmaxnreg: 168 → 240), so the
 //     loop over links does not spill.
-// Measured (H200, 128² plane = the 512² frame, 128 CTAs): 12.8 µs per link against 15.4 for ten
-// conv3x3_norm calls; at 64² (32 CTAs) 12.5 against 14.2; the engine times both forms.
-// A link is prologue ~2.8 µs, wgmma ~5.0 (at the tensor peak), epilogue ~2.5, barrier ~1.3
-// (dev/kernels/conv3x3/chain_profile.py; session 8: 3.2, 4.9, 3.8, 1.8).
+// Why this form and what a link costs: docs/kernels/conv3x3.md.
 // Not covered: more tiles than resident CTAs (one CTA per SM at 211 KB of shared memory: 512² and
 // smaller at batch 1): conv3x3_chain_launch then runs the links as conv3x3_launch calls.
-// Pure CUDA (no torch); bindings_conv3x3.cpp binds it; semantics: reference_conv3x3.residual_chain.
+// Pure CUDA (no torch); conv3x3_binding.cpp binds it; semantics: reference_conv3x3.residual_chain.
 #include "conv3x3_tile.cuh"
 
 namespace styleforge {
@@ -54,7 +51,7 @@ struct ChainParams {
   float* out_scale;    // the last link's norm as an affine (the last CTA forms it) ...
   float* out_shift;
   double* out_sums;    // ... or its sums, into the consumer's norm state (ChainArgs::out_state)
-  long long* profile;  // SF_TILE_PROFILE builds: [links][CTAs][kTileProfileSlots] (tile_profile.cuh)
+  long long* profile;  // SF_TILE_PROFILE builds: [links][CTAs][kTileProfileSlots] (conv3x3_tile_profile.cuh)
   int links, N, H, W, tiles_x, tiles;
 };
 
@@ -78,7 +75,7 @@ constexpr size_t kChainSmem = ChainCfg::kSmem + kChainParamsBytes + ChainCfg::kO
 static_assert(sizeof(Params) <= kChainParamsBytes, "the link's Params fit their slot");
 static_assert(kChainSmem <= 227 * 1024, "shared memory");
 
-#if SF_SM90A
+#if STYLEFORGE_SM90A
 __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
   unsigned v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
@@ -121,7 +118,7 @@ __device__ __forceinline__ void link_params(const ChainParams& cp, int l, Params
 // Block: the two consumer warpgroups and a producer warpgroup (one thread of it copies), so that the
 // producer can give its registers to the consumers (setmaxnreg: 168 at launch, 24 and 240 after).
 // At 168 the consumers spilled ~280 B a thread, and with the resident tiles' 211 KB of shared
-// memory (28 KB of L1 left) the reloads made the epilogue 1.5 µs slower (5.4 µs, profile build).
+// memory (28 KB of L1 left) the reloads went to L2 in the epilogue.
 constexpr int kChainThreads = kConsumers + 128;
 constexpr int kProducerRegs = 24, kConsumerRegs = 240;
 static_assert(kConsumers * kConsumerRegs + 128 * kProducerRegs <= kChainThreads * 168, "the register file");
@@ -129,7 +126,7 @@ static_assert(kConsumers * kConsumerRegs + 128 * kProducerRegs <= kChainThreads 
 template <typename T>
 __global__ void __launch_bounds__(kChainThreads, 1) residual_chain_kernel(const ChainParams cp) {
   extern __shared__ unsigned char smem_raw[];
-#if SF_SM90A
+#if STYLEFORGE_SM90A
   const TileSmem<ChainCfg> sm(smem_raw);
   // The link's Params live in shared memory, written by thread 0 while the grid barrier waits: held
   // in registers across the links they would spill (the main loop uses all 168).

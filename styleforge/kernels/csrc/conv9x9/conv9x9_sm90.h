@@ -1,4 +1,4 @@
-// Host-side interface of conv1 (9×9, 3 → 32) on Hopper's warpgroup MMA (csrc/cuda/conv9x9_sm90.cu),
+// Host-side interface of conv1 (9×9, 3 → 32) on Hopper's warpgroup MMA (csrc/conv9x9/conv9x9_sm90.cu),
 // sm_90a only. Same Conv9x9Args and semantics as conv9x9.h's 3 → 32 case (conv9x9.cu's mma.sync
 // kernel stays the path for every other GPU, and the head is conv9x9.cu's on every GPU).
 //

@@ -71,9 +71,9 @@
 #include <mutex>
 #include <type_traits>
 
-#include "packed16.cuh"
-#include "sm90_ptx.cuh"   // SF_SM90A and the mbarrier / descriptor / wgmma-discipline wrappers
-#include "../attention_sm90.h"
+#include "../common/packed16.cuh"
+#include "../common/sm90_ptx.cuh"   // STYLEFORGE_SM90A and the mbarrier / descriptor / wgmma-discipline wrappers
+#include "attention_sm90.h"
 
 
 namespace styleforge {
@@ -121,7 +121,7 @@ struct Params {
   float scale_log2;       // scale · log2(e)
 };
 
-#if SF_SM90A
+#if STYLEFORGE_SM90A
 // ---- PTX wrappers ---------------------------------------------------------------------------
 using namespace sm90;
 
@@ -149,14 +149,14 @@ __device__ __forceinline__ void tma_tile(uint32_t dst, const CUtensorMap* map, u
   for (int b = 0; b < D / 64; ++b) tma_load(dst + b * kRows * 128, map, bar, 64 * b, row0, bh);
 }
 
-#define SF_F8(d, i)                                                                                   \
+#define STYLEFORGE_F8(d, i)                                                                                   \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
       "+f"(d[i + 7])
-#define SF_F32(d, i) SF_F8(d, i), SF_F8(d, i + 8), SF_F8(d, i + 16), SF_F8(d, i + 24)
-#define SF_ACC32                                                                                          \
+#define STYLEFORGE_F32(d, i) STYLEFORGE_F8(d, i), STYLEFORGE_F8(d, i + 8), STYLEFORGE_F8(d, i + 16), STYLEFORGE_F8(d, i + 24)
+#define STYLEFORGE_ACC32                                                                                          \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
   "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
-#define SF_ACC64                                                                                          \
+#define STYLEFORGE_ACC64                                                                                          \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
   "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "  \
   "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "  \
@@ -164,7 +164,7 @@ __device__ __forceinline__ void tma_tile(uint32_t dst, const CUtensorMap* map, u
 
 // D (m64 × N f32) = [D +] A · B, A and B K-major in shared memory; acc = 0 overwrites D.
 // Operand numbers: accumulators first, then the A and B descriptors, then acc.
-#define SF_SS(N, TY, ACC, IA, IB, IP, ...)                                                        \
+#define STYLEFORGE_SS(N, TY, ACC, IA, IB, IP, ...)                                                        \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" IP ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N \
                "k16.f32." TY "." TY " " ACC ", %" IA ", %" IB ", p, 1, 1, 0, 0;\n}\n"              \
                : __VA_ARGS__                                                                       \
@@ -172,23 +172,23 @@ __device__ __forceinline__ void tma_tile(uint32_t dst, const CUtensorMap* map, u
 template <typename T>
 __device__ __forceinline__ void wgmma_ss(float (&d)[32], uint64_t a, uint64_t b, int acc) {
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    SF_SS(64, "bf16", SF_ACC32, "32", "33", "34", SF_F32(d, 0));
+    STYLEFORGE_SS(64, "bf16", STYLEFORGE_ACC32, "32", "33", "34", STYLEFORGE_F32(d, 0));
   } else {
-    SF_SS(64, "f16", SF_ACC32, "32", "33", "34", SF_F32(d, 0));
+    STYLEFORGE_SS(64, "f16", STYLEFORGE_ACC32, "32", "33", "34", STYLEFORGE_F32(d, 0));
   }
 }
 template <typename T>
 __device__ __forceinline__ void wgmma_ss(float (&d)[64], uint64_t a, uint64_t b, int acc) {
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    SF_SS(128, "bf16", SF_ACC64, "64", "65", "66", SF_F32(d, 0), SF_F32(d, 32));
+    STYLEFORGE_SS(128, "bf16", STYLEFORGE_ACC64, "64", "65", "66", STYLEFORGE_F32(d, 0), STYLEFORGE_F32(d, 32));
   } else {
-    SF_SS(128, "f16", SF_ACC64, "64", "65", "66", SF_F32(d, 0), SF_F32(d, 32));
+    STYLEFORGE_SS(128, "f16", STYLEFORGE_ACC64, "64", "65", "66", STYLEFORGE_F32(d, 0), STYLEFORGE_F32(d, 32));
   }
 }
 
 // D (m64 × N f32) += A · B, A from registers (per warp the m16n8k16 A fragment of its 16 rows),
 // B MN-major in shared memory (imm-trans-b = 1). Operands: accumulators, A regs, B descriptor, 1.
-#define SF_RS(N, TY, ACC, A0, A1, A2, A3, IB, IP, ...)                                               \
+#define STYLEFORGE_RS(N, TY, ACC, A0, A1, A2, A3, IB, IP, ...)                                               \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" IP ", 0;\nwgmma.mma_async.sync.aligned.m64n"    \
                #N "k16.f32." TY "." TY " " ACC ", {%" A0 ", %" A1 ", %" A2 ", %" A3 "}, %" IB          \
                ", p, 1, 1, 1;\n}\n"                                                                    \
@@ -197,17 +197,17 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[64], uint64_t a, uint64_t b,
 template <typename T>
 __device__ __forceinline__ void wgmma_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    SF_RS(64, "bf16", SF_ACC32, "32", "33", "34", "35", "36", "37", SF_F32(d, 0));
+    STYLEFORGE_RS(64, "bf16", STYLEFORGE_ACC32, "32", "33", "34", "35", "36", "37", STYLEFORGE_F32(d, 0));
   } else {
-    SF_RS(64, "f16", SF_ACC32, "32", "33", "34", "35", "36", "37", SF_F32(d, 0));
+    STYLEFORGE_RS(64, "f16", STYLEFORGE_ACC32, "32", "33", "34", "35", "36", "37", STYLEFORGE_F32(d, 0));
   }
 }
 template <typename T>
 __device__ __forceinline__ void wgmma_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t b) {
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    SF_RS(128, "bf16", SF_ACC64, "64", "65", "66", "67", "68", "69", SF_F32(d, 0), SF_F32(d, 32));
+    STYLEFORGE_RS(128, "bf16", STYLEFORGE_ACC64, "64", "65", "66", "67", "68", "69", STYLEFORGE_F32(d, 0), STYLEFORGE_F32(d, 32));
   } else {
-    SF_RS(128, "f16", SF_ACC64, "64", "65", "66", "67", "68", "69", SF_F32(d, 0), SF_F32(d, 32));
+    STYLEFORGE_RS(128, "f16", STYLEFORGE_ACC64, "64", "65", "66", "67", "68", "69", STYLEFORGE_F32(d, 0), STYLEFORGE_F32(d, 32));
   }
 }
 
@@ -369,14 +369,14 @@ __device__ __forceinline__ void store_o(const Params& p, const float (&o)[D / 2]
     }
   }
 }
-#endif  // SF_SM90A
+#endif  // STYLEFORGE_SM90A
 
 // Grid: one CTA per (q block of 64 rows, b·H + h), q blocks of one head adjacent (K/V stay in L2).
 template <typename T, int D, int BN_, bool kMask>
 __global__ void __launch_bounds__(kThreads, Cfg<D, BN_>::kMinBlocks)
     attention_sm90_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                           const __grid_constant__ CUtensorMap tm_v, const Params p) {
-#if SF_SM90A
+#if STYLEFORGE_SM90A
   using C = Cfg<D, BN_>;
   constexpr int BN = C::kBN;
   extern __shared__ unsigned char smem_raw[];
@@ -504,7 +504,7 @@ template <typename T, int D, int BN, int kCons, bool kMask>
 __global__ void __launch_bounds__(WSCfg<D, BN, kCons>::kThreads, 1)
     attention_sm90_kernel_ws(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                              const __grid_constant__ CUtensorMap tm_v, const Params p) {
-#if SF_SM90A
+#if STYLEFORGE_SM90A
   using C = WSCfg<D, BN, kCons>;
   constexpr int S = C::kStages;
   constexpr int kProducerRegs = 24, kConsumerRegs = kCons == 2 ? 240 : 112;   // 128·(24 + kCons·this) ≤ 64K

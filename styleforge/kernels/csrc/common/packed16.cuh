@@ -8,10 +8,6 @@
 #include <cstdint>
 #include <type_traits>
 
-#ifndef SF_BF16_CVT_UNPACK
-#define SF_BF16_CVT_UNPACK 0
-#endif
-
 namespace styleforge {
 
 // lo and hi rounded to nearest even.
@@ -29,12 +25,12 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
 // The two floats of a pack2 word (exact: bf16 and fp16 widen without rounding).
 template <typename T>
 __device__ __forceinline__ void unpack2(uint32_t w, float& lo, float& hi) {
-#if defined(__CUDA_ARCH__) && !SF_BF16_CVT_UNPACK
+#if defined(__CUDA_ARCH__)
   // A bf16 is the high half of its fp32: the low value is the word shifted up, the high one the
   // word with its low half cleared, two instructions a pair. cuda_bf16's conversion extracts each
   // half first (PRMT) and then shifts, three a pair, where fp16 takes two (HADD2.F32 reads either
   // half): in every kernel that widens bf16 (the 3×3 prologues and epilogues, the head's norm on
-  // load) that was the instruction count bf16 spent over fp16. (-DSF_BF16_CVT_UNPACK=1: that form.)
+  // load) that was the instruction count bf16 spent over fp16.
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
     lo = __uint_as_float(w << 16);
     hi = __uint_as_float(w & 0xffff0000u);

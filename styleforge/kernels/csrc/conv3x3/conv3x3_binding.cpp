@@ -1,7 +1,7 @@
 // CUDA implementations of styleforge::conv3x3_norm, styleforge::norm_scale_shift and
 // styleforge::conv3x3_residual_chain.
 //
-// As in bindings.cpp, the schemas are defined in Python (styleforge/kernels/ops_conv3x3.py) and this
+// As in instance_norm_binding.cpp, the schemas are defined in Python (styleforge/kernels/ops_conv3x3.py) and this
 // file only adds the CUDA kernels with TORCH_LIBRARY_IMPL. Argument rules mirror
 // reference_conv3x3.check_args and name the argument; x and residual are made dense channels_last
 // and 16-byte aligned (a copy only when they are not), the kernels launch on the current stream
@@ -19,7 +19,7 @@
 #include <torch/library.h>
 
 #include "conv3x3.h"
-#include "device_info.h"
+#include "../common/device_info.h"
 
 namespace styleforge {
 namespace {

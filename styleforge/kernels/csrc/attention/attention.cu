@@ -1,7 +1,7 @@
 // Flash-style attention forward on tensor cores: softmax(scale · Q Kᵀ + mask) V per (batch, head),
 // fp16/bf16 in and out, fp32 online softmax, the Nq × Nk matrix never leaves registers.
 // Pure CUDA (runtime, fp16/bf16 headers, no torch) so CI compile-checks it without a GPU;
-// bindings_attention.cpp turns tensors into AttentionArgs. Semantics, including "a query row
+// attention_binding.cpp turns tensors into AttentionArgs. Semantics, including "a query row
 // whose keys are all masked returns zeros": styleforge/kernels/reference_attention.py.
 //
 // Structure follows FlashAttention-2 (Dao, 2023, Algorithm 1), written directly on warp-level
@@ -43,9 +43,9 @@
 #include <mutex>
 #include <type_traits>
 
-#include "packed16.cuh"
-#include "smem_optin.cuh"
-#include "../attention.h"
+#include "../common/packed16.cuh"
+#include "../common/smem_optin.cuh"
+#include "attention.h"
 
 namespace styleforge {
 namespace {

@@ -6,7 +6,7 @@
 // caller passes a state: every CTA adds its tiles' moments to fp64 sums Σx, Σx² with atomics, and
 // the grid's last CTA to finish turns them into (scale, shift) and leaves the state zero again, so no
 // kernel boundary and no merge pass sit between the convolution and its consumer
-// (cuda/norm_state.cuh). Plain C++, no torch, no CUDA headers: the bindings and both kernel files
+// (norm_sums.cuh). Plain C++, no torch, no CUDA headers: the bindings and both kernel files
 // include it.
 #pragma once
 

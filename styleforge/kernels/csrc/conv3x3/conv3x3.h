@@ -1,7 +1,7 @@
-// Host-side interface of the fused 3×3 convolution (csrc/cuda/conv3x3.cu) and of the moments
+// Host-side interface of the fused 3×3 convolution (csrc/conv3x3/conv3x3.cu) and of the moments
 // kernel that gives a cuDNN-produced tensor the same InstanceNorm hand-off.
 //
-// Plain C++ with CUDA runtime types only, no torch: bindings_conv3x3.cpp checks the tensors and
+// Plain C++ with CUDA runtime types only, no torch: conv3x3_binding.cpp checks the tensors and
 // fills the argument structs. Semantics (the one statement of them): the pure-PyTorch twin
 // styleforge/kernels/reference_conv3x3.py. In short, NHWC, batch N, (Cin, Cout, upsample, stride) one
 // of the style network's (128, 128, 1, 1) residual convolutions, (128, 64, 2, 1), (64, 32, 2, 1)
@@ -18,8 +18,8 @@
 
 #include <cuda_runtime.h>
 
-#include "conv9x9.h"     // ConvDtype
-#include "norm_state.h"  // NormHandoff, the in-kernel hand-off's state
+#include "../conv9x9/conv9x9.h"     // ConvDtype
+#include "../norm_sums/norm_sums.h"  // NormHandoff, the in-kernel hand-off's state
 
 namespace styleforge {
 
@@ -79,7 +79,7 @@ struct MomentsArgs {
   int64_t N = 0, H = 0, W = 0;
 };
 
-// The residual chain (csrc/cuda/conv3x3_chain.cu): `links` (even, ≤ kChainMaxLinks) 128 → 128
+// The residual chain (csrc/conv3x3/conv3x3_chain.cu): `links` (even, ≤ kChainMaxLinks) 128 → 128
 // convolutions in one persistent kernel, the style network's residual blocks, link 2b and 2b + 1
 // being block b's two convolutions. Semantics: reference_conv3x3.residual_chain, i.e. with
 // h = x, (s, t) = (scale, shift), block_in none, for each block b:

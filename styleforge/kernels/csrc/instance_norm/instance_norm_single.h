@@ -6,7 +6,7 @@
 
 #include <cuda_runtime.h>
 
-#include "../instance_norm.h"
+#include "instance_norm.h"
 
 namespace styleforge {
 

@@ -22,7 +22,7 @@
 //    kernels' packed weight (conv3x3_tile.cuh). Built once per CTA: the raw weight arrives by
 //    cp.async while the first tile's input is loaded and staged (one memory round trip for both),
 //    then each element is written to its place with plain stores, so a proxy fence orders them
-//    before the wgmmas read them. (A loop of 8-element gathers took ~6 µs of a 20 µs kernel at 512².)
+//    before the wgmmas read them. (A loop of 8-element gathers, one round trip each, was slower.)
 //  * Block: one warpgroup; tile 64 × kTH = 16 output pixels; the grid is persistent (every CTA that
 //    fits, 3 per SM), so one CTA's staging and epilogue run under another's wgmmas. The next
 //    kernel (PDL) may start once every CTA is in its last group.
@@ -35,8 +35,8 @@
 //    the tile's first row), so that a large mean does not cancel the variance away; at the tile's
 //    end summed over the warp's 8 lanes of a channel in fp32, then over the 4 warps as fp64 Σx, Σx²,
 //    added to the norm state. (The first form, one K per thread kept in shared memory between groups
-//    and fp64 shuffles, made conv9x9_norm 37.7 µs at 512² against conv9x9's 17.5; now 22.2.)
-// Pure CUDA (no torch) so CI compile-checks it; SF_SM90A = 0 (other targets) leaves the kernel body
+//    and fp64 shuffles, made conv9x9_norm twice conv9x9's time: docs/kernels/conv9x9.md.)
+// Pure CUDA (no torch) so CI compile-checks it; STYLEFORGE_SM90A = 0 (other targets) leaves the kernel body
 // empty and conv9x9_sm90_supported false. Written from the PTX ISA's wgmma sections.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -47,12 +47,12 @@
 #include <type_traits>
 
 #include "conv9x9_common.cuh"
-#include "norm_state.cuh"
-#include "pdl.cuh"
-#include "sm90_ptx.cuh"
-#include "smem_optin.cuh"
-#include "warp_sums.cuh"
-#include "../conv9x9_sm90.h"
+#include "../norm_sums/norm_sums.cuh"
+#include "../common/pdl.cuh"
+#include "../common/sm90_ptx.cuh"
+#include "../common/smem_optin.cuh"
+#include "../common/warp_sums.cuh"
+#include "conv9x9_sm90.h"
 
 namespace styleforge {
 namespace {
@@ -78,7 +78,7 @@ constexpr size_t kSmem = kSmemUsed + 1024;               // + slack to 1024-alig
 static_assert(kTH % kG == 0 && kLoad <= 2 * kThreads, "tile geometry");
 
 
-#if SF_SM90A
+#if STYLEFORGE_SM90A
 using namespace sm90;
 
 // The four A registers of k16 step ks for one warp from a staged row: (pixel g, k 2t), (pixel g + 8:
@@ -121,7 +121,7 @@ __device__ __forceinline__ void quad_transpose(uint32_t (&w)[4], int t) {
 
 template <typename T, typename In, bool kStats>
 __global__ void __launch_bounds__(kThreads, 3) rgb_sm90_kernel(const Params p) {
-#if SF_SM90A
+#if STYLEFORGE_SM90A
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
   unsigned char* b_s = smem;
@@ -135,7 +135,7 @@ __global__ void __launch_bounds__(kThreads, 3) rgb_sm90_kernel(const Params p) {
   // flight) and the B image zeroed (its k ≥ 27 columns and the missing ninth ky stay zero); only
   // then the wait for the kernel before: none of this reads what it writes.
   // With Params::weight_b the B image itself is copied (pack_conv1_weight made it once, on the host
-  // side): no zeroing, no rearranging (that took ~4 µs of this kernel's 18 at 512²).
+  // side): no zeroing, no rearranging (a fifth of this kernel's time at 512²).
   const uint16_t* w_raw = reinterpret_cast<const uint16_t*>(smem + kRawWOff);
   const bool packed = p.weight_b != nullptr;   // uniform
   if (packed) {
@@ -256,8 +256,8 @@ __global__ void __launch_bounds__(kThreads, 3) rgb_sm90_kernel(const Params p) {
     for (int gi = 0; gi < kTH / kG; ++gi) {
       if (y0 + gi * kG >= p.H) break;   // the rest of the tile is below the output
       // The next kernel's CTAs may start once every CTA is in its last group: earlier, they took
-      // SMs' spare registers and shared memory while this grid still ran (conv2 ended ~6 µs later
-      // at 512² with the trigger at this kernel's start).
+      // SMs' spare registers and shared memory while this grid still ran (conv2 ended later with the
+      // trigger at this kernel's start).
       if (gi == kTH / kG - 1 && tile + static_cast<int>(gridDim.x) >= p.tiles) allow_dependents_launch();
       float acc[kG][16];
 #pragma unroll
@@ -379,7 +379,7 @@ __global__ void __launch_bounds__(kThreads, 3) rgb_sm90_kernel(const Params p) {
                         tid, kThreads, [] { __syncthreads(); });
     }
   }
-#endif  // SF_SM90A
+#endif  // STYLEFORGE_SM90A
 }
 
 template <typename T, typename In, bool kStats>

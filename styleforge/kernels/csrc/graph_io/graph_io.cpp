@@ -2,7 +2,7 @@
 //
 // The engine replays one CUDA graph per input shape. Copying every call's image into the graph's
 // static input and cloning its static output into a fresh tensor cost two more kernels and their
-// launch gaps per frame (~9–18 µs at 512² on an H200, against a ~265 µs graph). Where conv1 is a
+// launch gaps per frame (docs/perf-history.md). Where conv1 is a
 // 9×9 kernel of ours that reads the static input and the head one that writes the static output,
 // the engine instead rewrites those two kernel nodes' pointers in the executable graph before each
 // replay (cudaGraphExecKernelNodeSetParams affects only launches made after it). Plain C extern
@@ -13,8 +13,8 @@
 #include <cstring>
 #include <vector>
 
-#include "conv9x9.h"
-#include "conv9x9_sm90.h"
+#include "../conv9x9/conv9x9.h"
+#include "../conv9x9/conv9x9_sm90.h"
 
 namespace styleforge {
 namespace {

@@ -12,10 +12,10 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cache_hints.cuh"
-#include "norm_state.cuh"
-#include "packed16.cuh"   // styleforge::pack2<T>: two floats rounded into a pair in one conversion
-#include "../conv9x9.h"
+#include "../common/cache_hints.cuh"
+#include "../norm_sums/norm_sums.cuh"
+#include "../common/packed16.cuh"   // styleforge::pack2<T>: two floats rounded into a pair in one conversion
+#include "conv9x9.h"
 
 namespace styleforge {
 namespace {
@@ -35,11 +35,7 @@ template <> __device__ __forceinline__ float from_bits<__half>(uint16_t b) {
 template <> __device__ __forceinline__ float from_bits<__nv_bfloat16>(uint16_t b) {
   // (A bf16 is the high half of its fp32: a shift, which unpack2 below folds to a shift and a mask
   // per pair; cuda_bf16's conversion extracted each half first, one PRMT more per pair.)
-#if SF_BF16_CVT_UNPACK
-  return __bfloat162float(__ushort_as_bfloat16(b));
-#else
   return __uint_as_float(static_cast<uint32_t>(b) << 16);
-#endif
 }
 
 // One element of x as T's 16 bits: raw when x is T already, else rounded as .to(T) rounds.

@@ -1,4 +1,4 @@
-// Host-side interface of the Hopper attention forward (csrc/cuda/attention_sm90.cu): wgmma + TMA,
+// Host-side interface of the Hopper attention forward (csrc/attention/attention_sm90.cu): wgmma + TMA,
 // sm_90a only. Same AttentionArgs and semantics as attention.h (the mma.sync kernel, which stays
 // the path for every other GPU and for what this one does not take).
 //

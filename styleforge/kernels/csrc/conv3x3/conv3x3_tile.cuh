@@ -2,8 +2,6 @@
 // residual chain's persistent kernel (conv3x3_chain.cu): the tile geometry (Cfg), the kernels'
 // parameters, the shared-memory layout, the weight producer and conv_tile (prologue, wgmma main
 // loop, epilogue). Pure CUDA, no torch; included by those two files only (anonymous namespace).
-// Over 600 lines because prologue, main loop and epilogue share one geometry, one register budget
-// and one shared-memory layout, which separate files would each have to restate.
 //
 // Block: 288 threads = two consumer warpgroups + one producer warp (the chain: a producer
 // warpgroup); the tile is 16 columns × 8·MB rows with MB m64 blocks per warpgroup (Cout 128 and
@@ -37,15 +35,15 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cache_hints.cuh"
-#include "norm_state.cuh"
-#include "packed16.cuh"
-#include "pdl.cuh"
-#include "smem_optin.cuh"
-#include "sm90_ptx.cuh"
-#include "tile_profile.cuh"
-#include "warp_sums.cuh"
-#include "../conv3x3.h"
+#include "../common/cache_hints.cuh"
+#include "../norm_sums/norm_sums.cuh"
+#include "../common/packed16.cuh"
+#include "../common/pdl.cuh"
+#include "../common/smem_optin.cuh"
+#include "../common/sm90_ptx.cuh"
+#include "conv3x3_tile_profile.cuh"
+#include "../common/warp_sums.cuh"
+#include "conv3x3.h"
 
 namespace styleforge {
 namespace {
@@ -146,7 +144,7 @@ struct Params {
   const float* scale;
   const float* shift;
   float2* partials;   // [N][tiles][Cout] (sum, M2), or null: no statistics (unless norm_state)
-  // The in-kernel hand-off (norm_state.h): the tile's moments go to this zeroed state's fp64 sums
+  // The in-kernel hand-off (norm_sums.h): the tile's moments go to this zeroed state's fp64 sums
   // and the grid's last CTA writes norm_out's (scale, shift); null: partials or no statistics.
   void* norm_state;
   NormHandoff norm_out;
@@ -180,11 +178,11 @@ struct Params {
   double* out_sums;
   int sums_stride;
   int N;                // samples: tiles of the launch = N · tiles
-  long long* profile;   // SF_TILE_PROFILE builds: this tile's record (tile_mark, tile_profile.cuh)
+  long long* profile;   // SF_TILE_PROFILE builds: this tile's record (tile_mark, conv3x3_tile_profile.cuh)
   int profile_iters;    // ... and a persistent CTA's records (one per tile it computes)
 };
 
-// Dev builds (-DSF_TILE_PROFILE=1, tile_profile.cuh) time the tile's phases: clock64 at mark k, and
+// Dev builds (-DSF_TILE_PROFILE=1, conv3x3_tile_profile.cuh) time the tile's phases: clock64 at mark k, and
 // the global timer (comparable across SMs and kernels) at the tile's start and end.
 __device__ __forceinline__ void tile_mark(const Params& p, int k) {
 #if SF_TILE_PROFILE
@@ -222,7 +220,7 @@ __device__ __forceinline__ int halo_offset(int P, int q) {
   }
 }
 
-#if SF_SM90A   // helpers of the sm_90a kernel only
+#if STYLEFORGE_SM90A   // helpers of the sm_90a kernel only
 // The chain's source row (column) for halo position i of an n-pixel image: the reflection where an
 // output inside the image reads it (−1 → 1, n → n − 2), and n − 2 for the positions past n that feed
 // only dropped outputs, so that every pixel a halo reads is one that chain_store_needed stores.
@@ -249,7 +247,7 @@ __device__ __forceinline__ float tile_pixels(int tile, int tiles_x, int th, int 
   return static_cast<float>(min(th, H - ty * th) * min(kTW, W - tx * kTW));
 }
 
-#if SF_SM90A
+#if STYLEFORGE_SM90A
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
 // Barrier 2 (consumers + the producer warp): the consumers arrive, without waiting, once their reads
 // of the input sums are done; the producer warp waits there, then counts the CTA (Params::in_counter).
@@ -270,7 +268,7 @@ __device__ __forceinline__ int out_slot(int i, int px) {
 }
 #endif
 
-#if SF_SM90A
+#if STYLEFORGE_SM90A
 // One CTA's shared memory, both kernels: the weight ring [stage][Cin/64][Cout][128 B], the halo tile
 // [pixel][Cin·2 B] (chunks swizzled; later the staged output), the ring's full/empty mbarriers and
 // the statistics scratch red [8 warps][Cout] + mean_s [Cout].
@@ -498,11 +496,7 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
 #pragma unroll
         for (int j = 0; j < kBatch; ++j) {
           const int P = first + j * kRowsPerPass;
-#if SF_STORE_LOOP_DIVIDE
-          const int r = P / C::kHaloW, c = P - r * C::kHaloW;
-#else
           const int r = static_cast<int>(static_cast<unsigned>(P) / C::kHaloW), c = P - r * C::kHaloW;   // (P ≥ 0)
-#endif
           // Reflect in the (upsampled) output frame, then the nearest source pixel; phase split: the
           // low-resolution halo, whose reflection is replication.
           // Stride 2: input rows 2·y0 − 1 + r, reflected in the input frame.
@@ -580,16 +574,13 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
         }
       }
       tile_mark(p, 8);
-      // (All kTH rows unrolled, their shared-memory loads in flight together: unrolled by 2 the
-      // chain's link took 0.15 µs more, 13.01 against 12.84 µs at the 512² plane.)
+      // (All kTH rows unrolled: their shared-memory loads in flight together.)
       // The kept block input's stores: column `slot` of every row, one row (W pixels) apart. The
       // column's part of chain_store_needed once, written out: through the function with the row
       // compile-time, ptxas kept per-row work (+64 instructions in the chain; so in store_out too).
-#if !SF_STORE_LOOP_DIVIDE
       const bool col_stored = p.act_all || slot == 0 || slot == kTW - 1 || x0 + slot == 1 || x0 + slot == W - 2;
       uint4* act_g = p.act ? reinterpret_cast<uint4*>(p.act) + ((static_cast<int64_t>(n) * H + y0) * W + x0 + slot) * kChunksX + q
                            : nullptr;
-#endif
 #pragma unroll
       for (int j = 0; j < C::kTH; ++j) {
         const int px = j * kTW + slot;   // its halo pixel: own_halo_pixel(px), written out (ptxas's code)
@@ -599,16 +590,9 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
         *h = a;
         if (p.act) {
           *a_s = a;
-#if SF_STORE_LOOP_DIVIDE   // the former form, for the A/B: remainders and the address per store
-          if (p.act_all || chain_store_needed<C::kTH>((y0 + j) % C::kTH, (x0 + slot) % kTW, y0 + j, x0 + slot, H, W)) {
-            store_act<true>(
-                reinterpret_cast<uint4*>(p.act) + ((static_cast<int64_t>(n) * H + y0 + j) * W + x0 + slot) * kChunksX + q, a);
-          }
-#else
           if (col_stored || j == 0 || j == C::kTH - 1 || y0 + j == 1 || y0 + j == H - 2) {
             store_act<true>(act_g + static_cast<int64_t>(j) * W * kChunksX, a);
           }
-#endif
         }
       }
       tile_mark(p, 9);
@@ -748,11 +732,7 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
   // critical path; tiles cut by the edge divide.
   constexpr int kTilePixels = C::kTH * kTW;
   static_assert((kTilePixels & (kTilePixels - 1)) == 0, "a power of two");
-#if SF_DIVIDE_TILE_MOMENTS   // (the former form, for the A/B)
-  const bool whole = false;
-#else
   const bool whole = count == static_cast<float>(kTilePixels);
-#endif
   // Round once, to the stored pairs (pk[mb][2i]: pixel g, channels 8i + 2t, + 1; pk[mb][2i + 1]:
   // pixel g + 8); the statistics see exactly those values.
   uint32_t pk[kMB][COUT / 4];
@@ -846,19 +826,6 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
   // Thread tid stores chunk q of tile pixels px_first + j·kPxStep: one column, every kRowStep-th row,
   // so its conditions are per row and its address advances by kRowStep image rows (formed per store
   // with divisions and 64-bit products, one store took ~50 instructions).
-#if SF_STORE_LOOP_DIVIDE   // the former form, for the A/B: divisions, remainders and the address per store
-  auto store_out = [&](auto hint) {
-#pragma unroll
-    for (int j = 0; j < C::kTH * kTW * C::kOutChunks / kConsumers; ++j) {
-      const int idx = tid + j * kConsumers, px = idx / C::kOutChunks, q = idx % C::kOutChunks;
-      const int y = y0 + px / kTW, xx = x0 + px % kTW;
-      if (y < Ho && xx < Wo && (store_every || chain_store_needed<C::kTH>(y % C::kTH, xx % kTW, y, xx, Ho, Wo))) {
-        store_act<decltype(hint)::value>(out4 + ((static_cast<int64_t>(n) * Ho + y) * Wo + xx) * C::kOutChunks + q,
-                                         *reinterpret_cast<const uint4*>(halo + staged(px, q)));
-      }
-    }
-  };
-#else
   constexpr int kPxStep = kConsumers / C::kOutChunks, kRowStep = kPxStep / kTW;
   static_assert(kPxStep % kTW == 0, "a pass of the store loop is whole tile rows");
   const int q_out = static_cast<int>(static_cast<unsigned>(tid) % C::kOutChunks);
@@ -876,7 +843,6 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
       dst += static_cast<int64_t>(kRowStep) * Wo * C::kOutChunks;
     }
   };
-#endif
   with_act_hint<kChain>(p.l2_evict_first, store_out);
   // The statistics after the output: the chain's atomic adds must not hold up the stores.
   if (stats && tid < COUT) {
@@ -900,7 +866,7 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
   tile_mark(p, 3);
   if constexpr (!kChain) tile_mark_global(p, kTileProfileGlobalEnd);
 }
-#endif  // SF_SM90A
+#endif  // STYLEFORGE_SM90A
 
 }  // namespace
 }  // namespace styleforge

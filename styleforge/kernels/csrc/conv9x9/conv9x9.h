@@ -1,6 +1,6 @@
-// Host-side interface of the tensor-core 9×9 convolutions (csrc/cuda/conv9x9.cu).
+// Host-side interface of the tensor-core 9×9 convolutions (csrc/conv9x9/conv9x9.cu).
 //
-// Plain C++ with CUDA runtime types only, no torch: bindings_conv.cpp checks the tensors, fills
+// Plain C++ with CUDA runtime types only, no torch: conv9x9_binding.cpp checks the tensors, fills
 // Conv9x9Args and calls conv9x9_launch on the current stream. The op's semantics are those of
 // styleforge/kernels/reference_conv.py, the pure-PyTorch twin: a VALID 9×9 convolution, stride 1,
 // of x' = reflection_pad(pad)(round(relu(x·scale + shift))) (the norm only for 32 → 3, the head;
@@ -13,7 +13,7 @@
 
 #include <cuda_runtime.h>
 
-#include "norm_state.h"  // NormHandoff, norm_state_bytes
+#include "../norm_sums/norm_sums.h"  // NormHandoff, norm_state_bytes
 
 namespace styleforge {
 

@@ -1,6 +1,6 @@
-// Host-side interface of the flash-style attention forward (csrc/cuda/attention.cu).
+// Host-side interface of the flash-style attention forward (csrc/attention/attention.cu).
 //
-// Plain C++ with CUDA runtime types only, no torch: bindings_attention.cpp checks the tensors,
+// Plain C++ with CUDA runtime types only, no torch: attention_binding.cpp checks the tensors,
 // fills AttentionArgs and calls attention_launch on the current stream. Semantics (softmax over
 // keys in fp32, key padding mask, a fully masked query row → zeros) are those of
 // styleforge/kernels/reference_attention.py, the pure-PyTorch twin.

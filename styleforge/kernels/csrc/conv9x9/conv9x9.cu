@@ -8,7 +8,7 @@
 // deconv3 reads dense NHWC x and can apply the InstanceNorm before it on load (x·scale + shift,
 // ReLU, rounded to T: bit for bit what the norm op would have written), so IN5 costs no pass.
 // Pure CUDA (runtime, fp16/bf16 headers, no torch) so CI compile-checks it without a GPU;
-// bindings_conv.cpp turns tensors into Conv9x9Args. Semantics: styleforge/kernels/reference_conv.py.
+// conv9x9_binding.cpp turns tensors into Conv9x9Args. Semantics: styleforge/kernels/reference_conv.py.
 //
 // Both are implicit GEMMs on warp-level mma.sync.m16n8k16 (row.col, f32 accumulate): a warp's M
 // is 16 consecutive output pixels of one row, and A fragments are read straight out of an input
@@ -52,7 +52,7 @@
 // tile's epilogue computes per channel the sum and M2 = Σ(v − mean)² (two passes, fp32) of the
 // rounded outputs it stores, over its valid pixels, and adds them to the zeroed state's fp64 sums;
 // the grid's last block turns the sums into the norm's (scale, shift) and zeroes the state
-// (norm_state.cuh). The no-statistics kernels are separate instantiations, unchanged by this.
+// (norm_sums.cuh). The no-statistics kernels are separate instantiations, unchanged by this.
 //
 // Tails: the input tile is zero-filled past the padded input's edge (the head's norm then makes
 // those pixels relu(shift)), which feeds only outputs that are not stored, and stores are
@@ -72,11 +72,11 @@
 #include <type_traits>
 
 #include "conv9x9_common.cuh"
-#include "norm_state.cuh"
-#include "pdl.cuh"
-#include "smem_optin.cuh"
-#include "warp_sums.cuh"
-#include "../conv9x9.h"
+#include "../norm_sums/norm_sums.cuh"
+#include "../common/pdl.cuh"
+#include "../common/smem_optin.cuh"
+#include "../common/warp_sums.cuh"
+#include "conv9x9.h"
 
 namespace styleforge {
 namespace {

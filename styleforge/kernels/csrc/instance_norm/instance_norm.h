@@ -1,6 +1,6 @@
-// Host-side interface of the fused InstanceNorm kernels (csrc/cuda/instance_norm.cu).
+// Host-side interface of the fused InstanceNorm kernels (csrc/instance_norm/instance_norm.cu).
 //
-// Plain C++ with CUDA runtime types only, no torch: bindings.cpp fills InstanceNormArgs from
+// Plain C++ with CUDA runtime types only, no torch: instance_norm_binding.cpp fills InstanceNormArgs from
 // tensors after checking them, asks for the workspace size, allocates it with the caching
 // allocator, and calls instance_norm_launch on the current stream. The op's semantics are
 // documented in styleforge/kernels/reference.py (the pure-PyTorch twin).

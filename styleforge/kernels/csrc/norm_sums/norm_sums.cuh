@@ -1,4 +1,4 @@
-// The in-kernel InstanceNorm hand-off (see ../norm_state.h), device side: a tile's moments added
+// The in-kernel InstanceNorm hand-off (see norm_sums.h), device side: a tile's moments added
 // to the state's fp64 sums, and either the grid's last CTA turning the sums into (scale, shift), or
 // the consumer forming them itself and its last CTA clearing the state. Used by the fused 3×3
 // convolution (conv3x3_tile.cuh, conv3x3.cu) and the 9×9 kernels (conv9x9.cu).
@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "../norm_state.h"
+#include "norm_sums.h"
 
 namespace styleforge {
 namespace {
@@ -23,9 +23,9 @@ __host__ __device__ __forceinline__ double* norm_state_sums(void* state) {
 // v added to the fp64 at p, a global address, without a result: a `red`. atomicAdd on a generic
 // pointer compiles to an atom with a shared-memory fallback (a compare-and-swap loop) whose branch
 // waits on the atom's predicate, in the epilogue's critical path; here the address space is known.
-// (-DSF_ATOMIC_ADD_F64=1: atomicAdd, for the A/B. The 9×9 kernels' CPU emulator: atomicAdd.)
+// (The 9×9 kernels' CPU emulator, a host build: atomicAdd.)
 __device__ __forceinline__ void red_add_global(double* p, double v) {
-#if defined(__CUDA_ARCH__) && !SF_ATOMIC_ADD_F64
+#if defined(__CUDA_ARCH__)
   asm volatile("red.global.add.f64 [%0], %1;\n" ::"l"(__cvta_generic_to_global(p)), "d"(v) : "memory");
 #else
   atomicAdd(p, v);

@@ -3,9 +3,9 @@
 // barriers instead of kernel boundaries.
 //
 // Why: at the network's 512² and smaller shapes (4–17 MB activations) the three-launch path costs
-// 15–33 µs where the bytes take 2–8 µs; most of the rest is three kernel ramp-ups/drains and the
-// finalize launch (ncu, docs/perf-notes.md). A grid barrier measured 0.85 µs on the H200 with 264
-// blocks, and a cooperative launch records into a CUDA graph (dev/diag/gridsync.py).
+// several times what the bytes take; most of the rest is three kernel ramp-ups/drains and the
+// finalize launch (docs/kernels/instance_norm.md). A grid barrier costs about a microsecond, and a
+// cooperative launch records into a CUDA graph.
 //
 // Phases (every block runs all three; the grid is at most what is co-resident, so the barriers
 // cannot deadlock: cudaLaunchCooperativeKernel refuses a larger grid):
@@ -27,7 +27,7 @@
 // Pure CUDA (runtime + cooperative groups, no torch); instance_norm.cu decides when to use it.
 #include <cooperative_groups.h>
 
-#include "../instance_norm.h"
+#include "instance_norm.h"
 #include "instance_norm_device.cuh"
 #include "instance_norm_single.h"
 
@@ -36,7 +36,7 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-constexpr int kSingleBlocksPerSm = 2;   // 264 blocks on an H200: barrier 0.85 µs (4/SM: 1.2 µs)
+constexpr int kSingleBlocksPerSm = 2;   // (4 per SM: a slower grid barrier)
 constexpr int kSingleUnroll = 4;        // output vectors in flight per thread in the apply phase
 // Partials per thread per finalize sweep: the planner makes ≤ grid (≤ 2 per 256-thread block) per
 // plane, so 2 cover a plane in one sweep without holding registers for 8.
@@ -78,7 +78,7 @@ struct SingleParams {
 
 // One grid-stride step of the apply phase: the kSingleUnroll output vectors base, base + stride, ...
 // all loaded before the first is stored. (Issuing the first step's loads before the barriers, to hide
-// them behind the finalize, measured 3–7% slower on the H200: docs/perf-notes.md, v5b.)
+// them behind the finalize, was slower: docs/kernels/instance_norm.md.)
 template <typename T, bool HAS_RES>
 struct ApplyStep {
   static constexpr int VEC = 16 / sizeof(T);

@@ -12,9 +12,8 @@
 //             4 taps × Cin per output phase on the low-resolution input, see Cfg::kPhase);
 //   epilogue  the output, rounded, plus per-tile (sum, M2) of every channel for the next norm;
 // then a second small kernel turns the tiles' moments into (scale, shift) per (sample, channel) — or,
-// given a zeroed state (norm_state.h), the tiles add them to fp64 sums and the grid's last CTA does
-// it, with no kernel boundary in between (the engine's form; the hand-off kernel ended 4–5 µs after
-// each convolution in the 512² frame).
+// given a zeroed state (norm_sums.h), the tiles add them to fp64 sums and the grid's last CTA does
+// it, with no kernel boundary in between (the engine's form: no hand-off kernel after each convolution).
 // So an InstanceNorm between two of these convolutions costs no pass over the activation. Both
 // kernels are launched with programmatic dependent launch: a convolution's blocks start, set up
 // and fetch their first weights while the hand-off before them still runs.
@@ -25,7 +24,7 @@
 // wave; at 1080p this takes 2× cuDNN's time (7.7 waves of one CTA per SM, the weights streamed again
 // per tile) and the engine, which times both, keeps cuDNN there. Not covered: other channel counts,
 // strides, GPUs other than sm_90a (the engine keeps cuDNN there).
-// Pure CUDA (no torch); bindings_conv3x3.cpp binds it; semantics: reference_conv3x3.py.
+// Pure CUDA (no torch); conv3x3_binding.cpp binds it; semantics: reference/conv3x3.py.
 #include "conv3x3_tile.cuh"
 
 namespace styleforge {
@@ -34,7 +33,7 @@ namespace {
 template <typename T, int CIN, int COUT, int UP, int STRIDE = 1, int CIN_X = CIN>
 __global__ void __launch_bounds__(Cfg<CIN, COUT, UP, STRIDE, CIN_X>::kThreadsPerCta)
     __maxnreg__((Cfg<CIN, COUT, UP, STRIDE, CIN_X>::kMaxRegs)) conv3x3_kernel(const Params p) {
-#if SF_SM90A
+#if STYLEFORGE_SM90A
   using C = Cfg<CIN, COUT, UP, STRIDE, CIN_X>;
   extern __shared__ unsigned char smem_raw[];
   const TileSmem<C> sm(smem_raw);
@@ -188,9 +187,9 @@ __device__ __forceinline__ void merge(float& na, float& ma, float& m2a, float nb
 // One block per (sample, channel): each thread merges every kHandoffThreads-th tile, kHandoffLoads
 // loads in flight, then the block merges its threads (shuffles, then the warps through shared
 // memory). A warp per channel was the first form: at 512² deconv2's output has 1024 tiles per
-// channel and only 32 channels, so 32 warps merged 32 tiles each in series (~11 µs after the
-// convolution); at 4K, 32400 tiles each. A block sized to the tiles (32 threads per 8, up to 512)
-// was slower at every frame size on the H200 (perf-notes, session 7), so every block has 512.
+// channel and only 32 channels, so 32 warps merged 32 tiles each in series; at 4K, 32400 tiles each.
+// A block sized to the tiles (32 threads per 8, up to 512) was slower at every frame size
+// (docs/kernels/conv3x3.md), so every block has 512.
 constexpr int kHandoffThreads = 512, kHandoffLoads = 8;
 struct HandoffGeometry {
   int N, C, H, W, th, tiles_x, tiles;

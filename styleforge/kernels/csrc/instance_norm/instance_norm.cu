@@ -2,7 +2,7 @@
 // reflection pad in two passes over x (statistics, then one write of the padded output).
 //
 // Pure CUDA (runtime, fp16 and bf16 headers only, no torch) so CI can compile-check it with
-// nvcc on a machine without a GPU; bindings.cpp turns tensors into InstanceNormArgs. The
+// nvcc on a machine without a GPU; instance_norm_binding.cpp turns tensors into InstanceNormArgs. The
 // semantics are those of styleforge/kernels/reference.py.
 //
 // Design:
@@ -40,7 +40,7 @@
 #include <climits>
 #include <cstdint>
 
-#include "../instance_norm.h"
+#include "instance_norm.h"
 #include "instance_norm_device.cuh"
 #ifndef STYLEFORGE_EMULATOR
 #include "instance_norm_single.h"
@@ -458,8 +458,7 @@ bool args_valid(const InstanceNormArgs& a) {
 
 // The single cooperative launch (instance_norm_single.cu) where it is chosen: its workspace bytes,
 // else 0 (three launches). kAuto takes it for x of kSingleAutoMinBytes to kSingleAutoMaxBytes, where
-// it measured faster on the H200 (docs/perf-notes.md, "InstanceNorm v5": 8.4 MB 24.6 → 21.0 µs,
-// 16.8 MB 33.1 → 30.7 µs); at 4.2 MB the two tie (15.6 / 15.5 µs) and the 256² frame measured 3%
+// it measured faster (docs/kernels/instance_norm.md); at 4.2 MB the two tie and the 256² frame was
 // slower with it; above 24 MB the three launches keep more bytes in flight. The emulator runs
 // blocks one after another, so it has no grid barrier and always takes the three launches.
 constexpr int64_t kSingleAutoMinBytes = int64_t{6} << 20;

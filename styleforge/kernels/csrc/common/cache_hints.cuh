@@ -1,15 +1,12 @@
 // L2 eviction priority for the fused layers' activations. A 512² frame moves ~120 MB of activations
 // through a 50 MB L2, each written once by a layer and read by the next. At normal priority they
 // evicted everything else between two frames, the kernels' code included: every SM then fetched each
-// kernel's instructions from HBM on first use, and the residual chain's first link took 22 µs
-// instead of 12 (perf-notes, session 14: the chain with an L2 flush and another kernel between two
-// calls, dev/kernels/frame/cold_start.py). Loaded and stored with an evict_first policy, the
+// kernel's instructions from HBM on first use. Loaded and stored with an evict_first policy, the
 // activations displace one another and leave the code and the weights (normal priority) in L2. So
-// do conv1's image and the head's output: since each frame reads and writes the caller's own tensors
-// (engine/graph_io.py), at normal priority they cost the 512² frame ~8 µs, in the chain.
-// Only where a launch's activations fit L2 (activations_evict_first): at 1080p, where each layer
-// moves 33–133 MB through the 50 MB L2, the hinted form made the frame 1 % slower (19 µs) with
-// evict-first and 1.6 % with evict-normal, so there the kernels keep their plain loads and stores.
+// do conv1's image and the head's output: each frame reads and writes the caller's own tensors
+// (engine/graph_io.py). Only where a launch's activations fit L2 (activations_evict_first): where
+// each layer moves more than L2 holds (1080p and up), the hinted form itself made the frame slower,
+// so there the kernels keep their plain loads and stores. Numbers: docs/kernels/conv3x3.md.
 // Pure CUDA; on the host (the 9×9 kernels' CPU emulator) plain loads and stores.
 #pragma once
 
@@ -20,11 +17,10 @@
 namespace styleforge {
 namespace {
 
-// (-DSF_NO_CACHE_HINTS=1: without them, for A/B runs: dev/kernels/frame/with_flags.py.)
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !SF_NO_CACHE_HINTS
-#define SF_CACHE_HINTS 1
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define STYLEFORGE_CACHE_HINTS 1
 #else
-#define SF_CACHE_HINTS 0
+#define STYLEFORGE_CACHE_HINTS 0
 #endif
 
 // Whether a launch whose activations (in + out) take activation_bytes marks them (host).
@@ -34,7 +30,7 @@ inline bool activations_evict_first(int64_t activation_bytes, int64_t l2_bytes) 
 
 // The policy operand of the hinted loads and stores (a register; cheap to make where it is used).
 __device__ __forceinline__ uint64_t evict_first_policy() {
-#if SF_CACHE_HINTS
+#if STYLEFORGE_CACHE_HINTS
   uint64_t policy;
   asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
   return policy;
@@ -45,7 +41,7 @@ __device__ __forceinline__ uint64_t evict_first_policy() {
 
 // 16 bytes through the read-only path (as __ldg), evict-first in L2.
 __device__ __forceinline__ uint4 ldg_evict_first(const uint4* p, uint64_t policy) {
-#if SF_CACHE_HINTS
+#if STYLEFORGE_CACHE_HINTS
   uint4 v;
   asm volatile("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
@@ -59,7 +55,7 @@ __device__ __forceinline__ uint4 ldg_evict_first(const uint4* p, uint64_t policy
 
 // 16 bytes cached at L2 only (as __ldcg: data other CTAs of the same grid wrote), evict-first.
 __device__ __forceinline__ uint4 ldcg_evict_first(const uint4* p, uint64_t policy) {
-#if SF_CACHE_HINTS
+#if STYLEFORGE_CACHE_HINTS
   uint4 v;
   asm volatile("ld.global.cg.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
@@ -75,7 +71,7 @@ __device__ __forceinline__ uint4 ldcg_evict_first(const uint4* p, uint64_t polic
 // One element of the network's image through the read-only path, evict-first in L2 (conv1 reads
 // each once per frame; a new frame's image would otherwise displace the code and the weights).
 __device__ __forceinline__ float ldg_evict_first(const float* p, uint64_t policy) {
-#if SF_CACHE_HINTS
+#if STYLEFORGE_CACHE_HINTS
   float v;
   asm volatile("ld.global.nc.L2::cache_hint.f32 %0, [%1], %2;\n" : "=f"(v) : "l"(p), "l"(policy));
   return v;
@@ -85,7 +81,7 @@ __device__ __forceinline__ float ldg_evict_first(const float* p, uint64_t policy
 #endif
 }
 __device__ __forceinline__ uint16_t ldg_evict_first(const uint16_t* p, uint64_t policy) {
-#if SF_CACHE_HINTS
+#if STYLEFORGE_CACHE_HINTS
   uint16_t v;
   asm volatile("ld.global.nc.L2::cache_hint.u16 %0, [%1], %2;\n" : "=h"(v) : "l"(p), "l"(policy));
   return v;
@@ -97,7 +93,7 @@ __device__ __forceinline__ uint16_t ldg_evict_first(const uint16_t* p, uint64_t 
 
 // A 4-byte store, evict-first in L2 (the head's fp32 output: the caller's, read after the frame).
 __device__ __forceinline__ void st_evict_first(float* p, float v, uint64_t policy) {
-#if SF_CACHE_HINTS
+#if STYLEFORGE_CACHE_HINTS
   asm volatile("st.global.L2::cache_hint.f32 [%0], %1, %2;\n" ::"l"(p), "f"(v), "l"(policy) : "memory");
 #else
   (void)policy;
@@ -107,7 +103,7 @@ __device__ __forceinline__ void st_evict_first(float* p, float v, uint64_t polic
 
 // A 16-byte store, evict-first in L2.
 __device__ __forceinline__ void st_evict_first(uint4* p, const uint4& v, uint64_t policy) {
-#if SF_CACHE_HINTS
+#if STYLEFORGE_CACHE_HINTS
   asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;\n" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
                "r"(v.w), "l"(policy)
                : "memory");

@@ -21,7 +21,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
-#include "device_info.h"
+#include "../common/device_info.h"
 #include "instance_norm.h"
 
 namespace styleforge {
