@@ -35,7 +35,7 @@ cuda_include = common.cuda_include
 def transform(source: str) -> str:
     out = common.rewrite_shared_launches(source, expected=2)
     # The transformed copy is compiled elsewhere: point its relative includes at the sources.
-    return re.sub(r'#include "([\w./]+\.cuh?)"', lambda m: f'#include "{(CU.parent / m.group(1)).resolve()}"', out)
+    return re.sub(r'#include "([\w./]+\.(?:cuh|h))"', lambda m: f'#include "{(CU.parent / m.group(1)).resolve()}"', out)
 
 
 def build(workdir: Path, sanitize: bool = True) -> Path:
