@@ -20,7 +20,7 @@ from conftest import rel_error
 
 REPO = Path(__file__).resolve().parents[1]
 CSRC = REPO / "styleforge" / "kernels" / "csrc"
-CU_FILES = sorted((CSRC / "cuda").glob("*.cu"))
+CU_FILES = sorted(CSRC.glob("*/*.cu"))
 EMULATOR = REPO / "dev" / "kernels" / "instance_norm" / "emulator"
 
 
@@ -51,8 +51,8 @@ def _cuda_include() -> Path | None:
 
 @pytest.mark.skipif(shutil.which("g++") is None or _torch_cuda_headers() is None or _cuda_include() is None,
                     reason="needs g++, torch's c10/cuda headers and the CUDA headers")
-@pytest.mark.parametrize("bindings", ["bindings.cpp", "bindings_conv.cpp", "bindings_conv3x3.cpp",
-                                      "bindings_attention.cpp"])
+@pytest.mark.parametrize("bindings", ["instance_norm/instance_norm_binding.cpp", "conv9x9/conv9x9_binding.cpp",
+                                      "conv3x3/conv3x3_binding.cpp", "attention/attention_binding.cpp"])
 def test_bindings_pass_a_syntax_check(tmp_path, bindings):
     include = _torch_cuda_headers()
     # CPU wheels ship c10/cuda headers but not this generated one; an empty stand-in suffices.

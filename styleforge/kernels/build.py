@@ -22,13 +22,17 @@ import torch
 log = logging.getLogger(__name__)
 
 CSRC = Path(__file__).resolve().parent / "csrc"
-SOURCES = ("bindings.cpp", "cuda/instance_norm.cu", "cuda/instance_norm_single.cu", "bindings_conv.cpp",
-           "cuda/conv9x9.cu", "cuda/conv9x9_sm90.cu", "bindings_conv3x3.cpp", "cuda/conv3x3.cu", "cuda/conv3x3_chain.cu",
-           "bindings_attention.cpp", "cuda/attention.cu", "cuda/attention_sm90.cu", "graph_io.cpp")
+# csrc/<op>/: the op's header, binding (<op>_binding.cpp) and kernels; csrc/common/: shared device
+# helpers. Base names stay unique: the JIT build names each object file after its source's.
+SOURCES = ("instance_norm/instance_norm_binding.cpp", "instance_norm/instance_norm.cu",
+           "instance_norm/instance_norm_single.cu",
+           "conv9x9/conv9x9_binding.cpp", "conv9x9/conv9x9.cu", "conv9x9/conv9x9_sm90.cu",
+           "conv3x3/conv3x3_binding.cpp", "conv3x3/conv3x3.cu", "conv3x3/conv3x3_chain.cu",
+           "attention/attention_binding.cpp", "attention/attention.cu", "attention/attention_sm90.cu",
+           "graph_io/graph_io.cpp")
 # Every header the sources include, found rather than listed, so that no edit to one is missed by
 # the cache key (a list had left four out).
-HEADERS = tuple(sorted(str(p.relative_to(CSRC)) for pattern in ("*.h", "cuda/*.h", "cuda/*.cuh")
-                       for p in CSRC.glob(pattern)))
+HEADERS = tuple(sorted(str(p.relative_to(CSRC)) for pattern in ("**/*.h", "**/*.cuh") for p in CSRC.glob(pattern)))
 EXTENSION_NAME = "styleforge_kernels"
 # No --use_fast_math: it flushes denormals and buys nothing for these memory-bound kernels.
 CUDA_FLAGS = ("-O3", "-lineinfo")

@@ -11,6 +11,7 @@ without a GPU, not shipped.
 from __future__ import annotations
 
 import importlib.util
+import re
 import tempfile
 from pathlib import Path
 
@@ -18,8 +19,8 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[3]
-CU = REPO / "styleforge" / "kernels" / "csrc" / "cuda" / "attention.cu"
-HEADER = REPO / "styleforge" / "kernels" / "csrc" / "attention.h"
+CU = REPO / "styleforge" / "kernels" / "csrc" / "attention" / "attention.cu"
+HEADER = CU.parent / "attention.h"
 CONV_EMULATOR = REPO / "dev" / "kernels" / "conv9x9" / "emulator"
 DTYPE_KIND = {torch.float16: 1, torch.bfloat16: 2}
 
@@ -34,9 +35,7 @@ cuda_include = common.cuda_include
 def transform(source: str) -> str:
     out = common.rewrite_shared_launches(source, expected=1)
     # The transformed copy is compiled elsewhere: point its relative includes at the sources.
-    return (out.replace('#include "../attention.h"', f'#include "{HEADER}"')
-               .replace('#include "smem_optin.cuh"', f'#include "{CU.parent / "smem_optin.cuh"}"')
-               .replace('#include "packed16.cuh"', f'#include "{CU.parent / "packed16.cuh"}"'))
+    return re.sub(r'#include "([\w./]+\.(?:cuh|h))"', lambda m: f'#include "{(CU.parent / m.group(1)).resolve()}"', out)
 
 
 def build(workdir: Path, sanitize: bool = True) -> Path:

@@ -21,8 +21,8 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[3]
-CU = REPO / "styleforge" / "kernels" / "csrc" / "cuda" / "conv9x9.cu"
-HEADER = REPO / "styleforge" / "kernels" / "csrc" / "conv9x9.h"
+CU = REPO / "styleforge" / "kernels" / "csrc" / "conv9x9" / "conv9x9.cu"
+HEADER = CU.parent / "conv9x9.h"
 DTYPE_KIND = {torch.float16: 1, torch.bfloat16: 2}
 
 # The helpers all three emulators share (not a package: loaded by path).
@@ -35,8 +35,7 @@ cuda_include = common.cuda_include
 def transform(source: str) -> str:
     out = common.rewrite_shared_launches(source, expected=2)
     # The transformed copy is compiled elsewhere: point its relative includes at the sources.
-    out = out.replace('#include "../conv9x9.h"', f'#include "{HEADER}"')
-    return re.sub(r'#include "(\w+\.cuh)"', lambda m: f'#include "{CU.parent / m.group(1)}"', out)
+    return re.sub(r'#include "([\w./]+\.(?:cuh|h))"', lambda m: f'#include "{(CU.parent / m.group(1)).resolve()}"', out)
 
 
 def build(workdir: Path, sanitize: bool = True) -> Path:

@@ -18,8 +18,8 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[3]
-CU = REPO / "styleforge" / "kernels" / "csrc" / "cuda" / "instance_norm.cu"
-HEADER = REPO / "styleforge" / "kernels" / "csrc" / "instance_norm.h"
+CU = REPO / "styleforge" / "kernels" / "csrc" / "instance_norm" / "instance_norm.cu"
+HEADER = CU.parent / "instance_norm.h"
 DEVICE_CUH = CU.parent / "instance_norm_device.cuh"
 DTYPE_KIND = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 
@@ -42,7 +42,7 @@ def transform(source: str) -> str:
     out, stores = re.subn(r"\*reinterpret_cast<uint4\*>\((\w+)\) = (.*?);", r"emu::store16(\1, \2);", out)
     if stores == 0 or "__ldg(reinterpret_cast<const uint4*>" not in out:
         raise RuntimeError("emulate: the 16-byte accesses changed shape; update transform()")
-    return out.replace('#include "../instance_norm.h"', f'#include "{HEADER}"')
+    return out.replace('#include "instance_norm.h"', f'#include "{HEADER}"')
 
 
 def build(workdir: Path, sanitize: bool = True) -> Path:
