@@ -27,6 +27,7 @@ from .training_job import TrainingJob
 
 WHOLE, INSIDE, TWO_STYLES = "Whole image", "Only the painted region", "Style A inside, B outside"
 REGION_MODES = (WHOLE, INSIDE, TWO_STYLES)
+BROWSER_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".gif"})
 
 
 class Handlers:
@@ -47,7 +48,7 @@ class Handlers:
         o = self.options
         return dict(device=o.device, precision=o.precision, backend=o.backend)
 
-    def _load(self, payload: Any) -> tuple[Image.Image, str]:
+    def _load(self, payload: Any) -> tuple[Image.Image, str, Path]:
         try:
             path, display = self.files.upload(payload, self.options.max_upload_bytes)
             loaded = load_image(path, self.options.max_pixels)
@@ -56,7 +57,7 @@ class Handlers:
         except ImageError as exc:
             raise gr.Error(str(exc).replace(str(path), display) +
                            " — upload a JPEG, PNG or WebP photo") from None
-        return loaded.merged(loaded.rgb), display
+        return loaded.merged(loaded.rgb), display, path
 
     def _mask(self, editor: Any) -> Image.Image | None:
         """The union of the painted layers' alpha (None when nothing was painted)."""
@@ -100,7 +101,7 @@ class Handlers:
 
     def stylize(self, image, style, style_b, blend, strength, preserve, mode, editor):
         """→ (before/after pair, full-resolution PNG for download, timing line)."""
-        photo, display = self._load(image)
+        photo, display, source = self._load(image)
         if mode not in REGION_MODES:
             raise gr.Error(f"unknown region mode {mode!r}")
         inside, outside = self._looks(style, style_b, blend, strength, preserve, mode)
@@ -113,10 +114,14 @@ class Handlers:
         result = stylize_regions(photo, inside, mask=mask, outside=outside, **self._engine_kwargs())
         name = f"{safe_stem(display)}_{inside.style}"
         out = save_image(result.image, self.files.new_output(name, ".png"))
+        # Files, not PIL images: Gradio caches PIL outputs by content hash without an atomic
+        # rename, so identical concurrent results could be served half-written.
+        before = source if source.suffix.lower() in BROWSER_SUFFIXES else \
+            save_image(photo, out.with_name(f"{out.stem}_before.png"))
         width, height = result.image.size
         info = (f"**{result.seconds * 1000:.0f} ms** on the {self.device_type.upper()} · "
                 f"{width}×{height} px · {result.engine}")
-        return (photo.convert("RGB"), result.image.convert("RGB")), str(out), info
+        return (str(before), str(out)), str(out), info
 
     # -- webcam -------------------------------------------------------------------------------
     def webcam(self, frame, style, strength, preserve):

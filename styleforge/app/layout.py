@@ -46,7 +46,7 @@ def build_blocks(handlers: Handlers, thumbnails: list[tuple[str, str]], concurre
                             photo = gr.Image(label="Photo (upload, paste or drop)", type="filepath",
                                              sources=["upload", "clipboard"], image_mode=None,
                                              height=320, elem_id="sf-photo")
-                            compare = gr.ImageSlider(label="Before / after", height=320,
+                            compare = gr.ImageSlider(label="Before / after", height=320, type="filepath",
                                                      elem_id="sf-compare", interactive=False)
                         gr.Examples([[str(p)] for p in sample_photos()], inputs=[photo],
                                     label="Sample photos")

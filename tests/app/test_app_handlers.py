@@ -85,7 +85,8 @@ def test_stylize_whole_and_region_keep_the_size(app):
     photo = np.random.default_rng(0).integers(0, 255, (30, 41, 3), dtype=np.uint8)
     payload = upload(app, "photo.png", png(photo))
     (before, after), download, info = app.stylize(payload, "alpha", "beta", 0.5, 1.0, False, WHOLE, None)
-    assert Image.open(download).size == (41, 30) and after.size == (41, 30)
+    assert Image.open(download).size == (41, 30) and after == download
+    assert before == str(payload["path"])
     assert download.endswith("photo_alpha.png") and "ms" in info
     assert str(app.files.root) in download
     layer = np.zeros((30, 41, 4), np.uint8)
