@@ -78,8 +78,9 @@ def build_blocks(handlers: Handlers, thumbnails: list[tuple[str, str]], concurre
                     with gr.Tab("Train a style", id="train"):
                         _training_tab(handlers)
 
-        gallery.select(_gallery_select(names), None, style, queue=False)
-        photo.change(handlers.editor_background, [photo], [editor], preprocess=False, queue=False)
+        gallery.select(_gallery_select(names), None, style, queue=False, api_visibility="undocumented")
+        photo.change(handlers.editor_background, [photo], [editor], preprocess=False, queue=False,
+                     api_visibility="undocumented")
         run.click(handlers.stylize, [photo, style, style_b, blend, strength, preserve, mode, editor],
                   [compare, download, info], api_name="stylize", preprocess=False,
                   concurrency_id=ENGINE, concurrency_limit=concurrency)
@@ -117,6 +118,7 @@ def _training_tab(handlers: Handlers) -> None:
     weights = gr.File(label="Trained weights (.safetensors)")
     start.click(handlers.train_start, [painting, name, steps], [status, preview, weights],
                 preprocess=False, concurrency_limit=1)
-    cancel.click(handlers.train_cancel, None, [status, preview, weights], queue=False)
+    cancel.click(handlers.train_cancel, None, [status, preview, weights], queue=False,
+                 api_visibility="undocumented")
     gr.Timer(2.0).tick(handlers.train_poll, None, [status, preview, weights], queue=False,
-                       show_progress="hidden")
+                       show_progress="hidden", api_visibility="undocumented")

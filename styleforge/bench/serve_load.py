@@ -81,7 +81,7 @@ def run_load(url: str, image: str | Path, *, clients: int = 20, requests: int = 
     result = LoadResult(clients, requests, image_size=Image.open(image).size)
     lock = threading.Lock()
     connections = [Client(url, verbose=False) for _ in range(clients)]
-    style = style or connections[0].view_api(return_format="dict")["named_endpoints"]["/stylize"][
+    style = style or connections[0].view_api(print_info=False, return_format="dict")["named_endpoints"]["/stylize"][
         "parameters"][1]["parameter_default"]
 
     def call(client) -> float:
