@@ -1,0 +1,84 @@
+"""Start the web app, serve until SIGINT/SIGTERM, then shut down cleanly.
+
+`serve(options)` makes the app's temp folder, points Gradio's upload cache into it (Gradio
+takes that folder only from `GRADIO_TEMP_DIR`, read when gradio is imported, so it is set
+before the import), draws the gallery, warms the default style into the shared engine, and
+launches with a bounded request queue. On a signal it stops accepting requests, cancels a
+running training job and removes the folder it created. Not here: the layout (`layout.py`).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Callable
+
+from .files import AppFiles
+from .options import ServeOptions, engine_concurrency
+
+QUEUE_SIZE = 256   # waiting requests beyond this are refused ("queue full") instead of piling up
+
+
+def build_app(options: ServeOptions, files: AppFiles):
+    """(gr.Blocks, Handlers) for these options; the caller launches and closes."""
+    os.environ["GRADIO_TEMP_DIR"] = str(files.upload_dir)
+    os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"   # no calls home from a local server
+    from ..engine.backends import resolve_device
+    from ..models.registry import default_style
+    from ..regions import Look, stylize_regions
+    from .gallery import build_thumbnails
+    from .handlers import Handlers
+    from .layout import build_blocks
+
+    device = resolve_device(options.device)
+    handlers = Handlers(options, files, device.type)
+    if not handlers.style_names:
+        raise RuntimeError("no styles are installed; nothing to serve")
+    engine = dict(device=options.device, precision=options.precision, backend=options.backend)
+    thumbnails = build_thumbnails(_styles(), files.sub("thumbs"), **engine)
+    from PIL import Image
+    stylize_regions(Image.new("RGB", (64, 64), (128, 128, 128)), Look(default_style()), **engine)
+    concurrency = engine_concurrency(options, device.type)
+    demo = build_blocks(handlers, thumbnails, concurrency)
+    demo.queue(default_concurrency_limit=concurrency, max_size=QUEUE_SIZE)
+    return demo, handlers
+
+
+def _styles():
+    from ..models.registry import list_styles
+    return list_styles()
+
+
+def launch(demo, options: ServeOptions, files: AppFiles) -> str:
+    """Start serving in background threads; returns the local URL."""
+    demo.launch(server_name=options.host, server_port=options.port, prevent_thread_lock=True,
+                max_file_size=options.max_upload_bytes, show_error=True, quiet=True,
+                allowed_paths=[str(files.sub("outputs")), str(files.sub("thumbs"))],
+                ssr_mode=False, share=False, inbrowser=False)
+    return demo.local_url
+
+
+def serve(options: ServeOptions, on_ready: Callable[[str], None] | None = None,
+          stop: threading.Event | None = None) -> None:
+    """Serve until SIGINT/SIGTERM (or `stop` is set, for callers not on the main thread)."""
+    stop = stop or threading.Event()
+    files = AppFiles(options.temp_dir)
+    demo = handlers = None
+    previous = {}
+    try:
+        demo, handlers = build_app(options, files)
+        url = launch(demo, options, files)
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, lambda *_: stop.set())
+        if on_ready is not None:
+            on_ready(url)
+        stop.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if handlers is not None:
+            handlers.job.cancel(wait=30)
+        if demo is not None:
+            demo.close()
+        files.remove()
