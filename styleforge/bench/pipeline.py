@@ -53,7 +53,7 @@ class PipelineBenchConfig:
     workers: int | None = None
     depth: int = 16
     codec: str = "auto"              # image codec (media.codecs)
-    video_preset: str = "veryfast"   # libx264 preset for the pipeline and the plain transcode
+    video_preset: str | None = None  # libx264 preset for both; None: the library's (media.options)
     video_crf: int = 23
     output: str = str(DEFAULT_OUTPUT)
     workdir: str | None = None       # where the synthetic data goes (default: a temp folder)

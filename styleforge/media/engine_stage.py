@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from .codecs import DeviceImage
+from .yuv import YuvFrame, rgb_to_yuv420, yuv420_to_rgb
 
 
 @dataclass
@@ -111,6 +112,9 @@ class EngineStage:
                 with torch.cuda.stream(self.copy):
                     for i in host:
                         pixels = batch[i].pixels
+                        if isinstance(pixels, YuvFrame):   # planes as they are: converted on the GPU
+                            inputs[i] = pixels.planes.to(self.device, non_blocking=True)
+                            continue
                         pixels = pixels if isinstance(pixels, torch.Tensor) else torch.from_numpy(pixels)
                         inputs[i] = pixels.to(self.device, non_blocking=True).permute(2, 0, 1)
                     uploaded = torch.cuda.Event()
@@ -122,13 +126,24 @@ class EngineStage:
             with torch.cuda.stream(self.compute):
                 for tensor in inputs:
                     tensor.record_stream(self.compute)
-                content = torch.stack(inputs).float()          # (N, 3, H, W), contiguous
+                frames = [item.pixels for item in batch if isinstance(item.pixels, YuvFrame)]
+                if frames and len(frames) != len(batch):
+                    raise ValueError("a batch mixes YUV frames and RGB images")
+                if frames:
+                    content = torch.cat([yuv420_to_rgb(t[None], f.height, f.width, f.matrix, f.full_range)
+                                         for t, f in zip(inputs, frames)])
+                else:
+                    content = torch.stack(inputs).float()          # (N, 3, H, W), contiguous
                 out, finite = self._network(content)
-                out = out.round_().clamp_(0, 255).to(torch.uint8)
+                if frames:   # back to planes: (N, H·3/2, W), downloaded as they are
+                    out = torch.cat([rgb_to_yuv420(out[i:i + 1], f.matrix, f.full_range)
+                                     for i, f in enumerate(frames)])
+                else:
+                    out = out.round_().clamp_(0, 255).to(torch.uint8)
                 gpu_encode = [i for i, item in enumerate(batch) if getattr(item.meta, "gpu_encode", False)]
                 to_host = [i for i in range(len(batch)) if i not in gpu_encode]
                 picked = out if len(to_host) == len(batch) else out[to_host]
-                hwc = picked.permute(0, 2, 3, 1).contiguous() if to_host else None
+                hwc = (picked if frames else picked.permute(0, 2, 3, 1).contiguous()) if to_host else None
                 flag = None
                 if finite is not None:
                     flag = torch.empty((), dtype=torch.bool, pin_memory=True)
