@@ -43,8 +43,9 @@ def test_cuda_pipeline_equals_the_one_image_path(styles_env, tmp_path):
 
 
 def test_nvjpeg_decode_matches_pillow(tmp_path):
-    """The decoders differ by IDCT rounding and chroma upsampling (libjpeg-turbo's triangular
-    'fancy' filter vs nvJPEG's): under a grey level on average on a photo, 4:4:4 or 4:2:0."""
+    """The decoders differ by IDCT rounding (4:4:4: under a grey level on average) and, for 4:2:0,
+    by chroma upsampling too (libjpeg-turbo's triangular 'fancy' filter vs nvJPEG's): 1.5 grey
+    levels on this photo's sharp colour changes on an H200, bound at 2."""
     pytest.importorskip("torchvision")
     import torch
     from styleforge.media.codecs import decode_jpeg_gpu
@@ -55,7 +56,7 @@ def test_nvjpeg_decode_matches_pillow(tmp_path):
                                 torch.cuda.Stream())
         image.ready.synchronize()
         got = image.tensor.permute(1, 2, 0).cpu().numpy().astype(int)
-        assert np.abs(got - want).mean() < 1.0, subsampling
+        assert np.abs(got - want).mean() < (1.0 if subsampling == 0 else 2.0), subsampling
 
 
 def test_nvjpeg_within_codec_tolerance_of_pillow(styles_env, tmp_path):
