@@ -5,8 +5,10 @@ optional: chosen automatically when torchvision imports and the engine runs on C
 dependency. It takes only what it keeps exactly as the Pillow path would: a baseline RGB (YCbCr)
 JPEG with no ICC profile and no EXIF rotation, and writes only `.jpg`/`.jpeg` outputs that need
 no alpha and no ICC profile. Anything else (PNG, CMYK, 16-bit, alpha, rotated, ICC) takes the
-Pillow path in `styleforge.io.image`. The two decoders agree within JPEG's IDCT tolerance
-(nvJPEG's and libjpeg-turbo's IDCTs differ by a grey level or two), as `tests/media` checks on CUDA.
+Pillow path in `styleforge.io.image`. Decode runs on the pipeline's decode workers and encode on
+its encode workers, one image a call (torchvision serialises the calls). The two decoders differ
+by IDCT rounding and, at 4:2:0, chroma upsampling (a grey level or two), as `tests/media` checks
+on CUDA.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ _EXIF_ORIENTATION = 0x0112
 
 @dataclass
 class JpegData:
-    """An undecoded JPEG that the engine thread will decode on the GPU (batched)."""
+    """An undecoded JPEG that a decode worker hands to nvJPEG."""
     data: bytes
     width: int
     height: int
@@ -31,12 +33,6 @@ class JpegData:
     @property
     def shape(self) -> tuple[int, int, int]:
         return (self.height, self.width, 3)
-
-
-@dataclass
-class EncodedImage:
-    """Output bytes already encoded (on the GPU); the encode worker only writes them."""
-    data: bytes
 
 
 def gpu_jpeg_available(device: torch.device) -> tuple[bool, str]:

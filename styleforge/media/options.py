@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from .codecs import CODECS
 
 VIDEO_CODECS = {"h264": "libx264", "h265": "libx265", "av1": "libsvtav1"}
-# The preset when none is given. x264's own default (medium) encodes 1080p at well under the
-# engine's rate on 16 cores; superfast keeps CABAC and deblocking (unlike ultrafast) and ran
-# 225 frames/s at 1080p and 70 at 4K on the H200 machine's 16 cores (veryfast: 190 and 57).
+# The preset when none is given. x264's own default (medium) encodes 1080p far below the
+# engine's rate; superfast keeps CABAC and deblocking (unlike ultrafast). Encode alone on the H200
+# machine's 16 cores: veryfast 190, superfast 225, ultrafast 334 frames/s at 1080p (57/70/110 at
+# 4K); through the whole transcode superfast and veryfast were within run-to-run noise.
 DEFAULT_PRESETS = {"h264": "superfast", "h265": "superfast"}
 
 
