@@ -72,13 +72,16 @@ class Stylizer:
     def _run(self, padded: torch.Tensor) -> torch.Tensor:
         out = self.runner(padded)
         if self.dtype == torch.float16 and not bool(torch.isfinite(out).all()):
-            # fp16 tops out at 65504; a checkpoint with unusually large activations can reach it.
-            # Switch this Stylizer to fp32 for good rather than return garbage.
-            warnings.warn(f"{self.style_name}: fp16 overflowed; running in fp32 from now on", stacklevel=3)
-            self.dtype = torch.float32
-            self.runner = make_runner(build_model(self.checkpoint), self.device, self.dtype, self.backend)
+            self.fall_back_to_fp32()
             out = self.runner(padded)
         return out
+
+    def fall_back_to_fp32(self) -> None:
+        """fp16 tops out at 65504; a checkpoint with unusually large activations can reach it.
+        Switch this Stylizer to fp32 for good rather than return garbage."""
+        warnings.warn(f"{self.style_name}: fp16 overflowed; running in fp32 from now on", stacklevel=3)
+        self.dtype = torch.float32
+        self.runner = make_runner(build_model(self.checkpoint), self.device, self.dtype, self.backend)
 
     def __call__(self, content: torch.Tensor) -> torch.Tensor:
         """content: float (N, 3, H, W) in 0–255 on any device → same shape, float32, on CPU."""
@@ -88,11 +91,29 @@ class Stylizer:
     def on_device(self, content: torch.Tensor) -> torch.Tensor:
         """As `__call__`, but the result stays on the engine's device, so a caller (the media
         pipeline) can copy it out on its own stream while the next batch computes."""
+        out, _ = self._forward(content, check_overflow=True)
+        return out
+
+    @torch.inference_mode()
+    def on_device_unchecked(self, content: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """As `on_device`, without waiting for the GPU: → (result, finite), where `finite` is a
+        device bool (None in fp32) that says whether fp16 stayed finite. A streaming caller reads
+        it a batch later and, where False, calls `fall_back_to_fp32` and runs the batch again."""
+        return self._forward(content, check_overflow=False)
+
+    def _forward(self, content: torch.Tensor, check_overflow: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
         if content.dim() != 4 or content.shape[1] != 3:
             raise ValueError(f"expected (N, 3, H, W) RGB, got shape {tuple(content.shape)}")
         height, width = content.shape[-2:]
         content = content.to(self.device, torch.float32)
-        out = self._run(pad_for_network(content))[..., :height, :width].clamp(0, 255)
+        padded = pad_for_network(content)
+        finite = None
+        if check_overflow:
+            raw = self._run(padded)
+        else:
+            raw = self.runner(padded)
+            finite = torch.isfinite(raw).all() if self.dtype == torch.float16 else None
+        out = raw[..., :height, :width].clamp(0, 255)
         if self.options.preserve_color:
             out = preserve_color(content, out)
-        return apply_strength(content, out, self.options.strength)
+        return apply_strength(content, out, self.options.strength), finite

@@ -5,8 +5,10 @@ optional: chosen automatically when torchvision imports and the engine runs on C
 dependency. It takes only what it keeps exactly as the Pillow path would: a baseline RGB (YCbCr)
 JPEG with no ICC profile and no EXIF rotation, and writes only `.jpg`/`.jpeg` outputs that need
 no alpha and no ICC profile. Anything else (PNG, CMYK, 16-bit, alpha, rotated, ICC) takes the
-Pillow path in `styleforge.io.image`. The two decoders agree within JPEG's IDCT tolerance
-(nvJPEG's and libjpeg-turbo's IDCTs differ by a grey level or two), as `tests/media` checks on CUDA.
+Pillow path in `styleforge.io.image`. Decode runs on the pipeline's decode workers and encode on
+its encode workers, one image a call (torchvision serialises the calls). The two decoders differ
+by IDCT rounding and, at 4:2:0, chroma upsampling (a grey level or two), as `tests/media` checks
+on CUDA.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ _EXIF_ORIENTATION = 0x0112
 
 @dataclass
 class JpegData:
-    """An undecoded JPEG that the engine thread will decode on the GPU (batched)."""
+    """An undecoded JPEG that a decode worker hands to nvJPEG."""
     data: bytes
     width: int
     height: int
@@ -31,12 +33,6 @@ class JpegData:
     @property
     def shape(self) -> tuple[int, int, int]:
         return (self.height, self.width, 3)
-
-
-@dataclass
-class EncodedImage:
-    """Output bytes already encoded (on the GPU); the encode worker only writes them."""
-    data: bytes
 
 
 def gpu_jpeg_available(device: torch.device) -> tuple[bool, str]:
@@ -77,16 +73,33 @@ def gpu_decodable(data: bytes, max_pixels: int | None, max_side: int | None) -> 
     return JpegData(data, width, height)
 
 
-def decode_jpegs(items: list[JpegData], device: torch.device) -> list[torch.Tensor]:
-    """nvJPEG, one batched call: → uint8 (H, W, 3) tensors on `device`."""
+@dataclass
+class DeviceImage:
+    """uint8 (3, H, W) pixels on the GPU, valid once `ready` (a CUDA event) has fired."""
+    tensor: torch.Tensor
+    ready: object
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return (self.tensor.shape[1], self.tensor.shape[2], 3)
+
+
+def decode_jpeg_gpu(item: JpegData, device: torch.device, stream) -> DeviceImage:
+    """nvJPEG on a decode worker: the image lands on `device`, allocated on `stream` (kept for
+    decodes only, so no other work is pending on the memory the decoder's own stream writes)."""
     from torchvision.io import ImageReadMode, decode_jpeg
-    raw = [torch.frombuffer(bytearray(item.data), dtype=torch.uint8) for item in items]
-    decoded = decode_jpeg(raw, mode=ImageReadMode.RGB, device=device)
-    return [image.permute(1, 2, 0) for image in decoded]
+    raw = torch.frombuffer(bytearray(item.data), dtype=torch.uint8)
+    with torch.cuda.stream(stream):
+        image, = decode_jpeg([raw], mode=ImageReadMode.RGB, device=device)
+        ready = torch.cuda.Event()
+        ready.record(stream)
+    return DeviceImage(image, ready)
 
 
-def encode_jpegs(images: torch.Tensor, quality: int) -> list[bytes]:
-    """uint8 (N, 3, H, W) on CUDA → JPEG files' bytes (nvJPEG, one batched call)."""
+def encode_jpeg_gpu(image: DeviceImage, quality: int) -> bytes:
+    """nvJPEG on an encode worker. torchvision's encoder runs on a stream of its own that does not
+    wait for the caller's, so the host waits for the pixels first (this worker, not the engine)."""
     from torchvision.io import encode_jpeg
-    encoded = encode_jpeg(list(images), quality=quality)
-    return [bytes(data.cpu().numpy()) for data in encoded]
+    image.ready.synchronize()
+    data, = encode_jpeg([image.tensor], quality=quality)
+    return bytes(data.cpu().numpy())

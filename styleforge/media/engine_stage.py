@@ -2,12 +2,15 @@
 
 On CPU it stacks the items' uint8 (H, W, 3) arrays, calls the `Stylizer` and rounds back to
 uint8 (the same rounding as `io.image.tensor_to_array`, so outputs equal the one-image path).
-On CUDA decode workers stage pixels in pinned host memory (`stage`), and the engine works on
-two streams of its own: a copy stream uploads a batch (or decodes its JPEGs with nvJPEG) and
-later downloads the uint8 result into pinned memory, while the compute stream runs the network;
-events order them, so the download of batch k overlaps the upload and compute of batch k+1. The
-encode worker waits on the item's event (`host_pixels`) before reading. This module does not
-read or write files, and batches only what the pipeline hands it.
+On CUDA decode workers stage pixels in pinned host memory (`stage`) or decode JPEGs with nvJPEG
+onto the GPU themselves (`media.codecs`, on the stage's decode stream), and the engine thread
+only issues work, never waits for the GPU: a copy stream uploads a batch and later downloads
+the uint8 result into pinned memory, the compute stream runs the network, and events order
+them, so the download of batch k overlaps the upload and compute of batch k+1. Encode workers
+wait on their item's event (`host_pixels`, or nvJPEG's encode from the GPU). fp16's overflow
+check is read one batch late (`settle`, called by the pipeline before it hands a batch to the
+encoders), so the engine thread never stalls on it. This module does not read or write files,
+and batches only what the pipeline hands it.
 """
 from __future__ import annotations
 
@@ -17,7 +20,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from .codecs import EncodedImage, JpegData, decode_jpegs, encode_jpegs
+from .codecs import DeviceImage
+from .yuv import YuvFrame, rgb_to_yuv420, yuv420_to_rgb
 
 
 @dataclass
@@ -45,14 +49,14 @@ class EngineStage:
     """Callable on a list of pipeline items of one shape; sets each item's `out`."""
 
     def __init__(self, stylizer: Callable[[torch.Tensor], torch.Tensor], *,
-                 device: torch.device | None = None, jpeg_quality: int = 95):
+                 device: torch.device | None = None):
         self.stylizer = stylizer
         self.device = torch.device(device or getattr(stylizer, "device", "cpu"))
         self.cuda = self.device.type == "cuda"
-        self.jpeg_quality = jpeg_quality
         if self.cuda:
             self.compute = torch.cuda.Stream(self.device)
             self.copy = torch.cuda.Stream(self.device)
+            self.decode = torch.cuda.Stream(self.device)   # nvJPEG decodes' allocations only
 
     def stage(self, pixels: np.ndarray) -> Any:
         """Called by decode workers: pixels into pinned memory on CUDA, as they are on CPU."""
@@ -62,13 +66,34 @@ class EngineStage:
         pinned.numpy()[...] = pixels
         return pinned
 
-    def __call__(self, batch: list) -> None:
-        (self._run_cuda if self.cuda else self._run_cpu)(batch)
+    def __call__(self, batch: list) -> Callable[[], None] | None:
+        """Stylize a batch; on CUDA returns `settle`, which the pipeline calls before the batch's
+        encodes (one batch later, so the engine thread never waits for the GPU)."""
+        if not self.cuda:
+            self._run_cpu(batch)
+            return None
+        finite = self._run_cuda(batch)
+        if finite is None:
+            return None
+        return lambda: self._settle(batch, finite)
 
-    def _network(self, content: torch.Tensor) -> torch.Tensor:
-        on_device = getattr(self.stylizer, "on_device", None)
-        out = on_device(content) if on_device is not None else self.stylizer(content)
-        return out.to(self.device)
+    def _settle(self, batch: list, finite: tuple[torch.Tensor, Any]) -> None:
+        flag, ready = finite
+        ready.synchronize()
+        if not bool(flag):
+            self.stylizer.fall_back_to_fp32()
+            for item in batch:
+                item.out = None
+            self._run_cuda(batch)
+
+    def _network(self, content: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        unchecked = getattr(self.stylizer, "on_device_unchecked", None)
+        if unchecked is not None:
+            out, finite = unchecked(content)
+        else:
+            on_device = getattr(self.stylizer, "on_device", None)
+            out, finite = (on_device(content) if on_device is not None else self.stylizer(content)), None
+        return out.to(self.device), finite
 
     def _run_cpu(self, batch: list) -> None:
         content = torch.from_numpy(np.stack([item.pixels for item in batch])).permute(0, 3, 1, 2)
@@ -77,45 +102,64 @@ class EngineStage:
         for item, image in zip(batch, pixels):
             item.out = image
 
-    def _run_cuda(self, batch: list) -> None:
+    def _run_cuda(self, batch: list) -> tuple[torch.Tensor, Any] | None:
+        """Issue the batch's work on the stage's streams; → (pinned finite flag, its event) where
+        the network reports one."""
         with torch.inference_mode():
-            with torch.cuda.stream(self.copy):
-                inputs = self._upload(batch)
-                uploaded = torch.cuda.Event()
-                uploaded.record()
-            self.compute.wait_event(uploaded)
+            host = [i for i, item in enumerate(batch) if not isinstance(item.pixels, DeviceImage)]
+            inputs: list[Any] = [item.pixels.tensor if i not in host else None for i, item in enumerate(batch)]
+            if host:
+                with torch.cuda.stream(self.copy):
+                    for i in host:
+                        pixels = batch[i].pixels
+                        if isinstance(pixels, YuvFrame):   # planes as they are: converted on the GPU
+                            inputs[i] = pixels.planes.to(self.device, non_blocking=True)
+                            continue
+                        pixels = pixels if isinstance(pixels, torch.Tensor) else torch.from_numpy(pixels)
+                        inputs[i] = pixels.to(self.device, non_blocking=True).permute(2, 0, 1)
+                    uploaded = torch.cuda.Event()
+                    uploaded.record()
+                self.compute.wait_event(uploaded)
+            for item in batch:
+                if isinstance(item.pixels, DeviceImage):
+                    self.compute.wait_event(item.pixels.ready)
             with torch.cuda.stream(self.compute):
                 for tensor in inputs:
                     tensor.record_stream(self.compute)
-                content = torch.stack(inputs).permute(0, 3, 1, 2).float()
-                out = self._network(content).round_().clamp_(0, 255).to(torch.uint8)
+                frames = [item.pixels for item in batch if isinstance(item.pixels, YuvFrame)]
+                if frames and len(frames) != len(batch):
+                    raise ValueError("a batch mixes YUV frames and RGB images")
+                if frames:
+                    content = torch.cat([yuv420_to_rgb(t[None], f.height, f.width, f.matrix, f.full_range)
+                                         for t, f in zip(inputs, frames)])
+                else:
+                    content = torch.stack(inputs).float()          # (N, 3, H, W), contiguous
+                out, finite = self._network(content)
+                if frames:   # back to planes: (N, H·3/2, W), downloaded as they are
+                    out = torch.cat([rgb_to_yuv420(out[i:i + 1], f.matrix, f.full_range)
+                                     for i, f in enumerate(frames)])
+                else:
+                    out = out.round_().clamp_(0, 255).to(torch.uint8)
                 gpu_encode = [i for i, item in enumerate(batch) if getattr(item.meta, "gpu_encode", False)]
-                if gpu_encode:
-                    for i, data in zip(gpu_encode, encode_jpegs(out[gpu_encode], self.jpeg_quality)):
-                        batch[i].out = EncodedImage(data)
-                hwc = out.permute(0, 2, 3, 1).contiguous()
+                to_host = [i for i in range(len(batch)) if i not in gpu_encode]
+                picked = out if len(to_host) == len(batch) else out[to_host]
+                hwc = (picked if frames else picked.permute(0, 2, 3, 1).contiguous()) if to_host else None
+                flag = None
+                if finite is not None:
+                    flag = torch.empty((), dtype=torch.bool, pin_memory=True)
+                    flag.copy_(finite, non_blocking=True)
                 computed = torch.cuda.Event()
                 computed.record()
-            self.copy.wait_event(computed)
-            with torch.cuda.stream(self.copy):
-                hwc.record_stream(self.copy)
-                host = torch.empty(hwc.shape, dtype=torch.uint8, pin_memory=True)
-                host.copy_(hwc, non_blocking=True)
-                ready = torch.cuda.Event()
-                ready.record()
-        for i, item in enumerate(batch):
-            if item.out is None:
-                item.out = DeviceResult(host[i], ready)
-
-    def _upload(self, batch: list) -> list[torch.Tensor]:
-        """Each item's pixels as uint8 (H, W, 3) on the device, issued on the current stream."""
-        inputs: list[Any] = [None] * len(batch)
-        jpegs = [i for i, item in enumerate(batch) if isinstance(item.pixels, JpegData)]
-        if jpegs:
-            for i, image in zip(jpegs, decode_jpegs([batch[i].pixels for i in jpegs], self.device)):
-                inputs[i] = image
-        for i, item in enumerate(batch):
-            if inputs[i] is None:
-                pixels = item.pixels if isinstance(item.pixels, torch.Tensor) else torch.from_numpy(item.pixels)
-                inputs[i] = pixels.to(self.device, non_blocking=True)
-        return inputs
+            for i in gpu_encode:
+                batch[i].out = DeviceImage(out[i], computed)
+            if hwc is not None:
+                self.copy.wait_event(computed)
+                with torch.cuda.stream(self.copy):
+                    hwc.record_stream(self.copy)
+                    pinned = torch.empty(hwc.shape, dtype=torch.uint8, pin_memory=True)
+                    pinned.copy_(hwc, non_blocking=True)
+                    ready = torch.cuda.Event()
+                    ready.record()
+                for k, i in enumerate(to_host):
+                    batch[i].out = DeviceResult(pinned[k], ready)
+        return (flag, computed) if flag is not None else None

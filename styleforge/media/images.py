@@ -27,7 +27,7 @@ from ..io.image import (
     load_image,
     save_image,
 )
-from .codecs import EncodedImage, gpu_decodable, resolve_codec
+from .codecs import DeviceImage, decode_jpeg_gpu, encode_jpeg_gpu, gpu_decodable, resolve_codec
 from .engine_stage import EngineStage, host_pixels
 from .options import PipelineOptions
 from .pipeline import Item, Stats, stream
@@ -54,7 +54,7 @@ def stylize_images(jobs: Iterable[ImageJob], stylizer, options: StylizeOptions,
                    pipeline: PipelineOptions = PipelineOptions(), *, stdin: BinaryIO | None = None,
                    stdout: BinaryIO | None = None, stats: Stats | None = None) -> Iterator[Record]:
     """One `Record` per job, in job order; a bad job's record carries its error."""
-    engine = EngineStage(stylizer, jpeg_quality=options.quality) if stylizer is not None else None
+    engine = EngineStage(stylizer) if stylizer is not None else None
     device = engine.device if engine is not None else None
     gpu = engine is not None and resolve_codec(pipeline.codec, device) == "gpu"
 
@@ -72,7 +72,7 @@ def stylize_images(jobs: Iterable[ImageJob], stylizer, options: StylizeOptions,
         fmt = _stdout_format(job.source, data) if to_stdout else None
         jpeg = gpu_decodable(data, options.max_pixels, options.max_side) if gpu and data else None
         if jpeg is not None:
-            item.pixels = jpeg
+            item.pixels = decode_jpeg_gpu(jpeg, device, engine.decode)
             item.meta = _Meta(None, not to_stdout and Path(job.target).suffix.lower() in _GPU_SUFFIXES, fmt)
             return
         name = "stdin" if str(job.source) == STDIO else job.source
@@ -85,8 +85,9 @@ def stylize_images(jobs: Iterable[ImageJob], stylizer, options: StylizeOptions,
     def encode(item: Item) -> None:
         job: ImageJob = item.task
         meta: _Meta = item.meta
-        if isinstance(item.out, EncodedImage):
-            data = item.out.data
+        if isinstance(item.out, DeviceImage):
+            data = encode_jpeg_gpu(item.out, options.quality)
+            item.out = None
             item.result = atomic_write(job.target, lambda handle: handle.write(data))
             return
         rgb = Image.fromarray(np.ascontiguousarray(host_pixels(item.out)))

@@ -130,13 +130,32 @@ def stream(tasks: Iterable[Any], decode: Callable[[Item], None],
         item.seconds = time.perf_counter() - item.started
         return item
 
+    pending: list = []   # the last batch issued, with its settle callable, encodes not yet submitted
+
+    def hand_over() -> bool:
+        """Submit the pending batch's encodes (after its settle: the engine's late checks)."""
+        if not pending:
+            return True
+        batch, settle = pending.pop()
+        if settle is not None:
+            try:
+                settle()
+            except Exception as exc:
+                for item in batch:
+                    item.error = f"{item.task}: stylization failed ({type(exc).__name__}: {exc})"
+        for item in batch:
+            if not put(finished, encoders.submit(run_encode, item)):
+                return False
+        return True
+
     def flush(batch: list[Item]) -> bool:
         if not batch:
             return True
         stats.batches += 1
+        settle = None
         if engine is not None:
             try:
-                engine(batch)
+                settle = engine(batch)
             except Exception as exc:  # e.g. out of memory: this batch fails, the next may fit
                 hint = "; try --max-side or a smaller --batch-size" if "memory" in str(exc).lower() else ""
                 for item in batch:
@@ -144,24 +163,41 @@ def stream(tasks: Iterable[Any], decode: Callable[[Item], None],
         else:
             for item in batch:
                 item.out = item.pixels
-        for item in batch:
-            if not put(finished, encoders.submit(run_encode, item)):
-                return False
+        # The engine may return before the GPU is done: the previous batch is handed over now, while
+        # this one computes; this one waits for the next batch (or for the input to pause).
+        if not hand_over():
+            return False
+        pending.append((list(batch), settle))
         batch.clear()
-        return True
+        return settle is not None or hand_over()   # nothing to check late: hand it over now
+
+    def next_entry() -> Any:
+        try:
+            return decoded.get_nowait()
+        except queue.Empty:
+            pass
+        if not hand_over():   # nothing else to issue yet: let the encoders have the last batch
+            return None
+        return _get(decoded, stop)
 
     def stylize() -> None:
         carry = None
         try:
             while not stop.is_set():
-                entry = carry if carry is not None else _get(decoded, stop)
+                entry = carry if carry is not None else next_entry()
                 carry = None
                 if entry is _END or isinstance(entry, _Failure) or entry is None:
+                    if not hand_over():
+                        return
                     if entry is not None:
                         put(finished, entry)
                     return
+                if isinstance(entry, Future) and not entry.done() and not hand_over():
+                    return   # the GPU's last batch goes to the encoders while this decode finishes
                 item = entry.result()
                 if item.error is not None:
+                    if not hand_over():
+                        return
                     put(finished, _done(run_encode(item)))
                     continue
                 batch = [item]

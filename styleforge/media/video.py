@@ -27,8 +27,9 @@ import numpy as np
 
 from ..engine.options import StylizeOptions
 from .engine_stage import EngineStage, host_pixels
-from .options import VIDEO_CODECS, VideoOptions
+from .options import DEFAULT_PRESETS, VIDEO_CODECS, VideoOptions
 from .pipeline import Item, Stats, stream
+from .yuv import YuvFrame, frame_tags
 
 CONTAINERS = {".mp4": "mp4", ".m4v": "mp4", ".mov": "mov", ".mkv": "matroska",
               ".webm": "webm", ".avi": "avi"}
@@ -141,8 +142,9 @@ def _transcode(av, reader, src: Path, tmp: Path, fmt: str, stylizer, options: St
             except (AttributeError, TypeError, ValueError):
                 pass
         codec_options = {"crf": str(video.crf)} if video.crf is not None else {}
-        if video.preset is not None:
-            codec_options[_PRESET_KEYS[VIDEO_CODECS[video.codec]]] = video.preset
+        preset = video.preset if video.preset is not None else DEFAULT_PRESETS.get(video.codec)
+        if preset is not None:
+            codec_options[_PRESET_KEYS[VIDEO_CODECS[video.codec]]] = preset
         vout.options = codec_options
         copied = _copy_streams(reader, writer, notes)
         packets = _PacketFeed(av, src, copied, start, end, offset_s)
@@ -150,8 +152,20 @@ def _transcode(av, reader, src: Path, tmp: Path, fmt: str, stylizer, options: St
         engine = EngineStage(stylizer) if stylizer is not None else None
         offset_pts = round(offset_s / vin.time_base) if offset_s else 0
 
+        # On CUDA without a frame filter, frames travel as yuv420p planes and the colour conversion
+        # runs on the GPU (media.yuv): the CPU's cores are left to the decoder and the encoder.
+        planar = engine is not None and engine.cuda and frame_filter is None and (even_w, even_h) == (width, height)
+
         def decode(item: Item) -> None:
             frame = item.task
+            if planar:
+                if frame.format.name not in ("yuv420p", "yuvj420p"):
+                    frame = frame.reformat(format="yuv420p")
+                matrix, full = frame_tags(frame.colorspace, frame.color_range, frame.format.name)
+                item.pixels = YuvFrame(engine.stage(frame.to_ndarray()), height, width, matrix, full)
+                item.meta = _FrameMeta(frame.pts, frame.colorspace, frame.color_range, None)
+                item.task = f"{src} frame at {float(frame.time or 0):.3f} s"
+                return
             cr = frame.color_range or None
             rgb = frame.reformat(format="rgb24", src_color_range=cr).to_ndarray()[:even_h, :even_w]
             item.pixels = engine.stage(rgb) if engine is not None else rgb
@@ -162,6 +176,11 @@ def _transcode(av, reader, src: Path, tmp: Path, fmt: str, stylizer, options: St
         def encode(item: Item) -> None:
             meta: _FrameMeta = item.meta
             out = host_pixels(item.out)
+            if planar:
+                frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(out), format="yuv420p")
+                frame.colorspace, frame.color_range = meta.colorspace, meta.color_range
+                item.result = frame
+                return
             if frame_filter is not None:
                 out = _filtered(frame_filter, meta.content, out)
             frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(out), format="rgb24")

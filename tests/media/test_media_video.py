@@ -146,3 +146,18 @@ def test_long_video_keeps_memory_bounded(tmp_path):
     assert result.frames == 2 * 600 and stats.peak_in_flight <= 2 * 4 + 1 + 4
     assert audio_packets(tmp_path / "o.mp4") == audio_packets(long_clip)
     assert grown_mb < 200
+
+
+@pytest.mark.gpu
+def test_cuda_planar_path_matches_the_image_path(styles_env, tmp_path):
+    """On CUDA frames cross as yuv420p planes, converted on the GPU (media.yuv): each output frame
+    is still the stylized input frame, up to the 4:2:0 round trip, with audio bit-identical."""
+    import styleforge
+    clip = make_video(tmp_path / "smooth.mp4", width=64, height=48)
+    styleforge.stylize_video(clip, tmp_path / "out.mp4", device="cuda", crf=0, preset="ultrafast")
+    assert audio_packets(tmp_path / "out.mp4") == audio_packets(clip)
+    inputs, outputs = video_frames(clip), video_frames(tmp_path / "out.mp4")
+    assert len(outputs) == len(inputs)
+    for content, got in zip(inputs[::5], outputs[::5]):
+        want = styleforge.stylize(content, device="cuda")
+        assert np.abs(got.astype(int) - want).mean() < 8
