@@ -164,7 +164,8 @@ def load_checkpoint(path: str | os.PathLike) -> Checkpoint:
         raw, metadata = _read_safetensors(path)
     else:
         try:
-            raw = torch.load(path, map_location="cpu", weights_only=True)
+            with open(path, "rb") as handle:   # a handle: torch would judge a path by its suffix
+                raw = torch.load(handle, map_location="cpu", weights_only=True)
         except Exception as exc:  # torch raises many types for a bad pickle; all mean the same
             raise CheckpointError(f"{path}: not a loadable PyTorch checkpoint "
                                   f"({torch_load_reason(exc)})") from None
