@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from ..models.vgg import VGGWeightsError
     from ..training import train
 
-    console = Console(stderr=True, highlight=False)
+    console = Console(stderr=True, highlight=False, soft_wrap=True)  # one error = one line
     logger = logging.getLogger("styleforge")
     if not logger.handlers:
         # The progress bar draws on rich's global console; logging through the same console
