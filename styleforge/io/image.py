@@ -187,7 +187,13 @@ def array_to_tensor(array: np.ndarray) -> torch.Tensor:
 
 
 def tensor_to_array(tensor: torch.Tensor) -> np.ndarray:
-    """(1, 3, H, W) or (3, H, W) float in 0–255 → uint8 (H, W, 3)."""
+    """(1, 3, H, W) or (3, H, W) float in 0–255 → uint8 (H, W, 3).
+
+    NaN would become 0 here (a black image written with success), so non-finite values are an
+    ImageError instead: every written image passes through this conversion."""
     if tensor.dim() == 4:
         tensor = tensor[0]
+    if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+        raise ImageError("the stylized image holds NaN or inf values (damaged style weights?); "
+                         "nothing was written; try another style or --precision fp32")
     return tensor.detach().round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0).cpu().numpy()

@@ -120,3 +120,18 @@ def test_bench_says_where_it_writes(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert f"results go to {tmp_path / 'benchmarks' / 'results'} (a new folder" in out
     assert not (tmp_path / "benchmarks").exists()
+
+
+def test_a_style_that_outputs_nan_writes_nothing(styles_env, tmp_path, capsys):
+    import torch
+    from conftest import random_style_state
+
+    from styleforge.models.checkpoint import save_checkpoint
+    state = random_style_state(4)
+    state["conv1.conv2d.weight"] = torch.full_like(state["conv1.conv2d.weight"], 3e38)  # inf → NaN in the norm
+    wild = save_checkpoint(tmp_path / "wild.safetensors", state, {"style": "wild"}, dtype=torch.float32)
+    src = write(tmp_path / "a.png")
+    Image.new("RGB", (20, 16), "white").save(src)
+    code, text, counts = cli(capsys, src, "--checkpoint", wild, "-o", tmp_path / "out.png")
+    assert code == 1 and counts == (0, 0, 1) and "holds NaN or inf" in text
+    assert not (tmp_path / "out.png").exists()
