@@ -201,27 +201,12 @@ def output_kind(output: str | None) -> str:
     return "folder"
 
 
-def _unwritable(target: Path) -> str | None:
-    """Why `target` cannot be written, found before any work; None when it can."""
-    if target.is_dir():
-        return f"{target} is a folder"
-    folder = target.parent
-    while not folder.exists():
-        if folder.is_symlink() or folder == folder.parent:
-            return f"{folder} cannot be created"
-        folder = folder.parent
-    if not folder.is_dir():
-        return f"{folder} is a file, not a folder"
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return f"the folder {folder} is not writable"
-    return None
-
-
 def plan_outputs(files: list[tuple[Path, Path | None]], output: str | None,
                  label: str, keep_names: bool = False) -> tuple[list[Job], list[str]]:
     """Each input's output path; collisions, outputs that would replace an input and unwritable
     outputs are errors. Files found by scanning that are this plan's own outputs (inside the
     output folder, or the styled name of another input) are dropped, not stylized again."""
+    from ..io.atomic import unwritable_reason
     kind = output_kind(output)
     if kind == "file" and len(files) != 1:
         raise ValueError(f"-o {output} is a file name but there are {len(files)} inputs; "
@@ -256,7 +241,7 @@ def plan_outputs(files: list[tuple[Path, Path | None]], output: str | None,
         if source.resolve() not in sources:
             continue
         key = target.resolve()
-        why = _unwritable(target)
+        why = unwritable_reason(target)
         if key in sources:
             errors.append(f"{source}: output {target} would replace an input; choose another -o")
         elif key in owner:

@@ -4,8 +4,9 @@ Every output StyleForge writes (images, weights, training checkpoints) goes thro
 so a crash, a kill or a power cut leaves either the old file or the whole new one under the final
 name, never a partial one. The temp name is short and unique (`.<first 40 chars>.<random>.tmp`),
 so two writers never collide and a 250-character file name still fits the 255-byte limit.
-Errors come out as `OSError`s whose message names the final path, never the temp file.
-This module knows nothing about formats; callers pass a function that writes to a path.
+Errors come out as `OSError`s whose message names the final path, never the temp file, and
+`unwritable_reason` finds the usual ones (a folder that is a file, no permission) before any
+work is spent. This module knows nothing about formats; callers pass a function that writes.
 """
 from __future__ import annotations
 
@@ -37,6 +38,23 @@ def fsync_directory(folder: Path) -> None:
         pass  # some filesystems (and Windows) refuse fsync on a directory; the rename still stands
     finally:
         os.close(fd)
+
+
+def unwritable_reason(target: str | os.PathLike) -> str | None:
+    """Why `target` could not be written, judged from the disk now; None when it can be."""
+    target = Path(target)
+    if target.is_dir():
+        return f"{target} is a folder"
+    folder = target.parent
+    while not folder.exists():
+        if folder.is_symlink() or folder == folder.parent:   # a dangling link, or no root at all
+            return f"{folder} cannot be created"
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{folder} is a file, not a folder"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"the folder {folder} is not writable"
+    return None
 
 
 def temp_path_for(path: Path) -> tuple[int, str]:

@@ -101,6 +101,11 @@ class TrainConfig:
                                     f"({', '.join(sorted(IMAGE_SUFFIXES))})")
         if not self.out.lower().endswith(".safetensors"):
             raise ValueError(f"--out must name a .safetensors file, got {self.out!r}")
+        from ..io.atomic import unwritable_reason
+        for target in (Path(self.out), self.run_dir / "step_0000000.pt"):
+            why = unwritable_reason(target)
+            if why:   # found now, not after hours of training
+                raise ValueError(f"cannot write {target}: {why}; choose another --out or --checkpoint-dir")
         if Path(self.out).exists() and not self.overwrite:
             raise FileExistsError(f"{self.out} exists; pass --overwrite to replace it, or choose "
                                   "another --out")

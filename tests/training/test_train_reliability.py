@@ -117,3 +117,12 @@ def test_the_run_length_is_estimated_and_checkpoints_do_not_collide(toy, tmp_pat
     names = sorted(p.name for p in (tmp_path / "eta.train").iterdir())
     assert names == ["samples", "step_0000003.pt", "step_0000004.pt"]      # no temp files left
     assert trainer_module.format_duration(43 * 3600 + 61) == "43:01:01"
+
+
+def test_an_unwritable_output_is_found_before_training(toy, tmp_path, capsys, monkeypatch):
+    def never(*args, **kwargs):
+        raise AssertionError("training started although the output cannot be written")
+    monkeypatch.setattr(trainer_module, "load_vgg16", never)
+    (tmp_path / "blocker").write_text("a file")
+    assert cli_train(toy, tmp_path / "blocker" / "style.safetensors") == 2
+    assert "blocker is a file, not a folder" in capsys.readouterr().err
