@@ -93,6 +93,8 @@ class StylizeOptions:
             raise ValueError(f"batch_size must be ≥ 1, got {self.batch_size}")
         if self.max_side is not None and self.max_side < 1:
             raise ValueError(f"max_side must be ≥ 1, got {self.max_side}")
+        if self.max_pixels < 1:
+            raise ValueError(f"max_pixels must be ≥ 1, got {self.max_pixels}")
         if not 1 <= self.quality <= 100:
             raise ValueError(f"quality must be in 1..100, got {self.quality}")
         if isinstance(self.blend, str):

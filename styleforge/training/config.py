@@ -17,6 +17,7 @@ turning a photo into pure texture; pytorch/examples' default (the painting's ful
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -61,6 +62,10 @@ class TrainConfig:
 
     def __post_init__(self):
         self.sample_photos = tuple(self.sample_photos)
+        for name in ("lr", "content_weight", "style_weight", "tv_weight", "epochs", "max_seconds"):
+            value = getattr(self, name)
+            if value is not None and not math.isfinite(value):   # NaN passes every < and > test
+                raise ValueError(f"{name} must be a finite number, got {value}")
         positive = {"batch_size": self.batch_size, "image_size": self.image_size, "lr": self.lr,
                     "log_every": self.log_every, "keep_checkpoints": self.keep_checkpoints}
         for name, value in positive.items():

@@ -177,6 +177,9 @@ class Trainer:
         if not self._window_steps:
             return None
         content, style, tv = (self._window / self._window_steps).tolist()
+        if not all(math.isfinite(v) for v in (content, style, tv)):
+            raise ValueError(f"training diverged: the loss became NaN or inf by step {self.step_count} "
+                             "(try a lower --lr or --style-weight; checkpoints so far are kept)")
         now = time.perf_counter()
         row = {"step": self.step_count, "content": content, "style": style, "tv": tv,
                "total": content + style + tv,

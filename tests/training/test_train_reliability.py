@@ -126,3 +126,17 @@ def test_an_unwritable_output_is_found_before_training(toy, tmp_path, capsys, mo
     (tmp_path / "blocker").write_text("a file")
     assert cli_train(toy, tmp_path / "blocker" / "style.safetensors") == 2
     assert "blocker is a file, not a folder" in capsys.readouterr().err
+
+
+def test_non_finite_settings_are_refused(toy, tmp_path, capsys):
+    for flags in (("--lr", "nan"), ("--style-weight", "inf")):
+        assert cli_train(toy, tmp_path / "x.safetensors", *flags) == 2
+        assert "must be a finite number" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_diverging_run_stops_with_one_line(toy, tmp_path, capsys):
+    assert cli_train(toy, tmp_path / "x.safetensors", "--style-weight", "1e308", "--content-weight", "1e308") == 2
+    err = capsys.readouterr().err
+    assert re.search(r"training diverged: the loss became NaN or inf by step \d", err) and "Traceback" not in err
+    assert not (tmp_path / "x.safetensors").exists()
