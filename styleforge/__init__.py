@@ -1,11 +1,18 @@
 """StyleForge: fast neural style transfer (Johnson et al. 2016) with fused CUDA kernels.
 
-Library first: `stylize`, `stylize_video`, `load_style`, `list_styles` and `StylizeOptions` are the API; the
-`styleforge` command is a thin layer over them.
+Library first: `stylize`, `stylize_video`, `load_style`, `list_styles` and `StylizeOptions` are the
+API; the `styleforge` command is a thin layer over them. The names load on first use (PEP 562), so
+`import styleforge.cli` and `styleforge --help` do not import torch.
 """
 __version__ = "0.1.0"
 
-from .api import list_styles, load_style, stylize, stylize_video  # noqa: E402
-from .engine.options import StylizeOptions  # noqa: E402
-
 __all__ = ["stylize", "stylize_video", "load_style", "list_styles", "StylizeOptions", "__version__"]
+_HOMES = {"stylize": "api", "stylize_video": "api", "load_style": "api", "list_styles": "api",
+          "StylizeOptions": "engine.options"}
+
+
+def __getattr__(name: str):
+    if name in _HOMES:
+        import importlib
+        return getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,7 +9,9 @@
 | numpy (H, W) or (H, W, C), C∈1,3,4 | numpy (H, W, 3), or (H, W, 4) with the alpha kept; uint8 → uint8 0–255, float → same float dtype in [0, 1] |
 | torch (C, H, W) or (N, C, H, W)    | same layout with C = 3 (or 4, alpha kept), same device; uint8 → uint8 0–255, float → same dtype in [0, 1] |
 
-Grey inputs come back as RGB because a style adds colour. Paths get their EXIF orientation
+Grey inputs come back as RGB because a style adds colour. An image with no pixels, float
+pixels that are NaN or inf, or a style whose output is not finite raise an error instead of
+returning a black image (`engine.checks`). Paths get their EXIF orientation
 applied; PIL images, arrays and tensors are taken as they are. `max_side` resizes paths and PIL
 images only: arrays and tensors keep their shape. Style precedence: blend > checkpoint > style.
 Loaded `Stylizer`s are cached per options (an LRU of a few), so repeated calls do not reload
@@ -29,6 +31,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from .engine.checks import require_finite_input, require_finite_output, require_pixels
 from .engine.options import StylizeOptions
 from .engine.pipeline import Stylizer
 from .io.image import LoadedImage, load_image, pil_to_tensor, split_alpha, tensor_to_pil
@@ -117,6 +120,7 @@ def stylize(image: Any, style: Any = None, *,
     if isinstance(image, (str, os.PathLike)):
         return _stylize_loaded(load_image(image, opts.max_pixels), opts, stylizer)
     if isinstance(image, Image.Image):
+        require_pixels(image.height, image.width, "the PIL image")
         rgb, alpha = split_alpha(image)
         return _stylize_loaded(LoadedImage(rgb, alpha, image.mode), opts, stylizer)
     if isinstance(image, np.ndarray):
@@ -129,7 +133,9 @@ def stylize(image: Any, style: Any = None, *,
 
 def _stylize_loaded(loaded: LoadedImage, opts: StylizeOptions, stylizer=None) -> Image.Image:
     loaded = loaded.resized(opts.max_side)
-    out = (stylizer or get_stylizer(opts))(pil_to_tensor(loaded.rgb))
+    stylizer = stylizer or get_stylizer(opts)
+    out = stylizer(pil_to_tensor(loaded.rgb))
+    require_finite_output(out, stylizer.style_name)
     return loaded.merged(tensor_to_pil(out))
 
 
@@ -152,12 +158,16 @@ def _stylize_tensor(tensor: torch.Tensor, opts: StylizeOptions, stylizer=None) -
         scale = 255.0
     else:
         raise TypeError(f"expected a uint8 or floating-point tensor, got {tensor.dtype}")
+    require_pixels(tensor.shape[-2], tensor.shape[-1], "the input")
+    require_finite_input(tensor, "the input")
     batch = tensor if tensor.dim() == 4 else tensor.unsqueeze(0)
     colour, alpha = batch[:, :3], (batch[:, 3:] if batch.shape[1] == 4 else None)
     content = colour.detach().cpu().float() * scale
     if content.shape[1] == 1:
         content = content.expand(-1, 3, -1, -1)
-    out = run_batches(stylizer or get_stylizer(opts), content, opts.batch_size)
+    stylizer = stylizer or get_stylizer(opts)
+    out = run_batches(stylizer, content, opts.batch_size) if len(content) else content.clone()
+    require_finite_output(out, stylizer.style_name)
     if tensor.dtype == torch.uint8:
         out = out.round().clamp(0, 255).to(torch.uint8)
     else:

@@ -44,7 +44,14 @@ def _version() -> str:
     return __version__
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Library warnings (a multi-frame GIF, fp16 on a CPU) as `warning: …` lines, no source text."""
+    print(f"warning: {message}", file=file or sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
+    import warnings
+    warnings.showwarning = _one_line_warning
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.command:

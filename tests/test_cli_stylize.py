@@ -64,7 +64,7 @@ def test_glob_pattern_expanded_by_us(styles_env, tmp_path, capsys):
         write(tmp_path / name)
     code, _, counts = cli(capsys, f"{tmp_path}/x*.png", "-o", tmp_path / "out")
     assert code == 0 and counts == (2, 0, 0)
-    assert sorted(os.listdir(tmp_path / "out")) == ["x1.png", "x2.png"]
+    assert sorted(os.listdir(tmp_path / "out")) == ["x1_alpha.png", "x2_alpha.png"]
     code, text, _ = cli(capsys, f"{tmp_path}/nothing*.png")
     assert code == 1 and "no files match" in text
 
@@ -75,7 +75,7 @@ def test_output_file_and_folder(styles_env, tmp_path, capsys):
     assert code == 0 and Image.open(tmp_path / "single.jpg").format == "JPEG"
     code, text, _ = cli(capsys, a, b, "-o", tmp_path / "two.png")
     assert code == 2 and "2 inputs" in text and not (tmp_path / "two.png").exists()
-    code, _, counts = cli(capsys, a, b, "-o", tmp_path / "new" / "folder")
+    code, _, counts = cli(capsys, a, b, "-o", tmp_path / "new" / "folder", "--keep-names")
     assert code == 0 and sorted(os.listdir(tmp_path / "new" / "folder")) == ["a.png", "b.png"]
 
 
@@ -161,7 +161,8 @@ def test_bad_files_fail_alone_and_leave_no_partial_output(styles_env, tmp_path, 
     (folder / "empty.png").write_bytes(b"")
     (folder / "text.jpg").write_text("not a picture")
     (folder / "truncated.png").write_bytes((folder / "good1.png").read_bytes()[:80])
-    code, text, counts = cli(capsys, folder, tmp_path / "missing.png", "-o", tmp_path / "out")
+    code, text, counts = cli(capsys, folder, tmp_path / "missing.png", "-o", tmp_path / "out",
+                             "--keep-names")
     assert code == 1 and counts == (2, 0, 4)
     for name in ("empty.png", "text.jpg", "truncated.png", "missing.png"):
         assert len([line for line in text.splitlines() if name in line and "error" in line]) == 1
@@ -173,7 +174,7 @@ def test_outputs_that_collide_or_replace_inputs_are_refused(styles_env, tmp_path
     a1, a2 = write(tmp_path / "x" / "a.png"), write(tmp_path / "y" / "a.png", seed=1)
     code, text, counts = cli(capsys, a1, a2, "-o", tmp_path / "out")
     assert code == 1 and counts == (1, 0, 1) and "also the output of" in text
-    code, text, _ = cli(capsys, a1, "-o", tmp_path / "x", "--overwrite")
+    code, text, _ = cli(capsys, a1, "-o", tmp_path / "x", "--overwrite", "--keep-names")
     assert code == 1 and "would replace an input" in text
     assert np.array_equal(pixels(a1), pixels(write(tmp_path / "z" / "a.png")))
 

@@ -23,9 +23,10 @@ def test_fp16_overflow_falls_back_to_fp32(tmp_path):
     torch.testing.assert_close(out, expected)
 
 
-def test_auto_precision_is_fp32_on_cpu():
-    from styleforge.engine.backends import resolve_dtype
-    assert resolve_dtype("auto", torch.device("cpu")) == torch.float32
+def test_auto_precision_on_cpu_follows_native_bf16():
+    from styleforge.engine.backends import cpu_has_native_bf16, resolve_dtype
+    want = torch.bfloat16 if cpu_has_native_bf16() else torch.float32
+    assert resolve_dtype("auto", torch.device("cpu")) == want
     assert resolve_dtype("auto", torch.device("cuda")) == torch.float16
 
 

@@ -139,7 +139,7 @@ def test_missing_vgg_weights_is_a_clear_error(toy, tmp_path, capsys):
     code = main(["train", "--style-image", str(toy / "painting.png"), "--content-dir", str(toy / "content"),
                  "--out", str(tmp_path / "x.safetensors"), "--vgg-weights", str(missing), "--device", "cpu"])
     assert code == 2
-    assert "vgg16_relu4_3.fp16.pth" in capsys.readouterr().err
+    assert "IMAGENET1K_V1" in capsys.readouterr().err
 
 
 def test_bad_settings_are_refused(toy, tmp_path):

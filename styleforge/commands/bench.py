@@ -6,6 +6,8 @@ instead (`styleforge.bench.pipeline`, its own config); `--ops`, `--training`, `-
 table back to them. Every flag is a field of `styleforge.bench.BenchConfig`; this module parses,
 calls `run_suite`, and prints the tables last.
 Exit status: 0 when nothing failed, 1 when any provider failed its gate or crashed, 2 for bad flags.
+Before anything is measured it says which folder the rows go to, and whether that folder is new
+(a bench run from another folder should not create ./benchmarks/results unannounced).
 """
 from __future__ import annotations
 
@@ -33,7 +35,9 @@ def register(subparsers) -> None:
     p.add_argument("--style", default=None,
                    help="built-in style or checkpoint path (default: the default style, or random "
                         "weights when none is installed)")
-    p.add_argument("--output", default="benchmarks/results", help="folder for the CSV rows and plots")
+    p.add_argument("--output", default="benchmarks/results",
+                   help="folder for the CSV rows and plots (default: ./benchmarks/results; the "
+                        "command says where it writes before it starts)")
     p.add_argument("--e2e", action="store_true", help="run the end-to-end table (the default unless "
                                                       "--ops/--training/--plot/--report is given)")
     p.add_argument("--ops", action="store_true", help="run every styleforge/bench/op_*.py case")
@@ -104,6 +108,16 @@ def run_pipeline(args: argparse.Namespace) -> int:
     return 1 if any(row.status != "ok" for row in result.rows) else 0
 
 
+def announce_output(config, console) -> None:
+    """One line naming the folder rows will go to, before any work."""
+    from pathlib import Path
+    if not (config.e2e or config.ops or config.training or config.plot):
+        return      # --report only reads
+    folder = Path(config.output).expanduser().resolve()
+    new = "" if folder.is_dir() else " (a new folder; --output DIR to choose another)"
+    console.print(f"results go to {folder}{new}")
+
+
 def run(args: argparse.Namespace) -> int:
     if args.pipeline:
         return run_pipeline(args)
@@ -113,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
     console = make_console()
     try:
         config = config_from_args(args)
+        announce_output(config, console)
         result = run_suite(config, log=console.print)
     except (ValueError, CheckpointError) as exc:
         console.print(f"[red]error:[/] {exc}")

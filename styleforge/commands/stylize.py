@@ -9,8 +9,14 @@ and precision live in `styleforge.engine`; reading and atomic writing in `stylef
 Where outputs go (no `-o`): a file `photo.jpg` → `photo_<style>.jpg` beside it; a folder
 `trip/` → a sibling folder `trip_<style>/` with the same file names, so a second run never picks
 up the first run's outputs. `-o x.jpg` (a name with an image suffix) is a file and needs exactly
-one input; any other `-o` is a folder, created if needed, that keeps the input names. An input
-whose suffix Pillow cannot write (e.g. `.psd`) is written as `.png`.
+one input; `-o out` (no suffix, a trailing `/`, or an existing folder) is a folder, created if
+needed, where `photo.jpg` becomes `photo_<style>.jpg`, so a second style into the same folder
+does not collide with the first (`--keep-names` keeps the input names). Any other `-o out.xyz`
+is refused rather than made into a folder. An input whose suffix Pillow cannot write (e.g.
+`.psd`) is written as `.png`. Files inside the output folder, and files that are outputs of this
+same plan, are never inputs, so running `stylize dir -r -o dir/styled` twice does not stylize
+its own outputs. Outputs that cannot be written (a folder that is a file, no write permission)
+are found here, before any work.
 """
 from __future__ import annotations
 
@@ -74,6 +80,8 @@ def register(subparsers) -> None:
                    default=_DEFAULTS.max_pixels, metavar="N",
                    help="refuse images with more pixels, before decoding them")
     p.add_argument("-r", "--recursive", action="store_true", help="descend into sub-folders")
+    p.add_argument("--keep-names", action="store_true",
+                   help="with -o FOLDER, keep the input file names (default: NAME_<style>.EXT)")
     add_pipeline_arguments(p)
     p.add_argument("--json", action="store_true",
                    help="print one JSON record per item (input, output, size, seconds, error) on "
@@ -82,8 +90,7 @@ def register(subparsers) -> None:
 
 def add_pipeline_arguments(p, image_codec: bool = True) -> None:
     """The media pipeline's flags (fields of `styleforge.media.PipelineOptions`)."""
-    from ..media.codecs import CODECS
-    from ..media.options import PipelineOptions
+    from ..media.options import CODECS, PipelineOptions
     defaults = PipelineOptions()
     p.add_argument("--workers", type=_checked(_number_in(1, 1024, int), "positive integer"),
                    default=defaults.workers, metavar="N",
@@ -145,7 +152,10 @@ def expand_inputs(inputs: list[str], recursive: bool) -> tuple[list[tuple[Path, 
     for raw in inputs:
         path = Path(raw).expanduser()
         if path.is_dir():
-            files += [(f, path) for f in scan(path)]
+            found = scan(path)
+            if not found:
+                errors.append(_empty_folder_message(path, recursive))
+            files += [(f, path) for f in found]
         elif path.exists():
             files.append((path, None))
         elif _GLOB_MAGIC.search(raw):  # the shell left the pattern alone (quoted, or Windows)
@@ -165,6 +175,14 @@ def expand_inputs(inputs: list[str], recursive: bool) -> tuple[list[tuple[Path, 
     return unique, errors
 
 
+def _empty_folder_message(folder: Path, recursive: bool) -> str:
+    from ..io.image import SCAN_SUFFIXES
+    has_folders = any(p.is_dir() and not p.name.startswith(".") for p in folder.iterdir())
+    hint = "; add -r to look in its sub-folders" if has_folders and not recursive else ""
+    kinds = ", ".join(sorted(SCAN_SUFFIXES)[:6])
+    return f"{folder}: no images in this folder (looked for {kinds}, …){hint}"
+
+
 def style_label(options: StylizeOptions) -> str:
     from ..models.registry import default_style
     if options.style_images:
@@ -176,42 +194,100 @@ def style_label(options: StylizeOptions) -> str:
     return Path(options.style).stem if options.style else default_style()
 
 
+NAME_MAX = 255                                   # bytes in one file name (ext4, APFS, NTFS)
+_LOOKS_LIKE_SUFFIX = re.compile(r"^\.[A-Za-z][A-Za-z0-9]{0,4}$")
+
+
 def _writable_name(name: str) -> str:
+    """`name` with a suffix Pillow can write (else .png), its last part cut to fit NAME_MAX."""
     from ..io.image import ImageError, format_for
     try:
         format_for(name)
-        return name
     except ImageError:
-        return str(Path(name).with_suffix(".png"))
+        name = str(Path(name).with_suffix(".png"))
+    path = Path(name)
+    over = len(path.name.encode()) - NAME_MAX
+    if over > 0:
+        stem = path.stem.encode()[:max(1, len(path.stem.encode()) - over)].decode(errors="ignore")
+        path = path.with_name(stem + path.suffix)
+    return str(path)
+
+
+def _styled_name(relative: Path, label: str) -> str:
+    """photo.jpg → photo_<label>.jpg, the label kept whole when the name must be shortened."""
+    tail = f"_{label}{relative.suffix}"
+    room = max(1, NAME_MAX - len(tail.encode()))
+    stem = relative.stem.encode()[:room].decode(errors="ignore")
+    return _writable_name(str(relative.with_name(stem + tail)))
+
+
+def output_kind(output: str | None) -> str:
+    """'none', 'file' or 'folder' for an -o value; ValueError for a name that is neither."""
+    from ..io.image import SCAN_SUFFIXES
+    if output is None:
+        return "none"
+    path = Path(output)
+    if path.is_dir() or output.endswith(("/", os.sep)):
+        return "folder"
+    suffix = path.suffix.lower()
+    if suffix in SCAN_SUFFIXES:
+        return "file"
+    if suffix and _LOOKS_LIKE_SUFFIX.match(suffix):
+        raise ValueError(f"-o {output}: {suffix} is not an image format StyleForge writes "
+                         "(.jpg, .png, .webp, .tif, …); for a folder, end it with / or create it first")
+    if path.exists():
+        raise ValueError(f"-o {output} is an existing file, not a folder or an image name; "
+                         "give an image file name (e.g. out.png) or a folder")
+    return "folder"
 
 
 def plan_outputs(files: list[tuple[Path, Path | None]], output: str | None,
-                 label: str) -> tuple[list[Job], list[str]]:
-    """Each input's output path; collisions and outputs that would replace an input are errors."""
-    from ..io.image import SCAN_SUFFIXES
-    out_is_file = (output is not None and Path(output).suffix.lower() in SCAN_SUFFIXES
-                   and not Path(output).is_dir())
-    if out_is_file and len(files) != 1:
+                 label: str, keep_names: bool = False) -> tuple[list[Job], list[str]]:
+    """Each input's output path; collisions, outputs that would replace an input and unwritable
+    outputs are errors. Files found by scanning that are this plan's own outputs (inside the
+    output folder, or the styled name of another input) are dropped, not stylized again."""
+    from ..io.atomic import unwritable_reason
+    kind = output_kind(output)
+    if kind == "file" and len(files) != 1:
         raise ValueError(f"-o {output} is a file name but there are {len(files)} inputs; "
                          "give a folder for several inputs")
-    jobs, errors, owner = [], [], {}
-    sources = {source.resolve() for source, _ in files}
-    for source, root in files:
+    out_dir = Path(output).resolve() if kind == "folder" else None
+
+    def target_of(source: Path, root: Path | None) -> Path:
         relative = source.relative_to(root) if root is not None else Path(source.name)
-        if out_is_file:
-            target = Path(output)
-        elif output is not None:
-            target = Path(output) / _writable_name(str(relative))
-        elif root is not None:
+        if kind == "file":
+            return Path(output)
+        if kind == "folder":
+            name = _writable_name(str(relative)) if keep_names else _styled_name(relative, label)
+            return Path(output) / name
+        if root is not None:
             base = root.resolve()
-            target = base.parent / f"{base.name}_{label}" / _writable_name(str(relative))
-        else:
-            target = source.with_name(_writable_name(f"{source.stem}_{label}{source.suffix}"))
+            return base.parent / f"{base.name}_{label}" / _writable_name(str(relative))
+        return source.parent / _styled_name(Path(source.name), label)
+
+    planned = [(source, root, target_of(source, root)) for source, root in files]
+    own_outputs = {target.resolve() for _, _, target in planned}
+    jobs, errors, owner = [], [], {}
+    sources = set()
+    for source, root, target in planned:
+        resolved = source.resolve()
+        if root is not None:   # found by scanning, not named by the user
+            inside_output = (out_dir is not None and out_dir != root.resolve()
+                             and out_dir in resolved.parents)
+            if inside_output or resolved in own_outputs:
+                continue
+        sources.add(resolved)
+    for source, root, target in planned:
+        if source.resolve() not in sources:
+            continue
         key = target.resolve()
+        why = unwritable_reason(target)
         if key in sources:
             errors.append(f"{source}: output {target} would replace an input; choose another -o")
         elif key in owner:
             errors.append(f"{source}: output {target} is also the output of {owner[key]}")
+        elif why:
+            errors.append(f"{source}: cannot write {target}: {why}; choose another -o")
         else:
             owner[key] = source
             jobs.append(Job(source, target))
@@ -293,7 +369,7 @@ def _split_stdio(args: argparse.Namespace, label: str):
             raise ValueError(f"-o {args.output}: an image read from stdin needs an output file name "
                              "with an image suffix, or -o - for stdout")
         return [Job(source, Path(args.output))], input_errors, []
-    jobs, plan_errors = plan_outputs(files, args.output, label)
+    jobs, plan_errors = plan_outputs(files, args.output, label, getattr(args, "keep_names", False))
     return jobs, input_errors, plan_errors
 
 

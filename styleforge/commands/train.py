@@ -58,6 +58,8 @@ def register(subparsers) -> None:
     p.add_argument("--max-seconds", type=float, metavar="S", help="stop cleanly after S seconds")
     p.add_argument("--max-content", type=int, metavar="N", help="use only the first N photos")
     p.add_argument("--no-progress", dest="progress", action="store_false")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --out and the checkpoint folder's earlier run")
     meta = p.add_argument_group("metadata written into the weights file")
     for flag in ("name", "painting", "artist", "year", "licence"):
         meta.add_argument(f"--{flag}", dest=f"meta_{flag}", default=None, metavar="TEXT")
@@ -76,7 +78,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         sample_photos=tuple(args.sample_photos), log_every=args.log_every, device=args.device,
         precision=args.precision, channels_last=args.channels_last, compile=args.compile,
         deterministic=args.deterministic, max_seconds=args.max_seconds, max_content=args.max_content,
-        progress=args.progress, metadata=metadata)
+        progress=args.progress, overwrite=args.overwrite, metadata=metadata)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from ..models.vgg import VGGWeightsError
     from ..training import train
 
-    console = Console(stderr=True, highlight=False)
+    console = Console(stderr=True, highlight=False, soft_wrap=True)  # one error = one line
     logger = logging.getLogger("styleforge")
     if not logger.handlers:
         # The progress bar draws on rich's global console; logging through the same console
@@ -99,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = config_from_args(args)
         result = train(config)
-    except (VGGWeightsError, FileNotFoundError, ValueError) as exc:
+    except (VGGWeightsError, FileNotFoundError, FileExistsError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}")
         return 2
     losses = "  ".join(f"{k} {v:.4g}" for k, v in result.losses.items())

@@ -191,9 +191,12 @@ class PaintingStylizer:
         for painting, _ in self.paintings:   # a broken painting fails here, once, not per photo
             self.engine.style_code(painting)
 
+    @property
+    def style_name(self) -> str:
+        return ", ".join(Path(p).name if not isinstance(p, Image.Image) else "image" for p, _ in self.paintings)
+
     def describe(self) -> str:
-        names = ", ".join(Path(p).name if not isinstance(p, Image.Image) else "image" for p, _ in self.paintings)
-        return f"{names} ({self.engine.describe()})"
+        return f"{self.style_name} ({self.engine.describe()})"
 
     def __call__(self, content: torch.Tensor) -> torch.Tensor:
         return self.engine.stylize(content, self.paintings)

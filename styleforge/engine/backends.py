@@ -4,6 +4,9 @@
 - compile:   `torch.compile(mode="reduce-overhead")` of the reference, channels_last (CUDA).
 - fused:     our CUDA kernels + cuDNN convolutions + CUDA graphs (`engine.fused`).
 `auto` picks fused on CUDA when the kernels are available, reference otherwise.
+Precision `auto` is fp16 on CUDA, and on a CPU bf16 where the CPU multiplies bf16 natively
+(AVX512-BF16 or AMX-BF16: docs/reliability.md has the speeds and PSNR measured), fp32 elsewhere.
+fp16 asked for on a CPU runs (emulated, several times slower) with a warning.
 A runner maps a float tensor in 0–255, (N, 3, H, W) with H, W multiples of 4, on the runner's
 device, to the raw network output in float32 (not clamped).
 """
@@ -27,12 +30,35 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+class SlowPrecisionWarning(UserWarning):
+    """A precision the device can only emulate: it works, much slower than the default."""
+
+
+def cpu_has_native_bf16() -> bool:
+    """True where oneDNN runs bf16 convolutions on bf16 hardware (AVX512-BF16 or AMX-BF16).
+
+    Without it bf16 is emulated and slower than fp32. The probes are private torch helpers;
+    if a torch version lacks them the answer is False, the safe choice (fp32).
+    """
+    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    try:
+        return any(bool(getattr(torch.cpu, name)()) for name in probes if hasattr(torch.cpu, name))
+    except RuntimeError:
+        return False
+
+
 def resolve_dtype(precision: str, device: torch.device) -> torch.dtype:
     if precision == "auto":
-        # fp16 on CUDA: on an H200 the fused fp16 path ran 1.3–1.6× faster than bf16 (cuDNN picks
-        # faster convolutions) and landed at 66 dB PSNR vs fp32 against bf16's 47 dB
-        # (benchmarks/results, 2026-11-21). The pipeline reruns in fp32 if fp16 ever overflows.
-        return torch.float16 if device.type == "cuda" else torch.float32
+        if device.type == "cuda":
+            # On an H200 the fused fp16 path ran 1.3–1.6× faster than bf16 and landed at 66 dB
+            # from fp32 against bf16's 47 dB. The pipeline reruns in fp32 if fp16 ever overflows.
+            return torch.float16
+        # bf16 stays ≥ 45 dB from fp32 on every shipped style (docs/reliability.md).
+        return torch.bfloat16 if cpu_has_native_bf16() else torch.float32
+    if precision == "fp16" and device.type == "cpu":
+        warnings.warn("fp16 on the CPU is emulated and several times slower than fp32; "
+                      "use --precision auto (the fastest precision this CPU runs well)",
+                      SlowPrecisionWarning, stacklevel=2)
     return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
 
 

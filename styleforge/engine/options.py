@@ -1,11 +1,49 @@
-"""The one options object shared by the CLI and the Python API (every CLI flag is a field)."""
+"""The one options object shared by the CLI and the Python API (every CLI flag is a field).
+
+Every field is checked here, whether it came from a flag or from Python, so a bad value fails
+before any weights load (a NaN blend weight once gave an all-black image with exit 0).
+"""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("auto", "fp32", "fp16", "bf16")
 BACKENDS = ("auto", "reference", "fused", "compile")
+
+
+MAX_BLEND_WEIGHT = 1e6   # weights are relative; anything larger is a typo, and 1e308 overflows the sum
+
+
+def check_blend(items) -> tuple[tuple[str, float], ...]:
+    """[(name, weight), …] → the same as a tuple, or ValueError naming the bad entry.
+
+    Weights must be finite numbers in 0..MAX_BLEND_WEIGHT with a positive sum; they are
+    normalised to sum to 1 when the weights are mixed.
+    """
+    out = []
+    for item in items:
+        try:
+            name, weight = item
+        except (TypeError, ValueError):
+            raise ValueError(f"--blend: each entry must be (name, weight), got {item!r}") from None
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"--blend: style name must be a non-empty string, got {name!r}")
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+            raise ValueError(f"--blend: weight of {name!r} must be a number, got {weight!r}")
+        weight = float(weight)
+        if not math.isfinite(weight):
+            raise ValueError(f"--blend: weight of {name!r} is {weight}; use a finite number, e.g. {name}:0.5")
+        if weight < 0:
+            raise ValueError(f"--blend: weight of {name!r} is negative ({weight:g}); weights are ≥ 0")
+        if weight > MAX_BLEND_WEIGHT:
+            raise ValueError(f"--blend: weight of {name!r} is {weight:g}, over {MAX_BLEND_WEIGHT:g}; "
+                             "weights are relative, e.g. candy:0.6,mosaic:0.4")
+        out.append((name.strip(), weight))
+    if not out or sum(w for _, w in out) <= 0:
+        raise ValueError("--blend needs at least one style with a positive weight, e.g. candy:0.6,mosaic:0.4")
+    return tuple(out)
 
 
 def parse_blend(spec: str) -> tuple[tuple[str, float], ...]:
@@ -22,12 +60,8 @@ def parse_blend(spec: str) -> tuple[tuple[str, float], ...]:
             value = float(weight)
         except ValueError:
             raise ValueError(f"--blend: weight {weight!r} of {name!r} is not a number") from None
-        if value < 0:
-            raise ValueError(f"--blend: weight of {name!r} is negative")
         items.append((name, value))
-    if not items or sum(w for _, w in items) <= 0:
-        raise ValueError("--blend needs at least one style with a positive weight, e.g. candy:0.6,mosaic:0.4")
-    return tuple(items)
+    return check_blend(items)
 
 
 def parse_style_image(spec: str) -> tuple[str, float]:
@@ -77,6 +111,8 @@ class StylizeOptions:
             raise ValueError(f"batch_size must be ≥ 1, got {self.batch_size}")
         if self.max_side is not None and self.max_side < 1:
             raise ValueError(f"max_side must be ≥ 1, got {self.max_side}")
+        if self.max_pixels < 1:
+            raise ValueError(f"max_pixels must be ≥ 1, got {self.max_pixels}")
         if not 1 <= self.quality <= 100:
             raise ValueError(f"quality must be in 1..100, got {self.quality}")
         if not 0.0 <= self.alpha <= 1.0:
@@ -91,3 +127,5 @@ class StylizeOptions:
             raise ValueError("style images need a positive total weight")
         if isinstance(self.blend, str):
             object.__setattr__(self, "blend", parse_blend(self.blend))
+        elif self.blend:
+            object.__setattr__(self, "blend", check_blend(self.blend))

@@ -97,8 +97,9 @@ class Stylizer:
     @torch.inference_mode()
     def on_device_unchecked(self, content: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """As `on_device`, without waiting for the GPU: → (result, finite), where `finite` is a
-        device bool (None in fp32) that says whether fp16 stayed finite. A streaming caller reads
-        it a batch later and, where False, calls `fall_back_to_fp32` and runs the batch again."""
+        device bool that says whether the output stayed finite. A streaming caller reads it a batch
+        later and, where False, calls `fall_back_to_fp32` and runs the batch again (fp16), or fails
+        the batch (any other precision: the weights are damaged)."""
         return self._forward(content, check_overflow=False)
 
     def _forward(self, content: torch.Tensor, check_overflow: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -112,7 +113,7 @@ class Stylizer:
             raw = self._run(padded)
         else:
             raw = self.runner(padded)
-            finite = torch.isfinite(raw).all() if self.dtype == torch.float16 else None
+            finite = torch.isfinite(raw).all()   # a device flag: read late, never waited for here
         out = raw[..., :height, :width].clamp(0, 255)
         if self.options.preserve_color:
             out = preserve_color(content, out)

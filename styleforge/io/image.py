@@ -3,8 +3,10 @@
 Reading takes any file Pillow can open (grey, RGBA, LA, palette with or without transparency,
 CMYK, 16-bit, WebP, …), applies the EXIF orientation, refuses absurd pixel counts from the
 header before anything is decoded, and turns every way a file can be bad (empty, truncated,
-corrupt, not an image, decompression bomb) into one `ImageError` that names the file. Writing is
-atomic: a temp file in the destination folder, then `os.replace`, so a partial output never
+corrupt, not an image, decompression bomb) into one `ImageError` that names the file. A file of
+several frames (animated GIF/WebP/PNG, multi-page TIFF) gives its first frame with a warning that
+says so (`LoadedImage.frames` holds the count). Writing is atomic and durable
+(`styleforge.io.atomic`: temp file, fsync, rename, fsync the folder), so a partial output never
 exists under the final name. This module does no stylization; the value-range contract it
 serves is the engine's: float (N, 3, H, W) in 0–255 (`styleforge.engine.pipeline`).
 """
@@ -12,7 +14,6 @@ from __future__ import annotations
 
 import io
 import os
-import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,14 +30,8 @@ _ALPHA_FORMATS = frozenset({"PNG", "WEBP", "TIFF", "GIF", "TGA", "JPEG2000"})
 _SIXTEEN_BIT_MODES = frozenset({"I;16", "I;16L", "I;16B", "I;16N", "I"})
 
 
-def _creation_mode() -> int:
-    # mkstemp makes 0600 files; outputs should get the permissions a plain open() would give.
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-_FILE_MODE = _creation_mode()
+class MultiFrameWarning(UserWarning):
+    """An animated or multi-page file of which only the first frame is used."""
 
 
 class ImageError(ValueError):
@@ -50,6 +45,7 @@ class LoadedImage:
     alpha: Image.Image | None         # mode "L", same size, or None when the source had none
     source_mode: str                  # the file's own Pillow mode, e.g. "P", "I;16", "CMYK"
     icc_profile: bytes | None = None  # kept only for RGB sources, where it still describes the pixels
+    frames: int = 1                   # frames/pages in the file; only the first is here
 
     @property
     def size(self) -> tuple[int, int]:
@@ -64,7 +60,7 @@ class LoadedImage:
         size = (max(1, round(width * scale)), max(1, round(height * scale)))
         alpha = self.alpha.resize(size, Image.LANCZOS) if self.alpha is not None else None
         return LoadedImage(self.rgb.resize(size, Image.LANCZOS), alpha, self.source_mode,
-                           self.icc_profile)
+                           self.icc_profile, self.frames)
 
     def merged(self, rgb: Image.Image) -> Image.Image:
         """`rgb` (same size) with this image's alpha re-attached, if it had one."""
@@ -112,6 +108,7 @@ def load_image(path: str | os.PathLike, max_pixels: int | None = None,
                 if max_pixels is not None and width * height > max_pixels:
                     raise ImageError(f"{path}: {width}×{height} = {width * height:,} pixels is over "
                                      f"the limit of {max_pixels:,} pixels; refused before decoding")
+                frames = int(getattr(image, "n_frames", 1) or 1)
                 image.load()
                 source_mode = image.mode
                 icc = image.info.get("icc_profile") if source_mode in ("RGB", "RGBA") else None
@@ -127,7 +124,11 @@ def load_image(path: str | os.PathLike, max_pixels: int | None = None,
         raise ImageError(f"{path}: not enough memory to decode this image") from None
     except Exception as exc:  # Pillow's decoders raise OSError, SyntaxError, ValueError, EOFError…
         raise ImageError(f"{path}: truncated or corrupt image ({type(exc).__name__}: {exc})") from None
-    return LoadedImage(rgb, alpha, source_mode, icc)
+    if frames > 1:
+        warnings.warn(f"{path}: has {frames} frames or pages; only the first is used "
+                      "(split it into single images to stylize every frame)", MultiFrameWarning,
+                      stacklevel=2)
+    return LoadedImage(rgb, alpha, source_mode, icc, frames)
 
 
 def format_for(path: str | os.PathLike) -> str:
@@ -163,22 +164,19 @@ def save_image(image: Image.Image, path: str | os.PathLike, quality: int = 95,
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> Path:
-    """Call `write(handle)` on a temp file beside `path`, then rename it to `path`; on any
-    failure raise `ImageError` and leave neither a partial file nor a temp file behind."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
+    """Call `write(handle)` on a temp file beside `path`, fsync it and rename it to `path`
+    (`io.atomic`); on any failure raise `ImageError` naming `path` and leave no partial file."""
+    from .atomic import atomic_write as durable_write
+
+    def fill(tmp: str) -> None:
+        with open(tmp, "wb") as handle:
             write(handle)
-        os.chmod(tmp, _FILE_MODE)
-        os.replace(tmp, path)
-    except Exception as exc:
-        raise ImageError(f"{path}: could not write ({type(exc).__name__}: {exc})") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    try:
+        return durable_write(path, fill)
+    except OSError as exc:  # already "<path>: cannot write (<reason>)", no temp name
+        raise ImageError(str(exc.strerror or exc)) from None
+    except Exception as exc:  # the encoder's own errors
+        raise ImageError(f"{path}: could not encode ({type(exc).__name__}: {exc})") from None
 
 
 # --- conversions: PIL / numpy uint8 HWC ↔ engine tensors (float, N×3×H×W, 0–255) ------------
@@ -199,7 +197,13 @@ def array_to_tensor(array: np.ndarray) -> torch.Tensor:
 
 
 def tensor_to_array(tensor: torch.Tensor) -> np.ndarray:
-    """(1, 3, H, W) or (3, H, W) float in 0–255 → uint8 (H, W, 3)."""
+    """(1, 3, H, W) or (3, H, W) float in 0–255 → uint8 (H, W, 3).
+
+    NaN would become 0 here (a black image written with success), so non-finite values are an
+    ImageError instead: every written image passes through this conversion."""
     if tensor.dim() == 4:
         tensor = tensor[0]
+    if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+        raise ImageError("the stylized image holds NaN or inf values (damaged style weights?); "
+                         "nothing was written; try another style or --precision fp32")
     return tensor.detach().round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0).cpu().numpy()

@@ -6,7 +6,9 @@ runs on. The first use takes about a minute; the library is cached under
 `~/.cache/styleforge/kernels/<key>/` (or `$STYLEFORGE_CACHE_DIR`, or `$XDG_CACHE_HOME`), where
 the key hashes the sources, the flags, the GPU architecture and the PyTorch/CUDA versions, so
 a change in any of them rebuilds instead of loading a stale library. `styleforge build`
-prebuilds. This module does not register ops (ops.py does) and does not decide fallbacks.
+prebuilds. Building, loading and `--force`'s deletion all happen under the cache entry's build
+lock (`build_lock.py`: bounded wait, announced, never blocked by a killed build).
+This module does not register ops (ops.py does) and does not decide fallbacks.
 """
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ import sys
 from pathlib import Path
 
 import torch
+
+from .build_lock import DEFAULT_TIMEOUT_S, build_lock
 
 log = logging.getLogger(__name__)
 
@@ -92,13 +96,29 @@ def _status(message: str):
     return Console(stderr=True).status(message)
 
 
-def build_and_load(capability: tuple[int, int] | None = None, verbose: bool = False,
-                   force: bool = False) -> Path:
-    """Compile if needed, load into this process (registers the CUDA kernels), return the .so path."""
-    from torch.utils import cpp_extension
+def _announce(message: str) -> None:
+    try:
+        from rich.console import Console
+    except ImportError:
+        log.warning(message)
+        return
+    Console(stderr=True, highlight=False).print(message)
 
+
+def build_and_load(capability: tuple[int, int] | None = None, verbose: bool = False,
+                   force: bool = False, lock_timeout: float = DEFAULT_TIMEOUT_S) -> Path:
+    """Compile if needed, load into this process (registers the CUDA kernels), return the .so path.
+
+    Raises BuildLockTimeout when another build holds the cache entry for `lock_timeout` s."""
     capability = device_capability(capability)
     directory = build_directory(capability)
+    with build_lock(directory, lock_timeout, on_wait=_announce):
+        return _build_locked(capability, directory, verbose, force)
+
+
+def _build_locked(capability: tuple[int, int], directory: Path, verbose: bool, force: bool) -> Path:
+    from torch.utils import cpp_extension
+
     if force and directory.exists():
         shutil.rmtree(directory)
     directory.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,6 @@ Importing this package is cheap: PyAV loads only when a video is opened.
 from __future__ import annotations
 
 from .options import PipelineOptions, VideoOptions
-from .pipeline import Item, Stats, stream
 from .records import Record
 
 __all__ = ["PipelineOptions", "VideoOptions", "Item", "Stats", "Record", "stream",
@@ -15,6 +14,9 @@ __all__ = ["PipelineOptions", "VideoOptions", "Item", "Stats", "Record", "stream
 
 
 def __getattr__(name: str):
+    if name in ("Item", "Stats", "stream"):   # the pipeline imports torch: only when used
+        from . import pipeline
+        return getattr(pipeline, name)
     if name in ("stylize_images", "ImageJob"):
         from . import images
         return getattr(images, name)

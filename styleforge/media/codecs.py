@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 from PIL import Image
 
-CODECS = ("auto", "pillow", "gpu")
+from .options import CODECS  # noqa: E402,F401  (re-exported)
 _JPEG_MAGIC = b"\xff\xd8\xff"
 _EXIF_ORIENTATION = 0x0112
 

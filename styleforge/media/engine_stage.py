@@ -20,6 +20,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from ..engine.checks import require_finite_output
 from .codecs import DeviceImage
 from .yuv import YuvFrame, rgb_to_yuv420, yuv420_to_rgb
 
@@ -81,10 +82,15 @@ class EngineStage:
         flag, ready = finite
         ready.synchronize()
         if not bool(flag):
+            if getattr(self.stylizer, "dtype", None) != torch.float16:
+                require_finite_output(torch.tensor(float("nan")), self._style_name())
             self.stylizer.fall_back_to_fp32()
             for item in batch:
                 item.out = None
             self._run_cuda(batch)
+
+    def _style_name(self) -> str:
+        return getattr(self.stylizer, "style_name", "the style")
 
     def _network(self, content: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         unchecked = getattr(self.stylizer, "on_device_unchecked", None)
@@ -98,6 +104,7 @@ class EngineStage:
     def _run_cpu(self, batch: list) -> None:
         content = torch.from_numpy(np.stack([item.pixels for item in batch])).permute(0, 3, 1, 2)
         out = self.stylizer(content.float())
+        require_finite_output(out, self._style_name())
         pixels = out.round().clamp(0, 255).to(torch.uint8).permute(0, 2, 3, 1).numpy()
         for item, image in zip(batch, pixels):
             item.out = image

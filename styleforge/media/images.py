@@ -42,6 +42,9 @@ class ImageJob:
     source: Path | str      # a path, or "-" for stdin
     target: Path | str      # a path, or "-" for stdout
 
+    def __str__(self) -> str:   # error lines name the input file
+        return "stdin" if str(self.source) == "-" else str(self.source)
+
 
 @dataclass
 class _Meta:

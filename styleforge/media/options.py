@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .codecs import CODECS
-
+CODECS = ("auto", "pillow", "gpu")   # image codecs (media.codecs); here so parsing needs no torch
 VIDEO_CODECS = {"h264": "libx264", "h265": "libx265", "av1": "libsvtav1"}
 # The preset when none is given. x264's own default (medium) encodes 1080p far below the
 # engine's rate; superfast keeps CABAC and deblocking (unlike ultrafast). Encode alone on the H200

@@ -5,13 +5,18 @@ training settings). pytorch/examples `.pth` files also load: `module.` prefixes 
 are stripped, the legacy InstanceNorm `running_mean`/`running_var` buffers that old PyTorch
 saved are dropped, and the result must match the network exactly (`strict=True`). `.pth` files
 are read with `weights_only=True`, so a pickle cannot run code.
+
+The format is told by the file's first bytes, not its suffix (`X.SAFETENSORS`, a `.pth` that is
+really safetensors), and a file that is an image gets a message saying so. A safetensors file's
+names, shapes and dtypes are checked from its header before any tensor is read, so a 2 GB file
+with one wrong name is refused at once. Weights must be floating point and finite: NaN, inf or
+integer weights would stylize every image black.
 """
 from __future__ import annotations
 
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,19 +45,17 @@ def expected_shapes() -> dict[str, tuple[int, ...]]:
     return {k: tuple(v.shape) for k, v in TransformerNet().state_dict().items()}
 
 
-def normalize_state_dict(raw: dict[str, torch.Tensor], source: str) -> dict[str, torch.Tensor]:
-    """Explicit key map: strip `module.`, drop legacy buffers, then check names and shapes."""
-    out: dict[str, torch.Tensor] = {}
-    for key, value in raw.items():
-        if not isinstance(value, torch.Tensor):
-            raise CheckpointError(f"{source}: entry {key!r} is not a tensor")
-        key = key.removeprefix("module.")
-        if LEGACY_KEY.search(key):
-            continue
-        out[key] = value.float()
+def _network_key(key: str) -> str | None:
+    """A stored name → the network's name, or None for a legacy buffer that is dropped."""
+    key = key.removeprefix("module.")
+    return None if LEGACY_KEY.search(key) else key
+
+
+def check_layout(shapes: dict[str, tuple[int, ...]], source: str) -> None:
+    """Names (already mapped) and shapes must be exactly the network's; else CheckpointError."""
     want = expected_shapes()
-    missing = sorted(set(want) - set(out))
-    unexpected = sorted(set(out) - set(want))
+    missing = sorted(set(want) - set(shapes))
+    unexpected = sorted(set(shapes) - set(want))
     if missing or unexpected:
         parts = []
         if missing:
@@ -61,29 +64,111 @@ def normalize_state_dict(raw: dict[str, torch.Tensor], source: str) -> dict[str,
             parts.append(f"unexpected {len(unexpected)} keys (first: {', '.join(unexpected[:3])})")
         raise CheckpointError(f"{source}: not a style-network checkpoint: {'; '.join(parts)}")
     for key, shape in want.items():
-        if tuple(out[key].shape) != shape:
+        if tuple(shapes[key]) != shape:
             raise CheckpointError(
-                f"{source}: {key} has shape {tuple(out[key].shape)}, the network needs {shape}")
+                f"{source}: {key} has shape {tuple(shapes[key])}, the network needs {shape}")
+
+
+def normalize_state_dict(raw: dict[str, torch.Tensor], source: str) -> dict[str, torch.Tensor]:
+    """Explicit key map: strip `module.`, drop legacy buffers, then check names, shapes, values."""
+    out: dict[str, torch.Tensor] = {}
+    for key, value in raw.items():
+        if not isinstance(value, torch.Tensor):
+            raise CheckpointError(f"{source}: entry {key!r} is not a tensor")
+        name = _network_key(key)
+        if name is None:
+            continue
+        if not value.is_floating_point():
+            raise CheckpointError(f"{source}: {name} holds {value.dtype} values; style weights are "
+                                  "floating point (is this a quantized or damaged file?)")
+        out[name] = value.float()
+    check_layout({k: tuple(v.shape) for k, v in out.items()}, source)
+    bad = [k for k, v in out.items() if not bool(torch.isfinite(v).all())]
+    if bad:
+        raise CheckpointError(f"{source}: {len(bad)} weights hold NaN or inf (first: {bad[0]}); the "
+                              "file is damaged or its training diverged; use an earlier checkpoint")
     return out
+
+
+IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff", ".gif",
+                             ".heic", ".avif"})
+_IMAGE_MAGIC = (b"\xff\xd8\xff", b"\x89PNG", b"GIF8", b"RIFF", b"BM", b"II*\x00", b"MM\x00*")
+
+
+def file_kind(path: Path) -> str:
+    """'safetensors', 'torch' (zip or legacy pickle), 'image' or 'unknown', from the first bytes."""
+    with open(path, "rb") as handle:
+        head = handle.read(16)
+    if head.startswith(b"PK\x03\x04") or head[:1] == b"\x80":
+        return "torch"
+    if head.startswith(_IMAGE_MAGIC) or path.suffix.lower() in IMAGE_SUFFIXES:
+        return "image"
+    if len(head) >= 9 and head[8:9] == b"{":   # 8-byte little-endian header length, then JSON
+        return "safetensors"
+    return "unknown"
+
+
+def torch_load_reason(exc: Exception) -> str:
+    """torch.load's failure in a few words; its own text ("Weights only load failed … please
+    file an issue") would send a user the wrong way."""
+    text = str(exc)
+    if "Weights only load failed" in text or "Unsupported global" in text:
+        return "it holds Python objects, not only tensors; refused because loading it could run code"
+    first = text.strip().splitlines()[0].split(". ")[0][:160] if text.strip() else type(exc).__name__
+    return f"truncated or damaged: {first}"
+
+
+def image_not_style_message(path: Path) -> str:
+    return (f"{path} is an image, not a style: a style is a built-in name (styleforge styles "
+            "lists them) or a trained .safetensors/.pth checkpoint. To use a painting, train a "
+            f"style from it (styleforge train --style-image {path} …); arbitrary-style transfer "
+            "from an image will take --style-image (coming)")
+
+
+def _read_safetensors(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """Names, shapes and dtypes checked from the header first; tensors read only if they fit."""
+    from safetensors import SafetensorError, safe_open
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            metadata = dict(f.metadata() or {})
+            names = {k: _network_key(k) for k in f.keys()}
+            shapes = {name: tuple(f.get_slice(k).get_shape()) for k, name in names.items() if name}
+            check_layout(shapes, str(path))
+            for key, name in names.items():
+                dtype = f.get_slice(key).get_dtype() if name else "F32"
+                if not dtype.startswith(("F", "BF")):
+                    raise CheckpointError(f"{path}: {name} holds {dtype} values; style weights are "
+                                          "floating point (is this a quantized or damaged file?)")
+            raw = {k: f.get_tensor(k) for k, name in names.items() if name}
+    except CheckpointError:
+        raise
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise CheckpointError(f"{path}: unreadable safetensors file ({exc})") from None
+    return raw, metadata
 
 
 def load_checkpoint(path: str | os.PathLike) -> Checkpoint:
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: no such checkpoint file")
-    if path.suffix == ".safetensors":
-        from safetensors import SafetensorError, safe_open
-        try:
-            with safe_open(str(path), framework="pt") as f:
-                metadata = dict(f.metadata() or {})
-                raw = {k: f.get_tensor(k) for k in f.keys()}
-        except (SafetensorError, OSError, ValueError) as exc:
-            raise CheckpointError(f"{path}: unreadable safetensors file ({exc})") from None
+    try:
+        kind = file_kind(path)
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if kind == "image":
+        raise CheckpointError(image_not_style_message(path))
+    if kind == "unknown":
+        raise CheckpointError(f"{path}: neither a safetensors nor a PyTorch checkpoint "
+                              "(empty, truncated or another kind of file)")
+    if kind == "safetensors":
+        raw, metadata = _read_safetensors(path)
     else:
         try:
-            raw = torch.load(path, map_location="cpu", weights_only=True)
+            with open(path, "rb") as handle:   # a handle: torch would judge a path by its suffix
+                raw = torch.load(handle, map_location="cpu", weights_only=True)
         except Exception as exc:  # torch raises many types for a bad pickle; all mean the same
-            raise CheckpointError(f"{path}: not a loadable PyTorch checkpoint ({exc})") from None
+            raise CheckpointError(f"{path}: not a loadable PyTorch checkpoint "
+                                  f"({torch_load_reason(exc)})") from None
         if isinstance(raw, dict) and isinstance(raw.get("state_dict"), dict):
             raw = raw["state_dict"]
         if not isinstance(raw, dict):
@@ -94,23 +179,16 @@ def load_checkpoint(path: str | os.PathLike) -> Checkpoint:
 
 def save_checkpoint(path: str | os.PathLike, state_dict: dict[str, torch.Tensor],
                     metadata: dict[str, str] | None = None, dtype: torch.dtype = torch.float16) -> Path:
-    """Write atomically (temp file + rename), so a crash never leaves half a checkpoint."""
+    """Write atomically and durably (`io.atomic`), so a crash never leaves half a checkpoint."""
     from safetensors.torch import save_file
+
+    from ..io.atomic import atomic_write
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().to("cpu", dtype).contiguous()
                for k, v in normalize_state_dict(state_dict, str(path)).items()}
     meta = {k: (v if isinstance(v, str) else json.dumps(v)) for k, v in (metadata or {}).items()}
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        save_file(tensors, tmp, metadata=meta)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a checkpoint is meant to be shared
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    # 0o644: a checkpoint is meant to be shared
+    return atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=meta), mode=0o644)
 
 
 def build_model(checkpoint: Checkpoint) -> TransformerNet:

@@ -12,7 +12,13 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from .checkpoint import Checkpoint, CheckpointError, load_checkpoint
+from .checkpoint import (
+    Checkpoint,
+    CheckpointError,
+    IMAGE_SUFFIXES,
+    image_not_style_message,
+    load_checkpoint,
+)
 
 STYLES_DIR = Path(__file__).resolve().parent.parent / "styles"
 DEFAULT_STYLE = "candy"
@@ -70,6 +76,8 @@ def resolve_style(name_or_path: str, styles_dir: Path | None = None) -> Path:
     path = Path(name_or_path).expanduser()
     if path.is_file():
         return path
+    if path.suffix.lower() in IMAGE_SUFFIXES:  # a painting given as the style, e.g. painting.jpg
+        raise CheckpointError(f"{path}: no such file; and " + image_not_style_message(path))
     known = ", ".join(s.name for s in list_styles(styles_dir)) or "none installed"
     raise CheckpointError(f"unknown style {name_or_path!r} (built-in styles: {known}; "
                           "or give the path of a checkpoint file)")

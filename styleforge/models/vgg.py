@@ -24,11 +24,12 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 WHERE_TO_GET = (
-    "The perceptual loss needs ImageNet VGG16 weights. Either pass --vgg-weights PATH, a state dict "
-    "with torchvision's key names (features.0.weight … features.21.bias; the project's shared data "
-    "has one as vgg16_relu4_3.fp16.pth, or save "
-    "torchvision.models.vgg16(weights='IMAGENET1K_V1').state_dict() with torch.save), or install "
-    "torchvision so its IMAGENET1K_V1 weights can be downloaded.")
+    "The perceptual loss needs ImageNet VGG16 weights: torchvision's vgg16 IMAGENET1K_V1 (the "
+    "layers up to relu4_3 are used). Either install torchvision (pip install torchvision) so they "
+    "download on first use, or on any machine that has it run: python -c \"import torch, torchvision; "
+    "torch.save(torchvision.models.vgg16(weights='IMAGENET1K_V1').features.state_dict(), "
+    "'vgg16.pth')\" and pass --vgg-weights vgg16.pth. Any .pth state dict with torchvision's "
+    "key names (features.0.weight … features.21.bias, or 0.weight … 21.bias) works.")
 
 
 class VGGWeightsError(RuntimeError):

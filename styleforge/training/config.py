@@ -17,10 +17,12 @@ turning a photo into pure texture; pytorch/examples' default (the painting's ful
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 PRECISIONS = ("auto", "fp32", "bf16")
+MIN_IMAGE_SIZE = 16     # the network's reflection pads and VGG's three 2× poolings need 16×16
 DEVICES = ("auto", "cpu", "cuda")
 
 
@@ -55,21 +57,27 @@ class TrainConfig:
     max_seconds: float | None = None        # stop cleanly (checkpoint + weights) at this budget
     max_content: int | None = None          # use only the first N photos (sorted by name)
     progress: bool = True                   # rich progress bar
+    overwrite: bool = False                 # replace an existing --out and another run's checkpoints
     metadata: dict[str, str] = field(default_factory=dict)  # style, painting, artist, licence…
 
     def __post_init__(self):
         self.sample_photos = tuple(self.sample_photos)
+        for name in ("lr", "content_weight", "style_weight", "tv_weight", "epochs", "max_seconds"):
+            value = getattr(self, name)
+            if value is not None and not math.isfinite(value):   # NaN passes every < and > test
+                raise ValueError(f"{name} must be a finite number, got {value}")
         positive = {"batch_size": self.batch_size, "image_size": self.image_size, "lr": self.lr,
                     "log_every": self.log_every, "keep_checkpoints": self.keep_checkpoints}
         for name, value in positive.items():
             if value <= 0:
                 raise ValueError(f"{name} must be > 0, got {value}")
-        if self.steps < 0:
-            raise ValueError(f"steps must be ≥ 0, got {self.steps}")
+        if self.steps < 1:
+            raise ValueError(f"steps must be ≥ 1 (0 would write untrained weights), got {self.steps}")
         if self.epochs is not None and self.epochs <= 0:
             raise ValueError(f"epochs must be > 0, got {self.epochs}")
-        if self.image_size % 4:
-            raise ValueError(f"image_size must be a multiple of 4 (the network's stride), got {self.image_size}")
+        if self.image_size % 4 or self.image_size < MIN_IMAGE_SIZE:
+            raise ValueError(f"image_size must be a multiple of 4 (the network's stride) and at least "
+                             f"{MIN_IMAGE_SIZE}, got {self.image_size}; 256 is the usual size")
         for name in ("content_weight", "style_weight", "tv_weight", "checkpoint_every", "sample_every"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be ≥ 0, got {getattr(self, name)}")
@@ -83,15 +91,37 @@ class TrainConfig:
             raise ValueError(f"max_seconds must be > 0, got {self.max_seconds}")
 
     def check_paths(self) -> None:
-        """Input paths exist and the output is a .safetensors file (checked before any heavy work)."""
+        """Everything a run needs from the disk, checked before VGG or the photos load: the style
+        image decodes, the content folder has photos, the output and the checkpoint folder do not
+        hold another run's work (unless `overwrite`), the resume file exists."""
+        from ..io.image import load_image
+        from .data import IMAGE_SUFFIXES, list_images
         if not self.style_image or not Path(self.style_image).is_file():
             raise FileNotFoundError(f"style image {self.style_image!r} does not exist")
+        load_image(self.style_image)   # ImageError (a ValueError) naming the file if it is unusable
         if not self.content_dir or not Path(self.content_dir).is_dir():
             raise FileNotFoundError(f"content folder {self.content_dir!r} does not exist")
-        if not self.out.endswith(".safetensors"):
+        if not list_images(self.content_dir):
+            raise FileNotFoundError(f"content folder {self.content_dir} holds no photos "
+                                    f"({', '.join(sorted(IMAGE_SUFFIXES))})")
+        if not self.out.lower().endswith(".safetensors"):
             raise ValueError(f"--out must name a .safetensors file, got {self.out!r}")
+        from ..io.atomic import unwritable_reason
+        for target in (Path(self.out), self.run_dir / "step_0000000.pt"):
+            why = unwritable_reason(target)
+            if why:   # found now, not after hours of training
+                raise ValueError(f"cannot write {target}: {why}; choose another --out or --checkpoint-dir")
+        if Path(self.out).exists() and not self.overwrite:
+            raise FileExistsError(f"{self.out} exists; pass --overwrite to replace it, or choose "
+                                  "another --out")
         if self.resume is not None and not Path(self.resume).is_file():
             raise FileNotFoundError(f"--resume checkpoint {self.resume!r} does not exist")
+        earlier = sorted(self.run_dir.glob("step_*.pt")) if self.run_dir.is_dir() else []
+        if earlier and self.resume is None and not self.overwrite:
+            raise FileExistsError(
+                f"{self.run_dir} holds checkpoints of an earlier run ({earlier[-1].name}); continue it "
+                f"with --resume {earlier[-1]}, start over with --overwrite (deletes them), or choose "
+                "another --checkpoint-dir")
 
     @property
     def run_dir(self) -> Path:
@@ -102,7 +132,7 @@ class TrainConfig:
     def settings(self) -> dict:
         """What shaped the weights (recorded in the shipped file); paths reduced to file names."""
         skip = {"out", "checkpoint_dir", "keep_checkpoints", "resume", "sample_every", "sample_photos",
-                "log_every", "progress", "metadata", "checkpoint_every"}
+                "log_every", "progress", "metadata", "checkpoint_every", "overwrite"}
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
         for key in ("style_image", "content_dir", "vgg_weights"):
             if out[key]:

@@ -60,16 +60,12 @@ def _to_pil(image: torch.Tensor) -> Image.Image:
 
 
 def save_sheet(photos: list[torch.Tensor], outputs: list[torch.Tensor], path: str | Path) -> Path:
-    """photo | stylized, one row each, written as PNG (atomically: temp name, then rename)."""
+    """photo | stylized, one row each, written as PNG (`io.atomic`: unique temp name, fsync, rename)."""
     rows = [(_to_pil(p), _to_pil(o)) for p, o in zip(photos, outputs)]
     width = max(a.width + b.width for a, b in rows)
     sheet = Image.new("RGB", (width, ROW_HEIGHT * len(rows)), "white")
     for i, (a, b) in enumerate(rows):
         sheet.paste(a, (0, i * ROW_HEIGHT))
         sheet.paste(b, (a.width, i * ROW_HEIGHT))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    sheet.save(tmp, format="PNG", optimize=True)
-    tmp.replace(path)
-    return path
+    from ..io.atomic import atomic_write
+    return atomic_write(path, lambda tmp: sheet.save(tmp, format="PNG", optimize=True))

@@ -10,7 +10,11 @@ A checkpoint (`step_0001000.pt`) holds the weights, the optimizer state, the RNG
 step count and the history; loading it with `weights_only=True` works, and a resumed run
 matches the uninterrupted one bit for bit on the CPU (batches depend only on the step number,
 see `data.py`). The final weights go out through `models.checkpoint.save_checkpoint` as fp16
-safetensors with the painting's metadata and the training settings. Not here: the CLI
+safetensors with the painting's metadata and the training settings. Checkpoints are written
+through `io.atomic` (unique temp name, fsync, rename), so two runs never collide on a temp file;
+a truncated or foreign `--resume` file is a `ValueError` naming it. After the first steps the
+loop logs how long the whole run will take (on a CPU the default run takes many hours), and the
+progress bar's ETA comes from the measured step time. Not here: the CLI
 (`commands/train.py`), the built-in style list (`catalogue.py`), multi-GPU training.
 """
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +30,8 @@ from pathlib import Path
 import torch
 
 from ..engine.backends import resolve_device
-from ..models.checkpoint import save_checkpoint
+from ..io.atomic import atomic_write
+from ..models.checkpoint import save_checkpoint, torch_load_reason
 from ..models.transformer_net import TransformerNet
 from ..models.vgg import VGG16Features, load_vgg16
 from . import samples
@@ -38,6 +43,8 @@ log = logging.getLogger(__name__)
 
 STATE_FORMAT = "styleforge-train-state/1"
 # Settings that must match for --resume to reproduce the uninterrupted run.
+ESTIMATE_AFTER = 3      # steps timed before the whole run's duration is estimated (the first warms up)
+_STEP_FILE = re.compile(r"^step_(\d+)\.pt$")
 RESUME_KEYS = ("style_image", "content_dir", "batch_size", "image_size", "lr", "content_weight",
                "style_weight", "tv_weight", "style_size", "seed", "max_content", "precision")
 
@@ -84,6 +91,20 @@ def _to_cpu(obj):
     return obj
 
 
+def format_duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
+
+
+def step_checkpoints(folder: Path) -> list[tuple[int, Path]]:
+    """(step, path) of the step_*.pt files in `folder`, by step number."""
+    if not folder.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := _STEP_FILE.match(p.name))]
+    return sorted(found)
+
+
 class Trainer:
     """Trains one style. `vgg` and `content` (uint8 N×3×S×S) may be passed in to share them
     between styles; `painting` (float 1×3×H×W, 0–255) replaces reading `config.style_image`."""
@@ -91,6 +112,9 @@ class Trainer:
     def __init__(self, config: TrainConfig, *, vgg: VGG16Features | None = None,
                  content: torch.Tensor | None = None, painting: torch.Tensor | None = None):
         self.config = cfg = config
+        if cfg.overwrite and cfg.resume is None:   # the replaced run's checkpoints would outlive ours
+            for _, stale in step_checkpoints(cfg.run_dir):
+                stale.unlink(missing_ok=True)
         self.device = resolve_device(cfg.device)
         self.amp_dtype = amp_dtype_for(cfg.precision, self.device)
         cuda = self.device.type == "cuda"
@@ -153,6 +177,9 @@ class Trainer:
         if not self._window_steps:
             return None
         content, style, tv = (self._window / self._window_steps).tolist()
+        if not all(math.isfinite(v) for v in (content, style, tv)):
+            raise ValueError(f"training diverged: the loss became NaN or inf by step {self.step_count} "
+                             "(try a lower --lr or --style-weight; checkpoints so far are kept)")
         now = time.perf_counter()
         row = {"step": self.step_count, "content": content, "style": style, "tv": tv,
                "total": content + style + tv,
@@ -175,20 +202,32 @@ class Trainer:
 
     def save_state(self, path: str | Path | None = None) -> Path:
         path = Path(path) if path else self.config.run_dir / f"step_{self.step_count:07d}.pt"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        torch.save(self.state(), tmp)
-        os.replace(tmp, path)
+        state = self.state()
+        atomic_write(path, lambda tmp: torch.save(state, tmp), mode=0o644)
         if path.parent == self.config.run_dir:
-            old = sorted(self.config.run_dir.glob("step_*.pt"))[:-self.config.keep_checkpoints]
-            for stale in old:
+            # By step number, and only up to ours: a later checkpoint (resumed from an earlier
+            # one) is another branch of the run, not ours to delete.
+            mine = [p for step, p in step_checkpoints(self.config.run_dir) if step <= self.step_count]
+            for stale in mine[:-self.config.keep_checkpoints]:
                 stale.unlink(missing_ok=True)
         return path
 
     def load_state(self, path: str | Path) -> None:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as exc:  # torch raises many types for a bad file; all mean the same
+            raise ValueError(f"--resume {path}: not a loadable training checkpoint "
+                             f"({torch_load_reason(exc)})") from None
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
-            raise ValueError(f"{path}: not a styleforge training checkpoint")
+            raise ValueError(f"--resume {path}: not a styleforge training checkpoint (resume from "
+                             "a step_*.pt file of the run's checkpoint folder)")
+        try:
+            self._restore(state, path)
+        except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+            raise ValueError(f"--resume {path}: damaged or from another version "
+                             f"({type(exc).__name__}: {str(exc).splitlines()[0][:160]})") from None
+
+    def _restore(self, state: dict, path: str | Path) -> None:
         saved, now = state.get("config", {}), self.config.settings()
         changed = [k for k in RESUME_KEYS if saved.get(k) != now.get(k)]
         if changed:
@@ -227,31 +266,47 @@ class Trainer:
         return save_checkpoint(cfg.out, self.model.state_dict(), metadata, dtype=torch.float16)
 
     # -- the loop -----------------------------------------------------------------------------
+    def _eta(self, idle: float, first_step: int) -> str:
+        """Remaining time from the mean step time after the first (warm-up) step; logs the whole
+        run's estimate once, after ESTIMATE_AFTER steps."""
+        done = self.step_count - first_step
+        if done < 2:
+            self._timed_from = time.perf_counter() - idle
+            return "estimating"
+        per_step = (time.perf_counter() - idle - self._timed_from) / (done - 1)
+        left = per_step * (self.total_steps - self.step_count)
+        if done == ESTIMATE_AFTER:
+            log.info("%.2f s per step: %d steps take about %s (%s left); --steps, --epochs or "
+                     "--max-seconds shorten the run", per_step, self.total_steps,
+                     format_duration(per_step * self.total_steps), format_duration(left))
+        return format_duration(left)
+
     def run(self) -> TrainResult:
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
             Progress,
             TextColumn,
-            TimeRemainingColumn,
         )
 
         cfg = self.config
         first_step, stopped_early, idle = self.step_count, False, 0.0
         start = self._window_start = time.perf_counter()
+        # rich's own remaining-time column needs many samples and shows -:--:-- for minutes on a
+        # CPU, where one step takes seconds; the ETA here is (mean step time) × steps left.
         columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[stats]}"), TimeRemainingColumn())
+                   TextColumn("{task.fields[stats]}"), TextColumn("ETA {task.fields[eta]}"))
         with Progress(*columns, disable=not cfg.progress, transient=False) as progress:
             task = progress.add_task(Path(cfg.out).stem or "train", total=self.total_steps,
-                                     completed=self.step_count, stats="")
+                                     completed=self.step_count, stats="", eta="estimating")
             while self.step_count < self.total_steps:
                 if cfg.max_seconds is not None and time.perf_counter() - start >= cfg.max_seconds:
                     stopped_early = True
                     log.info("time budget of %.0f s reached at step %d", cfg.max_seconds, self.step_count)
                     break
                 self.step()
-                progress.advance(task)
                 step = self.step_count
+                progress.update(task, advance=1, eta=self._eta(idle, first_step))
                 if step % cfg.log_every == 0:
                     row = self.flush_log()
                     progress.update(task, stats=f"content {row['content']:.3g}  style {row['style']:.3g}  "

@@ -72,7 +72,7 @@ def test_json_records_in_order_with_errors_and_skips(styles_env, tmp_path, monke
     (tmp_path / "out" / "07.png").write_bytes(png_bytes())
     io_ = Stdio(monkeypatch)
     code = main(["stylize", str(folder), "-o", str(tmp_path / "out"), "--device", "cpu", "--json",
-                 "--workers", "3", "--queue-depth", "2", "--batch-size", "2"])
+                 "--workers", "3", "--queue-depth", "2", "--batch-size", "2", "--keep-names"])
     assert code == 1
     records = [json.loads(line) for line in io_.stdout.getvalue().decode().splitlines()]
     assert set(records[0]) == {"input", "output", "size", "seconds", "error", "notes", "skipped"}
@@ -95,7 +95,7 @@ def test_pipeline_outputs_equal_the_one_image_api(styles_env, tmp_path):
     for i in range(5):
         (folder / f"{i}.png").write_bytes(png_bytes((18, 10 + i), seed=i))
     assert main(["stylize", str(folder), "-o", str(tmp_path / "out"), "--device", "cpu",
-                 "--workers", "2"]) == 0
+                 "--workers", "2", "--keep-names"]) == 0
     for i in range(5):
         want = np.asarray(styleforge.stylize(folder / f"{i}.png", device="cpu"))
         assert np.array_equal(np.asarray(Image.open(tmp_path / "out" / f"{i}.png")), want)

@@ -20,16 +20,7 @@ from ..vgg import IMAGENET_MEAN, IMAGENET_STD, VGGWeightsError, vgg16_state_from
 
 CONV_INDICES = (0, 2, 5, 7, 10, 12, 14, 17, 19, 21, 24)
 CONVS_PER_BLOCK = (2, 2, 3, 3, 1)
-LEVELS = ("relu1_1", "relu2_1", "relu3_1", "relu4_1", "relu5_1")
-LEVEL_ENDS = {"relu1_1": 2, "relu2_1": 7, "relu3_1": 12, "relu4_1": 19, "relu5_1": 26}
-LEVEL_STRIDE = {"relu1_1": 1, "relu2_1": 2, "relu3_1": 4, "relu4_1": 8, "relu5_1": 16}
-VGG16_WIDTHS = (64, 128, 256, 512, 512)
-
-
-def level_index(level: str) -> int:
-    if level not in LEVELS:
-        raise ValueError(f"unknown VGG level {level!r}; expected one of {LEVELS}")
-    return LEVELS.index(level)
+from .config import LEVEL_ENDS, LEVEL_STRIDE, LEVELS, VGG16_WIDTHS, level_index  # noqa: F401
 
 
 class VGGEncoder(nn.Module):

@@ -20,41 +20,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from .decoder import build_decoder
+from .config import ArbitraryConfig
 from .encoder import LEVEL_STRIDE, LEVELS, VGG16_WIDTHS, VGGEncoder, level_index
 from .transfer import AdaAttnBlock, StyleLevel, normalized, subsample_grid
 
 StyleCode = dict[str, StyleLevel]
-
-
-@dataclass(frozen=True)
-class ArbitraryConfig:
-    levels: tuple[str, ...] = ("relu4_1", "relu5_1")
-    heads: int = 8
-    qk_dim: int = 32                 # per head, before zero-padding to the value head dim
-    ffn_mult: float = 1.0            # FFN hidden = ffn_mult × channels
-    max_style_tokens: int = 1024     # per level; the attention cost is N_content × this
-    widths: tuple[int, ...] = VGG16_WIDTHS
-
-    def __post_init__(self):
-        levels = tuple(self.levels)
-        object.__setattr__(self, "levels", levels)
-        object.__setattr__(self, "widths", tuple(self.widths))
-        idx = [level_index(level) for level in levels]
-        if idx != sorted(set(idx)) or idx[0] < 2 or idx != list(range(idx[0], idx[-1] + 1)):
-            raise ValueError(f"levels must be consecutive, shallow to deep, from relu3_1 on; got {levels}")
-        if self.max_style_tokens < 1:
-            raise ValueError("max_style_tokens must be ≥ 1")
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, text: str) -> ArbitraryConfig:
-        return cls(**json.loads(text))
-
-    @property
-    def multiple(self) -> int:
-        return LEVEL_STRIDE[self.levels[-1]]
 
 
 def pad_to_multiple(x: torch.Tensor, multiple: int) -> torch.Tensor:
