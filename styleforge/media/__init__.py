@@ -1,0 +1,1 @@
+"""Media: video and camera sources and sinks, optical flow, temporal consistency."""
