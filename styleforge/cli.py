@@ -10,7 +10,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("stylize", "styles", "train", "bench", "profile", "build")
+COMMANDS = ("stylize", "styles", "train", "bench", "profile", "build", "webcam")
 
 
 def build_parser() -> argparse.ArgumentParser:
