@@ -24,8 +24,8 @@ def register(subparsers) -> None:
     p.add_argument("--max-side", type=int, default=640, metavar="PX",
                    help="downscale frames to this longer side before stylizing (default 640)")
     p.add_argument("--mirror", action="store_true", help="flip left-right (selfie view)")
-    p.add_argument("--temporal", type=float, nargs="?", const=0.7, default=0.0, metavar="STRENGTH",
-                   help="flow-warped blending of the previous output against flicker (default strength 0.7)")
+    p.add_argument("--temporal", type=float, nargs="?", const=0.8, default=0.0, metavar="STRENGTH",
+                   help="flow-warped blending of the previous output against flicker (default strength 0.8)")
     p.add_argument("--device", choices=DEVICES, default="auto")
     p.add_argument("--precision", choices=PRECISIONS, default="auto")
     p.add_argument("--backend", choices=BACKENDS, default="auto")

@@ -11,16 +11,25 @@ from styleforge.media.temporal import TemporalBlender
 from styleforge.media.warping_error import warping_error
 
 
-def flickering_stylization(frames, seed=0):
-    """A stand-in for a per-frame style network: colour inversion plus independent noise."""
+def flickering_stylization(frames, seed=0, blur=3.0):
+    """A stand-in for a per-frame style network: colour inversion plus independent noise per
+    frame, smooth (blurred by `blur` px) or per pixel (blur 0)."""
+    import cv2
     rng = np.random.default_rng(seed)
-    return [np.clip(255.0 - f + rng.normal(0, 12, f.shape), 0, 255).astype(np.uint8) for f in frames]
+    out = []
+    for f in frames:
+        noise = rng.normal(0, 12, f.shape).astype(np.float32)
+        if blur:
+            noise = cv2.GaussianBlur(noise, (0, 0), blur) * blur * 2
+        out.append(np.clip(255.0 - f + noise, 0, 255).astype(np.uint8))
+    return out
 
 
-def test_blending_cuts_the_warping_error():
+@pytest.mark.parametrize("blur, detail_sigma", [(3.0, 2.0), (0.0, 0.0)])
+def test_blending_cuts_the_warping_error(blur, detail_sigma):
     clip = motion_clip(texture(), "subpixel-pan", (48, 64), 8)
-    stylized = flickering_stylization(clip.frames)
-    blender = TemporalBlender(strength=0.7)
+    stylized = flickering_stylization(clip.frames, blur=blur)
+    blender = TemporalBlender(strength=0.8, detail_sigma=detail_sigma)
     blended = [blender(c, s) for c, s in zip(clip.frames, stylized)]
     before = warping_error(stylized, clip.flows).mean
     after = warping_error(blended, clip.flows).mean
@@ -30,6 +39,15 @@ def test_blending_cuts_the_warping_error():
     # The picture stays the stylization's (noise averaged), not a drifting smear.
     mean_gap = np.abs(blended[-1].astype(float) - (255.0 - clip.frames[-1])).mean()
     assert mean_gap < 12
+
+
+def test_fine_detail_stays_the_current_frames():
+    clip = motion_clip(texture(), "integer-pan", (48, 64), 6)
+    stylized = flickering_stylization(clip.frames, blur=0.0)
+    blender = TemporalBlender(strength=0.8, detail_sigma=2.0)
+    blended = [blender(c, s) for c, s in zip(clip.frames, stylized)]
+    # Per-pixel noise is finer than σ: kept, so the warping error hardly moves.
+    assert warping_error(blended, clip.flows).mean > 0.6 * warping_error(stylized, clip.flows).mean
 
 
 def test_strength_zero_passes_through():
