@@ -31,6 +31,7 @@ def inputs(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_rows_table_and_file(styles_env, inputs):
     config = TemporalBenchConfig(style="alpha", stability_checkpoint=str(styles_env / "beta.safetensors"),
                                  painting=str(inputs / "painting.png"), vgg_weights=str(inputs / "vgg.pth"),
