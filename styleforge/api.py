@@ -185,7 +185,8 @@ def stylize_video(src: str | os.PathLike, dst: str | os.PathLike, style: str | o
     `media.video.VideoResult` (output, frames, seconds, fps, notes).
 
     `fields` are `StylizeOptions` fields, `VideoOptions` fields (codec, crf, preset, start,
-    duration) and `PipelineOptions` fields (workers, depth).
+    duration, temporal: the strength of the flicker-reducing blend, 0 = off) and
+    `PipelineOptions` fields (workers, depth).
     `progress(done, total_or_None)` is called after each frame; `frame_filter(content, stylized)`
     (uint8 H×W×3 arrays) → uint8 array runs on each frame in order before it is encoded.
     Raises `media.VideoError` with a one-line message for unreadable or broken input.
@@ -197,6 +198,9 @@ def stylize_video(src: str | os.PathLike, dst: str | os.PathLike, style: str | o
     pipeline_fields = {name: fields.pop(name) for name in ("workers", "depth") if name in fields}
     opts = make_options(style, options, **fields)
     video = VideoOptions(**video_fields, pipeline=PipelineOptions(**pipeline_fields))
+    if frame_filter is None and video.temporal > 0:
+        from .media.temporal import TemporalBlender   # one blender per video, called in frame order
+        frame_filter = TemporalBlender(strength=video.temporal)
     return run_video(src, dst, get_stylizer(opts), opts, video, progress=progress,
                      frame_filter=frame_filter)
 

@@ -61,6 +61,11 @@ def register(subparsers) -> None:
     p.add_argument("--workers", type=int, default=None, help="--pipeline: decode/encode threads each")
     p.add_argument("--codec", default="auto", choices=("auto", "pillow", "gpu"),
                    help="--pipeline: image codec")
+    p.add_argument("--temporal", action="store_true",
+                   help="temporal consistency: warping error, style ratio and cost of per-frame vs "
+                        "--temporal stylization (styleforge/bench/temporal.py; only this is run)")
+    from ..bench.temporal_options import add_arguments
+    add_arguments(p.add_argument_group("--temporal"), prefix="temporal-")
     p.add_argument("--markdown", default=None, metavar="FILE",
                    help="also write the end-to-end table as Markdown (for the README)")
 
@@ -118,9 +123,27 @@ def announce_output(config, console) -> None:
     console.print(f"results go to {folder}{new}")
 
 
+
+
+def run_temporal(args: argparse.Namespace) -> int:
+    from ..bench.temporal_options import config_from_args as temporal_config
+    from ..bench.temporal import markdown, run_temporal_bench
+    from ..models.checkpoint import CheckpointError
+    console = make_console()
+    try:
+        rows = run_temporal_bench(temporal_config(args), log=console.print)
+    except (FileNotFoundError, ValueError, CheckpointError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return 2
+    console.print(markdown(rows), markup=False)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     if args.pipeline:
         return run_pipeline(args)
+    if args.temporal:
+        return run_temporal(args)
     from ..bench import run_suite
     from ..bench.report import e2e_table, ops_table, training_table
     from ..models.checkpoint import CheckpointError

@@ -37,6 +37,15 @@ def register(subparsers) -> None:
     p.add_argument("--content-weight", type=float, default=_D.content_weight)
     p.add_argument("--style-weight", type=float, default=_D.style_weight)
     p.add_argument("--tv-weight", type=float, default=_D.tv_weight, help="total variation (0 = off)")
+    p.add_argument("--stability-weight", type=float, default=_D.stability_weight,
+                   help="video stability: output of a shifted/zoomed/noised photo ≈ the shifted output "
+                        "(0 = off; costs one more style-network pass per step; see docs/temporal.md)")
+    p.add_argument("--stability-shift", type=float, default=_D.stability_shift, metavar="PX",
+                   help=f"largest shift of the stability perturbation (default {_D.stability_shift:g})")
+    p.add_argument("--stability-zoom", type=float, default=_D.stability_zoom,
+                   help=f"largest ± zoom of the stability perturbation (default {_D.stability_zoom:g})")
+    p.add_argument("--stability-noise", type=float, default=_D.stability_noise, metavar="STD",
+                   help=f"noise std (0–255) of the stability perturbation (default {_D.stability_noise:g})")
     p.add_argument("--style-size", type=_style_size, default=_D.style_size, metavar="PX",
                    help=f"painting's longer side in training; 'none' = its own size (default {_D.style_size})")
     p.add_argument("--seed", type=int, default=_D.seed)
@@ -72,7 +81,9 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         style_image=args.style_image, content_dir=args.content_dir, out=args.out,
         vgg_weights=args.vgg_weights, steps=args.steps, epochs=args.epochs, batch_size=args.batch_size,
         image_size=args.image_size, lr=args.lr, content_weight=args.content_weight,
-        style_weight=args.style_weight, tv_weight=args.tv_weight, style_size=args.style_size,
+        style_weight=args.style_weight, tv_weight=args.tv_weight, stability_weight=args.stability_weight,
+        stability_shift=args.stability_shift, stability_zoom=args.stability_zoom,
+        stability_noise=args.stability_noise, style_size=args.style_size,
         seed=args.seed, checkpoint_every=args.checkpoint_every, checkpoint_dir=args.checkpoint_dir,
         keep_checkpoints=args.keep_checkpoints, resume=args.resume, sample_every=args.sample_every,
         sample_photos=tuple(args.sample_photos), log_every=args.log_every, device=args.device,

@@ -31,6 +31,9 @@ def register(subparsers) -> None:
                    metavar="S", help="begin S seconds into the input")
     p.add_argument("--duration", type=_checked(_number_in(1e-6, 1e9), "seconds > 0"), default=None,
                    metavar="S", help="keep S seconds")
+    p.add_argument("--temporal", type=_checked(_number_in(0, 1), "number in 0..1"), nargs="?", const=0.8,
+                   default=0.0, metavar="STRENGTH",
+                   help="blend the flow-warped previous output in, against flicker (default strength 0.8)")
     add_pipeline_arguments(p, image_codec=False)
 
 
@@ -62,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
         with progress:
             result = stylize_video(args.input, args.output, options=options, progress=report,
                                    codec=args.video_codec, crf=args.crf, preset=args.preset,
-                                   start=args.start, duration=args.duration, workers=args.workers,
+                                   start=args.start, duration=args.duration, temporal=args.temporal,
+                                   workers=args.workers,
                                    depth=args.queue_depth)
     except VideoError as exc:
         console.print(f"[bold red]error:[/] {exc}")

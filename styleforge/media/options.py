@@ -38,6 +38,7 @@ class VideoOptions:
     preset: str | None = None      # the encoder's speed preset, e.g. "fast"; None: DEFAULT_PRESETS
     start: float = 0.0             # seconds into the input to begin
     duration: float | None = None  # seconds to keep; None: to the end
+    temporal: float = 0.0          # flow-warped blend of the previous output (media.temporal); 0: off
     pipeline: PipelineOptions = PipelineOptions()
 
     def __post_init__(self):
@@ -49,3 +50,5 @@ class VideoOptions:
             raise ValueError(f"start must be ≥ 0 seconds, got {self.start}")
         if self.duration is not None and self.duration <= 0:
             raise ValueError(f"duration must be > 0 seconds, got {self.duration}")
+        if not 0.0 <= self.temporal < 1.0:
+            raise ValueError(f"temporal strength must be in [0, 1), got {self.temporal}")

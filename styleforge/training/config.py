@@ -40,6 +40,10 @@ class TrainConfig:
     content_weight: float = 1e5
     style_weight: float = 1e10
     tv_weight: float = 0.0                  # total variation of the output in [0, 1]; 0 = off
+    stability_weight: float = 0.0           # f(T(x)+n) ≈ T(f(x)) for small shifts/zooms and noise; 0 = off
+    stability_shift: float = 2.0            # px: largest random shift of the stability perturbation
+    stability_zoom: float = 0.02            # largest random zoom (±) of the stability perturbation
+    stability_noise: float = 4.0            # std of its Gaussian noise, 0–255 units
     style_size: int | None = 512            # painting's longer side; None = its own size
     seed: int = 42
     checkpoint_every: int = 1000            # 0 = only at the end
@@ -78,7 +82,8 @@ class TrainConfig:
         if self.image_size % 4 or self.image_size < MIN_IMAGE_SIZE:
             raise ValueError(f"image_size must be a multiple of 4 (the network's stride) and at least "
                              f"{MIN_IMAGE_SIZE}, got {self.image_size}; 256 is the usual size")
-        for name in ("content_weight", "style_weight", "tv_weight", "checkpoint_every", "sample_every"):
+        for name in ("content_weight", "style_weight", "tv_weight", "stability_weight", "stability_shift",
+                     "stability_zoom", "stability_noise", "checkpoint_every", "sample_every"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be ≥ 0, got {getattr(self, name)}")
         if self.style_size is not None and self.style_size < 16:

@@ -5,6 +5,11 @@ style:   Σ over relu1_2, relu2_2, relu3_3, relu4_3 of the MSE between the outpu
          and the painting's, each Gram divided by C·H·W (Gatys et al. 2016; pytorch/examples'
          normalisation, so its loss weights carry over).
 tv:      total variation of the output scaled to [0, 1] (mean squared neighbour difference).
+stability: output of a perturbed photo vs the perturbed output, f(T(x) + n) ≈ T(f(x)), with T a
+         small random shift and zoom (a camera's motion between frames) and n Gaussian noise;
+         mean squared difference in [0, 1] over the pixels T keeps inside the frame. Gupta et al.
+         2017 ("Characterizing and Improving Stability in Neural Style Transfer") use the noise,
+         Huang et al. 2017 ("Real-Time Neural Style Transfer for Videos") the warp.
 The VGG may run in bf16; Gram matrices and every loss are computed in fp32 with autocast off,
 because a bf16 Gram over 65k pixels loses most of its mantissa. Terms come back unweighted:
 the caller applies the weights, so one compiled graph serves every style's weights.
@@ -26,6 +31,13 @@ class LossTerms(NamedTuple):
     content: torch.Tensor
     style: torch.Tensor
     tv: torch.Tensor
+    stability: torch.Tensor
+
+
+class Perturbation(NamedTuple):
+    """A batch's stability perturbation: affine sampling matrices and additive noise."""
+    theta: torch.Tensor      # (B, 2, 3) for F.affine_grid, in normalised coordinates
+    noise: torch.Tensor      # (B, 3, H, W), 0–255 units
 
 
 def gram(features: torch.Tensor) -> torch.Tensor:
@@ -56,12 +68,54 @@ def total_variation(image: torch.Tensor) -> torch.Tensor:
     return (F.mse_loss(y[..., 1:, :], y[..., :-1, :]) + F.mse_loss(y[..., :, 1:], y[..., :, :-1]))
 
 
+def random_perturbation(batch: int, height: int, width: int, generator: torch.Generator,
+                        max_shift: float = 2.0, max_zoom: float = 0.02, noise_std: float = 4.0) -> Perturbation:
+    """Per image: a shift of up to `max_shift` px per axis, a zoom of up to ±`max_zoom`, and
+    Gaussian noise of `noise_std` (0–255 units); drawn from `generator` on its device."""
+    device = generator.device
+    uniform = torch.rand(batch, 3, generator=generator, device=device) * 2 - 1
+    scale = 1 + max_zoom * uniform[:, 0]
+    theta = torch.zeros(batch, 2, 3, device=device)
+    theta[:, 0, 0] = scale
+    theta[:, 1, 1] = scale
+    # affine_grid's coordinates span 2 over the side (align_corners=False): 1 px = 2 / side.
+    theta[:, 0, 2] = max_shift * uniform[:, 1] * 2 / width
+    theta[:, 1, 2] = max_shift * uniform[:, 2] * 2 / height
+    noise = torch.randn(batch, 3, height, width, generator=generator, device=device) * noise_std
+    return Perturbation(theta, noise)
+
+
+def transform(images: torch.Tensor, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Bilinear resampling by `theta` → (images, (B, 1, H, W) mask of pixels sampled inside)."""
+    grid = F.affine_grid(theta.to(images.dtype), list(images.shape), align_corners=False)
+    out = F.grid_sample(images, grid, mode="bilinear", padding_mode="border", align_corners=False)
+    # A sample inside the outermost pixel centres has all four bilinear neighbours in the image.
+    limit = 1 - 1 / torch.tensor(images.shape[-1:-3:-1], device=grid.device, dtype=grid.dtype)
+    mask = (grid.abs() <= limit).all(-1, keepdim=True).permute(0, 3, 1, 2)
+    return out, mask
+
+
+def stability_loss(model: torch.nn.Module, content: torch.Tensor, stylized: torch.Tensor,
+                   perturbation: Perturbation) -> torch.Tensor:
+    """mean over kept pixels of (f(T(x) + n) − T(f(x)))², in [0, 1] units. Both branches get
+    gradients, as in Gupta et al.: the network may move either output toward the other."""
+    moved, mask = transform(content, perturbation.theta)
+    perturbed_out = model((moved + perturbation.noise.to(moved.dtype)).clamp(0, 255))
+    moved_out, _ = transform(stylized, perturbation.theta)
+    with torch.autocast(content.device.type, enabled=False):
+        diff = (perturbed_out.float() - moved_out.float()) / 255.0
+        keep = mask.to(diff.dtype)
+        return (diff.pow(2) * keep).sum() / (keep.sum() * diff.shape[1]).clamp_min(1.0)
+
+
 def loss_terms(model: torch.nn.Module, vgg: VGG16Features, content: torch.Tensor,
-               targets: tuple[torch.Tensor, ...], with_tv: bool) -> LossTerms:
-    """One forward pass: photos (B, 3, S, S) float 0–255 → stylized → the three unweighted terms.
+               targets: tuple[torch.Tensor, ...], with_tv: bool,
+               perturbation: Perturbation | None = None) -> LossTerms:
+    """One forward pass: photos (B, 3, S, S) float 0–255 → stylized → the four unweighted terms.
 
     Runs under the caller's autocast. The photo's features are needed only up to relu2_2 and
-    carry no gradient.
+    carry no gradient. `perturbation` (None: the stability term is 0 and costs nothing) adds a
+    second pass of the style network on the perturbed photos.
     """
     stylized = model(content)
     with torch.no_grad():
@@ -73,7 +127,9 @@ def loss_terms(model: torch.nn.Module, vgg: VGG16Features, content: torch.Tensor
         style_loss = sum(F.mse_loss(gram(getattr(out_feats, name)), target.expand(len(content), -1, -1))
                          for name, target in zip(STYLE_LAYERS, targets))
         tv = total_variation(stylized) if with_tv else torch.zeros((), device=content.device)
-    return LossTerms(content_loss, style_loss, tv)
+    stability = (stability_loss(model, content, stylized, perturbation) if perturbation is not None
+                 else torch.zeros((), device=content.device))
+    return LossTerms(content_loss, style_loss, tv, stability)
 
 
 def style_distance(vgg: VGG16Features, image: torch.Tensor, targets: tuple[torch.Tensor, ...]) -> torch.Tensor:

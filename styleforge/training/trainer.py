@@ -37,7 +37,7 @@ from ..models.vgg import VGG16Features, load_vgg16
 from . import samples
 from .config import TrainConfig
 from .data import ContentBatches, load_content, load_style_image, place
-from .losses import LossTerms, loss_terms, style_targets
+from .losses import LossTerms, Perturbation, loss_terms, random_perturbation, style_targets
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,9 @@ STATE_FORMAT = "styleforge-train-state/1"
 ESTIMATE_AFTER = 3      # steps timed before the whole run's duration is estimated (the first warms up)
 _STEP_FILE = re.compile(r"^step_(\d+)\.pt$")
 RESUME_KEYS = ("style_image", "content_dir", "batch_size", "image_size", "lr", "content_weight",
-               "style_weight", "tv_weight", "style_size", "seed", "max_content", "precision")
+               "style_weight", "tv_weight", "stability_weight", "stability_shift", "stability_zoom",
+               "stability_noise", "style_size", "seed", "max_content", "precision")
+TERMS = ("content", "style", "tv", "stability")
 
 
 @dataclass
@@ -147,8 +149,8 @@ class Trainer:
         self.history: list[dict] = []
         use_compile = cfg.compile if cfg.compile is not None else cuda
         self._loss_fn = compiled_loss_terms() if use_compile else loss_terms
-        self._weights = (cfg.content_weight, cfg.style_weight, cfg.tv_weight)
-        self._window = torch.zeros(3, device=self.device)     # Σ weighted terms since last log
+        self._weights = (cfg.content_weight, cfg.style_weight, cfg.tv_weight, cfg.stability_weight)
+        self._window = torch.zeros(len(TERMS), device=self.device)   # Σ weighted terms since last log
         self._window_steps = 0
         self._window_start = time.perf_counter()
         self._sample_photos: list[torch.Tensor] | None = None
@@ -156,10 +158,21 @@ class Trainer:
             self.load_state(cfg.resume)
 
     # -- one step -----------------------------------------------------------------------------
+    def perturbation(self, batch: int) -> Perturbation | None:
+        """The stability term's random shift/zoom/noise for this step (None when it is off).
+        Drawn from its own generator seeded by (seed, step), so a resumed run draws the same."""
+        cfg = self.config
+        if cfg.stability_weight <= 0:
+            return None
+        generator = torch.Generator(device=self.device).manual_seed(cfg.seed * 1_000_003 + self.step_count)
+        return random_perturbation(batch, cfg.image_size, cfg.image_size, generator,
+                                   cfg.stability_shift, cfg.stability_zoom, cfg.stability_noise)
+
     def losses(self, content: torch.Tensor) -> LossTerms:
         x = content.float().contiguous(memory_format=self.memory_format)
+        perturbation = self.perturbation(len(x))
         with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None):
-            return self._loss_fn(self.model, self.vgg, x, self.targets, self._weights[2] > 0)
+            return self._loss_fn(self.model, self.vgg, x, self.targets, self._weights[2] > 0, perturbation)
 
     def step(self) -> None:
         """One Adam step on the batch of the current step number. No host sync."""
@@ -176,19 +189,19 @@ class Trainer:
         """Read back the losses of the steps since the last call (one sync), record a history row."""
         if not self._window_steps:
             return None
-        content, style, tv = (self._window / self._window_steps).tolist()
-        if not all(math.isfinite(v) for v in (content, style, tv)):
+        terms = dict(zip(TERMS, (self._window / self._window_steps).tolist()))
+        content, style, tv = terms["content"], terms["style"], terms["tv"]
+        if not all(math.isfinite(v) for v in terms.values()):
             raise ValueError(f"training diverged: the loss became NaN or inf by step {self.step_count} "
                              "(try a lower --lr or --style-weight; checkpoints so far are kept)")
         now = time.perf_counter()
-        row = {"step": self.step_count, "content": content, "style": style, "tv": tv,
-               "total": content + style + tv,
+        row = {"step": self.step_count, **terms, "total": sum(terms.values()),
                "images_per_s": self._window_steps * self.config.batch_size / max(now - self._window_start, 1e-9)}
         self.history.append(row)
         self._window.zero_()
         self._window_steps, self._window_start = 0, now
-        log.info("step %d/%d  content %.4g  style %.4g  tv %.3g  %.0f img/s", row["step"],
-                 self.total_steps, content, style, tv, row["images_per_s"])
+        log.info("step %d/%d  content %.4g  style %.4g  tv %.3g  stability %.3g  %.0f img/s", row["step"],
+                 self.total_steps, content, style, tv, terms["stability"], row["images_per_s"])
         return row
 
     # -- state --------------------------------------------------------------------------------
@@ -259,7 +272,7 @@ class Trainer:
         last = self.history[-1] if self.history else {}
         metadata = {"style": Path(cfg.out).stem, **cfg.metadata,
                     "training": cfg.settings(), "steps": str(self.step_count),
-                    "final_losses": {k: last.get(k) for k in ("content", "style", "tv", "total")},
+                    "final_losses": {k: last.get(k) for k in (*TERMS, "total")},
                     "train_seconds": f"{seconds:.1f}", "images_per_s": f"{images_per_s:.1f}",
                     "device": torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu",
                     "torch": torch.__version__}
@@ -330,7 +343,7 @@ class Trainer:
         out = self.export(seconds, images_per_s)
         last = self.history[-1] if self.history else {}
         return TrainResult(out, self.step_count, seconds, images_per_s,
-                           {k: last[k] for k in ("content", "style", "tv", "total") if k in last},
+                           {k: last[k] for k in (*TERMS, "total") if k in last},
                            stopped_early, list(self.history))
 
 

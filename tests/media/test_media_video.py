@@ -15,8 +15,11 @@ from styleforge.cli import main  # noqa: E402
 FPS = 12
 
 
-def make_video(path, width=32, height=24, frames=12, audio=True, codec="libx264", fps=FPS):
+def make_video(path, width=32, height=24, frames=12, audio=True, codec="libx264", fps=FPS, pan=False):
+    """Random frames, or with `pan` one smooth picture moving 1 px a frame (flow can follow it)."""
     rng = np.random.default_rng(0)
+    y, x = np.mgrid[0:height, 0:width + frames]
+    scene = (127 + 100 * np.stack([np.sin(x / 5), np.cos(y / 4), np.sin((x + y) / 7)], -1)).astype(np.uint8)
     with av.open(str(path), "w") as out:
         video = out.add_stream(codec, rate=fps)
         video.width, video.height, video.pix_fmt = width, height, "yuv420p"
@@ -26,8 +29,9 @@ def make_video(path, width=32, height=24, frames=12, audio=True, codec="libx264"
             sound.layout = "mono"
         out.metadata["title"] = "tiny test clip"
         for i in range(frames):
-            frame = av.VideoFrame.from_ndarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8),
-                                               format="rgb24")
+            pixels = (np.ascontiguousarray(scene[:, i:i + width]) if pan
+                      else rng.integers(0, 256, (height, width, 3), dtype=np.uint8))
+            frame = av.VideoFrame.from_ndarray(pixels, format="rgb24")
             frame.pts, frame.time_base = i, Fraction(1, fps)
             for packet in video.encode(frame):
                 out.mux(packet)
@@ -161,3 +165,17 @@ def test_cuda_planar_path_matches_the_image_path(styles_env, tmp_path):
     for content, got in zip(inputs[::5], outputs[::5]):
         want = styleforge.stylize(content, device="cuda")
         assert np.abs(got.astype(int) - want).mean() < 8
+
+
+def test_temporal_flag_blends_frames_and_rejects_bad_strengths(styles_env, tmp_path, capsys):
+    clip = make_video(tmp_path / "pan.mp4", width=64, height=48, pan=True)
+    plain, steady = tmp_path / "plain.mp4", tmp_path / "steady.mp4"
+    assert main(["video", str(clip), "-o", str(plain), "--device", "cpu", "--crf", "0"]) == 0
+    assert main(["video", str(clip), "-o", str(steady), "--device", "cpu", "--crf", "0", "--temporal"]) == 0
+    a, b = video_frames(plain), video_frames(steady)
+    assert len(a) == len(b) == 12
+    assert np.array_equal(a[0], b[0])                               # nothing to blend with yet
+    assert any(not np.array_equal(x, y) for x, y in zip(a[1:], b[1:]))
+    capsys.readouterr()
+    assert main(["video", str(clip), "-o", str(tmp_path / "x.mp4"), "--device", "cpu", "--temporal", "1"]) == 2
+    assert "temporal strength" in capsys.readouterr().err
