@@ -148,8 +148,8 @@ __device__ __forceinline__ void conv_tile(const Params& p, const TileSmem<Cfg<CI
   // the order of these arrays decides ptxas's register assignment; see dev/kernels/sass_diff.sh.)
   float acc[kMB][COUT / 2];
   uint32_t a0[C::kStepK][C::kBlocksPerStep][4], a1[C::kStepK][C::kBlocksPerStep][4];
-  tile_main_loop<T, C>(acc, a0, a1, w_s, halo_s, bar_full, bar_empty, u0, lane, warp, row0, lrow0,
-                       phase0, tid);
+  tile_main_loop<T, C>(acc, a0, a1, w_s, halo_s, bar_full, bar_empty, u0, lane, row0, lrow0, phase0,
+                       tid);
   tile_mark(p, 2);
   // The chain's producer refills the last entry's stage with the next convolution's taps.
   if (kChain && lane == 0) sm90::mbar_arrive(bar_empty + 8 * ((u0 + kTaps - 1) % kStages));

@@ -56,7 +56,7 @@ template <typename T, class C>
 __device__ __forceinline__ void tile_main_loop(float (&acc)[C::kMB][C::kCout / 2],
                                                uint32_t (&a0)[C::kStepK][C::kBlocksPerStep][4],
                                                uint32_t (&a1)[C::kStepK][C::kBlocksPerStep][4], uint32_t w_s, uint32_t halo_s,
-                                               uint32_t bar_full, uint32_t bar_empty, int u0, int lane, int warp,
+                                               uint32_t bar_full, uint32_t bar_empty, int u0, int lane,
                                                int row0, int lrow0, int phase0, int tid) {
   using namespace sm90;
   constexpr int kMB = C::kMB, kStepK = C::kStepK, kSPT = C::kStepsPerTap, kStages = C::kStages;

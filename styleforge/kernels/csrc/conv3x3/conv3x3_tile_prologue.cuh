@@ -221,7 +221,7 @@ struct StageHaloBatched {
 // The chain's resident tiles (Params::resident): the border from global memory in one batch (its
 // 52 pixels over 16 pixel slots of 16 chunk threads), then the tile's own pixels from shared
 // memory (thread: column `slot` of every row, chunk q), normalised in place, and the block input
-// kept in act_s (and stored where other tiles read it). (Members in the lambda's capture order.)
+// kept in act_s (and stored where other tiles read it).
 template <typename T, class C, bool kChain>
 struct StageResident {
   static constexpr int kChunks = C::kChunks, kChunksX = C::kChunksX;
