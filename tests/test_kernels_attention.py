@@ -26,7 +26,8 @@ from mma_model import mma_from_fragments
 from torch import nn
 
 from styleforge import kernels
-from styleforge.kernels import ops_attention, reference_attention
+from styleforge.kernels.attention import kernel_head_dim
+from styleforge.kernels.reference import attention as reference_attention
 from styleforge.models.attention import MultiheadAttention
 
 OP = torch.ops.styleforge.attention.default
@@ -138,7 +139,7 @@ def test_bad_arguments_are_named(label):
 
 
 def test_entry_pads_head_dims_and_rejects_large_ones():
-    assert [ops_attention.kernel_head_dim(d) for d in (8, 32, 33, 64, 100, 128, 129)] == \
+    assert [kernel_head_dim(d) for d in (8, 32, 33, 64, 100, 128, 129)] == \
         [32, 32, 64, 64, 128, 128, None]
     # The padding the entry applies on CUDA changes nothing (zero columns add 0 to q·k).
     q, k, v, _ = make_qkv(1, 2, 6, 7, 48)

@@ -24,7 +24,7 @@ from conftest import (
 )
 
 from styleforge import kernels
-from styleforge.kernels import reference_conv3x3 as ref
+from styleforge.kernels.reference import conv3x3 as ref
 
 C = 128
 LOW = (torch.bfloat16, torch.float16)

@@ -39,7 +39,8 @@ from mma_model import mma_from_fragments
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from styleforge import kernels
-from styleforge.kernels import reference_conv, reference_conv3x3
+from styleforge.kernels.reference import conv3x3 as reference_conv3x3
+from styleforge.kernels.reference import conv9x9 as reference_conv
 
 OP = torch.ops.styleforge.conv9x9.default
 NORM_OP = torch.ops.styleforge.conv9x9_norm.default

@@ -1,6 +1,6 @@
 """The fused FFN op (Linear → GELU → Linear + bias + residual) and `FeedForward` against float64.
 
-CPU (CI): the twin against float64; the fused two-GEMM composition (`ops_ffn.fused_ffn`, the CUDA
+CPU (CI): the twin against float64; the fused two-GEMM composition (`kernels/ffn.py`'s `fused_ffn`, the CUDA
 impl's code, run here on CPU ATen) against float64 for every gelu/bias/residual combination,
 3-D and non-contiguous inputs, and the exact ATen calls it issues (GELU inside the GEMM call for
 "tanh", an extra pass only for "erf"); opcheck, gradcheck in float64, named argument errors, the
@@ -12,6 +12,8 @@ fp32 exact, fp32 TF32 under the documented bound, opcheck on CUDA.
 """
 from __future__ import annotations
 
+import importlib
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -19,8 +21,11 @@ from conftest import FP32_REL_TOL, assert_matches_reference, rel_error
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from styleforge import kernels
-from styleforge.kernels import ops_ffn, reference_ffn
+from styleforge.kernels.reference import ffn as reference_ffn
 from styleforge.models.ffn import FeedForward
+
+# The module, not the entry that `styleforge.kernels.ffn` names as a package attribute.
+ffn_module = importlib.import_module("styleforge.kernels.ffn")
 
 OP = torch.ops.styleforge.ffn.default
 GELUS = ("tanh", "erf", "none")
@@ -76,7 +81,7 @@ def test_reference_matches_float64(dtype, gelu):
 @pytest.mark.parametrize("residual", (True, False))
 def test_fused_composition_matches_float64(gelu, bias, residual):
     args = make_inputs(11, 16, 64, bias=bias, residual=residual, lead=(2,))
-    out = ops_ffn.fused_ffn(*args, gelu)
+    out = ffn_module.fused_ffn(*args, gelu)
     assert out.shape == args[0].shape
     assert rel_error(out, ref64(*args, gelu)) <= FP32_REL_TOL
 
@@ -84,11 +89,11 @@ def test_fused_composition_matches_float64(gelu, bias, residual):
 def test_fused_composition_non_contiguous_and_single_token():
     x, w1, b1, w2, b2, r = make_inputs(9, 16, 48, lead=(3,))
     xt, rt = x.transpose(0, 1), r.transpose(0, 1)            # (9, 3, 16), not contiguous
-    assert rel_error(ops_ffn.fused_ffn(xt, w1, b1, w2, b2, rt, "tanh"), ref64(xt, w1, b1, w2, b2, rt, "tanh")) \
+    assert rel_error(ffn_module.fused_ffn(xt, w1, b1, w2, b2, rt, "tanh"), ref64(xt, w1, b1, w2, b2, rt, "tanh")) \
         <= FP32_REL_TOL
     one = make_inputs(1, 16, 48)
-    assert rel_error(ops_ffn.fused_ffn(*one, "erf"), ref64(*one, "erf")) <= FP32_REL_TOL
-    assert ops_ffn.fused_ffn(*make_inputs(0, 16, 48), "tanh").shape == (0, 16)
+    assert rel_error(ffn_module.fused_ffn(*one, "erf"), ref64(*one, "erf")) <= FP32_REL_TOL
+    assert ffn_module.fused_ffn(*make_inputs(0, 16, 48), "tanh").shape == (0, 16)
 
 
 class _Recorder(TorchDispatchMode):
@@ -106,10 +111,10 @@ class _Recorder(TorchDispatchMode):
 def test_fused_composition_puts_the_elementwise_work_in_the_gemms(gelu, gemm1, extra, monkeypatch):
     """The CUDA branch's ATen calls (forced here; CPU's own _addmm_activation is erf GELU, so only
     the calls are checked, the values are by the float64 tests above and the GPU tests)."""
-    monkeypatch.setattr(ops_ffn, "has_gelu_epilogue", lambda x: True)
+    monkeypatch.setattr(ffn_module, "has_gelu_epilogue", lambda x: True)
     args = make_inputs(5, 8, 32)
     with _Recorder() as rec:
-        ops_ffn.fused_ffn(*args, gelu)
+        ffn_module.fused_ffn(*args, gelu)
     gemms = [op for op in rec.ops if "mm" in op]
     assert gemms == [gemm1, "addmm_"], rec.ops                # GEMM 2 accumulates onto residual + b2
     assert ("gelu_" in rec.ops) == (extra == "gelu_") and "gelu" not in rec.ops
@@ -172,17 +177,17 @@ BAD_ARGS = {
 @pytest.mark.parametrize("label", list(BAD_ARGS))
 def test_bad_arguments_are_named(label):
     overrides, needle = BAD_ARGS[label]
-    for fn in (OP, ops_ffn.fused_ffn):
+    for fn in (OP, ffn_module.fused_ffn):
         with pytest.raises(ValueError, match=needle):
             fn(*_bad(**overrides).values())
 
 
 def test_matmul_precision_guard_restores_the_callers_setting():
     before = torch.get_float32_matmul_precision()
-    with ops_ffn.matmul_precision(torch.float32, "tf32"):
+    with ffn_module.matmul_precision(torch.float32, "tf32"):
         assert torch.get_float32_matmul_precision() == "high"
     assert torch.get_float32_matmul_precision() == before
-    with ops_ffn.matmul_precision(torch.bfloat16, "tf32"):
+    with ffn_module.matmul_precision(torch.bfloat16, "tf32"):
         assert torch.get_float32_matmul_precision() == before
 
 

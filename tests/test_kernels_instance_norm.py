@@ -16,7 +16,7 @@ from conftest import assert_matches_reference, cuda_kernel_names, rel_error
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from styleforge import kernels
-from styleforge.kernels import reference
+from styleforge.kernels.reference import instance_norm as reference
 
 OP = torch.ops.styleforge.instance_norm.default
 LOW = (torch.bfloat16, torch.float16)

@@ -41,10 +41,10 @@ def fused_available(device: torch.device) -> tuple[bool, str]:
     if device.type != "cuda":
         return False, "the fused backend needs a CUDA device"
     try:
-        from ..kernels import ops
+        from ..kernels import dispatch
     except ImportError as exc:  # the kernels package is optional at this layer
         return False, f"kernels unavailable ({exc})"
-    return ops.cuda_kernels_available()
+    return dispatch.cuda_kernels_available()
 
 
 def resolve_backend(backend: str, device: torch.device, dtype: torch.dtype | None = None) -> str:

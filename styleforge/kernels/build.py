@@ -6,7 +6,7 @@ runs on. The first use takes about a minute; the library is cached under
 `~/.cache/styleforge/kernels/<key>/` (or `$STYLEFORGE_CACHE_DIR`, or `$XDG_CACHE_HOME`), where
 the key hashes the sources, the flags, the GPU architecture and the PyTorch/CUDA versions, so
 a change in any of them rebuilds instead of loading a stale library. `styleforge build`
-prebuilds. This module does not register ops (ops.py does) and does not decide fallbacks.
+prebuilds. This module does not register ops (each op's module does) and does not decide fallbacks.
 """
 from __future__ import annotations
 

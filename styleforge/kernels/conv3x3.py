@@ -1,8 +1,8 @@
 """`torch.ops.styleforge.conv3x3_norm`, `norm_scale_shift` and `conv3x3_residual_chain`: schemas,
 reference/fake registrations and the Python entries, with the same reference|cuda switch as
-`ops.instance_norm`.
+`instance_norm`.
 
-The pattern is ops.py's: the twins in `reference_conv3x3.py` are the `CompositeExplicitAutograd`
+The pattern is instance_norm.py's: the twins in `reference/<op>.py` are the `CompositeExplicitAutograd`
 impls (CPU installs have the ops), and `csrc/bindings_conv3x3.cpp` adds the CUDA kernels when the
 extension loads. These are inference ops of the fused engine: no autograd formula is registered.
 The fused convolution runs on sm_90a (Hopper) only; `conv3x3_norm_supported` says where, and the
@@ -14,11 +14,12 @@ import os
 
 import torch
 
-from . import ops, reference_conv3x3
+from . import dispatch
+from .reference import conv3x3 as reference
 from .library import define_once
 
 # in_state: the input norm as its producer's sums (read and zeroed); affine=False: the output's sums
-# are left in state for the consumer (reference_norm_sums).
+# are left in state for the consumer (reference/norm_sums.py).
 CONV_SCHEMA = ("conv3x3_norm(Tensor x, Tensor weight, Tensor? scale, Tensor? shift, Tensor? residual, bool relu, "
                "int upsample, bool keep_input, Tensor? norm_weight, Tensor? norm_bias, float eps, bool stats, "
                "int stride=1, Tensor(a!)? state=None, Tensor(b!)? in_state=None, Tensor? in_norm_weight=None, "
@@ -35,24 +36,24 @@ _LIB, _FIRST_CONV = define_once(CONV_SCHEMA)
 _LIB_MOMENTS, _FIRST_MOMENTS = define_once(MOMENTS_SCHEMA)
 _LIB_CHAIN, _FIRST_CHAIN = define_once(CHAIN_SCHEMA)
 
-pack_weight = reference_conv3x3.pack_weight
+pack_weight = reference.pack_weight
 
 
 def _conv_impl(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps, stats,
                stride=1, state=None, in_state=None, in_norm_weight=None, in_norm_bias=None, affine=True):
-    return reference_conv3x3.conv3x3_norm(x, weight, scale, shift, residual, relu, upsample, keep_input,
+    return reference.conv3x3_norm(x, weight, scale, shift, residual, relu, upsample, keep_input,
                                           norm_weight, norm_bias, eps, stats, stride, state, in_state,
                                           in_norm_weight, in_norm_bias, affine)
 
 
 def _conv_fake(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight, norm_bias, eps, stats,
                stride=1, state=None, in_state=None, in_norm_weight=None, in_norm_bias=None, affine=True):
-    reference_conv3x3.check_args(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight,
+    reference.check_args(x, weight, scale, shift, residual, relu, upsample, keep_input, norm_weight,
                                  norm_bias, eps, stride)
-    reference_conv3x3.check_sums_args(x, weight, scale, state, in_state, in_norm_weight, in_norm_bias, affine, stats)
+    reference.check_sums_args(x, weight, scale, state, in_state, in_norm_weight, in_norm_bias, affine, stats)
     n, _, h, w = x.shape
     cout = weight.shape[2]
-    size = reference_conv3x3.output_size
+    size = reference.output_size
     out = torch.empty((n, cout, size(h, upsample, stride), size(w, upsample, stride)), dtype=x.dtype,
                       device=x.device, memory_format=torch.channels_last)
     kept = (torch.empty(x.shape, dtype=x.dtype, device=x.device, memory_format=torch.channels_last)
@@ -62,26 +63,26 @@ def _conv_fake(x, weight, scale, shift, residual, relu, upsample, keep_input, no
 
 
 def _moments_impl(x, weight, bias, eps):
-    return reference_conv3x3.norm_scale_shift(x, weight, bias, eps)
+    return reference.norm_scale_shift(x, weight, bias, eps)
 
 
 def _moments_fake(x, weight, bias, eps):
-    reference_conv3x3.check_scale_shift_args(x, weight, bias, eps)
+    reference.check_scale_shift_args(x, weight, bias, eps)
     vector = x.new_empty((x.shape[0], x.shape[1]), dtype=torch.float32)
     return vector, vector.clone()
 
 
 def _chain_impl(x, scale, shift, weights, norm_weights, norm_biases, eps, state, in_state=None, in_norm_weight=None,
                 in_norm_bias=None, out_state=None):
-    return reference_conv3x3.residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps,
+    return reference.residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps,
                                             in_state=in_state, in_norm_weight=in_norm_weight,
                                             in_norm_bias=in_norm_bias, out_state=out_state)
 
 
 def _chain_fake(x, scale, shift, weights, norm_weights, norm_biases, eps, state, in_state=None, in_norm_weight=None,
                 in_norm_bias=None, out_state=None):
-    reference_conv3x3.check_chain_args(x, scale, shift, weights, norm_weights, norm_biases, eps)
-    reference_conv3x3.check_chain_sums_args(x, scale, in_state, in_norm_weight, in_norm_bias, out_state, len(weights))
+    reference.check_chain_args(x, scale, shift, weights, norm_weights, norm_biases, eps)
+    reference.check_chain_sums_args(x, scale, in_state, in_norm_weight, in_norm_bias, out_state, len(weights))
     act = torch.empty(x.shape, dtype=x.dtype, device=x.device, memory_format=torch.channels_last)
     vector = x.new_empty((0 if out_state is not None else x.shape[0], 128), dtype=torch.float32)
     return torch.empty_like(act), vector, vector.clone(), act
@@ -103,17 +104,17 @@ if _FIRST_CHAIN:
 def conv3x3_norm_supported(device: torch.device | str) -> bool:
     """Whether the fused convolution's CUDA kernel runs on this device (Hopper, sm_90a build)."""
     device = torch.device(device)
-    if device.type != "cuda" or ops.current_mode() == "reference":
+    if device.type != "cuda" or dispatch.current_mode() == "reference":
         return False
     if torch.cuda.get_device_capability(device) != (9, 0):
         return False
-    return ops.ensure_cuda_kernels()[0]
+    return dispatch.ensure_cuda_kernels()[0]
 
 
 def _use_reference(x: torch.Tensor) -> bool:
-    if ops.current_mode() == "reference" or not x.is_cuda:
+    if dispatch.current_mode() == "reference" or not x.is_cuda:
         return True
-    return not ops.ensure_cuda_kernels()[0]
+    return not dispatch.ensure_cuda_kernels()[0]
 
 
 def conv3x3_norm(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor | None = None,
@@ -127,8 +128,8 @@ def conv3x3_norm(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor | No
     norm's affine.
 
     x (N, Cin, H, W) fp16/bf16 with `weight = pack_weight(w)`, (Cin, Cout, upsample, stride) one of
-    `reference_conv3x3.CONFIGS`; returns (out, out_scale, out_shift, a or empty). See
-    `reference_conv3x3` for the exact semantics; stats=False skips the statistics (out_scale and
+    `reference.CONFIGS`; returns (out, out_scale, out_shift, a or empty). See
+    `reference/conv3x3.py` for the exact semantics; stats=False skips the statistics (out_scale and
     out_shift come back empty). On CUDA devices other than Hopper the reference runs (slow, correct).
     state: a `norm_state(N, Cout, device)` for the in-kernel hand-off (the convolution's last block
     writes out_scale/out_shift: no second kernel), reused across calls on one stream; None: the
@@ -142,7 +143,7 @@ def conv3x3_norm(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor | No
             float(eps), bool(stats), int(stride))
     sums = (state, in_state, in_norm_weight, in_norm_bias, bool(affine))
     if _use_reference(x) or not conv3x3_norm_supported(x.device):
-        return reference_conv3x3.conv3x3_norm(*args, *sums)
+        return reference.conv3x3_norm(*args, *sums)
     if state is not None:
         check_norm_state("conv3x3_norm", state, x, x.shape[0], weight.shape[2])
     if in_state is not None:
@@ -155,13 +156,13 @@ def chain_state(n: int, links: int, device: torch.device | str) -> torch.Tensor:
     it zero (with out_state: what it leaves, the next call clears first), so one state serves every
     call of `links` convolutions on one stream (graph replays too); calls that may run at the same
     time need their own."""
-    return torch.zeros(reference_conv3x3.chain_state_bytes(n, links), dtype=torch.uint8, device=device)
+    return torch.zeros(reference.chain_state_bytes(n, links), dtype=torch.uint8, device=device)
 
 
 def check_norm_state(name: str, state: torch.Tensor, x: torch.Tensor, n: int, c: int) -> None:
     """ValueError unless state can be the in-kernel hand-off's state for batch n, c channels on x's
     device (its zeros are the caller's promise: `norm_state` makes them, every call keeps them)."""
-    need = reference_conv3x3.norm_state_bytes(n, c)
+    need = reference.norm_state_bytes(n, c)
     if (state.dtype != torch.uint8 or state.device != x.device or not state.is_contiguous()
             or state.numel() < need or state.data_ptr() % 16):
         raise ValueError(f"{name}: state must be a contiguous, 16-byte aligned uint8 tensor of at least {need} "
@@ -176,7 +177,7 @@ def norm_state(n: int, c: int, device: torch.device | str) -> torch.Tensor:
     affine=False, leaves them for the next layer's in_state, which zeroes it. Each pair of calls
     leaves it zero, so one state serves every call on one stream (graph replays too); calls that may
     run at the same time need their own."""
-    return torch.zeros(reference_conv3x3.norm_state_bytes(n, c), dtype=torch.uint8, device=device)
+    return torch.zeros(reference.norm_state_bytes(n, c), dtype=torch.uint8, device=device)
 
 
 def conv3x3_residual_chain(x: torch.Tensor, scale: torch.Tensor | None, shift: torch.Tensor | None, weights,
@@ -184,7 +185,7 @@ def conv3x3_residual_chain(x: torch.Tensor, scale: torch.Tensor | None, shift: t
                            chain: bool = True, in_state: torch.Tensor | None = None,
                            in_norm_weight: torch.Tensor | None = None, in_norm_bias: torch.Tensor | None = None,
                            out_state: torch.Tensor | None = None):
-    """The residual blocks as one op: `reference_conv3x3.residual_chain`'s semantics. On Hopper one
+    """The residual blocks as one op: `reference.residual_chain`'s semantics. On Hopper one
     persistent kernel runs every link where all the tiles fit on the GPU at once (512² and smaller at
     batch 1), else the links run as conv3x3_norm kernels. chain=False (or STYLEFORGE_CONV3X3_CHAIN=off)
     runs them as separate conv3x3_norm calls instead. state: from `chain_state`, or a fresh one per call.
@@ -196,12 +197,12 @@ def conv3x3_residual_chain(x: torch.Tensor, scale: torch.Tensor | None, shift: t
     weights, norm_weights, norm_biases = list(weights), list(norm_weights), list(norm_biases)
     sums = dict(in_state=in_state, in_norm_weight=in_norm_weight, in_norm_bias=in_norm_bias, out_state=out_state)
     if _use_reference(x) or not conv3x3_norm_supported(x.device):
-        return reference_conv3x3.residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps, **sums)
+        return reference.residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps, **sums)
     if not chain or os.environ.get("STYLEFORGE_CONV3X3_CHAIN", "auto").lower() in ("0", "off"):
-        return reference_conv3x3.residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps,
+        return reference.residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps,
                                                 conv=torch.ops.styleforge.conv3x3_norm, **sums)
-    reference_conv3x3.check_chain_args(x, scale, shift, weights, norm_weights, norm_biases, eps)
-    reference_conv3x3.check_chain_sums_args(x, scale, in_state, in_norm_weight, in_norm_bias, out_state, len(weights))
+    reference.check_chain_args(x, scale, shift, weights, norm_weights, norm_biases, eps)
+    reference.check_chain_sums_args(x, scale, in_state, in_norm_weight, in_norm_bias, out_state, len(weights))
     if state is None:
         state = chain_state(x.shape[0], len(weights), x.device)
     return torch.ops.styleforge.conv3x3_residual_chain(x, scale, shift, weights, norm_weights, norm_biases,
@@ -214,7 +215,7 @@ def norm_scale_shift(x: torch.Tensor, weight: torch.Tensor | None = None, bias: 
     """InstanceNorm of x (N, C, H, W), C = 32, 64 or 128, as one affine per (sample, channel): (scale, shift),
     fp32 (N, C)."""
     if _use_reference(x):
-        return reference_conv3x3.norm_scale_shift(x, weight, bias, eps)
-    # Checked here first (ValueError naming the rule): see `ops_conv.conv9x9` for why.
-    reference_conv3x3.check_scale_shift_args(x, weight, bias, eps)
+        return reference.norm_scale_shift(x, weight, bias, eps)
+    # Checked here first (ValueError naming the rule): see `conv9x9.conv9x9` for why.
+    reference.check_scale_shift_args(x, weight, bias, eps)
     return torch.ops.styleforge.norm_scale_shift(x, weight, bias, float(eps))

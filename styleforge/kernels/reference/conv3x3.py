@@ -33,7 +33,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .reference_norm_sums import (  # noqa: F401
+from .norm_sums import (  # noqa: F401
     NORM_STATE_HEADER_BYTES,
     NORM_SUM_COPIES,
     add_sums,
@@ -252,7 +252,7 @@ def check_sums_args(x, weight, scale, state, in_state, in_norm_weight, in_norm_b
 def conv3x3_norm(x, weight, scale=None, shift=None, residual=None, relu=False, upsample=1, keep_input=False,
                  norm_weight=None, norm_bias=None, eps=1e-5, stats=True, stride=1, state=None, in_state=None,
                  in_norm_weight=None, in_norm_bias=None, affine=True):
-    """See the module docstring. The sums hand-off (reference_norm_sums): in_state (with in_norm_weight,
+    """See the module docstring. The sums hand-off (reference/norm_sums.py): in_state (with in_norm_weight,
     in_norm_bias and eps), instead of scale/shift, is the input norm as its producer's sums, taken
     and zeroed; affine=False adds the output's sums to `state` for the consumer and returns empty
     (0, Cout) out_scale/out_shift. With affine=True a state is the CUDA in-kernel hand-off's scratch,
@@ -329,7 +329,7 @@ def residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps=1e-5
                    in_norm_weight=None, in_norm_bias=None, out_state=None):
     """The style network's residual blocks on conv3x3_norm: block b is links 2b and 2b + 1. x is conv3's
     raw output, (scale, shift) its norm (applied with ReLU), or that norm from its producer's sums in
-    in_state (reference_norm_sums: taken and zeroed); returns the last link's raw output, its norm as
+    in_state (reference/norm_sums.py: taken and zeroed); returns the last link's raw output, its norm as
     (scale, shift) and the last block's input (for the skip that deconv1 adds); with out_state that
     norm is left there as sums instead (conv3x3_norm's affine=False) and scale, shift are empty. `conv`
     takes conv3x3_norm's positional arguments (default: this twin; the CUDA op for separate launches)."""

@@ -11,11 +11,11 @@ network's two 9×9 layers are supported — (Cin, Cout) = (3, 32), conv1, and (3
 only one with fp32 output or a norm) — so the twin and the CUDA kernel (`csrc/cuda/conv9x9.cu`)
 refuse exactly the same calls.
 `check_args` and `output_shape` are the one statement of those rules: the fake impl in
-`ops_conv.py` uses them and `csrc/bindings_conv.cpp` mirrors them. Not fast; not a general conv.
+`conv9x9.py` uses them and `csrc/bindings_conv.cpp` mirrors them. Not fast; not a general conv.
 
 `conv9x9_norm(x, weight, pad, norm_weight, norm_bias, eps)` is conv1 with its InstanceNorm's
 statistics: (y, scale, shift) with y = `conv9x9(x, weight, None, False, None, None, pad)` and
-(scale, shift) = `reference_conv3x3.norm_scale_shift(y, norm_weight, norm_bias, eps)`, exactly that
+(scale, shift) = `conv3x3.norm_scale_shift(y, norm_weight, norm_bias, eps)`, exactly that
 composition (the kernel gathers the statistics of the y it stores); `check_norm_args` its rules.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from . import reference_conv3x3, reference_norm_sums
+from . import conv3x3, norm_sums
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
 KERNEL = 9
@@ -180,13 +180,13 @@ def check_norm_args(x: torch.Tensor, weight: torch.Tensor, pad: int, norm_weight
     if h < 2 or w < 2:
         raise ValueError(f"{NORM_NAME}: the output must be at least 2x2 for the InstanceNorm (norm_scale_shift's "
                          f"rule), got {h}x{w}")
-    reference_conv3x3._check_vector(NORM_NAME, "norm_weight", norm_weight, x, cout)
-    reference_conv3x3._check_vector(NORM_NAME, "norm_bias", norm_bias, x, cout)
+    conv3x3._check_vector(NORM_NAME, "norm_weight", norm_weight, x, cout)
+    conv3x3._check_vector(NORM_NAME, "norm_bias", norm_bias, x, cout)
     if not eps > 0:
         raise ValueError(f"{NORM_NAME}: eps must be > 0, got {eps}")
     check_packed_weight(NORM_NAME, packed_weight, weight, CONV1_PACKED_ELEMENTS, "pack_conv1_weight")
     if state is not None:
-        need = reference_conv3x3.norm_state_bytes(x.shape[0], cout)
+        need = conv3x3.norm_state_bytes(x.shape[0], cout)
         if (state.dtype != torch.uint8 or state.device != x.device or not state.is_contiguous()
                 or state.numel() < need):
             raise ValueError(f"{NORM_NAME}: state must be a contiguous uint8 tensor of at least "
@@ -202,17 +202,17 @@ def conv9x9_norm(x: torch.Tensor, weight: torch.Tensor, pad: int = 0, norm_weigh
     """(y, scale, shift): conv1 (no bias) and its InstanceNorm as one affine per (sample, channel),
     InstanceNorm(y; norm_weight, norm_bias, eps) = y·scale + shift. With affine (the default) the
     state is only checked: the twin computes the statistics directly. affine=False: y's sums go to
-    the state for the next layer (reference_norm_sums) and scale, shift come back (0, 32).
+    the state for the next layer (reference/norm_sums.py) and scale, shift come back (0, 32).
     packed_weight (pack_conv1_weight(weight), for the Hopper kernel) is only checked here."""
     check_norm_args(x, weight, pad, norm_weight, norm_bias, eps, state, packed_weight)
     y = conv9x9(x, weight, None, False, None, None, pad)
     if not affine:
         if state is None:
             raise ValueError(f"{NORM_NAME}: affine=False leaves the sums in state: a state is needed")
-        reference_norm_sums.add_sums(state, y)
+        norm_sums.add_sums(state, y)
         empty = y.new_empty((0, 32), dtype=torch.float32)
         return y, empty, empty.clone()
-    scale, shift = reference_conv3x3.norm_scale_shift(y, norm_weight, norm_bias, eps)
+    scale, shift = conv3x3.norm_scale_shift(y, norm_weight, norm_bias, eps)
     return y, scale, shift
 
 
@@ -229,9 +229,9 @@ def check_from_sums_args(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
     if tuple(weight.shape[:2]) != (3, 32):
         raise ValueError(f"{FROM_SUMS_NAME}: only the head, (Cin, Cout) = (32, 3), applies a norm from sums, "
                          f"got ({weight.shape[1]}, {weight.shape[0]})")
-    reference_norm_sums.check_state(FROM_SUMS_NAME, "state", state, x, x.shape[0], 32)
-    reference_conv3x3._check_vector(FROM_SUMS_NAME, "norm_weight", norm_weight, x, 32)
-    reference_conv3x3._check_vector(FROM_SUMS_NAME, "norm_bias", norm_bias, x, 32)
+    norm_sums.check_state(FROM_SUMS_NAME, "state", state, x, x.shape[0], 32)
+    conv3x3._check_vector(FROM_SUMS_NAME, "norm_weight", norm_weight, x, 32)
+    conv3x3._check_vector(FROM_SUMS_NAME, "norm_bias", norm_bias, x, 32)
     if not eps > 0:
         raise ValueError(f"{FROM_SUMS_NAME}: eps must be > 0, got {eps}")
     check_packed_weight(FROM_SUMS_NAME, packed_weight, weight, HEAD_PACKED_ELEMENTS, "pack_head_weight")
@@ -245,6 +245,6 @@ def conv9x9_from_sums(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor 
     InstanceNorm of x whose sums its producer left in `state` (taken, and the state zeroed).
     packed_weight (pack_head_weight(weight), for the CUDA kernel) is only checked here."""
     check_from_sums_args(x, weight, bias, out_float32, pad, state, norm_weight, norm_bias, eps, packed_weight)
-    scale, shift = reference_norm_sums.take_affine(state, x.shape[0], 32, x.shape[2] * x.shape[3], norm_weight,
+    scale, shift = norm_sums.take_affine(state, x.shape[0], 32, x.shape[2] * x.shape[3], norm_weight,
                                                    norm_bias, eps)
     return conv9x9(x, weight, bias, out_float32, scale, shift, pad)

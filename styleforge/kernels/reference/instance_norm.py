@@ -5,7 +5,7 @@
 nearest ×upsample, and reflection pad, returning x's dtype in x's memory format. It is what
 the CUDA kernel (`csrc/cuda/instance_norm.cu`) must equal; it is not fast (each step is a
 separate pass). `check_args`, `output_shape` and `output_channels_last` are the one statement
-of the op's rules: the fake impl in `ops.py` uses them, and `csrc/bindings.cpp` mirrors them.
+of the op's rules: the fake impl in `instance_norm.py` uses them, and `csrc/bindings.cpp` mirrors them.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`torch.ops.styleforge.attention`: schema, reference/fake/autograd registrations, and the Python
-entry with the same reference|cuda switch as `ops.instance_norm`.
+entry with the same reference|cuda switch as `instance_norm`.
 
-The pattern is ops_conv.py's: the twin in `reference_attention.py` is the
+The pattern is conv9x9.py's: the twin in `reference/<op>.py` is the
 `CompositeExplicitAutograd` impl (so CPU-only installs have the op and gradcheck runs on it in
 float64), and `csrc/bindings_attention.cpp` adds the flash-style tensor-core kernel for the CUDA
 key when the extension loads. The backward recomputes through the twin (materialises N×N: correct,
@@ -19,7 +19,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from . import ops, reference_attention
+from . import dispatch
+from .reference import attention as reference
 from .library import backward_through_reference, define_once
 
 # fp32_out: return fp32 whatever q's dtype (the fp32-input opt-in path: the Hopper kernel writes fp32
@@ -32,7 +33,7 @@ _LIB, _FIRST_IMPORT = define_once(SCHEMA)  # registrations below run only when t
 
 
 def _reference(q, k, v, key_padding_mask, scale, fp32_out):
-    out = reference_attention.attention(q, k, v, key_padding_mask, scale)
+    out = reference.attention(q, k, v, key_padding_mask, scale)
     return out.float() if fp32_out else out
 
 
@@ -41,7 +42,7 @@ def _attention_impl(q, k, v, key_padding_mask, scale, fp32_out=False):
 
 
 def _attention_fake(q, k, v, key_padding_mask, scale, fp32_out=False):
-    reference_attention.check_args(q, k, v, key_padding_mask, scale)
+    reference.check_args(q, k, v, key_padding_mask, scale)
     return torch.empty(q.shape, dtype=torch.float32 if fp32_out else q.dtype, device=q.device)
 
 
@@ -67,7 +68,7 @@ if _FIRST_IMPORT:
 
 def kernel_head_dim(d: int) -> int | None:
     """The kernel head dim that serves d (d itself or the next one up, zero-padded), or None."""
-    return next((s for s in reference_attention.KERNEL_HEAD_DIMS if s >= d), None)
+    return next((s for s in reference.KERNEL_HEAD_DIMS if s >= d), None)
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_padding_mask: torch.Tensor | None = None,
@@ -82,23 +83,23 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_padding_mas
     if scale is None:
         scale = q.shape[-1] ** -0.5
     scale = float(scale)
-    if ops.current_mode() == "reference" or not q.is_cuda:
-        return reference_attention.attention(q, k, v, key_padding_mask, scale)
-    reference_attention.check_args(q, k, v, key_padding_mask, scale)
+    if dispatch.current_mode() == "reference" or not q.is_cuda:
+        return reference.attention(q, k, v, key_padding_mask, scale)
+    reference.check_args(q, k, v, key_padding_mask, scale)
     out_dtype = q.dtype
     fp32_out = q.dtype == torch.float32 and fp32_via_bf16
     if fp32_out:
         q, k, v = q.to(torch.bfloat16), k.to(torch.bfloat16), v.to(torch.bfloat16)
-    if q.dtype not in reference_attention.KERNEL_DTYPES:
-        return reference_attention.attention(q, k, v, key_padding_mask, scale)
+    if q.dtype not in reference.KERNEL_DTYPES:
+        return reference.attention(q, k, v, key_padding_mask, scale)
     d = q.shape[-1]
     dk = kernel_head_dim(d)
     if dk is None:
         raise ValueError(f"attention: head dim {d} is unsupported by the kernel (at most 128; "
-                         f"supported {reference_attention.KERNEL_HEAD_DIMS}, smaller ones are zero-padded)")
+                         f"supported {reference.KERNEL_HEAD_DIMS}, smaller ones are zero-padded)")
     if dk != d:   # zero columns change neither q·k nor the output's first d columns
         q, k, v = (F.pad(t, (0, dk - d)) for t in (q, k, v))
-    ops.ensure_cuda_kernels()
+    dispatch.ensure_cuda_kernels()
     out = torch.ops.styleforge.attention(q, k, v, key_padding_mask, scale, fp32_out)
     if dk != d:
         out = out[..., :d]

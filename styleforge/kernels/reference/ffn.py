@@ -6,7 +6,7 @@ and (d,), residual shaped like y. `gelu` is "tanh" (the approximation cuBLASLt's
 computes), "erf" (exact GELU, nn.GELU's default) or "none" (no activation). fp16/bf16/fp32
 inputs are computed in fp32 and returned in x's dtype; float64 stays float64 (gradcheck).
 `check_args` is the one statement of the argument rules: the fake impl and the fused CUDA path
-in `ops_ffn.py` both call it, so every path refuses exactly the same calls. Not fast.
+in `ffn.py` both call it, so every path refuses exactly the same calls. Not fast.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`torch.ops.styleforge.ffn`: schema, registrations, the fused cuBLASLt path, and the Python entry.
 
-y = gelu(x·w1ᵀ + b1)·w2ᵀ + b2 + residual (see `reference_ffn.py`). The CUDA impl is two GEMMs
+y = gelu(x·w1ᵀ + b1)·w2ᵀ + b2 + residual (see `reference/<op>.py`). The CUDA impl is two GEMMs
 whose epilogues do the elementwise work, both through PyTorch's own cuBLASLt wrappers rather than
 our C++: in `aten/src/ATen/native/cuda/Blas.cpp`, `torch._addmm_activation(b1, x, w1ᵀ,
 use_gelu=True)` with a contiguous 1-D bias, contiguous output and both matrix dims > 1 passes
@@ -28,7 +28,8 @@ from collections.abc import Iterator
 
 import torch
 
-from . import ops, reference_ffn
+from . import dispatch
+from .reference import ffn as reference
 from .library import backward_through_reference, define_once
 
 SCHEMA = ("ffn(Tensor x, Tensor w1, Tensor? b1, Tensor w2, Tensor? b2, Tensor? residual, str gelu, "
@@ -83,7 +84,7 @@ def fused_ffn(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: to
     On CUDA each GEMM call below is one cuBLASLt/cuBLAS GEMM with its epilogue; on CPU the same
     code runs (unfused) so CI checks the plumbing: transposes, flattening, the in-place residual.
     """
-    reference_ffn.check_args(x, w1, b1, w2, b2, residual, gelu, fp32_precision)
+    reference.check_args(x, w1, b1, w2, b2, residual, gelu, fp32_precision)
     shape, d, h = x.shape, x.shape[-1], w1.shape[0]
     x2 = x.reshape(-1, d)                                      # (T, d)
     if x2.shape[0] == 0:
@@ -108,7 +109,7 @@ def fused_ffn(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: to
 
 
 def _ffn_impl(x, w1, b1, w2, b2, residual, gelu, fp32_precision="ieee"):
-    return reference_ffn.ffn(x, w1, b1, w2, b2, residual, gelu, fp32_precision)
+    return reference.ffn(x, w1, b1, w2, b2, residual, gelu, fp32_precision)
 
 
 def _ffn_cuda(x, w1, b1, w2, b2, residual, gelu, fp32_precision="ieee"):
@@ -116,7 +117,7 @@ def _ffn_cuda(x, w1, b1, w2, b2, residual, gelu, fp32_precision="ieee"):
 
 
 def _ffn_fake(x, w1, b1, w2, b2, residual, gelu, fp32_precision="ieee"):
-    reference_ffn.check_args(x, w1, b1, w2, b2, residual, gelu, fp32_precision)
+    reference.check_args(x, w1, b1, w2, b2, residual, gelu, fp32_precision)
     return torch.empty(x.shape, dtype=x.dtype, device=x.device)
 
 
@@ -128,7 +129,7 @@ def _setup_context(ctx, inputs, output):
 
 def _backward(ctx, grad):
     return backward_through_reference(
-        lambda *tensors: reference_ffn.ffn(*tensors, ctx.gelu),
+        lambda *tensors: reference.ffn(*tensors, ctx.gelu),
         ctx.saved_tensors, ctx.needs_input_grad, grad, num_inputs=8)
 
 
@@ -147,6 +148,6 @@ def ffn(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: torch.Te
     w1 (h, d), w2 (d, h) as nn.Linear stores them; gelu "tanh" | "erf" | "none"; fp32 inputs run
     exact fp32 unless fp32_precision="tf32". Under `kernels.use("reference")` the twin runs.
     """
-    if ops.current_mode() == "reference":
-        return reference_ffn.ffn(x, w1, b1, w2, b2, residual, gelu, fp32_precision)
+    if dispatch.current_mode() == "reference":
+        return reference.ffn(x, w1, b1, w2, b2, residual, gelu, fp32_precision)
     return torch.ops.styleforge.ffn(x, w1, b1, w2, b2, residual, gelu, fp32_precision)
