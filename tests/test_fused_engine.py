@@ -15,7 +15,7 @@ import pytest
 import torch
 from conftest import psnr, random_style_state, rel_error
 
-from styleforge.engine.fused import FusedRunner
+from styleforge.engine.runner import FusedRunner
 from styleforge.models import TransformerNet
 
 ASSETS = Path(__file__).resolve().parents[1] / "styleforge" / "assets"

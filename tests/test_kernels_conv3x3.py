@@ -264,7 +264,7 @@ def test_opcheck_on_cpu():
 
 
 def test_engine_fused_plan_equals_cudnn_plan_on_cpu():
-    from styleforge.engine.fused import FusedRunner
+    from styleforge.engine.runner import FusedRunner
     from styleforge.models import TransformerNet
     model = TransformerNet()
     model.load_state_dict(random_style_state(1))
@@ -575,7 +575,7 @@ def test_opcheck_on_cuda(loaded):
 @hopper
 @pytest.mark.parametrize("dtype", LOW, ids=str)
 def test_engine_picks_a_plan_and_both_agree(loaded, dtype):
-    from styleforge.engine.fused import FusedRunner
+    from styleforge.engine.runner import FusedRunner
     from styleforge.models import TransformerNet
     model = TransformerNet()
     model.load_state_dict(random_style_state(2))

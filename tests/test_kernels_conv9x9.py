@@ -866,7 +866,7 @@ def test_cuda_norm_keeps_the_variance_under_a_large_mean(cuda_op, dtype):
 # ---- the fused engine's choice (CPU) -----------------------------------------------------------
 
 def test_engine_records_a_choice_per_nine_by_nine_layer():
-    from styleforge.engine.fused import FusedRunner
+    from styleforge.engine.runner import FusedRunner
     from styleforge.models import TransformerNet
     runner = FusedRunner(TransformerNet().eval(), torch.device("cpu"), torch.bfloat16)
     runner(torch.rand(1, 3, 16, 20) * 255)

@@ -387,7 +387,7 @@ def test_cuda_conv1_sums_and_head_from_sums(loaded, n):
 def test_engine_sums_handoff_matches_the_scale_shift_plan_and_replays(loaded, monkeypatch):
     from conftest import random_style_state
 
-    from styleforge.engine.fused import FusedRunner
+    from styleforge.engine.runner import FusedRunner
     from styleforge.models import TransformerNet
     model = TransformerNet()
     model.load_state_dict(random_style_state(4))

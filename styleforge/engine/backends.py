@@ -2,7 +2,7 @@
 
 - reference: the plain PyTorch modules (any device, any precision).
 - compile:   `torch.compile(mode="reduce-overhead")` of the reference, channels_last (CUDA).
-- fused:     our CUDA kernels + cuDNN convolutions + CUDA graphs (`engine.fused`).
+- fused:     our CUDA kernels + cuDNN convolutions + CUDA graphs (`engine.runner`).
 `auto` picks fused on CUDA when the kernels are available, reference otherwise.
 A runner maps a float tensor in 0–255, (N, 3, H, W) with H, W multiples of 4, on the runner's
 device, to the raw network output in float32 (not clamped).
@@ -67,7 +67,7 @@ def resolve_backend(backend: str, device: torch.device, dtype: torch.dtype | Non
 def make_runner(model: TransformerNet, device: torch.device, dtype: torch.dtype, backend: str) -> Runner:
     model = model.eval().requires_grad_(False)
     if backend == "fused":
-        from .fused import FusedRunner
+        from .runner import FusedRunner
         return FusedRunner(model, device, dtype)
     memory_format = torch.channels_last if device.type == "cuda" else torch.contiguous_format
     model = model.to(device=device, dtype=dtype, memory_format=memory_format)
