@@ -101,6 +101,12 @@ def switches() -> Switches:
     return _current
 
 
+def reset() -> None:
+    """Forget the switches read so far, so the next `switches()` reads the environment again (tests)."""
+    global _current
+    _current = None
+
+
 def switches_table() -> str:
     """docs/switches.md: every switch, its values and what it does (generated; do not edit by hand)."""
     lines = ["# Environment switches", "",

@@ -111,6 +111,16 @@ def tiny_styles(tmp_path_factory):
     return folder
 
 
+@pytest.fixture(autouse=True)
+def fresh_switches():
+    """Each test reads the environment switches afresh (styleforge.switches caches them per process),
+    so a test's monkeypatch.setenv reaches the code it calls."""
+    from styleforge import switches
+    switches.reset()
+    yield
+    switches.reset()
+
+
 @pytest.fixture
 def styles_env(tiny_styles, monkeypatch):
     """Point the style registry at `tiny_styles` (as the CLI and API see it) for one test."""

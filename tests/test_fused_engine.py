@@ -17,6 +17,7 @@ from conftest import psnr, random_style_state, rel_error
 
 from styleforge.engine.runner import FusedRunner
 from styleforge.models import TransformerNet
+from styleforge.switches import Switches
 
 ASSETS = Path(__file__).resolve().parents[1] / "styleforge" / "assets"
 STYLES = Path(__file__).resolve().parents[1] / "styleforge" / "styles"
@@ -217,18 +218,16 @@ def test_capture_restores_the_global_cudnn_flags(kernels_loaded):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
-def test_graph_io_reads_and_writes_the_callers_tensors(kernels_loaded, monkeypatch, dtype):
+def test_graph_io_reads_and_writes_the_callers_tensors(kernels_loaded, dtype):
     # Where conv1 and the head are our kernels, a replay reads the caller's tensor where it is and
     # writes a fresh output (engine/graph_io.py): the same frames as the copy path, none of them
     # overwritten by later calls, and the copy path still right for inputs the nodes cannot take.
     model, shape, cuda = _model(2), (1, 3, 128, 192), torch.device("cuda")
     inputs = [_image(shape, seed, "cuda") for seed in range(3)]
-    monkeypatch.setenv("STYLEFORGE_GRAPH_IO", "0")
-    copy_runner = FusedRunner(model, cuda, dtype)
+    copy_runner = FusedRunner(model, cuda, dtype, settings=Switches(graph_io=False))
     expected = [copy_runner(x) for x in inputs]
     assert copy_runner._graphs[(shape, torch.float32, "cuda")].io is None
-    monkeypatch.delenv("STYLEFORGE_GRAPH_IO")
-    runner = FusedRunner(model, cuda, dtype)
+    runner = FusedRunner(model, cuda, dtype, settings=Switches())
     outs = [runner(x) for x in inputs]
     entry = runner._graphs[(shape, torch.float32, "cuda")]
     if entry.io is None:

@@ -10,8 +10,6 @@ engine keeps cuDNN elsewhere. `norm_scale_shift`'s kernel runs on any GPU.
 """
 from __future__ import annotations
 
-import os
-
 import torch
 
 from . import dispatch
@@ -187,7 +185,7 @@ def conv3x3_residual_chain(x: torch.Tensor, scale: torch.Tensor | None, shift: t
                            out_state: torch.Tensor | None = None):
     """The residual blocks as one op: `reference.residual_chain`'s semantics. On Hopper one
     persistent kernel runs every link where all the tiles fit on the GPU at once (512² and smaller at
-    batch 1), else the links run as conv3x3_norm kernels. chain=False (or STYLEFORGE_CONV3X3_CHAIN=off)
+    batch 1), else the links run as conv3x3_norm kernels. chain=False
     runs them as separate conv3x3_norm calls instead. state: from `chain_state`, or a fresh one per call.
     The norm before the chain is (scale, shift), or its producer's sums in in_state (with
     in_norm_weight, in_norm_bias: see conv3x3_norm), which the first link turns into its affine. With
@@ -198,7 +196,7 @@ def conv3x3_residual_chain(x: torch.Tensor, scale: torch.Tensor | None, shift: t
     sums = dict(in_state=in_state, in_norm_weight=in_norm_weight, in_norm_bias=in_norm_bias, out_state=out_state)
     if _use_reference(x) or not conv3x3_norm_supported(x.device):
         return reference.residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps, **sums)
-    if not chain or os.environ.get("STYLEFORGE_CONV3X3_CHAIN", "auto").lower() in ("0", "off"):
+    if not chain:
         return reference.residual_chain(x, scale, shift, weights, norm_weights, norm_biases, eps,
                                                 conv=torch.ops.styleforge.conv3x3_norm, **sums)
     reference.check_chain_args(x, scale, shift, weights, norm_weights, norm_biases, eps)
