@@ -110,7 +110,7 @@ def reset() -> None:
 def switches_table() -> str:
     """docs/switches.md: every switch, its values and what it does (generated; do not edit by hand)."""
     lines = ["# Environment switches", "",
-             "Generated from `styleforge/switches.py` (`python -m styleforge.switches > docs/switches.md`).",
+             "Generated from `styleforge/switches.py` by `switches_table()`; `tests/test_switches.py` says when it is stale.",
              "Options that users choose per call are `StylizeOptions` fields and CLI flags, not switches.", "",
              "| variable | values | effect |", "|---|---|---|"]
     lines += [f"| `{f.metadata['env']}` | {f.metadata['values']} | {f.metadata['doc']} |" for f in fields(Switches)]
@@ -118,8 +118,3 @@ def switches_table() -> str:
               "| variable | values | effect |", "|---|---|---|"]
     lines += [f"| `{name}` | {values} | {doc} |" for name, values, doc in KERNEL_SWITCHES]
     return "\n".join(lines) + "\n"
-
-
-if __name__ == "__main__":
-    import sys
-    sys.stdout.write(switches_table())
