@@ -3,9 +3,9 @@ plus mma with two B registers, ldmatrix.trans, shfl_xor and cp.async, modelled f
 
 `build()` rewrites the kernel source's `<<<grid, block, smem, stream>>>` launch into
 `emu::launch(...)` and its `extern __shared__` buffer into the emulator's per-block one (with the
-helpers in dev/kernels/emulator_common.py), then compiles it with
+helpers in tests/emulators/emulator_common.py), then compiles it with
 driver.cpp using g++ (C++20, AddressSanitizer + UBSan). `run(...)` executes one op call and
-returns (B, H, Nq, D). Used by tests/test_kernels_attention.py; a development tool for a machine
+returns (B, H, Nq, D). Used by tests/test_kernels_attention.py; a test tool for a machine
 without a GPU, not shipped.
 """
 from __future__ import annotations
@@ -16,11 +16,12 @@ from pathlib import Path
 
 import torch
 
+from styleforge.kernels.build import CSRC   # the one place that knows where the sources live
+
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[3]
-CU = REPO / "styleforge" / "kernels" / "csrc" / "cuda" / "attention.cu"
-HEADER = REPO / "styleforge" / "kernels" / "csrc" / "attention.h"
-CONV_EMULATOR = REPO / "dev" / "kernels" / "conv9x9" / "emulator"
+CU = CSRC / "cuda" / "attention.cu"
+HEADER = CSRC / "attention.h"
+CONV_EMULATOR = HERE.parent / "conv9x9"      # warp_emu.h
 DTYPE_KIND = {torch.float16: 1, torch.bfloat16: 2}
 
 

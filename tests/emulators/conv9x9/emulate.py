@@ -7,7 +7,7 @@ then compiles it with driver.cpp using g++ (C++20, AddressSanitizer). `run(...)`
 call and returns the output as an (N, Cout, H, W) channels_last tensor; `run_norm(...)` one
 conv9x9_norm launch (conv1 with IN1's statistics through the in-kernel hand-off), returning
 (y, scale, shift), after checking that each of `repeat` launches on one state left it zero and
-wrote the same bytes. Used by tests/test_kernels_conv9x9.py; a development tool for a machine
+wrote the same bytes. Used by tests/test_kernels_conv9x9.py; a test tool for a machine
 without a GPU, not shipped.
 """
 from __future__ import annotations
@@ -19,10 +19,11 @@ from pathlib import Path
 
 import torch
 
+from styleforge.kernels.build import CSRC   # the one place that knows where the sources live
+
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[3]
-CU = REPO / "styleforge" / "kernels" / "csrc" / "cuda" / "conv9x9.cu"
-HEADER = REPO / "styleforge" / "kernels" / "csrc" / "conv9x9.h"
+CU = CSRC / "cuda" / "conv9x9.cu"
+HEADER = CSRC / "conv9x9.h"
 DTYPE_KIND = {torch.float16: 1, torch.bfloat16: 2}
 
 # The helpers all three emulators share (not a package: loaded by path).

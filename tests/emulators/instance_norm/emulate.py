@@ -5,7 +5,7 @@
 `__ldg`, which the emulator checks), then
 compiles it with the driver using g++ (C++20, AddressSanitizer). `run(...)` executes one op call
 and returns the output as a torch tensor in the op's layout. Used by tests/test_cuda_compile.py;
-this is a development tool for a machine without a GPU, not part of the package.
+a test tool for a machine without a GPU, not part of the package.
 """
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ from pathlib import Path
 
 import torch
 
+from styleforge.kernels.build import CSRC   # the one place that knows where the sources live
+
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[3]
-CU = REPO / "styleforge" / "kernels" / "csrc" / "cuda" / "instance_norm.cu"
-HEADER = REPO / "styleforge" / "kernels" / "csrc" / "instance_norm.h"
+CU = CSRC / "cuda" / "instance_norm.cu"
+HEADER = CSRC / "instance_norm.h"
 DEVICE_CUH = CU.parent / "instance_norm_device.cuh"
 DTYPE_KIND = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 
