@@ -13,6 +13,7 @@ import pytest
 import torch
 from PIL import Image
 
+from styleforge import switches
 from styleforge.cli import main
 
 SUMMARY = re.compile(r"^(\d+) done, (\d+) skipped, (\d+) failed in [\d.]+ s$", re.M)
@@ -183,6 +184,7 @@ def test_unknown_style_and_no_styles(styles_env, tmp_path, capsys, monkeypatch):
     code, text, _ = cli(capsys, src, "--style", "nope")
     assert code == 2 and "unknown style 'nope'" in text
     monkeypatch.setenv("STYLEFORGE_STYLES_DIR", str(tmp_path / "empty"))
+    switches.reset()   # the switches are read once per process
     code, text, _ = cli(capsys, src)
     assert code == 2 and "no built-in styles are installed" in text
 

@@ -19,8 +19,8 @@ from styleforge.engine.runner import FusedRunner
 from styleforge.models import TransformerNet
 from styleforge.switches import Switches
 
-ASSETS = Path(__file__).resolve().parents[1] / "styleforge" / "assets"
-STYLES = Path(__file__).resolve().parents[1] / "styleforge" / "styles"
+ASSETS = Path(__file__).resolve().parents[2] / "styleforge" / "assets"
+STYLES = Path(__file__).resolve().parents[2] / "styleforge" / "styles"
 FUSED_FP32_REL_TOL = 1e-4    # 16 convolutions in fp32 (TF32 off), summation orders differ
 
 

@@ -1,5 +1,5 @@
 """The CUDA sources without a GPU: nvcc compile checks, a syntax check of the torch bindings,
-and the real kernel run on the CPU through dev/kernels/instance_norm/emulator.
+and the real kernel run on the CPU through tests/emulators/instance_norm.
 
 Each part skips cleanly when its tool is missing (nvcc; g++ with the CUDA headers; torch's
 c10/cuda headers). The emulator runs instance_norm.cu's kernels and host launcher unchanged
@@ -18,10 +18,13 @@ import pytest
 import torch
 from conftest import rel_error
 
-REPO = Path(__file__).resolve().parents[1]
-CSRC = REPO / "styleforge" / "kernels" / "csrc"
-CU_FILES = sorted((CSRC / "cuda").glob("*.cu"))
-EMULATOR = REPO / "dev" / "kernels" / "instance_norm" / "emulator"
+from styleforge.kernels import build
+
+CSRC = build.CSRC
+CU_FILES = [CSRC / s for s in build.SOURCES if s.endswith(".cu")]
+EMULATOR = Path(__file__).resolve().parents[1] / "emulators" / "instance_norm"
+
+pytestmark = pytest.mark.slow   # nvcc, g++ and the emulator build
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")

@@ -7,7 +7,7 @@ deconv3 applies the InstanceNorm before it, relu(x·scale + shift), on load).
 CPU (CI): the twin against float64, the op's registrations (opcheck, fake, switch), named
 argument errors, a pure-Python model of the kernels' per-lane fragment index math for single
 mma.m16n8k16 steps, and the real conv9x9.cu run through the warp emulator
-(dev/kernels/conv9x9/emulator: mma/ldmatrix modelled from the PTX ISA) on tails, batches and
+(tests/emulators/conv9x9: mma/ldmatrix modelled from the PTX ISA) on tails, batches and
 persistent-grid loops. GPU: the CUDA op against float64 under conftest's low-precision rule
 (≤ 2× the error of cuDNN's own same-dtype convolution), edge and 1080p/4K shapes, poisoned
 output memory, misaligned and NCHW inputs, fp32 output, CUDA graph capture, opcheck.
@@ -46,7 +46,7 @@ OP = torch.ops.styleforge.conv9x9.default
 NORM_OP = torch.ops.styleforge.conv9x9_norm.default
 LOW = (torch.bfloat16, torch.float16)
 LAYERS = {"conv1": (3, 32), "deconv3": (32, 3)}
-EMULATOR = Path(__file__).resolve().parents[1] / "dev" / "kernels" / "conv9x9" / "emulator"
+EMULATOR = Path(__file__).resolve().parents[1] / "emulators" / "conv9x9"
 
 
 def make_inputs(layer, n, h, w, dtype=torch.bfloat16, device="cpu", bias=True, seed=0):

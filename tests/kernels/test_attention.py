@@ -5,7 +5,7 @@ masked rows → zeros, Nk = 0), gradcheck in float64 through the op, opcheck, na
 errors, the reference|cuda switch, the module against `nn.MultiheadAttention` with its state
 dict, a pure-Python model of the kernel's per-lane fragment index math (Q/K/P/V fragments,
 ldmatrix.trans, row reductions, bank conflicts), and the real attention.cu run through the warp
-emulator (dev/kernels/attention/emulator). GPU: the CUDA op against float64 under conftest's
+emulator (tests/emulators/attention). GPU: the CUDA op against float64 under conftest's
 rule (≤ 2× SDPA's same-dtype error) on the issue's shapes, D = 32/128, cross attention, masks,
 16k tokens; fully masked rows, the fp32 opt-in, poisoned memory, non-contiguous inputs,
 backward, CUDA graphs, opcheck, the module in bf16. Longer than 400 lines because the house rule
@@ -32,7 +32,7 @@ from styleforge.models.attention import MultiheadAttention
 
 OP = torch.ops.styleforge.attention.default
 LOW = (torch.bfloat16, torch.float16)
-EMULATOR = Path(__file__).resolve().parents[1] / "dev" / "kernels" / "attention" / "emulator"
+EMULATOR = Path(__file__).resolve().parents[1] / "emulators" / "attention"
 
 
 def make_qkv(b, h, nq, nk, d, dtype=torch.float64, device="cpu", seed=0, mask_frac=0.0):
