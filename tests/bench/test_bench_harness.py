@@ -94,6 +94,7 @@ def test_gate_rejects_a_wrong_provider_without_timing_it():
     assert outcome.status == "failed" and "kernel exploded" in outcome.error and not timed
 
 
+@pytest.mark.slow
 def test_end_to_end_wrong_provider_is_reported_failed_not_timed(monkeypatch):
     real_build = endtoend.build_runner
 
@@ -205,6 +206,7 @@ def test_plot_without_matplotlib_says_how_to_install(monkeypatch, tmp_path):
         plot_results(tmp_path)
 
 
+@pytest.mark.slow
 def test_bench_command_end_to_end_on_cpu(tmp_path, capsys):
     code = main(["bench", "--device", "cpu", "--sizes", "32", "--providers", "eager-fp32,eager-bf16",
                  "--reps", "3", "--output", str(tmp_path)])
@@ -226,6 +228,7 @@ def test_bench_command_end_to_end_on_cpu(tmp_path, capsys):
     assert len(results.read_rows(tmp_path, "e2e")) == 2
 
 
+@pytest.mark.slow
 def test_gpu_only_providers_are_skipped_on_cpu_with_a_reason(tmp_path, capsys):
     code = main(["bench", "--device", "cpu", "--sizes", "32", "--providers", "compile,fused-bf16,fused-fp32",
                  "--reps", "1", "--output", str(tmp_path)])
@@ -242,6 +245,7 @@ def test_bench_rejects_unknown_sizes_and_providers(tmp_path):
         endtoend.Size("256", 256, 256), endtoend.Size("1080p", 1080, 1920), endtoend.Size("1280x720", 720, 1280)]
 
 
+@pytest.mark.slow
 def test_profile_command_writes_a_chrome_trace(tmp_path):
     trace = tmp_path / "trace.json"
     assert main(["profile", "--device", "cpu", "--size", "32", "--warmup", "1", "--output", str(trace)]) == 0

@@ -48,6 +48,7 @@ def test_single_file_default_output_beside_it(styles_env, tmp_path, capsys):
     assert "alpha on cpu" in text
 
 
+@pytest.mark.slow
 def test_folder_goes_to_sibling_folder_and_recursive(styles_env, tmp_path, capsys):
     for name in ("a.png", "b.jpg", "notes.txt", "sub/c.png"):
         (write(tmp_path / "trip" / name) if not name.endswith(".txt")
@@ -60,6 +61,7 @@ def test_folder_goes_to_sibling_folder_and_recursive(styles_env, tmp_path, capsy
     assert (tmp_path / "trip_alpha" / "sub" / "c.png").is_file()
 
 
+@pytest.mark.slow
 def test_glob_pattern_expanded_by_us(styles_env, tmp_path, capsys):
     for name in ("x1.png", "x2.png", "y.png"):
         write(tmp_path / name)
@@ -80,6 +82,7 @@ def test_output_file_and_folder(styles_env, tmp_path, capsys):
     assert code == 0 and sorted(os.listdir(tmp_path / "new" / "folder")) == ["a.png", "b.png"]
 
 
+@pytest.mark.slow
 def test_existing_outputs_skipped_unless_overwrite(styles_env, tmp_path, capsys):
     src = write(tmp_path / "a.png")
     cli(capsys, src, "-o", tmp_path / "o.png")
@@ -92,6 +95,7 @@ def test_existing_outputs_skipped_unless_overwrite(styles_env, tmp_path, capsys)
     assert np.array_equal(pixels(tmp_path / "o.png"), pixels(src))  # strength 0 = the photo
 
 
+@pytest.mark.slow
 def test_max_side_and_strength_and_preserve_color(styles_env, tmp_path, capsys):
     src = write(tmp_path / "a.png", (40, 30))
     cli(capsys, src, "-o", tmp_path / "small.png", "--max-side", "20")
@@ -108,6 +112,7 @@ def test_max_side_and_strength_and_preserve_color(styles_env, tmp_path, capsys):
     assert chroma_gap(tmp_path / "kept.png") < chroma_gap(tmp_path / "full.png") / 3
 
 
+@pytest.mark.slow
 def test_blend_endpoint_equals_single_style_and_checkpoint(styles_env, tmp_path, capsys):
     src = write(tmp_path / "a.png")
     assert cli(capsys, src, "-o", tmp_path / "blend.png", "--blend", "alpha:1,beta:0")[0] == 0
@@ -120,6 +125,7 @@ def test_blend_endpoint_equals_single_style_and_checkpoint(styles_env, tmp_path,
     assert info.value.code == 2 and "weight 'x' of 'alpha' is not a number" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_device_precision_backend_and_batch_size(styles_env, tmp_path, capsys):
     for i in range(3):
         write(tmp_path / "in" / f"s{i}.png", (24, 16), seed=i)
@@ -141,6 +147,7 @@ def test_cuda_without_cuda_is_one_clear_error(styles_env, tmp_path, capsys):
     assert os.listdir(tmp_path) == ["a.png"]
 
 
+@pytest.mark.slow
 def test_quality_and_alpha(styles_env, tmp_path, capsys):
     src = write(tmp_path / "a.png", (40, 40), mode="RGBA")
     cli(capsys, src, "-o", tmp_path / "q10.jpg", "--quality", "10")
@@ -189,6 +196,7 @@ def test_unknown_style_and_no_styles(styles_env, tmp_path, capsys, monkeypatch):
     assert code == 2 and "no built-in styles are installed" in text
 
 
+@pytest.mark.slow
 def test_python_dash_m_entry_point():
     done = subprocess.run([sys.executable, "-m", "styleforge", "stylize", "--help"],
                           capture_output=True, text=True, timeout=120)

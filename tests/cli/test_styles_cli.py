@@ -2,6 +2,7 @@
 import os
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from styleforge.cli import main
@@ -23,6 +24,7 @@ def test_empty_registry_says_so(styles_env, tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "s.png").exists()
 
 
+@pytest.mark.slow
 def test_contact_sheet(styles_env, tmp_path, capsys):
     photos = []
     for name, size in (("wide.png", (40, 20)), ("tall.jpg", (20, 40))):

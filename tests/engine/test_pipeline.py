@@ -29,6 +29,7 @@ def test_output_size_equals_input_size(alpha, height, width):
     assert out.min() >= 0 and out.max() <= 255
 
 
+@pytest.mark.slow
 def test_batch_and_non_contiguous_input(alpha):
     x = (torch.rand(2, 9, 3, 20) * 255).permute(0, 2, 3, 1)[:, :, ::2]  # (2, 3, 10, 9), strided
     assert not x.is_contiguous()
@@ -52,6 +53,7 @@ def test_strength_1_is_the_plain_network_and_half_is_the_midpoint(tiny_styles, a
     assert rel_error(half, (x + full) / 2) <= FP32_REL_TOL
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("weights,single", [((1.0, 0.0), "alpha"), ((0.0, 2.0), "beta")])
 def test_blend_endpoints_equal_the_single_style(styles_env, weights, single):
     x = torch.rand(1, 3, 20, 28) * 255
@@ -61,6 +63,7 @@ def test_blend_endpoints_equal_the_single_style(styles_env, weights, single):
     assert torch.equal(blended(x), alone(x))
 
 
+@pytest.mark.slow
 def test_blend_in_between_differs_from_both(styles_env):
     x = torch.rand(1, 3, 20, 20) * 255
     mid = Stylizer(StylizeOptions(blend="alpha:0.5,beta:0.5", device="cpu", precision="fp32"))(x)
@@ -78,6 +81,7 @@ def _ycbcr(x: torch.Tensor) -> torch.Tensor:
     return torch.einsum("ij,njhw->nihw", BT601, x.double())
 
 
+@pytest.mark.slow
 def test_preserve_color_keeps_the_content_chroma(tiny_styles, alpha):
     x = 80 + torch.rand(1, 3, 24, 24) * 90       # mid-range colours: little clamping
     out = make(tiny_styles, preserve_color=True)(x)

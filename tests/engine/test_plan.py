@@ -54,7 +54,7 @@ def test_every_step_has_a_function_and_covers_every_layer_once(variant, choice):
     assert [i for s in steps for i in s.layers] == list(range(len(layers)))
 
 
-@pytest.mark.parametrize("shape", [(1, 3, 16, 16), (2, 3, 20, 28)], ids=["16x16", "batch2-20x28"])
+@pytest.mark.parametrize("shape", [(1, 3, 8, 12), (2, 3, 8, 8)], ids=["8x12", "batch2-8x8"])
 def test_reference_steps_equal_the_model_in_float64(shape):
     model = _model()
     x = torch.rand(shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 255
@@ -69,11 +69,11 @@ def test_reference_steps_equal_the_model_in_float64(shape):
 @pytest.mark.parametrize("provider", ["styleforge", "cudnn"])
 def test_every_variant_and_nine_by_nine_choice_within_twice_eager_bf16(variant, provider):
     model = _model(2)
-    shape = (1, 3, 24, 32)
+    shape = (1, 3, 16, 16)
     x = torch.rand(shape, generator=torch.Generator().manual_seed(2)) * 255
     runner = FusedRunner(model, torch.device("cpu"), torch.bfloat16)
     runner.layer_choices[("conv1", shape)] = LayerChoice(provider, "test")
-    runner.layer_choices[("deconv3", (1, 32, 24, 32))] = LayerChoice(provider, "test")
+    runner.layer_choices[("deconv3", (1, 32, 16, 16))] = LayerChoice(provider, "test")
     with torch.inference_mode():
         out = runner.forward(x, variant)
         ref = model(x)

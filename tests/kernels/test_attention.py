@@ -94,6 +94,7 @@ def test_fully_masked_rows_are_zero_not_nan():
     assert torch.equal(no_keys, torch.zeros_like(q))
 
 
+@pytest.mark.slow
 def test_gradcheck_through_the_op_in_float64():
     q, k, v, mask = make_qkv(2, 2, 5, 7, 8, torch.float64, seed=3, mask_frac=0.3)
     mask[1, :] = True
@@ -103,6 +104,7 @@ def test_gradcheck_through_the_op_in_float64():
     assert torch.autograd.gradgradcheck(lambda a, b, c: OP(a, b, c, None, 0.7), (q, k, v))
 
 
+@pytest.mark.slow
 def test_opcheck():
     q, k, v, mask = make_qkv(2, 2, 5, 9, 32, torch.float32, mask_frac=0.3)
     torch.library.opcheck(OP, (q, k, v, mask, 0.125))

@@ -98,6 +98,7 @@ def test_pack_weight_rule_and_inverse(config):
         assert p[pos, kb, n, 8 * slot + e] == by_tap[n, 64 * kb + 8 * (slot ^ (n % 8)) + e, order[pos]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(1, 1), (1, 2), (3, 5), (7, 4), (2, 9)])
 @pytest.mark.parametrize("channels", [(64, 32), (128, 64)], ids=str)
 def test_phase_split_is_the_upsampled_reflected_convolution_exactly(size, channels):
@@ -263,6 +264,7 @@ def test_opcheck_on_cpu():
                           test_utils=("test_schema", "test_faketensor"))
 
 
+@pytest.mark.slow
 def test_engine_fused_plan_equals_cudnn_plan_on_cpu():
     from styleforge.engine.runner import FusedRunner
     from styleforge.models import TransformerNet
@@ -308,6 +310,7 @@ def chain64(x, scale, shift, weights, nws, nbs, eps=1e-5):
     return h, s, t, block_in
 
 
+@pytest.mark.slow
 def test_reference_chain_matches_float64_and_the_op_on_cpu():
     x, s, t, ws, nws, nbs = chain_inputs(2, 7, 10)
     packed = [ref.pack_weight(w) for w in ws]

@@ -201,6 +201,7 @@ def _opcheck_samples():
             (xn, wn.requires_grad_(), bn, True, sn.requires_grad_(), tn.requires_grad_(), 4)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index", range(7))
 def test_opcheck(index):
     torch.library.opcheck(OP, _opcheck_samples()[index])
@@ -865,6 +866,7 @@ def test_cuda_norm_keeps_the_variance_under_a_large_mean(cuda_op, dtype):
 
 # ---- the fused engine's choice (CPU) -----------------------------------------------------------
 
+@pytest.mark.slow
 def test_engine_records_a_choice_per_nine_by_nine_layer():
     from styleforge.engine.runner import FusedRunner
     from styleforge.models import TransformerNet

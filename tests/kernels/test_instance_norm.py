@@ -92,6 +92,7 @@ EDGE_SHAPES = {
 
 # ---- the twin (CPU, CI) ---------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels_last"])
 def test_reference_matches_float64_for_every_option(channels_last):
     for relu, residual, pad, upsample, affine in COMBOS:
@@ -159,6 +160,7 @@ def _opcheck_samples():
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index", range(4))
 def test_opcheck(index):
     torch.library.opcheck(OP, _opcheck_samples()[index])

@@ -60,6 +60,7 @@ def config(toy: Path, out: Path, **overrides) -> TrainConfig:
     return TrainConfig(**settings)
 
 
+@pytest.mark.slow
 def test_loss_falls_and_weights_are_written(toy, tmp_path):
     out = tmp_path / "stripes.safetensors"
     result = train(config(toy, out, steps=16, image_size=32, style_size=48, log_every=4))
@@ -78,6 +79,7 @@ def test_loss_falls_and_weights_are_written(toy, tmp_path):
     assert (tmp_path / "stripes.train" / "samples" / "step_0000016.png").is_file()
 
 
+@pytest.mark.slow
 def test_resume_is_bit_exact(toy, tmp_path):
     full = config(toy, tmp_path / "a.safetensors", steps=6, checkpoint_every=3, keep_checkpoints=5)
     train(full)
@@ -94,6 +96,7 @@ def test_resume_is_bit_exact(toy, tmp_path):
     assert torch.equal(exp_a, b["optimizer"]["state"][0]["exp_avg_sq"])
 
 
+@pytest.mark.slow
 def test_seed_determines_the_run(toy, tmp_path):
     runs = [Trainer(config(toy, tmp_path / f"{i}.safetensors", seed=s)) for i, s in enumerate((3, 3, 4))]
     for trainer in runs:
@@ -149,6 +152,7 @@ def test_bad_settings_are_refused(toy, tmp_path):
         config(toy, tmp_path / "x.pth").check_paths()
 
 
+@pytest.mark.slow
 def test_evaluate_scores_a_trained_style(toy, tmp_path):
     out = tmp_path / "eval.safetensors"
     train(config(toy, out, steps=12))
@@ -160,6 +164,7 @@ def test_evaluate_scores_a_trained_style(toy, tmp_path):
     assert summarise(scores)[0]["ratio"] == pytest.approx(scores[0].ratio)
 
 
+@pytest.mark.slow
 def test_benchmark_runs_on_cpu():
     row = measure_training_throughput(device="cpu", batch_size=1, image_size=16, steps=2, warmup=1)
     assert row["images_per_s"] > 0 and row["ms_per_step"] > 0 and row["loss_finite"]
