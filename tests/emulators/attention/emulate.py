@@ -26,7 +26,7 @@ DTYPE_KIND = {torch.float16: 1, torch.bfloat16: 2}
 
 
 # The helpers all three emulators share (not a package: loaded by path).
-_spec = importlib.util.spec_from_file_location("emulator_common", HERE.parents[1] / "emulator_common.py")
+_spec = importlib.util.spec_from_file_location("emulator_common", HERE.parent / "emulator_common.py")
 common = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(common)
 cuda_include = common.cuda_include
