@@ -1,4 +1,7 @@
-"""Shared test policy: the `gpu` marker, the one tolerance rule, and tiny random-weight styles.
+"""Shared test policy: the `gpu` and `slow` markers, the one tolerance rule, and tiny random-weight styles.
+
+Tiers: `python -m pytest` runs everything; `python -m pytest -m "not slow"` leaves out compilers,
+emulators and other tests over ~3 s (any test that builds a kernel emulator is slow by its fixture).
 
 Tolerance policy (STYLE.md): compare with a float64 reference by relative L2 error
 ‖out − ref‖ / ‖ref‖. fp32 kernels must land under `FP32_REL_TOL`; low-precision kernels
@@ -14,12 +17,15 @@ FP32_REL_TOL = 1e-5
 LOW_PRECISION_FLOOR = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 
 
+SLOW_FIXTURES = {"emulator"}   # builds a kernel emulator with g++ and sanitizers
+
+
 def pytest_collection_modifyitems(config, items):
-    if torch.cuda.is_available():
-        return
-    skip = pytest.mark.skip(reason="needs a CUDA device")
+    skip = None if torch.cuda.is_available() else pytest.mark.skip(reason="needs a CUDA device")
     for item in items:
-        if "gpu" in item.keywords:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+        if skip is not None and "gpu" in item.keywords:
             item.add_marker(skip)
 
 
@@ -109,6 +115,16 @@ def tiny_styles(tmp_path_factory):
                         {"style": name, "painting": f"test painting {name}", "artist": "nobody",
                          "licence": "test"}, dtype=torch.float32)
     return folder
+
+
+@pytest.fixture(autouse=True)
+def fresh_switches():
+    """Each test reads the environment switches afresh (styleforge.switches caches them per process),
+    so a test's monkeypatch.setenv reaches the code it calls."""
+    from styleforge import switches
+    switches.reset()
+    yield
+    switches.reset()
 
 
 @pytest.fixture

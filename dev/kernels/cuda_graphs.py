@@ -25,7 +25,7 @@ def warm_runner(h: int, w: int, dtype, warmups: int = 5):
     """The bench style's FusedRunner on CUDA and a seeded (1, 3, h, w) frame in 0–255, after
     `warmups` calls (its graphs captured, its plan chosen)."""
     from styleforge.bench.endtoend import load_bench_style
-    from styleforge.engine.fused import FusedRunner
+    from styleforge.engine.runner import FusedRunner
     from styleforge.models.checkpoint import build_model
 
     checkpoint, _ = load_bench_style(None)

@@ -7,13 +7,14 @@ to be published. This module only reads; it changes no setting.
 from __future__ import annotations
 
 import functools
-import os
 import platform
 import subprocess
 from importlib import metadata
 from pathlib import Path
 
 import torch
+
+from ..switches import switches
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 COMMIT_ENV = "STYLEFORGE_COMMIT"
@@ -35,7 +36,7 @@ def git_commit() -> tuple[str, bool]:
     """
     commit = _run(["git", "rev-parse", "HEAD"], REPO_ROOT)
     if not commit:
-        return os.environ.get(COMMIT_ENV, "").strip() or "unknown", False
+        return switches().commit or "unknown", False
     dirty = bool(_run(["git", "status", "--porcelain", "--untracked-files=no"], REPO_ROOT))
     return commit, dirty
 

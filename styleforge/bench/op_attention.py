@@ -13,7 +13,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..kernels import ops, ops_attention, reference_attention
+from .. import kernels
+from ..kernels.reference import attention as reference_attention
 from .cases import OpCase
 
 SHAPES = {"vit224": (32, 12, 197), "vit384": (32, 12, 577), "1025": (32, 12, 1025), "4096": (1, 8, 4096)}
@@ -32,7 +33,7 @@ def _case(label: str, b: int, h: int, n: int, dtype: torch.dtype, device: torch.
         dtype=dtype,
         reference=lambda: reference_attention.attention(q.float(), k.float(), v.float(), None, scale),
         providers={"sdpa": lambda: F.scaled_dot_product_attention(q, k, v, scale=scale),
-                   "styleforge": lambda: ops_attention.attention(q, k, v, None, scale, fp32_via_bf16=fp32)},
+                   "styleforge": lambda: kernels.attention(q, k, v, None, scale, fp32_via_bf16=fp32)},
         bytes_moved=4 * q.numel() * es,
         flops=4 * b * h * n * n * HEAD_DIM,
         rel_tol=2e-2,
@@ -44,7 +45,7 @@ def _case(label: str, b: int, h: int, n: int, dtype: torch.dtype, device: torch.
 def cases(device: torch.device, quick: bool = False) -> list[OpCase]:
     device = torch.device(device)
     if device.type == "cuda":
-        ops.ensure_cuda_kernels()
+        kernels.ensure_cuda_kernels()
         names = ("vit224", "4096") if quick else tuple(SHAPES)
         dtypes = (torch.bfloat16,) if quick else (torch.bfloat16, torch.float32)
         specs = [(label, *SHAPES[label], dtype) for dtype in dtypes for label in names]

@@ -18,7 +18,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..kernels import ops, ops_conv3x3, reference_conv3x3
+from .. import kernels
+from ..kernels.reference import conv3x3 as reference_conv3x3
 from .cases import OpCase
 
 C = 128
@@ -37,10 +38,10 @@ def _case(label: str, h: int, w: int, dtype: torch.dtype, device: torch.device) 
     scale, shift = reference_conv3x3.norm_scale_shift(x, gamma, beta)
 
     def cudnn() -> torch.Tensor:
-        return F.conv2d(ops.instance_norm(x, gamma, beta, relu=True, pad=1), weight_cl)
+        return F.conv2d(kernels.instance_norm(x, gamma, beta, relu=True, pad=1), weight_cl)
 
     def fused() -> torch.Tensor:
-        return ops_conv3x3.conv3x3_norm(x, packed, scale, shift, relu=True, norm_weight=gamma, norm_bias=beta)[0]
+        return kernels.conv3x3_norm(x, packed, scale, shift, relu=True, norm_weight=gamma, norm_bias=beta)[0]
 
     es = x.element_size()
     return OpCase(
@@ -59,7 +60,7 @@ def _case(label: str, h: int, w: int, dtype: torch.dtype, device: torch.device) 
 
 def cases(device: torch.device, quick: bool = False) -> list[OpCase]:
     device = torch.device(device)
-    if device.type != "cuda" or not ops_conv3x3.conv3x3_norm_supported(device):
+    if device.type != "cuda" or not kernels.conv3x3_norm_supported(device):
         return []   # the op's kernel is Hopper-only; the twin is covered by the tests
     names = ("512", "1080p") if quick else tuple(PLANES)
     dtypes = (torch.bfloat16,) if quick else (torch.bfloat16, torch.float16)

@@ -20,7 +20,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..kernels import ops, ops_conv, reference_conv
+from .. import kernels
+from ..kernels.reference import conv9x9 as reference_conv9x9
 from .cases import OpCase
 
 RESOLUTIONS = {"512": (512, 512), "1080p": (1080, 1920), "4k": (2160, 3840)}
@@ -50,9 +51,9 @@ def _case(layer: str, label: str, h: int, w: int, dtype: torch.dtype, device: to
         op=f"conv9x9_{layer}",
         shape=f"1x{cin}x{h + 8}x{w + 8}->{cout} ({label})",
         dtype=dtype,
-        reference=lambda: reference_conv.conv9x9(x, weight, bias32, head).float(),
+        reference=lambda: reference_conv9x9.conv9x9(x, weight, bias32, head).float(),
         providers={"cudnn": cudnn,
-                   "styleforge": lambda: ops_conv.conv9x9(x, weight, bias32, out_float32=head)},
+                   "styleforge": lambda: kernels.conv9x9(x, weight, bias32, out_float32=head)},
         bytes_moved=x.numel() * es + weight.numel() * es + out_bytes,
         flops=2 * cin * 81 * cout * h * w,
         rel_tol=2e-2,
@@ -82,7 +83,7 @@ def _fused_case(layer: str, label: str, h: int, w: int, dtype: torch.dtype, devi
 
     def cudnn() -> torch.Tensor:
         if head:
-            return F.conv2d(ops.instance_norm(x, gamma, beta, relu=True, pad=4), weight_cl, bias).float()
+            return F.conv2d(kernels.instance_norm(x, gamma, beta, relu=True, pad=4), weight_cl, bias).float()
         padded = F.pad(x, (4, 4, 4, 4), mode="reflect").to(dtype, memory_format=torch.channels_last)
         return F.conv2d(padded, weight_cl)
 
@@ -92,9 +93,9 @@ def _fused_case(layer: str, label: str, h: int, w: int, dtype: torch.dtype, devi
         op=f"conv9x9_{layer}_fused",
         shape=f"1x{cin}x{h}x{w}->{cout} ({label})",
         dtype=dtype,
-        reference=lambda: reference_conv.conv9x9(x, weight, bias32, head, scale, shift, 4).float(),
+        reference=lambda: reference_conv9x9.conv9x9(x, weight, bias32, head, scale, shift, 4).float(),
         providers={"cudnn": cudnn,
-                   "styleforge": lambda: ops_conv.conv9x9(x, weight, bias32, out_float32=head, scale=scale,
+                   "styleforge": lambda: kernels.conv9x9(x, weight, bias32, out_float32=head, scale=scale,
                                                           shift=shift, pad=4)},
         bytes_moved=x.numel() * x.element_size() + weight.numel() * es + out_bytes,
         flops=2 * cin * 81 * cout * h * w,
@@ -108,7 +109,7 @@ def _fused_case(layer: str, label: str, h: int, w: int, dtype: torch.dtype, devi
 def cases(device: torch.device, quick: bool = False) -> list[OpCase]:
     device = torch.device(device)
     if device.type == "cuda":
-        ops.ensure_cuda_kernels()
+        kernels.ensure_cuda_kernels()
         names = ("512", "1080p") if quick else tuple(RESOLUTIONS)
         dtypes = (torch.bfloat16,) if quick else (torch.bfloat16, torch.float16)
         specs = [(label, *RESOLUTIONS[label], dtype) for dtype in dtypes for label in names]

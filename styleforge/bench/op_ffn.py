@@ -14,7 +14,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..kernels import ops_ffn, reference_ffn
+from .. import kernels
+from ..kernels.reference import ffn as reference_ffn
 from .cases import OpCase
 
 SHAPES = ((8192, 512, 2048), (8192, 768, 3072))   # (tokens, dim, hidden)
@@ -37,9 +38,9 @@ def _case(tokens: int, d: int, h: int, dtype: torch.dtype, device: torch.device)
     if device.type == "cuda":
         compiled = torch.compile(eager_ffn, dynamic=False)
         providers["torch.compile"] = lambda: compiled(x, w1, b1, w2, b2)
-    providers["styleforge"] = lambda: ops_ffn.ffn(x, w1, b1, w2, b2, residual=x, gelu="tanh")
+    providers["styleforge"] = lambda: kernels.ffn(x, w1, b1, w2, b2, residual=x, gelu="tanh")
     if dtype == torch.float32:
-        providers["styleforge.tf32"] = lambda: ops_ffn.ffn(x, w1, b1, w2, b2, residual=x, gelu="tanh",
+        providers["styleforge.tf32"] = lambda: kernels.ffn(x, w1, b1, w2, b2, residual=x, gelu="tanh",
                                                            fp32_precision="tf32")
     es = x.element_size()
     return OpCase(

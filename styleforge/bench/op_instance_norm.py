@@ -13,7 +13,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..kernels import ops, reference
+from .. import kernels
+from ..kernels.reference import instance_norm as reference
 from .cases import OpCase
 
 RESOLUTIONS = {"512": (512, 512), "1080p": (1080, 1920), "4k": (2160, 3840)}
@@ -59,7 +60,7 @@ def _case(shape: tuple[int, int, int, int], label: str, dtype: torch.dtype, devi
         providers={
             "torch": lambda: _torch_norm_relu_pad(x, weight_t, bias_t),
             "torch.compile": lambda: compiled(x, weight_t, bias_t),
-            "styleforge": lambda: ops.instance_norm(x, weight, bias, relu=True, pad=PAD),
+            "styleforge": lambda: kernels.instance_norm(x, weight, bias, relu=True, pad=PAD),
         },
         bytes_moved=in_bytes + out_bytes,
         rel_tol=2e-2 if dtype != torch.float32 else 1e-4,
@@ -73,7 +74,7 @@ def _case(shape: tuple[int, int, int, int], label: str, dtype: torch.dtype, devi
 def cases(device: torch.device, quick: bool = False) -> list[OpCase]:
     device = torch.device(device)
     if device.type == "cuda":
-        ops.ensure_cuda_kernels()
+        kernels.ensure_cuda_kernels()
     compiled = torch.compile(_torch_norm_relu_pad, dynamic=False)
     dtypes = (torch.bfloat16,) if quick else (torch.bfloat16, torch.float32)
     if device.type != "cuda":   # a CPU run is a smoke test of the plumbing, at toy sizes

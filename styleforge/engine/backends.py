@@ -2,7 +2,7 @@
 
 - reference: the plain PyTorch modules (any device, any precision).
 - compile:   `torch.compile(mode="reduce-overhead")` of the reference, channels_last (CUDA).
-- fused:     our CUDA kernels + cuDNN convolutions + CUDA graphs (`engine.fused`).
+- fused:     our CUDA kernels + cuDNN convolutions + CUDA graphs (`engine.runner`).
 `auto` picks fused on CUDA when the kernels are available, reference otherwise.
 Precision `auto` is fp16 on CUDA, and on a CPU bf16 where the CPU multiplies bf16 natively
 (AVX512-BF16 or AMX-BF16: docs/reliability.md has the speeds and PSNR measured), fp32 elsewhere.
@@ -67,10 +67,10 @@ def fused_available(device: torch.device) -> tuple[bool, str]:
     if device.type != "cuda":
         return False, "the fused backend needs a CUDA device"
     try:
-        from ..kernels import ops
+        from ..kernels import dispatch
     except ImportError as exc:  # the kernels package is optional at this layer
         return False, f"kernels unavailable ({exc})"
-    return ops.cuda_kernels_available()
+    return dispatch.cuda_kernels_available()
 
 
 def resolve_backend(backend: str, device: torch.device, dtype: torch.dtype | None = None) -> str:
@@ -93,7 +93,7 @@ def resolve_backend(backend: str, device: torch.device, dtype: torch.dtype | Non
 def make_runner(model: TransformerNet, device: torch.device, dtype: torch.dtype, backend: str) -> Runner:
     model = model.eval().requires_grad_(False)
     if backend == "fused":
-        from .fused import FusedRunner
+        from .runner import FusedRunner
         return FusedRunner(model, device, dtype)
     memory_format = torch.channels_last if device.type == "cuda" else torch.contiguous_format
     model = model.to(device=device, dtype=dtype, memory_format=memory_format)

@@ -2,18 +2,16 @@
 
 The fused engine replays one CUDA graph per input shape, and a graph reads and writes the
 addresses it was captured with. Copying each call's image into the graph's static input and
-cloning its static output cost two more kernels and their launch gaps per frame (9–18 µs of a
-~270 µs frame at 512² on an H200). Where conv1 is StyleForge's 9×9 kernel reading the static input
+cloning its static output cost two more kernels and their launch gaps per frame. Where conv1 is StyleForge's 9×9 kernel reading the static input
 and the head the one writing the static output, `GraphIO` instead rewrites those two kernel nodes'
 pointers in the executable graph before a replay (csrc/graph_io.cpp, through ctypes): the call reads
 the caller's tensor where it is and writes a fresh output, as an eager call would.
 
-`STYLEFORGE_GRAPH_IO=0` turns this off (the copy path everywhere).
+`STYLEFORGE_GRAPH_IO=0` (`Switches.graph_io`) turns this off: the copy path everywhere.
 """
 from __future__ import annotations
 
 import ctypes
-import os
 from dataclasses import dataclass
 
 import torch
@@ -43,14 +41,10 @@ def _functions() -> ctypes.CDLL:
     return _library
 
 
-def enabled() -> bool:
-    return os.environ.get("STYLEFORGE_GRAPH_IO", "1").lower() not in ("0", "off")
-
-
-def new_graph() -> tuple[torch.cuda.CUDAGraph, bool]:
+def new_graph(enabled: bool = True) -> tuple[torch.cuda.CUDAGraph, bool]:
     """A graph that keeps its captured form after capture (its nodes are what `bind` looks up),
-    where this PyTorch has `keep_graph`; and whether it does."""
-    if enabled():
+    where enabled and this PyTorch has `keep_graph`; and whether it does."""
+    if enabled:
         try:
             return torch.cuda.CUDAGraph(keep_graph=True), True
         except TypeError:
@@ -74,7 +68,7 @@ class GraphIO:
              static_out: torch.Tensor) -> GraphIO | None:
         """For a graph captured by `new_graph` (kept) and instantiated: its image and output nodes,
         or None where it lacks either (cuDNN at that end) and the copy path must serve. (kept is
-        False where STYLEFORGE_GRAPH_IO was off at capture.)"""
+        False where graph I/O was off at capture.)"""
         if not kept:
             return None
         image_node, output_node = ctypes.c_size_t(0), ctypes.c_size_t(0)

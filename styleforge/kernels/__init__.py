@@ -1,5 +1,7 @@
 """StyleForge's own kernels: ops registered with torch.library, each with a pure-PyTorch twin.
 
+One module per op, the same name everywhere (`<op>.py` here: schema, fake impl, autograd, Python
+entry; `reference/<op>.py`: the twin; `tests/kernels/test_<op>.py`; `bench/op_<op>.py`):
 `instance_norm(...)` is the fused InstanceNorm family (statistics, affine, residual, ReLU,
 ×2 nearest upsample, reflection pad in one write); `conv9x9(...)` the tensor-core kernels of
 the network's two 9×9 convolutions (conv1, deconv3) on pre-padded channels_last input;
@@ -9,30 +11,15 @@ once, which conv9x9_norm and conv9x9_from_sums take as packed_weight);
 (Hopper), and `norm_scale_shift(...)` the hand-off into it;
 `attention(...)` flash-style attention (fp16/bf16 tensor cores, key padding mask);
 `ffn(...)` the transformer feed-forward block (Linear → GELU → Linear + residual) on cuBLASLt epilogues.
-`use("reference" | "cuda")` and the `using(...)` context manager choose the path for all;
-"cuda" (the default) runs the CUDA kernel on CUDA tensors, built just in time on first use
-(see `build.py`), and the reference on CPU tensors.
-Importing this package compiles nothing.
+`use("reference" | "cuda")` and the `using(...)` context manager (`dispatch.py`) choose the path
+for all; "cuda" (the default) runs the CUDA kernel on CUDA tensors, built just in time on first
+use (see `build.py`), and the reference on CPU tensors.
+Importing this package compiles nothing. The package exports each op's entry under the op's name,
+which hides the module of that name as an attribute: import module internals by their full name
+(`from styleforge.kernels.conv9x9 import conv9x9_supported`).
 """
-from .ops import (
-    MODES,
-    cuda_kernels_available,
-    current_mode,
-    ensure_cuda_kernels,
-    instance_norm,
-    use,
-    using,
-)
-from .ops_attention import attention
-from .ops_conv import (
-    conv9x9,
-    conv9x9_from_sums,
-    conv9x9_norm,
-    conv9x9_supported,
-    pack_conv1_weight,
-    pack_head_weight,
-)
-from .ops_conv3x3 import (
+from .attention import attention
+from .conv3x3 import (
     chain_state,
     conv3x3_norm,
     conv3x3_norm_supported,
@@ -41,7 +28,19 @@ from .ops_conv3x3 import (
     norm_state,
     pack_weight,
 )
-from .ops_ffn import ffn
+from .conv9x9 import (
+    conv9x9,
+    conv9x9_from_sums,
+    conv9x9_norm,
+    conv9x9_supported,
+    pack_conv1_weight,
+    pack_head_weight,
+)
+from .dispatch import MODES, cuda_kernels_available, current_mode, ensure_cuda_kernels, use, using
+from .ffn import ffn
+from .instance_norm import instance_norm
 
-__all__ = ["MODES", "attention", "chain_state", "conv3x3_norm", "conv3x3_norm_supported", "conv3x3_residual_chain", "conv9x9", "conv9x9_from_sums", "conv9x9_norm", "conv9x9_supported", "cuda_kernels_available", "current_mode",
-           "ensure_cuda_kernels", "ffn", "instance_norm", "norm_scale_shift", "norm_state", "pack_conv1_weight", "pack_head_weight", "pack_weight", "use", "using"]
+__all__ = ["MODES", "attention", "chain_state", "conv3x3_norm", "conv3x3_norm_supported", "conv3x3_residual_chain",
+           "conv9x9", "conv9x9_from_sums", "conv9x9_norm", "conv9x9_supported", "cuda_kernels_available",
+           "current_mode", "ensure_cuda_kernels", "ffn", "instance_norm", "norm_scale_shift", "norm_state",
+           "pack_conv1_weight", "pack_head_weight", "pack_weight", "use", "using"]

@@ -3,18 +3,17 @@
 The choice is JIT, not an ahead-of-time `setup.py` extension: the wheel stays pure Python
 (CPU installs need no compiler), and the build targets exactly the GPU, PyTorch and CUDA it
 runs on. The first use takes about a minute; the library is cached under
-`~/.cache/styleforge/kernels/<key>/` (or `$STYLEFORGE_CACHE_DIR`, or `$XDG_CACHE_HOME`), where
+`~/.cache/styleforge/kernels/<key>/` (or `$STYLEFORGE_CACHE_DIR`, or `$XDG_CACHE_HOME`: `switches.py`), where
 the key hashes the sources, the flags, the GPU architecture and the PyTorch/CUDA versions, so
 a change in any of them rebuilds instead of loading a stale library. `styleforge build`
 prebuilds. Building, loading and `--force`'s deletion all happen under the cache entry's build
 lock (`build_lock.py`: bounded wait, announced, never blocked by a killed build).
-This module does not register ops (ops.py does) and does not decide fallbacks.
+This module does not register ops (each op's module does) and does not decide fallbacks.
 """
 from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 import torch
 
 from .build_lock import DEFAULT_TIMEOUT_S, build_lock
+from ..switches import switches
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +59,10 @@ def device_capability(capability: tuple[int, int] | None = None) -> tuple[int, i
 
 
 def cache_root() -> Path:
-    if os.environ.get("STYLEFORGE_CACHE_DIR"):
-        return Path(os.environ["STYLEFORGE_CACHE_DIR"]).expanduser() / "kernels"
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "styleforge" / "kernels"
+    settings = switches()
+    if settings.cache_dir:
+        return settings.cache_dir / "kernels"
+    return (settings.xdg_cache_home or Path.home() / ".cache") / "styleforge" / "kernels"
 
 
 def build_key(capability: tuple[int, int]) -> str:

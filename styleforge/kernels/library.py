@@ -1,6 +1,6 @@
 """Defining a `styleforge::` op schema exactly once per process.
 
-Schemas live in Python (each ops_*.py module) so CPU-only installs have every op, with its
+Schemas live in Python (each op's module, `<op>.py`) so CPU-only installs have every op, with its
 pure-PyTorch twin as the implementation, without compiling anything; the CUDA kernels are added
 by the JIT-built extension's TORCH_LIBRARY_IMPL. A module reload (tests, importlib.reload) must
 not define or register twice: the dispatcher refuses duplicates.

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..kernels.ops_attention import attention
+from ..kernels.attention import attention
 
 
 class MultiheadAttention(nn.Module):

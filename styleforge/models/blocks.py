@@ -2,7 +2,7 @@
 
 Names and structure follow pytorch/examples `fast_neural_style/neural_style/transformer_net.py`
 so its checkpoints load with `strict=True`. These modules are the reference (pure PyTorch)
-execution; the fused engine (`styleforge.engine.fused`) runs the same parameters through the
+execution; the fused engine (`styleforge.engine.runner`) runs the same parameters through the
 custom kernels instead of re-declaring the network.
 """
 from __future__ import annotations

@@ -11,8 +11,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..kernels import ops_ffn
-from ..kernels.reference_ffn import FP32_PRECISIONS, GELUS
+from ..kernels.ffn import ffn
+from ..kernels.reference.ffn import FP32_PRECISIONS, GELUS
 
 
 class FeedForward(nn.Module):
@@ -32,7 +32,7 @@ class FeedForward(nn.Module):
         self.fp32_precision = fp32_precision
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return ops_ffn.ffn(x, self.fc1.weight, self.fc1.bias, self.fc2.weight, self.fc2.bias,
+        return ffn(x, self.fc1.weight, self.fc1.bias, self.fc2.weight, self.fc2.bias,
                            residual=x if self.residual else None, gelu=self.gelu,
                            fp32_precision=self.fp32_precision)
 

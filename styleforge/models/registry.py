@@ -3,15 +3,15 @@
 A style is found by its file stem (`candy` → `styles/candy.safetensors`); its metadata
 (painting, artist, licence status, training settings) is read from the file itself, so the
 weights and what is said about them cannot drift apart. `STYLEFORGE_STYLES_DIR` points the
-registry at another folder (tests, private style collections); it is read at each call.
+registry at another folder (tests, private style collections; `styleforge.switches`).
 """
 from __future__ import annotations
 
-import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..switches import switches
 from .checkpoint import (
     Checkpoint,
     CheckpointError,
@@ -26,8 +26,7 @@ STYLES_DIR_ENV = "STYLEFORGE_STYLES_DIR"
 
 
 def current_styles_dir() -> Path:
-    override = os.environ.get(STYLES_DIR_ENV)
-    return Path(override).expanduser() if override else STYLES_DIR
+    return switches().styles_dir or STYLES_DIR
 
 
 @dataclass(frozen=True)

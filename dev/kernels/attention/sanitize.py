@@ -18,7 +18,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))   # run from a checkout, not installed
 from styleforge import kernels
-from styleforge.kernels import reference_attention
+from styleforge.kernels.reference import attention as reference_attention
 
 OP = torch.ops.styleforge.attention.default
 

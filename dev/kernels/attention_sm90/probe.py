@@ -4,7 +4,7 @@
     python3 dev/kernels/attention_sm90/probe.py --impl capi --out DIR  # use build/ from build_capi.sh
     python3 dev/kernels/attention_sm90/probe.py --quick               # small cases only (sanitizers)
 
-Correctness: random inputs (never zeros), float64 oracle = styleforge/kernels/reference_attention.py
+Correctness: random inputs (never zeros), float64 oracle = styleforge/kernels/reference/attention.py
 on the same 16-bit values; a case passes when our max abs error is at most 2x that of
 F.scaled_dot_product_attention in the same dtype (default backend) + 1e-5, and fully masked rows
 (or Nk = 0) are exactly zero; "fp32out" cases ask the kernel for fp32 output (out_fp32). Timing: CUDA events around 50 back-to-back calls after warm-up,
@@ -32,7 +32,7 @@ CSRC = ROOT / "styleforge" / "kernels" / "csrc"
 DEVICE = "cuda"
 
 _spec = importlib.util.spec_from_file_location("reference_attention",
-                                               ROOT / "styleforge" / "kernels" / "reference_attention.py")
+                                               ROOT / "styleforge" / "kernels" / "reference" / "attention.py")
 reference = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(reference)
 

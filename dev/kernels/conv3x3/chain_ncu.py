@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))   # run from a chec
 from chain_profile import LINKS, chain_inputs  # (this folder: run as a script)
 
 from styleforge import kernels
-from styleforge.kernels import reference_conv3x3 as ref
+from styleforge.kernels.reference import conv3x3 as ref
 
 
 def main():

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from styleforge.kernels import reference_conv3x3 as ref
+from styleforge.kernels.reference import conv3x3 as ref
 
 C, LINKS = 128, 10
 SLOTS = 16   # conv3x3_tile.cuh: kTileProfileSlots

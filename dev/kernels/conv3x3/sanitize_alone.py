@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from styleforge.kernels import reference_conv3x3 as ref
+from styleforge.kernels.reference import conv3x3 as ref
 
 CASES = ((128, 128, 1, 1, (37, 50)), (128, 64, 2, 1, (9, 13)), (64, 32, 2, 1, (13, 10)), (32, 64, 1, 2, (23, 41)), (64, 128, 1, 2, (19, 37)))
 for cin, cout, up, stride, (h, w) in CASES:
@@ -57,8 +57,8 @@ assert err < 3e-2 and not state.any()
 # (in_state, zeroed by its last CTA) and leaves its output's sums (affine=False); sizes with more
 # tiles than resident CTAs at batch 2, so the persistent grids (conv2, deconv2) run several tiles and
 # both samples per CTA. Then the chain's first link and the head from sums.
-from styleforge.kernels import reference_conv as ref9  # noqa: E402
-from styleforge.kernels import reference_norm_sums as sums  # noqa: E402
+from styleforge.kernels.reference import conv9x9 as ref9  # noqa: E402
+from styleforge.kernels.reference import norm_sums as sums  # noqa: E402
 
 SUMS_CASES = ((128, 64, 2, 1, (9, 13)), (64, 32, 2, 1, (96, 96)), (32, 64, 1, 2, (300, 300)), (64, 128, 1, 2, (19, 37)))
 for cin, cout, up, stride, (h, w) in SUMS_CASES:

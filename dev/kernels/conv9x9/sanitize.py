@@ -21,7 +21,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))   # run from a checkout, not installed
 from styleforge import kernels
-from styleforge.kernels import reference_conv, reference_conv3x3, reference_norm_sums
+from styleforge.kernels.reference import conv3x3 as reference_conv3x3
+from styleforge.kernels.reference import conv9x9 as reference_conv
+from styleforge.kernels.reference import norm_sums as reference_norm_sums
 
 OP = torch.ops.styleforge.conv9x9.default
 NORM_OP = torch.ops.styleforge.conv9x9_norm.default

@@ -4,7 +4,7 @@ Both entries dispatch by themselves: the CUDA kernels for fp16/bf16 CUDA tensors
 twins on the CPU or under `kernels.use("reference")`. Kept in one module so that a move of the
 kernel modules is a one-line change here.
 """
-from ...kernels.ops_attention import attention
-from ...kernels.ops_ffn import ffn
+from ...kernels.attention import attention
+from ...kernels.ffn import ffn
 
 __all__ = ["attention", "ffn"]

@@ -2,7 +2,7 @@
 // fp16/bf16 in and out, fp32 online softmax, the Nq × Nk matrix never leaves registers.
 // Pure CUDA (runtime, fp16/bf16 headers, no torch) so CI compile-checks it without a GPU;
 // attention_binding.cpp turns tensors into AttentionArgs. Semantics, including "a query row
-// whose keys are all masked returns zeros": styleforge/kernels/reference_attention.py.
+// whose keys are all masked returns zeros": styleforge/kernels/reference/attention.py.
 //
 // Structure follows FlashAttention-2 (Dao, 2023, Algorithm 1), written directly on warp-level
 // mma.sync.m16n8k16 (row.col, f32 accumulate). Fragment layouts as in conv9x9.cu (PTX ISA,

@@ -3,7 +3,7 @@
 // Plain C++ with CUDA runtime types only, no torch: attention_binding.cpp checks the tensors,
 // fills AttentionArgs and calls attention_launch on the current stream. Semantics (softmax over
 // keys in fp32, key padding mask, a fully masked query row → zeros) are those of
-// styleforge/kernels/reference_attention.py, the pure-PyTorch twin.
+// styleforge/kernels/reference/attention.py, the pure-PyTorch twin.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,8 @@
 // CUDA implementation of styleforge::attention for the torch dispatcher.
 //
-// As in conv9x9_binding.cpp, the schema is defined in Python (styleforge/kernels/ops_attention.py)
+// As in conv9x9_binding.cpp, the schema is defined in Python (styleforge/kernels/attention.py)
 // and this file only adds the CUDA kernel with TORCH_LIBRARY_IMPL. Argument rules mirror
-// reference_attention.check_args plus the kernel's own (fp16/bf16, D ∈ {32, 64, 128}) and name
+// reference/attention.py: check_args plus the kernel's own (fp16/bf16, D ∈ {32, 64, 128}) and name
 // the argument; q, k, v are made contiguous and 16-byte aligned (a copy only when they are not
 // already), the kernel launches on the current stream under a CUDAGuard, and the launch is checked.
 #include <cmath>

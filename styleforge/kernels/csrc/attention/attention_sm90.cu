@@ -3,7 +3,7 @@
 // (runtime, fp16/bf16 headers; cuda.h for the tensor-map type only, the encoder is fetched with
 // cudaGetDriverEntryPointByVersion, so no -lcuda). Built for sm_80 the body is empty and
 // attention_sm90_supported says false; callers then use attention.cu (mma.sync, FA2-style), whose
-// semantics this file shares, as does styleforge/kernels/reference_attention.py (the oracle).
+// semantics this file shares, as does styleforge/kernels/reference/attention.py (the oracle).
 //
 // Structure: FlashAttention-3 (Shah et al., 2024); written from the PTX ISA sections
 // "Asynchronous Warpgroup Level Matrix Multiply-Accumulate" (fragments, matrix descriptors,

@@ -3,7 +3,7 @@
 //
 // Plain C++ with CUDA runtime types only, no torch: conv3x3_binding.cpp checks the tensors and
 // fills the argument structs. Semantics (the one statement of them): the pure-PyTorch twin
-// styleforge/kernels/reference_conv3x3.py. In short, NHWC, batch N, (Cin, Cout, upsample, stride) one
+// styleforge/kernels/reference/conv3x3.py. In short, NHWC, batch N, (Cin, Cout, upsample, stride) one
 // of the style network's (128, 128, 1, 1) residual convolutions, (128, 64, 2, 1), (64, 32, 2, 1)
 // decoder ones or (32, 64, 1, 2), (64, 128, 1, 2), the encoder's conv2 and conv3:
 //   a   = x·scale + shift (+ residual), ReLU if asked, rounded to x's dtype   (the prologue)
@@ -47,7 +47,7 @@ struct Conv3x3Args {
   ConvDtype dtype = ConvDtype::kBFloat16;
   int cin = 128, cout = 128, upsample = 1, stride = 1;
   const void* x = nullptr;          // (N, H, W, cin) dense NHWC, 16-byte aligned
-  const void* weight = nullptr;     // packed (taps, ⌈cin / 64⌉, cout, 64), taps 9 or 16 (phase split): reference_conv3x3.pack_weight
+  const void* weight = nullptr;     // packed (taps, ⌈cin / 64⌉, cout, 64), taps 9 or 16 (phase split): reference/conv3x3.py: pack_weight
   const float* scale = nullptr;     // (N, cin) fp32 prologue affine, or null (identity) ...
   const float* shift = nullptr;     // ... with shift (both or neither)
   const void* residual = nullptr;   // (N, H, W, cin) dense NHWC, or null
@@ -81,7 +81,7 @@ struct MomentsArgs {
 
 // The residual chain (csrc/conv3x3/conv3x3_chain.cu): `links` (even, ≤ kChainMaxLinks) 128 → 128
 // convolutions in one persistent kernel, the style network's residual blocks, link 2b and 2b + 1
-// being block b's two convolutions. Semantics: reference_conv3x3.residual_chain, i.e. with
+// being block b's two convolutions. Semantics: reference/conv3x3.py: residual_chain, i.e. with
 // h = x, (s, t) = (scale, shift), block_in none, for each block b:
 //   (h, s1, t1, block_in) = conv3x3_norm(h, weight[2b], s, t, residual=block_in, relu = b == 0,
 //                                        keep_input, norm 2b)

@@ -1,9 +1,9 @@
 // CUDA implementations of styleforge::conv3x3_norm, styleforge::norm_scale_shift and
 // styleforge::conv3x3_residual_chain.
 //
-// As in instance_norm_binding.cpp, the schemas are defined in Python (styleforge/kernels/ops_conv3x3.py) and this
+// As in instance_norm_binding.cpp, the schemas are defined in Python (styleforge/kernels/conv3x3.py) and this
 // file only adds the CUDA kernels with TORCH_LIBRARY_IMPL. Argument rules mirror
-// reference_conv3x3.check_args and name the argument; x and residual are made dense channels_last
+// reference/conv3x3.py: check_args and name the argument; x and residual are made dense channels_last
 // and 16-byte aligned (a copy only when they are not), the kernels launch on the current stream
 // under a CUDAGuard, and the launches are checked.
 #include <cstdint>
@@ -152,7 +152,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv3x3_norm_cuda(
   at::Tensor out_scale = at::empty({written ? n : 0, cout}, x.options().dtype(at::kFloat));
   at::Tensor out_shift = at::empty({written ? n : 0, cout}, x.options().dtype(at::kFloat));
   if (n == 0) return {out, out_scale, out_shift, act};
-  // A state (checked in Python: ops_conv3x3.conv3x3_norm) selects the in-kernel hand-off: no partials.
+  // A state (checked in Python: kernels/conv3x3.py: conv3x3_norm) selects the in-kernel hand-off: no partials.
   const bool in_kernel = stats && has_state;
   if (in_kernel) check_state(kName, "state", *state_in, x_in, n, cout);
   const int64_t ws_bytes =

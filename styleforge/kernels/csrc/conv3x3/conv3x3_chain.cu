@@ -15,7 +15,7 @@
 // Why this form and what a link costs: docs/kernels/conv3x3.md.
 // Not covered: more tiles than resident CTAs (one CTA per SM at 211 KB of shared memory: 512² and
 // smaller at batch 1): conv3x3_chain_launch then runs the links as conv3x3_launch calls.
-// Pure CUDA (no torch); conv3x3_binding.cpp binds it; semantics: reference_conv3x3.residual_chain.
+// Pure CUDA (no torch); conv3x3_binding.cpp binds it; semantics: reference/conv3x3.py: residual_chain.
 #include "conv3x3_tile.cuh"
 
 namespace styleforge {

@@ -41,7 +41,7 @@ struct Cfg {
   // border becomes replication): 16 taps of K = Cin per 4 output pixels instead of 36, 2.25× fewer
   // MMAs, and the halo holds low-resolution pixels. Each m64 block is one phase, two per warpgroup:
   // phases 2·wg, 2·wg + 1 of the same 8 × 8 low-resolution pixels, so a ring entry holds two taps,
-  // one per warpgroup (kWGSplit; the weight's order: reference_conv3x3._ring_order). (The code also
+  // one per warpgroup (kWGSplit; the weight's order: reference/conv3x3.py: _ring_order). (The code also
   // takes four blocks per warpgroup, kWGSplit 1, the warpgroups splitting the rows.)
   static constexpr bool kPhase = conv3x3_phase_split(CIN, COUT, UP);
   static constexpr int kWGSplit = kPhase ? 4 / kMB : 1;       // distinct B matrices per ring entry

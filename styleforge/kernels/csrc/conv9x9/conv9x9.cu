@@ -8,7 +8,7 @@
 // deconv3 reads dense NHWC x and can apply the InstanceNorm before it on load (x·scale + shift,
 // ReLU, rounded to T: bit for bit what the norm op would have written), so IN5 costs no pass.
 // Pure CUDA (runtime, fp16/bf16 headers, no torch) so CI compile-checks it without a GPU;
-// conv9x9_binding.cpp turns tensors into Conv9x9Args. Semantics: styleforge/kernels/reference_conv.py.
+// conv9x9_binding.cpp turns tensors into Conv9x9Args. Semantics: styleforge/kernels/reference/conv9x9.py.
 //
 // Both are implicit GEMMs on warp-level mma.sync.m16n8k16 (row.col, f32 accumulate): a warp's M
 // is 16 consecutive output pixels of one row, and A fragments are read straight out of an input

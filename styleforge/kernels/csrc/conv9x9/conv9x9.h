@@ -2,7 +2,7 @@
 //
 // Plain C++ with CUDA runtime types only, no torch: conv9x9_binding.cpp checks the tensors, fills
 // Conv9x9Args and calls conv9x9_launch on the current stream. The op's semantics are those of
-// styleforge/kernels/reference_conv.py, the pure-PyTorch twin: a VALID 9×9 convolution, stride 1,
+// styleforge/kernels/reference/conv9x9.py, the pure-PyTorch twin: a VALID 9×9 convolution, stride 1,
 // of x' = reflection_pad(pad)(round(relu(x·scale + shift))) (the norm only for 32 → 3, the head;
 // x' = round(x) without it), so with pad = 4 the layer's own pad, and the InstanceNorm before the
 // head, cost no pass over memory.

@@ -1,7 +1,7 @@
 // CUDA implementations of styleforge::conv9x9, conv9x9_norm and conv9x9_from_sums for the torch
 // dispatcher.
 //
-// As in instance_norm_binding.cpp, the schemas are defined in Python (styleforge/kernels/ops_conv.py) and this
+// As in instance_norm_binding.cpp, the schemas are defined in Python (styleforge/kernels/conv9x9.py) and this
 // file only adds the CUDA kernels with TORCH_LIBRARY_IMPL. Argument rules mirror
 // reference_conv.check_args / check_norm_args and name the argument; the head's x is made dense
 // channels_last and 16-byte aligned (a copy only when it is not) while conv1 reads x through its

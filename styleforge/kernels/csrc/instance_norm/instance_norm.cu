@@ -3,7 +3,7 @@
 //
 // Pure CUDA (runtime, fp16 and bf16 headers only, no torch) so CI can compile-check it with
 // nvcc on a machine without a GPU; instance_norm_binding.cpp turns tensors into InstanceNormArgs. The
-// semantics are those of styleforge/kernels/reference.py.
+// semantics are those of styleforge/kernels/reference/instance_norm.py.
 //
 // Design:
 //   1. stats:    every (n, c) plane is split over several blocks, since N·C can be 32 on a

@@ -3,7 +3,7 @@
 // Plain C++ with CUDA runtime types only, no torch: instance_norm_binding.cpp fills InstanceNormArgs from
 // tensors after checking them, asks for the workspace size, allocates it with the caching
 // allocator, and calls instance_norm_launch on the current stream. The op's semantics are
-// documented in styleforge/kernels/reference.py (the pure-PyTorch twin).
+// documented in styleforge/kernels/reference/instance_norm.py (the pure-PyTorch twin).
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,6 @@
 // CUDA implementation of styleforge::instance_norm for the torch dispatcher.
 //
-// The schema is NOT declared here: styleforge/kernels/ops.py defines it with
+// The schema is NOT declared here: styleforge/kernels/instance_norm.py defines it with
 // torch.library.define, so CPU-only installs have the op (reference impl, fake impl, autograd)
 // without compiling anything, and this file only adds the CUDA kernel with TORCH_LIBRARY_IMPL
 // (pytorch/extension-cpp keeps the schema in TORCH_LIBRARY; one definition in Python is the
