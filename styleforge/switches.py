@@ -107,6 +107,12 @@ def reset() -> None:
     _current = None
 
 
+def configure_library(settings: Mapping[str, str]) -> None:
+    """Set environment variables that a third-party library reads at import (e.g. Gradio's temp
+    folder): the one place StyleForge writes the environment, as `switches()` is where it reads."""
+    os.environ.update(settings)
+
+
 def switches_table() -> str:
     """docs/switches.md: every switch, its values and what it does (generated; do not edit by hand)."""
     lines = ["# Environment switches", "",

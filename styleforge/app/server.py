@@ -8,7 +8,6 @@ running training job and removes the folder it created. Not here: the layout (`l
 """
 from __future__ import annotations
 
-import os
 import signal
 import threading
 from collections.abc import Callable
@@ -21,8 +20,9 @@ QUEUE_SIZE = 256   # waiting requests beyond this are refused ("queue full") ins
 
 def build_app(options: ServeOptions, files: AppFiles):
     """(gr.Blocks, Handlers) for these options; the caller launches and closes."""
-    os.environ["GRADIO_TEMP_DIR"] = str(files.upload_dir)
-    os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"   # no calls home from a local server
+    from ..switches import configure_library
+    # Gradio reads these at import: its uploads stay in our folder, and no calls home.
+    configure_library({"GRADIO_TEMP_DIR": str(files.upload_dir), "GRADIO_ANALYTICS_ENABLED": "False"})
     from ..engine.backends import resolve_device
     from ..models.registry import default_style
     from ..regions import Look, stylize_regions

@@ -118,7 +118,6 @@ def run_load(url: str, image: str | Path, *, clients: int = 20, requests: int = 
 
 
 def _start_server(device: str, temp: Path):
-    import os
     import socket
     import subprocess
     with socket.socket() as s:
@@ -126,7 +125,7 @@ def _start_server(device: str, temp: Path):
         port = s.getsockname()[1]
     proc = subprocess.Popen([sys.executable, "-m", "styleforge", "serve", "--port", str(port),
                              "--device", device, "--temp-dir", str(temp)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=dict(os.environ))
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = ""
     while "serving on" not in line:
         line = proc.stdout.readline()

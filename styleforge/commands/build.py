@@ -34,7 +34,7 @@ def run(args) -> int:
 
     from ..kernels import build
 
-    console = Console()
+    console = Console(soft_wrap=True)
     if args.arch is None and not torch.cuda.is_available():
         console.print("[red]No CUDA device is visible, so there is nothing to build for.[/red] "
                       "The reference (PyTorch) path needs no build; pass --arch 9.0 (for example) "

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from ..models.vgg import VGGWeightsError
     from ..training.arbitrary_trainer import train_arbitrary
 
-    console = Console(stderr=True, highlight=False)
+    console = Console(stderr=True, highlight=False, soft_wrap=True)  # one error = one line
     logger = logging.getLogger("styleforge")
     if not logger.handlers:
         logger.addHandler(RichHandler(console=get_console(), show_path=False))

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from ..media.camera import CameraError, run_camera
     from ..models.checkpoint import CheckpointError
 
-    console = Console(stderr=True, highlight=False)
+    console = Console(stderr=True, highlight=False, soft_wrap=True)  # one error = one line
     try:
         options = options_from_args(args)
         stats = run_camera(options)
