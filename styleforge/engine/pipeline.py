@@ -4,6 +4,9 @@
 tensors in 0–255, (N, 3, H, W), of any H×W (even 1×1): it pads to a multiple of 4 (and at least
 `MIN_SIDE`) with reflection where the image is big enough and edge replication where it is not,
 runs the network, crops back to exactly H×W, clamps, then applies strength and colour options.
+Before any work it picks how to run within the memory budget (`engine.memory`: whole frame,
+exact tiling or fast tiling, or a `MemoryBudgetError` saying what to do), and with a stroke
+scale above 1 it runs the network on a downscaled copy and restores detail (`engine.stroke`).
 """
 from __future__ import annotations
 
@@ -17,7 +20,9 @@ from ..models.checkpoint import Checkpoint, build_model, load_checkpoint
 from ..models.registry import default_style, load_style
 from .backends import make_runner, resolve_backend, resolve_device, resolve_dtype
 from .blending import apply_strength, blend_state_dicts, preserve_color
+from .memory import Execution, choose_execution, default_gpu_budget, default_ram_budget, scratch_free
 from .options import StylizeOptions
+from .stroke import downscale, internal_size, restore_detail
 
 MULTIPLE = 4      # two stride-2 convolutions, two ×2 upsamples
 MIN_SIDE = 16     # the 9×9 reflection pad needs ≥ 5 px, the 1/4-scale 3×3 pads need ≥ 2 px
@@ -61,6 +66,8 @@ class Stylizer:
         self.backend = resolve_backend(self.options.backend, self.device, self.dtype)
         self.checkpoint = load_weights(self.options)
         self.runner = make_runner(build_model(self.checkpoint), self.device, self.dtype, self.backend)
+        self._tiling_model = None           # built on first tiled use
+        self.last_execution: Execution | None = None
 
     @property
     def style_name(self) -> str:
@@ -80,14 +87,57 @@ class Stylizer:
             out = self.runner(padded)
         return out
 
+    def execution_for(self, height: int, width: int, batch: int = 1) -> Execution:
+        """How an image of this size would run here (no work done); raises MemoryBudgetError
+        (a RuntimeError whose message says how to proceed) when it cannot within the budget."""
+        inner_h, inner_w = internal_size(height, width, self.options.stroke_scale)
+        padded_h, padded_w = padded_size(inner_h, inner_w)
+        on_gpu = self.device.type == "cuda"
+        gpu = (self.options.max_gpu_memory or default_gpu_budget(self.device)) if on_gpu else None
+        return choose_execution(
+            padded_h, padded_w * batch, self.device, self.dtype, tiling=self.options.tiling,
+            ram_budget=self.options.max_memory or default_ram_budget(), gpu_budget=gpu,
+            scratch_bytes=scratch_free(self.options.scratch_dir), io_pixels=height * width * batch)
+
+    def check_size(self, width: int, height: int) -> Execution:
+        """`execution_for` in (width, height) order, for callers holding only an image header."""
+        return self.execution_for(height, width)
+
+    def _network(self, content: torch.Tensor, execution: Execution) -> torch.Tensor:
+        """The network's output for float (N, 3, h, w), cropped and clamped, float32."""
+        height, width = content.shape[-2:]
+        if execution.mode == "whole":
+            return self._run(pad_for_network(content.to(self.device, torch.float32)))[..., :height, :width].clamp(0, 255)
+        if self._tiling_model is None:
+            self._tiling_model = build_model(self.checkpoint)
+        if execution.mode == "fast":
+            from .thumbnail import ThumbnailTiledRunner
+            runner = ThumbnailTiledRunner(self._tiling_model, self.device, self.dtype, tile=execution.tile)
+        else:
+            from .tiling import TiledRunner
+            runner = TiledRunner(self._tiling_model, self.device, self.dtype, stores=execution.stores,
+                                 band_bytes=execution.band_bytes, scratch=self.options.scratch_dir)
+        return runner(pad_for_network(content.float()))[..., :height, :width].clamp_(0, 255)
+
     @torch.inference_mode()
     def __call__(self, content: torch.Tensor) -> torch.Tensor:
-        """content: float (N, 3, H, W) in 0–255 on any device → same shape, float32, on CPU."""
+        """content: float (N, 3, H, W) in 0–255 on any device → same shape, float32, on CPU.
+
+        Raises MemoryBudgetError before any work when the image cannot run within the budget.
+        """
         if content.dim() != 4 or content.shape[1] != 3:
             raise ValueError(f"expected (N, 3, H, W) RGB, got shape {tuple(content.shape)}")
-        height, width = content.shape[-2:]
-        content = content.to(self.device, torch.float32)
-        out = self._run(pad_for_network(content))[..., :height, :width].clamp(0, 255)
+        batch, _, height, width = content.shape
+        execution = self.last_execution = self.execution_for(height, width, batch)
+        if execution.mode == "whole":
+            content = content.to(self.device, torch.float32)
+        inner = internal_size(height, width, self.options.stroke_scale)
+        if inner != (height, width):
+            small = downscale(content, inner)
+            out = restore_detail(content, small, self._network(small, execution).to(content.device))
+        else:
+            out = self._network(content, execution)
+        content = content.to(out.device, torch.float32)
         if self.options.preserve_color:
             out = preserve_color(content, out)
         return apply_strength(content, out, self.options.strength).cpu()
