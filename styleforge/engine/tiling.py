@@ -108,7 +108,12 @@ def last_reads(steps: list[Step]) -> dict[str, int]:
 def store_dtype(name: str, steps: list[Step], dtype: torch.dtype) -> torch.dtype:
     # The residual stream adds up five blocks' outputs: keep it fp32 in low precision.
     residual_stream = {s.residual for s in steps if s.residual}
-    return torch.float32 if name in residual_stream or name == "out" else dtype
+    return _wide(dtype) if name in residual_stream or name == "out" else dtype
+
+
+def _wide(dtype: torch.dtype) -> torch.dtype:
+    """The precision norms and adds run in: fp32, or float64 for a float64 network."""
+    return torch.promote_types(dtype, torch.float32)
 
 
 class _Moments:
@@ -121,7 +126,7 @@ class _Moments:
 
     def add(self, band: torch.Tensor) -> None:
         n = band.shape[2] * band.shape[3]
-        var, mean = torch.var_mean(band.float(), dim=(0, 2, 3), correction=0)
+        var, mean = torch.var_mean(band.to(_wide(band.dtype)), dim=(0, 2, 3), correction=0)
         mean, m2 = mean.double(), var.double() * n
         total = self.count + n
         delta = mean - self.mean
@@ -130,11 +135,12 @@ class _Moments:
         self.count = total
 
     def affine(self, norm: nn.InstanceNorm2d) -> tuple[torch.Tensor, torch.Tensor]:
-        """(scale, shift) in fp32 with norm(x) = x · scale + shift."""
+        """(scale, shift) in the norm's wide precision with norm(x) = x · scale + shift."""
         var = self.m2 / self.count
         scale = norm.weight.double().to(var.device) / torch.sqrt(var + norm.eps)
         shift = norm.bias.double().to(var.device) - self.mean * scale
-        return scale.float().view(1, -1, 1, 1), shift.float().view(1, -1, 1, 1)
+        wide = _wide(norm.weight.dtype)
+        return scale.to(wide).view(1, -1, 1, 1), shift.to(wide).view(1, -1, 1, 1)
 
 
 @dataclass
@@ -214,7 +220,7 @@ class TiledRunner:
     def _read(self, store, pending: _Pending | None, r0: int, r1: int) -> torch.Tensor:
         band = store.read(r0, r1, self.device)
         if pending is not None:
-            band = torch.addcmul(pending.shift, band.float(), pending.scale)
+            band = torch.addcmul(pending.shift, band.to(pending.scale.dtype), pending.scale)
             if pending.relu:
                 band = band.relu_()
         return band.to(self.dtype)
@@ -255,7 +261,7 @@ class TiledRunner:
             stream.write(r0, x.add_(y))
 
     def _read_float(self, store, pending: _Pending | None, r0: int, r1: int) -> torch.Tensor:
-        band = store.read(r0, r1, self.device).float()
+        band = store.read(r0, r1, self.device).to(_wide(self.dtype))
         if pending is not None:
             band = torch.addcmul(pending.shift, band, pending.scale)
             if pending.relu:
