@@ -78,7 +78,8 @@ def stylize(image: Any, style: str | os.PathLike | None = None, *,
     """
     opts = make_options(style, options, **option_fields)
     if isinstance(image, (str, os.PathLike)):
-        return _stylize_loaded(load_image(image, opts.max_pixels), opts)
+        stylizer = get_stylizer(opts)   # refuses, from the header alone, what the budget cannot run
+        return _stylize_loaded(load_image(image, opts.max_pixels, opts.max_side, check=stylizer.check_size), opts)
     if isinstance(image, Image.Image):
         rgb, alpha = split_alpha(image)
         return _stylize_loaded(LoadedImage(rgb, alpha, image.mode), opts)

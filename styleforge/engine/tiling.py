@@ -169,7 +169,8 @@ class TiledRunner:
                  stores: str = "device", band_bytes: int = 256 << 20, scratch: str | None = None):
         self.device, self.dtype = torch.device(device), dtype
         self.store_kind, self.band_bytes, self.scratch = stores, band_bytes, scratch
-        self.model = model.eval().requires_grad_(False).to(self.device, dtype)
+        self.layout = torch.channels_last if self.device.type == "cuda" else torch.contiguous_format
+        self.model = model.eval().requires_grad_(False).to(self.device, dtype, memory_format=self.layout)
         self.steps = plan_steps(self.model)
         self.bands_run = 0   # bands over all layers of the last call (tests check tiling happened)
 
@@ -243,7 +244,7 @@ class TiledRunner:
                 band = F.interpolate(band, scale_factor=up, mode="nearest")
                 band = band[:, :, a_in - r0 * up:b_in - r0 * up]
             # Reflection only at the true borders (a < 0 or b > virtual); columns are whole rows.
-            band = F.pad(band, (pad, pad, a_in - a, b - b_in), mode="reflect")
+            band = F.pad(band, (pad, pad, a_in - a, b - b_in), mode="reflect").contiguous(memory_format=self.layout)
             out = F.conv2d(band, step.conv.weight, step.conv.bias, step.stride)
             if step.norm is not None:
                 moments.add(out)
