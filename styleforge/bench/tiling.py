@@ -47,20 +47,25 @@ def psnr(a: torch.Tensor, b: torch.Tensor) -> float:
     return math.inf if mse == 0 else 10 * math.log10(255 ** 2 / mse)
 
 
-def measure(stylizer: Stylizer, image: torch.Tensor, reps: int) -> tuple[torch.Tensor, dict]:
-    out = stylizer(image)   # warm-up: plans, cuDNN choices, graphs
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
+def measure(stylizer: Stylizer, image: torch.Tensor, reps: int, warmup: bool = True) -> tuple[torch.Tensor, dict]:
+    cuda = stylizer.device.type == "cuda"
+    if warmup:
+        stylizer(image)   # plans, cuDNN choices, graphs
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
     times = []
     for _ in range(reps):
         start = time.perf_counter()
         out = stylizer(image)
-        torch.cuda.synchronize()
+        if cuda:
+            torch.cuda.synchronize()
         times.append(time.perf_counter() - start)
-    execution = stylizer.last_execution
-    return out, {"median_s": statistics.median(times), "mode": execution.describe(),
-                 "peak_allocated_gib": torch.cuda.max_memory_allocated() / 2**30,
-                 "peak_reserved_gib": torch.cuda.max_memory_reserved() / 2**30}
+    stats = {"median_s": statistics.median(times), "mode": stylizer.last_execution.describe()}
+    if cuda:
+        stats.update(peak_allocated_gib=torch.cuda.max_memory_allocated() / 2**30,
+                     peak_reserved_gib=torch.cuda.max_memory_reserved() / 2**30)
+    return out, stats
 
 
 def commit() -> str:
@@ -72,10 +77,10 @@ def commit() -> str:
 
 
 def run(args: argparse.Namespace) -> list[dict]:
-    base = dict(style=args.style, device="cuda", precision=args.precision, stroke_scale=1.0)
-    budget = parse_bytes(args.max_gpu_memory)
-    env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "commit": commit(),
-           "host": platform.node(), "precision": args.precision, "budget_gib": budget / 2**30}
+    base = dict(style=args.style, device=args.device, precision=args.precision, stroke_scale=1.0)
+    budget = parse_bytes(args.max_gpu_memory) if args.device == "cuda" else None
+    env = {"gpu": torch.cuda.get_device_name() if args.device == "cuda" else "cpu", "torch": torch.__version__, "commit": commit(),
+           "host": platform.node(), "precision": args.precision, "budget_gib": budget and budget / 2**30}
     rows = []
     for size in args.sizes.split(","):
         width, height = (int(v) for v in size.lower().split("x"))
@@ -86,10 +91,11 @@ def run(args: argparse.Namespace) -> list[dict]:
                 continue
             options = StylizeOptions(**base, tiling=mode, max_gpu_memory=None if mode == "off" else budget,
                                      max_memory=args.max_memory and parse_bytes(args.max_memory))
-            torch.cuda.empty_cache()
+            if args.device == "cuda":
+                torch.cuda.empty_cache()
             row = {"size": size, "tiling": mode, **env}
             try:
-                outputs[mode], stats = measure(Stylizer(options), image, args.reps)
+                outputs[mode], stats = measure(Stylizer(options), image, args.reps, not args.no_warmup)
                 row.update(stats, megapixels_per_s=width * height / 1e6 / stats["median_s"])
             except RuntimeError as exc:   # e.g. out of memory whole-frame
                 row.update(status="failed", error=str(exc)[:300])
@@ -121,15 +127,18 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="3840x2160,7680x4320,16000x12000,30000x20000")
     ap.add_argument("--style", default="candy")
+    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
+                    help="cpu: small sizes only, e.g. for the crop (budget from --max-memory)")
     ap.add_argument("--precision", default="bf16", choices=("fp32", "fp16", "bf16"))
     ap.add_argument("--max-gpu-memory", default="8G")
     ap.add_argument("--max-memory", default=None, help="host RAM budget (default: the engine's)")
     ap.add_argument("--untiled-max-pixels", type=int, default=7680 * 4320)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--no-warmup", action="store_true", help="time the first call too (CPU crops)")
     ap.add_argument("--crop", default=None, help="write the README's seam-check crop here (PNG)")
     ap.add_argument("--out", default="benchmarks/results/tiling.jsonl")
     args = ap.parse_args(argv)
-    if not torch.cuda.is_available():
+    if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("styleforge.bench.tiling needs a CUDA device")
     rows = run(args)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,8 @@
 The networks were trained on 256-px crops, so their brush strokes have a fixed size in pixels
 and shrink, relative to the picture, as the image grows: a 4K output looks like the photo with
 fine texture. With stroke scale s the network sees the image downscaled by s (antialiased), its
-output is upsampled back (bilinear) and the content's high-frequency luminance, the part the
+output is upsampled back (bicubic: bilinear blurs the strokes and measurably weakens the style,
+docs/tiling.md) and the content's high-frequency luminance, the part the
 downscale removed (Y − up(down(Y)), BT.601 luma), is added to all three channels, so edges and
 fine detail come back sharp while colours and strokes are the style's at the internal size.
 `auto` draws strokes as the network does on a `REFERENCE_SIDE` image, at any size
@@ -43,18 +44,33 @@ def luma(image: torch.Tensor) -> torch.Tensor:
     return r * _LUMA[0] + g * _LUMA[1] + b * _LUMA[2]
 
 
-def _row_sampler(small_height: int, height: int, r0: int, r1: int, device: torch.device):
-    """Source rows and weights of bilinear (align_corners=False) upsampling for rows r0..r1."""
-    y = (torch.arange(r0, r1, device=device, dtype=torch.float64) + 0.5) * (small_height / height) - 0.5
-    y = y.clamp_min(0)
-    y0 = y.floor().long().clamp_max(small_height - 1)
-    y1 = (y0 + 1).clamp_max(small_height - 1)
-    return y0, y1, (y - y0).float().view(1, 1, -1, 1)
+_CUBIC_A = -0.75   # PyTorch's (and OpenCV's) bicubic kernel
+
+
+def _cubic(x: torch.Tensor) -> torch.Tensor:
+    x = x.abs()
+    near = ((_CUBIC_A + 2) * x - (_CUBIC_A + 3)) * x * x + 1
+    far = ((_CUBIC_A * x - 5 * _CUBIC_A) * x + 8 * _CUBIC_A) * x - 4 * _CUBIC_A
+    return torch.where(x <= 1, near, torch.where(x < 2, far, torch.zeros_like(x)))
+
+
+def _upsample_rows(wide: torch.Tensor, height: int, r0: int, r1: int) -> torch.Tensor:
+    """Rows r0..r1 of `wide` (N, C, h, W) bicubically resized to `height` rows, exactly as
+    `F.interpolate(mode="bicubic", align_corners=False)` computes them (borders clamped)."""
+    small_height = wide.shape[2]
+    y = (torch.arange(r0, r1, device=wide.device, dtype=torch.float64) + 0.5) * (small_height / height) - 0.5
+    base = y.floor()
+    out = None
+    for tap in range(-1, 3):
+        weight = _cubic(y - (base + tap)).float().view(1, 1, -1, 1)
+        rows = wide[:, :, (base.long() + tap).clamp(0, small_height - 1)] * weight
+        out = rows if out is None else out.add_(rows)
+    return out
 
 
 def restore_detail(content: torch.Tensor, small_content: torch.Tensor, small_out: torch.Tensor,
                    band_rows: int = BAND_ROWS) -> torch.Tensor:
-    """Upsample `small_out` to content's size and add the content's lost luminance detail.
+    """Upsample `small_out` (bicubic) to content's size and add the content's lost luminance detail.
 
     content: float (N, 3, H, W) in 0–255; small_content: the network's input (its downscale);
     small_out: the stylized small image, same size as small_content. Returns float32
@@ -64,16 +80,14 @@ def restore_detail(content: torch.Tensor, small_content: torch.Tensor, small_out
     small_height = small_out.shape[2]
     device = content.device
     # Upsample along W first, at the small height (cheap), then along H band by band.
-    wide_out = F.interpolate(small_out.float().to(device), size=(small_height, width), mode="bilinear",
+    wide_out = F.interpolate(small_out.float().to(device), size=(small_height, width), mode="bicubic",
                              align_corners=False)
-    wide_luma = F.interpolate(luma(small_content).to(device), size=(small_height, width), mode="bilinear",
+    wide_luma = F.interpolate(luma(small_content).to(device), size=(small_height, width), mode="bicubic",
                               align_corners=False)
     out = torch.empty((n, 3, height, width), dtype=torch.float32, device=device)
     for r0 in range(0, height, band_rows):
         r1 = min(height, r0 + band_rows)
-        y0, y1, w = _row_sampler(small_height, height, r0, r1, device)
-        up = torch.lerp(wide_out[:, :, y0], wide_out[:, :, y1], w)
-        blur = torch.lerp(wide_luma[:, :, y0], wide_luma[:, :, y1], w)
-        detail = luma(content[:, :, r0:r1]) - blur
+        up = _upsample_rows(wide_out, height, r0, r1)
+        detail = luma(content[:, :, r0:r1]) - _upsample_rows(wide_luma, height, r0, r1)
         out[:, :, r0:r1] = (up + detail).clamp_(0, 255)
     return out
