@@ -25,16 +25,21 @@ def main():
     ap.add_argument("--metrics", required=True)
     ap.add_argument("--paintings", required=True)
     ap.add_argument("--native", action="store_true", help="also 1080p at stroke scale 1")
+    ap.add_argument("--sizes", default="512,1080p,4K", help="which of 512, 1080p, 4K")
+    ap.add_argument("--styles", default=None, help="comma-separated subset of the built-in styles")
     args = ap.parse_args()
     spec = importlib.util.spec_from_file_location("style_metrics", args.metrics)
     sm = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(sm)
     sizes = {"512": (512, 1.0), "1080p": (1920, None), "4K": (3840, None)}
+    sizes = {k: v for k, v in sizes.items() if k in args.sizes.split(",")}
     if args.native:
         sizes["1080p native"] = (1920, 1.0)
     rows = {}
     tmp = tempfile.mkdtemp()
     for info in list_styles():
+        if args.styles and info.name not in args.styles.split(","):
+            continue
         training = json.loads(load_style(info.name).metadata.get("training", "{}"))
         painting = sm.load(os.path.join(args.paintings, training["style_image"]), 512)
         scores = {k: [] for k in sizes}
@@ -45,7 +50,7 @@ def main():
                 resample = Image.LANCZOS if scale < 1 else Image.BICUBIC
                 img = photo.resize((round(photo.width * scale), round(photo.height * scale)), resample)
                 out = styleforge.stylize(img, info.name, device="cpu", stroke_scale=stroke)
-                p_in, p_out = os.path.join(tmp, "in.png"), os.path.join(tmp, "out.png")
+                p_in, p_out = os.path.join(tmp, "in.bmp"), os.path.join(tmp, "out.bmp")
                 img.save(p_in)
                 out.save(p_out)
                 sr, _ = sm.metrics(sm.load(p_in, 512), sm.load(p_out, 512), painting)

@@ -76,8 +76,10 @@ def default_ram_budget() -> int:
 
 
 def default_gpu_budget(device: torch.device) -> int:
+    """Free device memory plus what torch's caching allocator holds unused, less headroom."""
     free, _ = torch.cuda.mem_get_info(device)
-    return max(0, free - GPU_HEADROOM)
+    cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+    return max(0, free + cached - GPU_HEADROOM)
 
 
 def scratch_free(folder: str | None) -> int:

@@ -20,7 +20,7 @@ from ..models.checkpoint import Checkpoint, build_model, load_checkpoint
 from ..models.registry import default_style, load_style
 from .backends import make_runner, resolve_backend, resolve_device, resolve_dtype
 from .blending import apply_strength, blend_state_dicts, preserve_color
-from .memory import Execution, choose_execution, default_gpu_budget, default_ram_budget, scratch_free
+from .memory import IO_BYTES_PER_PIXEL, Execution, choose_execution, default_gpu_budget, default_ram_budget, scratch_free
 from .options import StylizeOptions
 from .stroke import downscale, internal_size, restore_detail
 
@@ -68,6 +68,9 @@ class Stylizer:
         self.runner = make_runner(build_model(self.checkpoint), self.device, self.dtype, self.backend)
         self._tiling_model = None           # built on first tiled use
         self.last_execution: Execution | None = None
+        # Shapes that already ran whole-frame: their memory is now held by the runner (graphs,
+        # cached blocks), so a fresh estimate against what is free would wrongly say "tile".
+        self._ran_whole: dict[tuple[int, int, int], Execution] = {}
 
     @property
     def style_name(self) -> str:
@@ -92,12 +95,21 @@ class Stylizer:
         (a RuntimeError whose message says how to proceed) when it cannot within the budget."""
         inner_h, inner_w = internal_size(height, width, self.options.stroke_scale)
         padded_h, padded_w = padded_size(inner_h, inner_w)
+        if (height, width, batch) in self._ran_whole:
+            return self._ran_whole[(height, width, batch)]
         on_gpu = self.device.type == "cuda"
         gpu = (self.options.max_gpu_memory or default_gpu_budget(self.device)) if on_gpu else None
         return choose_execution(
             padded_h, padded_w * batch, self.device, self.dtype, tiling=self.options.tiling,
             ram_budget=self.options.max_memory or default_ram_budget(), gpu_budget=gpu,
             scratch_bytes=scratch_free(self.options.scratch_dir), io_pixels=height * width * batch)
+
+    def _full_size_fits(self, pixels: int) -> bool:
+        """Whether the stroke-scale up/downsampling may run on the device at full size."""
+        if self.device.type != "cuda":
+            return True
+        budget = self.options.max_gpu_memory or default_gpu_budget(self.device)
+        return IO_BYTES_PER_PIXEL * pixels <= budget // 2
 
     def check_size(self, width: int, height: int) -> Execution:
         """`execution_for` in (width, height) order, for callers holding only an image header."""
@@ -129,14 +141,16 @@ class Stylizer:
             raise ValueError(f"expected (N, 3, H, W) RGB, got shape {tuple(content.shape)}")
         batch, _, height, width = content.shape
         execution = self.last_execution = self.execution_for(height, width, batch)
-        if execution.mode == "whole":
-            content = content.to(self.device, torch.float32)
         inner = internal_size(height, width, self.options.stroke_scale)
+        if execution.mode == "whole" and (inner == (height, width) or self._full_size_fits(batch * height * width)):
+            content = content.to(self.device, torch.float32)
         if inner != (height, width):
             small = downscale(content, inner)
             out = restore_detail(content, small, self._network(small, execution).to(content.device))
         else:
             out = self._network(content, execution)
+        if execution.mode == "whole":
+            self._ran_whole[(height, width, batch)] = execution
         content = content.to(out.device, torch.float32)
         if self.options.preserve_color:
             out = preserve_color(content, out)
