@@ -113,7 +113,7 @@ def choose_execution(height: int, width: int, device: torch.device, dtype: torch
     io = IO_BYTES_PER_PIXEL * (io_pixels or pixels)
     on_gpu = device.type == "cuda"
     if io > ram_budget:
-        raise _refusal(height, width, io, ram_budget, "even its decoded copies do not fit")
+        raise _refusal(height, width, io, ram_budget, "even its full-size copies do not fit")
     room_ram = ram_budget - io
     whole = whole_frame_bytes(pixels, device, dtype)
     if tiling == "off" or (tiling == "auto" and whole <= (gpu_budget if on_gpu else room_ram)):
@@ -135,7 +135,8 @@ def choose_execution(height: int, width: int, device: torch.device, dtype: torch
     if stores <= scratch_bytes:
         return Execution("exact", "disk", work, estimate=work)
     raise _refusal(height, width, stores + io, ram_budget + scratch_bytes,
-                   "its activations fit neither the memory budget nor the scratch disk")
+                   "its activations fit neither the memory budget nor the scratch disk",
+                   " or --scratch-dir on a bigger disk, or use --tiling fast (approximate)")
 
 
 _STEPS = None
@@ -151,9 +152,9 @@ def plan_steps_cached():
     return _STEPS
 
 
-def _refusal(height: int, width: int, need: int, budget: int, why: str) -> MemoryBudgetError:
+def _refusal(height: int, width: int, need: int, budget: int, why: str, more: str = "") -> MemoryBudgetError:
     side = max(height, width)
     fit = max(16, int(side * math.sqrt(budget / need) * 0.9) // 16 * 16)
     return MemoryBudgetError(
-        f"{width}×{height} needs about {gib(need)} ({why}); the memory budget is {gib(budget)}. "
-        f"Downscale it with --max-side {fit}, raise --max-memory, or use --tiling fast")
+        f"{width}×{height} needs about {gib(need)} ({why}); the budget is {gib(budget)}. "
+        f"Downscale it with --max-side {fit}, raise --max-memory{more}")
