@@ -8,7 +8,7 @@ output against the untiled one. `--crop` writes the README's zoomed crop: untile
 | fast tiled | |exact − untiled| × 50, around a tile corner of the fast mode, for a visual
 seam check. Rows are appended as JSON lines to `--out`. This is a benchmark, not a test.
 
-    python -m styleforge.bench.tiling --precision bf16 --max-gpu-memory 8G \\
+    python -m styleforge.bench.tiling --precision bf16 --max-gpu-memory 8G --max-memory 100G \\
         --sizes 3840x2160,7680x4320,16000x12000,30000x20000 --crop docs/images/tiling_crop.png
 """
 from __future__ import annotations

@@ -11,6 +11,7 @@ The per-pixel constants are measured (docs/tiling.md); the stores' sizes come fr
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import shutil
@@ -31,7 +32,6 @@ RAM_HEADROOM = 1 << 30        # left to the rest of the system, and to torch its
 GPU_HEADROOM = 512 << 20      # left to the CUDA context, cuDNN workspaces and fragmentation
 MAX_BAND_BYTES = 2 << 30      # larger bands gain nothing: the convolutions are already saturated
 MIN_FAST_TILE = 64
-TILINGS = ("auto", "off", "exact", "fast")
 
 
 class MemoryBudgetError(RuntimeError):
@@ -139,17 +139,12 @@ def choose_execution(height: int, width: int, device: torch.device, dtype: torch
                    " or --scratch-dir on a bigger disk, or use --tiling fast (approximate)")
 
 
-_STEPS = None
-
-
+@functools.cache
 def plan_steps_cached():
     """The steps of a (weightless) TransformerNet: only their shapes are needed for estimates."""
-    global _STEPS
-    if _STEPS is None:
-        from ..models.transformer_net import TransformerNet
-        with torch.device("meta"):
-            _STEPS = plan_steps(TransformerNet())
-    return _STEPS
+    from ..models.transformer_net import TransformerNet
+    with torch.device("meta"):
+        return plan_steps(TransformerNet())
 
 
 def _refusal(height: int, width: int, need: int, budget: int, why: str, more: str = "") -> MemoryBudgetError:

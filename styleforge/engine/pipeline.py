@@ -119,7 +119,8 @@ class Stylizer:
         """The network's output for float (N, 3, h, w), cropped and clamped, float32."""
         height, width = content.shape[-2:]
         if execution.mode == "whole":
-            return self._run(pad_for_network(content.to(self.device, torch.float32)))[..., :height, :width].clamp(0, 255)
+            padded = pad_for_network(content.to(self.device, torch.float32))
+            return self._run(padded)[..., :height, :width].clamp(0, 255)
         if self._tiling_model is None:
             self._tiling_model = build_model(self.checkpoint)
         if execution.mode == "fast":

@@ -104,8 +104,9 @@ class ThumbnailTiledRunner:
 
     def _one(self, image: torch.Tensor) -> torch.Tensor:
         height, width = image.shape[-2:]
-        small = F.interpolate(image.to(self.device, torch.float32), size=thumbnail_size(height, width, self.thumbnail_side),
-                              mode="bilinear", antialias=True, align_corners=False)
+        size = thumbnail_size(height, width, self.thumbnail_side)
+        small = F.interpolate(image.to(self.device, torch.float32), size=size, mode="bilinear",
+                              antialias=True, align_corners=False)
         frozen = with_frozen_norms(self.model, norm_statistics(self.model, small.to(self.dtype)))
         out = torch.empty((1, 3, height, width), dtype=torch.float32, device=image.device)
         self.tiles_run = 0
