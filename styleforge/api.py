@@ -118,7 +118,9 @@ def stylize(image: Any, style: Any = None, *,
     opts = make_options(None if paintings else style, options, **option_fields)
     stylizer = get_arbitrary_engine(opts).bind(paintings) if paintings else None
     if isinstance(image, (str, os.PathLike)):
-        return _stylize_loaded(load_image(image, opts.max_pixels), opts, stylizer)
+        stylizer = stylizer or get_stylizer(opts)   # refuses, from the header alone, what the budget cannot run
+        check = getattr(stylizer, "check_size", None)
+        return _stylize_loaded(load_image(image, opts.max_pixels, opts.max_side, check=check), opts, stylizer)
     if isinstance(image, Image.Image):
         require_pixels(image.height, image.width, "the PIL image")
         rgb, alpha = split_alpha(image)

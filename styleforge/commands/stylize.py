@@ -29,7 +29,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..engine.options import BACKENDS, DEVICES, PRECISIONS, StylizeOptions, parse_blend, parse_style_image
+from ..engine.options import (
+    BACKENDS,
+    DEVICES,
+    PRECISIONS,
+    TILINGS,
+    StylizeOptions,
+    parse_blend,
+    parse_bytes,
+    parse_stroke_scale,
+    parse_style_image,
+)
 
 _DEFAULTS = StylizeOptions()
 _GLOB_MAGIC = re.compile(r"[*?[]")
@@ -130,6 +140,23 @@ def register_engine_arguments(p) -> None:
     p.add_argument("--batch-size", type=_checked(_number_in(1, 1 << 16, int), "positive integer"),
                    default=_DEFAULTS.batch_size, metavar="N",
                    help="stylize N consecutive same-size images at once when they are decoded")
+    size = p.add_argument_group("large images", "memory budgets, tiling and stroke size (docs/tiling.md)")
+    size.add_argument("--stroke-scale", type=_checked(parse_stroke_scale, "number ≥ 1 or auto"),
+                      default=_DEFAULTS.stroke_scale, metavar="S|auto",
+                      help="brush strokes S times the network's native size; auto (default) keeps "
+                           "the look of a 512-px result at any size, 1 = finest strokes")
+    size.add_argument("--tiling", choices=TILINGS, default=_DEFAULTS.tiling,
+                      help="auto (default): whole frame when it fits the budget, else exact tiles; "
+                           "fast: tiles with thumbnail norm statistics (approximate, least memory)")
+    size.add_argument("--max-memory", type=_checked(parse_bytes, "size such as 8G"),
+                      default=_DEFAULTS.max_memory, metavar="SIZE",
+                      help="CPU RAM budget, e.g. 8G (default: 30%% of RAM, at most what is free)")
+    size.add_argument("--max-gpu-memory", type=_checked(parse_bytes, "size such as 8G"),
+                      default=_DEFAULTS.max_gpu_memory, metavar="SIZE",
+                      help="GPU memory budget, e.g. 8G (default: what the device has free)")
+    size.add_argument("--scratch-dir", default=_DEFAULTS.scratch_dir, metavar="DIR",
+                      help="where exact tiling spills activations that do not fit in RAM "
+                           "(default: the temp folder)")
 
 
 def options_from_args(args: argparse.Namespace) -> StylizeOptions:

@@ -11,6 +11,37 @@ from dataclasses import dataclass
 DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("auto", "fp32", "fp16", "bf16")
 BACKENDS = ("auto", "reference", "fused", "compile")
+TILINGS = ("auto", "off", "exact", "fast")
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_bytes(text: str) -> int:
+    """'8G', '512MiB', '1.5GB', '1000000' → bytes (binary units: 1G = 2**30)."""
+    value = text.strip().lower()
+    value = value[:-2] if value.endswith("ib") else value[:-1] if value.endswith("b") else value
+    number, unit = value, ""
+    if value and value[-1] in _UNITS:
+        number, unit = value[:-1], value[-1]
+    try:
+        amount = float(number) * _UNITS[unit]
+    except ValueError:
+        raise ValueError(f"{text!r} is not a size; write e.g. 8G, 512M or 1000000") from None
+    if not amount >= 1 or amount == float("inf"):
+        raise ValueError(f"{text!r}: a size must be at least one byte")
+    return int(amount)
+
+
+def parse_stroke_scale(text: str) -> float | None:
+    """'auto' → None; otherwise a number ≥ 1 (1 = the network's native stroke size)."""
+    if text.strip().lower() == "auto":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number or 'auto'") from None
+    if not 1 <= value <= 1024:
+        raise ValueError(f"{text} is not in 1..1024 (1 = native strokes, auto = sized to the image)")
+    return value
 
 
 MAX_BLEND_WEIGHT = 1e6   # weights are relative; anything larger is a typo, and 1e308 overflows the sum
@@ -92,7 +123,12 @@ class StylizeOptions:
     batch_size: int = 1
     overwrite: bool = False
     quality: int = 95                 # JPEG/WebP quality of written files
-    max_pixels: int = 20_000 * 20_000  # refuse larger images before decoding them
+    max_pixels: int = 200_000_000     # refuse larger images before decoding them (--max-pixels)
+    tiling: str = "auto"              # auto | off | exact | fast (engine.memory picks for auto)
+    max_memory: int | None = None     # CPU RAM budget in bytes; None: a share of the free RAM
+    max_gpu_memory: int | None = None  # GPU budget in bytes; None: what the device has free
+    stroke_scale: float | None = None  # ≥ 1: strokes that many times larger; None: auto (engine.stroke)
+    scratch_dir: str | None = None    # where exact tiling spills activations; None: the temp dir
     style_images: tuple[tuple[str, float], ...] = ()  # paintings (path, weight): the arbitrary model
     alpha: float = 1.0                # arbitrary model: 0 = the photo's features, 1 = full style
     style_size: int = 512             # arbitrary model: a painting's longer side when encoded
@@ -125,6 +161,13 @@ class StylizeOptions:
             object.__setattr__(self, "style_images", tuple(tuple(item) for item in self.style_images))
         if self.style_images and sum(w for _, w in self.style_images) <= 0:
             raise ValueError("style images need a positive total weight")
+        if self.tiling not in TILINGS:
+            raise ValueError(f"tiling must be one of {TILINGS}, got {self.tiling!r}")
+        for name in ("max_memory", "max_gpu_memory"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ValueError(f"{name} must be ≥ 1 byte, got {getattr(self, name)}")
+        if self.stroke_scale is not None and not 1 <= self.stroke_scale <= 1024:
+            raise ValueError(f"stroke_scale must be in 1..1024 or None (auto), got {self.stroke_scale}")
         if isinstance(self.blend, str):
             object.__setattr__(self, "blend", parse_blend(self.blend))
         elif self.blend:

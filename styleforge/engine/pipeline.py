@@ -4,6 +4,9 @@
 tensors in 0–255, (N, 3, H, W), of any H×W (even 1×1): it pads to a multiple of 4 (and at least
 `MIN_SIDE`) with reflection where the image is big enough and edge replication where it is not,
 runs the network, crops back to exactly H×W, clamps, then applies strength and colour options.
+Before any work it picks how to run within the memory budget (`engine.memory`: whole frame,
+exact tiling or fast tiling, or a `MemoryBudgetError` saying what to do), and with a stroke
+scale above 1 it runs the network on a downscaled copy and restores detail (`engine.stroke`).
 """
 from __future__ import annotations
 
@@ -17,7 +20,9 @@ from ..models.checkpoint import Checkpoint, build_model, load_checkpoint
 from ..models.registry import default_style, load_style
 from .backends import make_runner, resolve_backend, resolve_device, resolve_dtype
 from .blending import apply_strength, blend_state_dicts, preserve_color
+from .memory import IO_BYTES_PER_PIXEL, Execution, choose_execution, default_gpu_budget, default_ram_budget, scratch_free
 from .options import StylizeOptions
+from .stroke import downscale, internal_size, restore_detail
 
 MULTIPLE = 4      # two stride-2 convolutions, two ×2 upsamples
 MIN_SIDE = 16     # the 9×9 reflection pad needs ≥ 5 px, the 1/4-scale 3×3 pads need ≥ 2 px
@@ -61,6 +66,11 @@ class Stylizer:
         self.backend = resolve_backend(self.options.backend, self.device, self.dtype)
         self.checkpoint = load_weights(self.options)
         self.runner = make_runner(build_model(self.checkpoint), self.device, self.dtype, self.backend)
+        self._tiling_model = None           # built on first tiled use
+        self.last_execution: Execution | None = None
+        # Shapes that already ran whole-frame: their memory is now held by the runner (graphs,
+        # cached blocks), so a fresh estimate against what is free would wrongly say "tile".
+        self._ran_whole: dict[tuple[int, int, int], Execution] = {}
 
     @property
     def style_name(self) -> str:
@@ -83,14 +93,65 @@ class Stylizer:
         self.dtype = torch.float32
         self.runner = make_runner(build_model(self.checkpoint), self.device, self.dtype, self.backend)
 
+    def execution_for(self, height: int, width: int, batch: int = 1) -> Execution:
+        """How an image of this size would run here (no work done); raises MemoryBudgetError
+        (a RuntimeError whose message says how to proceed) when it cannot within the budget."""
+        inner_h, inner_w = internal_size(height, width, self.options.stroke_scale)
+        padded_h, padded_w = padded_size(inner_h, inner_w)
+        if (height, width, batch) in self._ran_whole:
+            return self._ran_whole[(height, width, batch)]
+        on_gpu = self.device.type == "cuda"
+        gpu = (self.options.max_gpu_memory or default_gpu_budget(self.device)) if on_gpu else None
+        return choose_execution(
+            padded_h, padded_w * batch, self.device, self.dtype, tiling=self.options.tiling,
+            ram_budget=self.options.max_memory or default_ram_budget(), gpu_budget=gpu,
+            scratch_bytes=scratch_free(self.options.scratch_dir), io_pixels=height * width * batch)
+
+    def _full_size_fits(self, pixels: int) -> bool:
+        """Whether the stroke-scale up/downsampling may run on the device at full size."""
+        if self.device.type != "cuda":
+            return True
+        budget = self.options.max_gpu_memory or default_gpu_budget(self.device)
+        return IO_BYTES_PER_PIXEL * pixels <= budget // 2
+
+    def check_size(self, width: int, height: int) -> Execution:
+        """`execution_for` in (width, height) order, for callers holding only an image header."""
+        return self.execution_for(height, width)
+
+    def _network(self, content: torch.Tensor, execution: Execution,
+                 check_overflow: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(the network's output for float (N, 3, h, w), cropped and clamped, float32; a device
+        flag saying it stayed finite, where not checked here)."""
+        height, width = content.shape[-2:]
+        if execution.mode == "whole":
+            padded = pad_for_network(content.to(self.device, torch.float32))
+            if check_overflow:
+                return self._run(padded)[..., :height, :width].clamp(0, 255), None
+            raw = self.runner(padded)
+            finite = torch.isfinite(raw).all()   # a device flag: read late, never waited for here
+            return raw[..., :height, :width].clamp(0, 255), finite
+        if self._tiling_model is None:
+            self._tiling_model = build_model(self.checkpoint)
+        if execution.mode == "fast":
+            from .thumbnail import ThumbnailTiledRunner
+            runner = ThumbnailTiledRunner(self._tiling_model, self.device, self.dtype, tile=execution.tile)
+        else:
+            from .tiling import TiledRunner
+            runner = TiledRunner(self._tiling_model, self.device, self.dtype, stores=execution.stores,
+                                 band_bytes=execution.band_bytes, scratch=self.options.scratch_dir)
+        return runner(pad_for_network(content.float()))[..., :height, :width].clamp_(0, 255), None
+
     def __call__(self, content: torch.Tensor) -> torch.Tensor:
-        """content: float (N, 3, H, W) in 0–255 on any device → same shape, float32, on CPU."""
+        """content: float (N, 3, H, W) in 0–255 on any device → same shape, float32, on CPU.
+
+        Raises MemoryBudgetError before any work when the image cannot run within the budget.
+        """
         return self.on_device(content).cpu()
 
     @torch.inference_mode()
     def on_device(self, content: torch.Tensor) -> torch.Tensor:
-        """As `__call__`, but the result stays on the engine's device, so a caller (the media
-        pipeline) can copy it out on its own stream while the next batch computes."""
+        """As `__call__`, but the result stays on the engine's device (on the CPU for an image
+        too large for it), so a caller (the media pipeline) can copy it out on its own stream."""
         out, _ = self._forward(content, check_overflow=True)
         return out
 
@@ -105,16 +166,20 @@ class Stylizer:
     def _forward(self, content: torch.Tensor, check_overflow: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
         if content.dim() != 4 or content.shape[1] != 3:
             raise ValueError(f"expected (N, 3, H, W) RGB, got shape {tuple(content.shape)}")
-        height, width = content.shape[-2:]
-        content = content.to(self.device, torch.float32)
-        padded = pad_for_network(content)
-        finite = None
-        if check_overflow:
-            raw = self._run(padded)
+        batch, _, height, width = content.shape
+        execution = self.last_execution = self.execution_for(height, width, batch)
+        inner = internal_size(height, width, self.options.stroke_scale)
+        if execution.mode == "whole" and (inner == (height, width) or self._full_size_fits(batch * height * width)):
+            content = content.to(self.device, torch.float32)
+        if inner != (height, width):
+            small = downscale(content, inner)
+            styled, finite = self._network(small, execution, check_overflow)
+            out = restore_detail(content, small, styled.to(content.device))
         else:
-            raw = self.runner(padded)
-            finite = torch.isfinite(raw).all()   # a device flag: read late, never waited for here
-        out = raw[..., :height, :width].clamp(0, 255)
+            out, finite = self._network(content, execution, check_overflow)
+        if execution.mode == "whole":
+            self._ran_whole[(height, width, batch)] = execution
+        content = content.to(out.device, torch.float32)
         if self.options.preserve_color:
             out = preserve_color(content, out)
         return apply_strength(content, out, self.options.strength), finite

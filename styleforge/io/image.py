@@ -87,10 +87,25 @@ def split_alpha(image: Image.Image) -> tuple[Image.Image, Image.Image | None]:
     return image.convert("RGB"), None
 
 
-def load_image(path: str | os.PathLike, max_pixels: int | None = None,
-               data: bytes | None = None) -> LoadedImage:
+def fitted_size(width: int, height: int, max_side: int | None) -> tuple[int, int]:
+    """(width, height) after `LoadedImage.resized(max_side)`."""
+    if max_side is None or max(width, height) <= max_side:
+        return width, height
+    scale = max_side / max(width, height)
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+def load_image(path: str | os.PathLike, max_pixels: int | None = None, max_side: int | None = None,
+               check=None, data: bytes | None = None) -> LoadedImage:
     """Decode `path` (or `data`, the file's bytes, named `path` in errors, e.g. "stdin") safely;
-    every failure is an `ImageError` naming the file."""
+    every failure is an `ImageError` naming the file.
+
+    `max_side`: the caller will downscale to this; a JPEG is then decoded at the smallest DCT
+    scale (1/2, 1/4, 1/8) that is still at least that big (Pillow's `draft`), which saves
+    memory and time on large photos. `check(width, height)`, called with the size the caller
+    will get before anything is decoded, may refuse the image by raising (e.g. the engine's
+    memory budget); its message becomes the `ImageError`'s.
+    """
     path = Path(path)
     try:
         if (len(data) if data is not None else path.stat().st_size) == 0:
@@ -109,6 +124,11 @@ def load_image(path: str | os.PathLike, max_pixels: int | None = None,
                     raise ImageError(f"{path}: {width}×{height} = {width * height:,} pixels is over "
                                      f"the limit of {max_pixels:,} pixels; refused before decoding")
                 frames = int(getattr(image, "n_frames", 1) or 1)
+                if check is not None:
+                    check(*fitted_size(width, height, max_side))
+                target = fitted_size(width, height, max_side)
+                if image.format == "JPEG" and target != (width, height):
+                    image.draft(image.mode, target)
                 image.load()
                 source_mode = image.mode
                 icc = image.info.get("icc_profile") if source_mode in ("RGB", "RGBA") else None
@@ -116,6 +136,8 @@ def load_image(path: str | os.PathLike, max_pixels: int | None = None,
                 rgb, alpha = split_alpha(oriented)
     except ImageError:
         raise
+    except RuntimeError as exc:   # the check's refusal, e.g. the engine's MemoryBudgetError
+        raise ImageError(f"{path}: {exc}") from None
     except Image.DecompressionBombError as exc:
         raise ImageError(f"{path}: refused as a decompression bomb ({exc})") from None
     except Image.UnidentifiedImageError:

@@ -1,0 +1,93 @@
+"""Stroke scale: stylize at a lower internal resolution, then restore the photo's fine detail.
+
+The networks were trained on 256-px crops, so their brush strokes have a fixed size in pixels
+and shrink, relative to the picture, as the image grows: a 4K output looks like the photo with
+fine texture. With stroke scale s the network sees the image downscaled by s (antialiased), its
+output is upsampled back (bicubic: bilinear blurs the strokes and measurably weakens the style,
+docs/tiling.md) and the content's high-frequency luminance, the part the
+downscale removed (Y − up(down(Y)), BT.601 luma), is added to all three channels, so edges and
+fine detail come back sharp while colours and strokes are the style's at the internal size.
+`auto` draws strokes as the network does on a `REFERENCE_SIDE` image, at any size
+(docs/tiling.md measures the style ratio this keeps). The upsampling runs in row bands into one
+output tensor, so a 50 MP image needs no full-size temporaries beyond its output. This module
+does not run the network; `engine.pipeline` does.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+REFERENCE_SIDE = 512   # auto: the longer side the network sees (its look at 512 px)
+BAND_ROWS = 256
+_LUMA = (0.299, 0.587, 0.114)
+
+
+def stroke_factor(height: int, width: int, stroke_scale: float | None) -> float:
+    """The downscale factor for the network's input; 1 = native strokes."""
+    if stroke_scale is None:
+        return max(1.0, max(height, width) / REFERENCE_SIDE)
+    return max(1.0, float(stroke_scale))
+
+
+def internal_size(height: int, width: int, stroke_scale: float | None) -> tuple[int, int]:
+    factor = stroke_factor(height, width, stroke_scale)
+    return max(1, round(height / factor)), max(1, round(width / factor))
+
+
+def downscale(image: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """Antialiased bilinear resize of float (N, 3, H, W); the network's internal input."""
+    return F.interpolate(image.float(), size=size, mode="bilinear", antialias=True, align_corners=False)
+
+
+def luma(image: torch.Tensor) -> torch.Tensor:
+    r, g, b = image[:, 0:1].float(), image[:, 1:2].float(), image[:, 2:3].float()
+    return r * _LUMA[0] + g * _LUMA[1] + b * _LUMA[2]
+
+
+_CUBIC_A = -0.75   # PyTorch's (and OpenCV's) bicubic kernel
+
+
+def _cubic(x: torch.Tensor) -> torch.Tensor:
+    x = x.abs()
+    near = ((_CUBIC_A + 2) * x - (_CUBIC_A + 3)) * x * x + 1
+    far = ((_CUBIC_A * x - 5 * _CUBIC_A) * x + 8 * _CUBIC_A) * x - 4 * _CUBIC_A
+    return torch.where(x <= 1, near, torch.where(x < 2, far, torch.zeros_like(x)))
+
+
+def _upsample_rows(wide: torch.Tensor, height: int, r0: int, r1: int) -> torch.Tensor:
+    """Rows r0..r1 of `wide` (N, C, h, W) bicubically resized to `height` rows, exactly as
+    `F.interpolate(mode="bicubic", align_corners=False)` computes them (borders clamped)."""
+    small_height = wide.shape[2]
+    y = (torch.arange(r0, r1, device=wide.device, dtype=torch.float64) + 0.5) * (small_height / height) - 0.5
+    base = y.floor()
+    out = None
+    for tap in range(-1, 3):
+        weight = _cubic(y - (base + tap)).float().view(1, 1, -1, 1)
+        rows = wide[:, :, (base.long() + tap).clamp(0, small_height - 1)] * weight
+        out = rows if out is None else out.add_(rows)
+    return out
+
+
+def restore_detail(content: torch.Tensor, small_content: torch.Tensor, small_out: torch.Tensor,
+                   band_rows: int = BAND_ROWS) -> torch.Tensor:
+    """Upsample `small_out` (bicubic) to content's size and add the content's lost luminance detail.
+
+    content: float (N, 3, H, W) in 0–255; small_content: the network's input (its downscale);
+    small_out: the stylized small image, same size as small_content. Returns float32
+    (N, 3, H, W) in 0–255 on content's device.
+    """
+    n, _, height, width = content.shape
+    small_height = small_out.shape[2]
+    device = content.device
+    # Upsample along W first, at the small height (cheap), then along H band by band.
+    wide_out = F.interpolate(small_out.float().to(device), size=(small_height, width), mode="bicubic",
+                             align_corners=False)
+    wide_luma = F.interpolate(luma(small_content).to(device), size=(small_height, width), mode="bicubic",
+                              align_corners=False)
+    out = torch.empty((n, 3, height, width), dtype=torch.float32, device=device)
+    for r0 in range(0, height, band_rows):
+        r1 = min(height, r0 + band_rows)
+        up = _upsample_rows(wide_out, height, r0, r1)
+        detail = luma(content[:, :, r0:r1]) - _upsample_rows(wide_luma, height, r0, r1)
+        out[:, :, r0:r1] = (up + detail).clamp_(0, 255)
+    return out

@@ -1,0 +1,285 @@
+"""Exact tiled execution of the style network: any image size, bounded memory, no seams.
+
+The network is run layer by layer. Each convolution reads its input in row bands with a halo of
+exactly what its kernel needs (reflection padding only where a band touches the true image
+border, so every output row is the one the whole-frame network computes) and writes its output
+into a full-frame store (`engine.stores`: the GPU, host RAM or a scratch file). While it runs,
+the per-channel moments of its output are gathered over all bands (each band's mean and M2 in
+fp32, merged in float64 by Chan et al.'s parallel update), so every InstanceNorm normalizes with
+the statistics of the whole image. The norm's affine and the ReLU are applied as the next layer
+reads its bands; a residual block's identity add is one in-place pass over the residual stream.
+The result equals the untiled network within the precision's rounding.
+
+The steps come from the `TransformerNet` modules themselves (`plan_steps`: each step points at
+its `ConvLayer`/`UpsampleConvLayer` and `InstanceNorm2d`), the way `engine.fused` reads them;
+nothing here re-declares the network. The approximate, faster thumbnail-statistics mode is
+`engine.thumbnail`; the choice between modes and the memory estimates are `engine.memory`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..models.transformer_net import TransformerNet
+from .stores import TensorStore, make_store
+
+
+@dataclass(frozen=True)
+class Step:
+    """One convolution, the InstanceNorm (+ ReLU) that follows it, and where its data lives."""
+    name: str
+    layer: nn.Module                   # ConvLayer or UpsampleConvLayer
+    norm: nn.InstanceNorm2d | None     # None only for the output convolution
+    relu: bool
+    source: str                        # store read (its pending norm/ReLU applied on read)
+    target: str                        # store written
+    residual: str | None = None        # ResidualBlock: after the norm, added into this store
+
+    @property
+    def conv(self) -> nn.Conv2d:
+        return self.layer.conv2d
+
+    @property
+    def kernel(self) -> int:
+        return self.conv.kernel_size[0]
+
+    @property
+    def stride(self) -> int:
+        return self.conv.stride[0]
+
+    @property
+    def pad(self) -> int:
+        return self.layer.reflection_pad.padding[0]
+
+    @property
+    def upsample(self) -> int:
+        return getattr(self.layer, "upsample", None) or 1
+
+    def out_size(self, size: int) -> int:
+        return (size * self.upsample + 2 * self.pad - self.kernel) // self.stride + 1
+
+
+def plan_steps(model: TransformerNet) -> list[Step]:
+    """The network's convolutions in order, each with its norm and its stores."""
+    m, steps, source = model, [], "image"
+    for i, (layer, norm) in enumerate(((m.conv1, m.in1), (m.conv2, m.in2), (m.conv3, m.in3)), 1):
+        steps.append(Step(f"conv{i}", layer, norm, True, source, f"enc{i}"))
+        source = f"enc{i}"
+    for i, block in enumerate(m.residual_blocks(), 1):
+        steps.append(Step(f"res{i}.conv1", block.conv1, block.in1, True, source, "res_a"))
+        steps.append(Step(f"res{i}.conv2", block.conv2, block.in2, False, "res_a", "res_b", residual=source))
+    for i, (layer, norm) in enumerate(((m.deconv1, m.in4), (m.deconv2, m.in5)), 1):
+        steps.append(Step(f"deconv{i}", layer, norm, True, source, f"dec{i}"))
+        source = f"dec{i}"
+    steps.append(Step("deconv3", m.deconv3, None, False, source, "out"))
+    return steps
+
+
+def receptive_halo(steps: list[Step]) -> int:
+    """Input pixels on each side that can reach an output pixel (54 for the Johnson network)."""
+    halo, scale = 0, 1.0   # scale: input pixels per pixel of the current activation
+    for step in steps:
+        scale /= step.upsample
+        halo += step.pad * scale
+        scale *= step.stride
+    return int(-(-halo // 1))
+
+
+def store_shapes(steps: list[Step], height: int, width: int) -> dict[str, tuple[int, int, int]]:
+    shapes = {"image": (3, height, width)}
+    for step in steps:
+        _, h, w = shapes[step.source]
+        shapes[step.target] = (step.conv.out_channels, step.out_size(h), step.out_size(w))
+    return shapes
+
+
+def last_reads(steps: list[Step]) -> dict[str, int]:
+    last = {}
+    for index, step in enumerate(steps):
+        last[step.source] = index
+        if step.residual:   # the residual add reads the stream and the block's output
+            last[step.residual] = last[step.target] = index
+    return last
+
+
+def store_dtype(name: str, steps: list[Step], dtype: torch.dtype) -> torch.dtype:
+    # The residual stream adds up five blocks' outputs: keep it fp32 in low precision.
+    residual_stream = {s.residual for s in steps if s.residual}
+    return _wide(dtype) if name in residual_stream or name == "out" else dtype
+
+
+def _wide(dtype: torch.dtype) -> torch.dtype:
+    """The precision norms and adds run in: fp32, or float64 for a float64 network."""
+    return torch.promote_types(dtype, torch.float32)
+
+
+class _Moments:
+    """Per-channel count, mean and M2 of one activation, merged band by band in float64."""
+
+    def __init__(self, channels: int, device: torch.device):
+        self.count = 0
+        self.mean = torch.zeros(channels, dtype=torch.float64, device=device)
+        self.m2 = torch.zeros(channels, dtype=torch.float64, device=device)
+
+    def add(self, band: torch.Tensor) -> None:
+        n = band.shape[2] * band.shape[3]
+        var, mean = torch.var_mean(band.to(_wide(band.dtype)), dim=(0, 2, 3), correction=0)
+        mean, m2 = mean.double(), var.double() * n
+        total = self.count + n
+        delta = mean - self.mean
+        self.mean += delta * (n / total)
+        self.m2 += m2 + delta * delta * (self.count * n / total)
+        self.count = total
+
+    def affine(self, norm: nn.InstanceNorm2d) -> tuple[torch.Tensor, torch.Tensor]:
+        """(scale, shift) in the norm's wide precision with norm(x) = x · scale + shift."""
+        var = self.m2 / self.count
+        scale = norm.weight.double().to(var.device) / torch.sqrt(var + norm.eps)
+        shift = norm.bias.double().to(var.device) - self.mean * scale
+        wide = _wide(norm.weight.dtype)
+        return scale.to(wide).view(1, -1, 1, 1), shift.to(wide).view(1, -1, 1, 1)
+
+
+@dataclass
+class _Pending:
+    scale: torch.Tensor
+    shift: torch.Tensor
+    relu: bool
+
+
+def _bands(rows: int, band: int):
+    for r0 in range(0, rows, band):
+        yield r0, min(rows, r0 + band)
+
+
+class TiledRunner:
+    """Exact layer-by-layer execution in row bands; see the module docstring.
+
+    `stores`: "device", "host" or "disk" (where the full-frame activations live);
+    `band_bytes`: the working memory one band may take on the compute device, which sets each
+    layer's band height (at least one output row). Takes float (1, 3, H, W) in 0–255 with H, W
+    multiples of 4, on any device; returns the raw network output, float32 (1, 3, H, W), on the
+    compute device for device stores and on the CPU otherwise.
+    """
+
+    def __init__(self, model: TransformerNet, device: torch.device, dtype: torch.dtype,
+                 stores: str = "device", band_bytes: int = 256 << 20, scratch: str | None = None):
+        self.device, self.dtype = torch.device(device), dtype
+        self.store_kind, self.band_bytes, self.scratch = stores, band_bytes, scratch
+        self.layout = torch.channels_last if self.device.type == "cuda" else torch.contiguous_format
+        self.model = model.eval().requires_grad_(False).to(self.device, dtype, memory_format=self.layout)
+        self.steps = plan_steps(self.model)
+        self.bands_run = 0   # bands over all layers of the last call (tests check tiling happened)
+
+    def band_rows(self, step: Step, width: int, channels_in: int) -> int:
+        """Output rows per band such that the band's tensors fit `band_bytes`."""
+        item = torch.empty((), dtype=self.dtype).element_size()
+        virtual_width = width * step.upsample + 2 * step.pad
+        in_per_row = virtual_width * channels_in * step.stride * (item + 4) * 2   # read, fp32 affine, pad
+        out_per_row = step.out_size(width) * step.conv.out_channels * (item + 8)  # conv, fp32 moments
+        halo = (step.kernel + 1) * virtual_width * channels_in * (item + 4) * 2
+        return max(1, (self.band_bytes - halo) // (in_per_row + out_per_row))
+
+    @torch.inference_mode()
+    def __call__(self, image: torch.Tensor) -> torch.Tensor:
+        if image.dim() != 4 or image.shape[1] != 3:
+            raise ValueError(f"expected (N, 3, H, W), got {tuple(image.shape)}")
+        return torch.cat([self._one(image[i:i + 1]) for i in range(image.shape[0])])
+
+    def _one(self, image: torch.Tensor) -> torch.Tensor:
+        _, _, height, width = image.shape
+        shapes = store_shapes(self.steps, height, width)
+        last = last_reads(self.steps)
+        stores = {"image": TensorStore.wrap(image)}
+        pending: dict[str, _Pending | None] = {"image": None}
+        self.bands_run = 0
+        try:
+            for index, step in enumerate(self.steps):
+                if step.target not in stores:
+                    kind = "host" if step.target == "out" and self.store_kind == "disk" else self.store_kind
+                    stores[step.target] = make_store(kind, *shapes[step.target],
+                                                     store_dtype(step.target, self.steps, self.dtype),
+                                                     self.device, self.scratch)
+                moments = self._conv(step, stores[step.source], pending[step.source], stores[step.target])
+                pending[step.target] = (_Pending(*moments.affine(step.norm), step.relu)
+                                        if step.norm is not None else None)
+                if step.residual:
+                    self._add_residual(stores[step.residual], pending[step.residual],
+                                       stores[step.target], pending[step.target])
+                    pending[step.residual] = None
+                for name in [n for n in stores if last.get(n, -1) == index and n != "image"]:
+                    stores.pop(name).close()
+            out = stores["out"]
+            return out.data
+        finally:
+            for store in stores.values():
+                store.close()
+
+    def _read(self, store, pending: _Pending | None, r0: int, r1: int) -> torch.Tensor:
+        band = store.read(r0, r1, self.device)
+        if pending is not None:
+            band = torch.addcmul(pending.shift, band.to(pending.scale.dtype), pending.scale)
+            if pending.relu:
+                band = band.relu_()
+        return band.to(self.dtype)
+
+    def _conv(self, step: Step, source, pending: _Pending | None, target) -> _Moments:
+        channels_in, height, width = source.shape
+        up, pad = step.upsample, step.pad
+        virtual = height * up
+        out_rows = step.out_size(height)
+        moments = _Moments(step.conv.out_channels, self.device)
+        rows = self.band_rows(step, width, channels_in)
+        for o0, o1 in _bands(out_rows, rows):
+            # Rows of the upsampled, reflection-padded input this band needs, in unpadded coordinates.
+            a = o0 * step.stride - pad
+            b = (o1 - 1) * step.stride - pad + step.kernel
+            a_in, b_in = max(a, 0), min(b, virtual)
+            r0, r1 = a_in // up, -(-b_in // up)
+            band = self._read(source, pending, r0, r1)
+            if up > 1:
+                band = F.interpolate(band, scale_factor=up, mode="nearest")
+                band = band[:, :, a_in - r0 * up:b_in - r0 * up]
+            # Reflection only at the true borders (a < 0 or b > virtual); columns are whole rows.
+            band = F.pad(band, (pad, pad, a_in - a, b - b_in), mode="reflect").contiguous(memory_format=self.layout)
+            out = F.conv2d(band, step.conv.weight, step.conv.bias, step.stride)
+            if step.norm is not None:
+                moments.add(out)
+            target.write(o0, out)
+            self.bands_run += 1
+        return moments
+
+    def _add_residual(self, stream, stream_pending, block_out, block_pending) -> None:
+        """stream ← norm(stream) + norm(block_out), in place, band by band."""
+        _, height, width = stream.shape
+        rows = max(1, self.band_bytes // (width * stream.shape[0] * 16))
+        for r0, r1 in _bands(height, rows):
+            x = self._read_float(stream, stream_pending, r0, r1)
+            y = self._read_float(block_out, block_pending, r0, r1)
+            stream.write(r0, x.add_(y))
+
+    def _read_float(self, store, pending: _Pending | None, r0: int, r1: int) -> torch.Tensor:
+        band = store.read(r0, r1, self.device).to(_wide(self.dtype))
+        if pending is not None:
+            band = torch.addcmul(pending.shift, band, pending.scale)
+            if pending.relu:
+                band = band.relu_()
+        return band
+
+
+def exact_store_bytes(steps: list[Step], height: int, width: int, dtype: torch.dtype) -> int:
+    """Peak bytes of the full-frame stores alive at once during one image (the input excluded)."""
+    shapes, last = store_shapes(steps, height, width), last_reads(steps)
+    live: dict[str, int] = {}
+    peak = 0
+    for index, step in enumerate(steps):
+        c, h, w = shapes[step.target]
+        item = torch.empty((), dtype=store_dtype(step.target, steps, dtype)).element_size()
+        live.setdefault(step.target, c * h * w * item)
+        peak = max(peak, sum(live.values()))
+        for name in [n for n in live if last.get(n, -1) == index]:
+            del live[name]
+    return peak

@@ -1,0 +1,40 @@
+"""Stroke scale (engine.stroke): the internal size, banded upsampling that equals the whole-image
+one, detail restoration, and the Stylizer's use of them."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from styleforge.engine.options import StylizeOptions
+from styleforge.engine.pipeline import Stylizer
+from styleforge.engine.stroke import downscale, internal_size, restore_detail
+
+
+def test_internal_size():
+    assert internal_size(1024, 2048, None) == (256, 512)       # auto: a 512-px look
+    assert internal_size(300, 400, None) == (300, 400)         # small images stay native
+    assert internal_size(1024, 2048, 1.0) == (1024, 2048)
+    assert internal_size(99, 51, 3.0) == (33, 17)
+
+
+def test_banded_upsampling_equals_whole_image_bicubic():
+    small = torch.rand(1, 3, 13, 9) * 255
+    zeros = torch.zeros(1, 3, 13, 9)
+    out = restore_detail(torch.zeros(1, 3, 50, 31), zeros, small, band_rows=7)
+    want = F.interpolate(small, size=(50, 31), mode="bicubic", align_corners=False).clamp(0, 255)
+    torch.testing.assert_close(out, want, rtol=0, atol=1e-3)
+
+
+def test_identity_style_gives_back_a_grey_photo():
+    grey = torch.rand(1, 1, 60, 44).expand(1, 3, 60, 44) * 255
+    small = downscale(grey, (20, 15))
+    out = restore_detail(grey, small, small, band_rows=16)
+    assert (out - grey).abs().max() < 0.05
+
+
+def test_stylizer_with_stroke_scale_keeps_the_size(styles_env):
+    x = torch.rand(1, 3, 70, 45) * 255
+    out = Stylizer(StylizeOptions(style="alpha", device="cpu", stroke_scale=3.0))(x)
+    native = Stylizer(StylizeOptions(style="alpha", device="cpu", stroke_scale=1.0))(x)
+    assert out.shape == x.shape and 0 <= out.min() and out.max() <= 255
+    assert not torch.allclose(out, native)

@@ -1,0 +1,95 @@
+"""Exact tiled execution (engine.tiling) and the thumbnail fast mode (engine.thumbnail) against
+the untiled network: fp32 within the tolerance policy, float64 to rounding, odd sizes, bands
+smaller than a kernel's halo, every store kind."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import FP32_REL_TOL, psnr, random_style_state, rel_error
+
+from styleforge.engine.thumbnail import ThumbnailTiledRunner
+from styleforge.engine.tiling import TiledRunner, exact_store_bytes, plan_steps, receptive_halo
+from styleforge.models.transformer_net import TransformerNet
+
+
+@pytest.fixture(scope="module")
+def model():
+    net = TransformerNet()
+    net.load_state_dict(random_style_state(3))
+    return net.eval()
+
+
+def smooth_image(height, width, seed=0):
+    torch.manual_seed(seed)
+    coarse = torch.rand(1, 3, max(2, height // 8), max(2, width // 8)) * 255
+    return F.interpolate(coarse, size=(height, width), mode="bicubic", align_corners=False).clamp(0, 255)
+
+
+def test_plan_covers_every_layer_once(model):
+    steps = plan_steps(model)
+    convs = {id(m) for m in model.modules() if isinstance(m, torch.nn.Conv2d)}
+    norms = {id(m) for m in model.modules() if isinstance(m, torch.nn.InstanceNorm2d)}
+    assert sorted(id(s.conv) for s in steps) == sorted(convs)
+    assert sorted(id(s.norm) for s in steps if s.norm is not None) == sorted(norms)
+    assert receptive_halo(steps) == 54
+
+
+@pytest.mark.parametrize("stores,band_bytes", [("device", 300_000), ("host", 1), ("disk", 300_000)],
+                         ids=["device-few-row-bands", "host-one-row-bands", "disk-few-row-bands"])
+def test_exact_fp32_matches_untiled(model, stores, band_bytes):
+    x = torch.rand(1, 3, 20, 44) * 255
+    with torch.inference_mode():
+        ref = model(x)
+    runner = TiledRunner(model, "cpu", torch.float32, stores=stores, band_bytes=band_bytes)
+    out = runner(x)
+    assert runner.bands_run > 2 * len(runner.steps)   # really tiled, not one band per layer
+    assert rel_error(out, ref) <= FP32_REL_TOL
+
+
+def test_exact_float64_equals_untiled_to_rounding(model):
+    net64 = TransformerNet()
+    net64.load_state_dict(model.state_dict())
+    net64 = net64.double().eval()
+    x = (torch.rand(1, 3, 20, 24) * 255).double()
+    with torch.inference_mode():
+        ref = net64(x)
+    out = TiledRunner(net64, "cpu", torch.float64, band_bytes=1)(x)
+    assert rel_error(out, ref) < 1e-12
+
+
+def test_exact_batch_uses_each_images_own_statistics(model):
+    x = torch.stack([torch.rand(3, 16, 20) * 255, torch.rand(3, 16, 20) * 40])
+    with torch.inference_mode():
+        ref = model(x)
+    assert rel_error(TiledRunner(model, "cpu", torch.float32, band_bytes=1)(x), ref) <= FP32_REL_TOL
+
+
+def test_store_estimate_is_what_the_plan_holds(model):
+    # conv1's 32 full-size channels and conv2's 64 quarter-size ones are alive together.
+    assert exact_store_bytes(plan_steps(model), 64, 64, torch.float32) == (32 * 64 * 64 + 64 * 32 * 32) * 4
+
+
+def test_fast_tiles_equal_whole_frame_with_the_same_statistics(model):
+    x = smooth_image(72, 40)
+    whole = ThumbnailTiledRunner(model, "cpu", torch.float32, tile=1024, thumbnail_side=32)
+    tiled = ThumbnailTiledRunner(model, "cpu", torch.float32, tile=24, thumbnail_side=32)
+    a, b = whole(x), tiled(x)
+    assert whole.tiles_run == 1 and tiled.tiles_run == 6
+    assert rel_error(b, a) <= FP32_REL_TOL
+
+
+def test_fast_with_full_size_thumbnail_is_exact(model):
+    x = smooth_image(32, 48)
+    with torch.inference_mode():
+        ref = model(x)
+    out = ThumbnailTiledRunner(model, "cpu", torch.float32, tile=16, thumbnail_side=48)(x)
+    assert rel_error(out, ref) <= FP32_REL_TOL
+
+
+def test_fast_error_is_bounded(model):
+    x = smooth_image(160, 96)
+    with torch.inference_mode():
+        ref = model(x)
+    out = ThumbnailTiledRunner(model, "cpu", torch.float32, tile=80, thumbnail_side=64)(x)
+    assert 25.0 < psnr(out.clamp(0, 255), ref.clamp(0, 255)) < 80.0   # approximate, but close
