@@ -194,17 +194,12 @@ constexpr size_t kRgbSmem = kRgbInBytes + kRgbWBytes + kRgbStBytes;
 // kStats only: red [8 warps][32 channels], mean [32], the hand-off's flag word.
 constexpr size_t kRgbStatBytes = (8 * 32 + 32 + 4) * 4;
 
-template <typename T, typename In, bool kStats>
-__global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  uint16_t* in_s = reinterpret_cast<uint16_t*>(smem);                  // [row][copy][kRgbCopy]
-  uint2* w_s = reinterpret_cast<uint2*>(smem + kRgbInBytes);           // [ky][ks][nt][lane]
-  uint16_t* st_s = reinterpret_cast<uint16_t*>(smem + kRgbInBytes + kRgbWBytes);  // [pixel][kRgbStage]
-  float* red_s = reinterpret_cast<float*>(smem + kRgbSmem);           // kStats: [warp][channel]
-  float* mean_s = red_s + 8 * 32;
+// ---- rgb_kernel's pieces -----------------------------------------------------------------
 
-  // B[k][n] = W[n][c][ky][kx] with k = 3·kx + c (< 27), else 0, from the raw weight staged in st_s
-  // (free until the first epilogue, which the tile loop's first barrier orders after these reads).
+// B[k][n] = W[n][c][ky][kx] with k = 3·kx + c (< 27), else 0, in fragment order w_s
+// [ky][k-step][n-tile][lane] (one 8-byte load per lane), from the raw weight staged in st_s (free
+// until the first epilogue, which the tile loop's first barrier orders after these reads).
+__device__ __forceinline__ void rgb_build_b(const Params& p, uint2* w_s, uint16_t* st_s) {
   stage_weight<kRgbThreads>(p.weight, reinterpret_cast<uint4*>(st_s));
   __syncthreads();
   for (int i = threadIdx.x; i < kRgbSlots * 32; i += kRgbThreads) {
@@ -220,6 +215,88 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
     }
     w_s[i] = make_uint2(pack2(v[0], v[1]), pack2(v[2], v[3]));
   }
+}
+
+// Staging of one tile by thread sj < kRgbLoad: element sj of each of the kRgbRows padded input rows,
+// channel sj_c = sj % 3 of padded column px = x0 + sj / 3, rounded to T, into both copies of in_s
+// [row][copy][kRgbCopy] (copy 1 at sj − 1). The column's address is worked out once, each row adds
+// one stride; all kRgbRows loads (into raw) are issued before the first is used: one memory latency
+// per tile.
+template <typename T, typename In>
+__device__ __forceinline__ void rgb_stage_tile(const Params& p, In (&raw)[kRgbRows], const In* x, uint16_t* in_s,
+                                               int n, int y0, int px, int sj, int sj_c, uint64_t policy) {
+  const bool col_in = px < p.Wp;
+  const In* xc = x + static_cast<int64_t>(n) * p.sn + static_cast<int64_t>(sj_c) * p.sc +
+                 static_cast<int64_t>(reflect((col_in ? px : p.pad) - p.pad, 2 * (p.Win - 1))) * p.sw;
+  with_load_hint(p, [&](auto hint) {
+#pragma unroll
+    for (int r = 0; r < kRgbRows; ++r) {
+      const int y = y0 + r;
+      const In* src = xc + static_cast<int64_t>(reflect(y - p.pad, 2 * (p.Hin - 1))) * p.sh;
+      raw[r] = col_in && y < p.Hp ? load_hinted<decltype(hint)::value>(src, policy) : In(0);
+    }
+  });
+#pragma unroll
+  for (int r = 0; r < kRgbRows; ++r) {
+    const uint16_t v = as_bits<T>(raw[r]);
+    if (sj < kRgbCopy) in_s[(r * 2) * kRgbCopy + sj] = v;
+    if (sj > 0) in_s[(r * 2 + 1) * kRgbCopy + sj - 1] = v;
+  }
+}
+
+// Epilogue, first part: acc + bias rounded to T and staged [pixel][channel] (pixel stride
+// kRgbStage) through st_lane, this lane's word for (row 0, pixel cs + g, channel 2t): the words it
+// writes are st_lane + compile-time offsets. kStats: acc takes the rounded values (what the
+// statistics must see).
+template <typename T, bool kStats>
+__device__ __forceinline__ void rgb_round_and_stage(const Params& p, float (&acc)[4][4][4], uint32_t* st_lane, int t) {
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    const int ch = nt * 8 + t * 2;
+    const float b0 = p.bias ? p.bias[ch] : 0.f, b1 = p.bias ? p.bias[ch + 1] : 0.f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t lo = styleforge::pack2<T>(acc[i][nt][0] + b0, acc[i][nt][1] + b1);
+      const uint32_t hi = styleforge::pack2<T>(acc[i][nt][2] + b0, acc[i][nt][3] + b1);
+      st_lane[(i * kRgbTW * kRgbStage + nt * 8) / 2] = lo;
+      st_lane[((i * kRgbTW + 8) * kRgbStage + nt * 8) / 2] = hi;
+      if constexpr (kStats) {   // the statistics see the stored values
+        unpack2<T>(lo, acc[i][nt][0], acc[i][nt][1]);
+        unpack2<T>(hi, acc[i][nt][2], acc[i][nt][3]);
+      }
+    }
+  }
+}
+
+// Epilogue, stores: the staged tile (sample n, origin y0, x0) to NHWC out, a 16-byte chunk (8
+// channels) per thread and step, whole pixels inside the output only.
+__device__ __forceinline__ void rgb_store_tile(const Params& p, const uint16_t* st_s, int n, int y0, int x0) {
+  uint16_t* out = static_cast<uint16_t*>(p.out);
+  for (int i = threadIdx.x; i < kRgbTH * kRgbTW * 4; i += kRgbThreads) {
+    const int q = i & 3, pix = i >> 2, r = pix / kRgbTW, c = pix - r * kRgbTW;
+    const int y = y0 + r, xx = x0 + c;
+    if (y < p.H && xx < p.W) {
+      uint4* o = reinterpret_cast<uint4*>(out + ((static_cast<int64_t>(n) * p.H + y) * p.W + xx) * 32 + q * 8);
+      const uint4 v = *reinterpret_cast<const uint4*>(st_s + pix * kRgbStage + q * 8);
+      if (p.l2_evict_first) {
+        st_evict_first(o, v, evict_first_policy());
+      } else {
+        *o = v;
+      }
+    }
+  }
+}
+
+template <typename T, typename In, bool kStats>
+__global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  uint16_t* in_s = reinterpret_cast<uint16_t*>(smem);                  // [row][copy][kRgbCopy]
+  uint2* w_s = reinterpret_cast<uint2*>(smem + kRgbInBytes);           // [ky][ks][nt][lane]
+  uint16_t* st_s = reinterpret_cast<uint16_t*>(smem + kRgbInBytes + kRgbWBytes);  // [pixel][kRgbStage]
+  float* red_s = reinterpret_cast<float*>(smem + kRgbSmem);           // kStats: [warp][channel]
+  float* mean_s = red_s + 8 * 32;
+
+  rgb_build_b(p, w_s, st_s);
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -244,26 +321,8 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
     tile_origin(p, tile, kRgbTH, kRgbTW, n, y0, x0);
     __syncthreads();   // the previous tile's readers of in_s and st_s are done
     if (sj < kRgbLoad) {
-      const int px = x0 + sj_px;
-      const bool col_in = px < p.Wp;
-      const In* xc = x + static_cast<int64_t>(n) * p.sn + static_cast<int64_t>(sj_c) * p.sc +
-                     static_cast<int64_t>(reflect((col_in ? px : p.pad) - p.pad, 2 * (p.Win - 1))) * p.sw;
-      // All kRgbRows loads issued before the first is used: one memory latency per tile.
       In raw[kRgbRows];
-      with_load_hint(p, [&](auto hint) {
-#pragma unroll
-        for (int r = 0; r < kRgbRows; ++r) {
-          const int y = y0 + r;
-          const In* src = xc + static_cast<int64_t>(reflect(y - p.pad, 2 * (p.Hin - 1))) * p.sh;
-          raw[r] = col_in && y < p.Hp ? load_hinted<decltype(hint)::value>(src, policy) : In(0);
-        }
-      });
-#pragma unroll
-      for (int r = 0; r < kRgbRows; ++r) {
-        const uint16_t v = as_bits<T>(raw[r]);
-        if (sj < kRgbCopy) in_s[(r * 2) * kRgbCopy + sj] = v;
-        if (sj > 0) in_s[(r * 2 + 1) * kRgbCopy + sj - 1] = v;
-      }
+      rgb_stage_tile<T>(p, raw, x, in_s, n, y0, x0 + sj_px, sj, sj_c, policy);
     }
     __syncthreads();
 
@@ -297,22 +356,7 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
     // words this thread writes are st_lane + compile-time offsets (one register, not 32 addresses
     // kept live across the tile loop).
     uint32_t* st_lane = reinterpret_cast<uint32_t*>(st_s) + ((wr0 * kRgbTW + cs + g) * kRgbStage + t * 2) / 2;
-#pragma unroll
-    for (int nt = 0; nt < 4; ++nt) {
-      const int ch = nt * 8 + t * 2;
-      const float b0 = p.bias ? p.bias[ch] : 0.f, b1 = p.bias ? p.bias[ch + 1] : 0.f;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const uint32_t lo = styleforge::pack2<T>(acc[i][nt][0] + b0, acc[i][nt][1] + b1);
-        const uint32_t hi = styleforge::pack2<T>(acc[i][nt][2] + b0, acc[i][nt][3] + b1);
-        st_lane[(i * kRgbTW * kRgbStage + nt * 8) / 2] = lo;
-        st_lane[((i * kRgbTW + 8) * kRgbStage + nt * 8) / 2] = hi;
-        if constexpr (kStats) {   // the statistics see the stored values
-          unpack2<T>(lo, acc[i][nt][0], acc[i][nt][1]);
-          unpack2<T>(hi, acc[i][nt][2], acc[i][nt][3]);
-        }
-      }
-    }
+    rgb_round_and_stage<T, kStats>(p, acc, st_lane, t);
     // kStats: this thread's pixels inside the output (rows wr0 + i; columns cs + g and cs + g + 8).
     bool row_in[4];
 #pragma unroll
@@ -369,20 +413,7 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
       red_s[warp * 32 + my_ch] = v[0];
       __syncthreads();
     }
-    uint16_t* out = static_cast<uint16_t*>(p.out);
-    for (int i = threadIdx.x; i < kRgbTH * kRgbTW * 4; i += kRgbThreads) {
-      const int q = i & 3, pix = i >> 2, r = pix / kRgbTW, c = pix - r * kRgbTW;
-      const int y = y0 + r, xx = x0 + c;
-      if (y < p.H && xx < p.W) {
-        uint4* o = reinterpret_cast<uint4*>(out + ((static_cast<int64_t>(n) * p.H + y) * p.W + xx) * 32 + q * 8);
-        const uint4 v = *reinterpret_cast<const uint4*>(st_s + pix * kRgbStage + q * 8);
-        if (p.l2_evict_first) {
-          st_evict_first(o, v, evict_first_policy());
-        } else {
-          *o = v;
-        }
-      }
-    }
+    rgb_store_tile(p, st_s, n, y0, x0);
     // The atomics after the stores, so that they do not hold them up.
     if (kStats && threadIdx.x < 32) {
       float m2 = 0.f;
