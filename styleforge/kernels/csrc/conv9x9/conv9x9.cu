@@ -60,7 +60,7 @@
 // planes of about 2^31 pixels or elements where they would not be); per-sample bases and products
 // with conv1's strides are 64-bit. Not covered: other channel counts (the bindings refuse them and
 // the engine keeps cuDNN), fp32 input to the head, conv strides or dilations. Two kernels that
-// share the fragment conventions, the staging idioms and the launcher make one file of ~700 lines.
+// share the fragment conventions, the staging idioms and the launcher make one file of ~800 lines.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -195,6 +195,9 @@ constexpr size_t kRgbSmem = kRgbInBytes + kRgbWBytes + kRgbStBytes;
 constexpr size_t kRgbStatBytes = (8 * 32 + 32 + 4) * 4;
 
 // ---- rgb_kernel's pieces -----------------------------------------------------------------
+// rgb_kernel is: prologue (rgb_build_b), per tile rgb_stage_tile, the main loop (inline: as a
+// function its accumulators' phis were numbered in another order and ptxas's output changed),
+// rgb_round_and_stage, the statistics' two passes (inline), rgb_store_tile, the atomics.
 
 // B[k][n] = W[n][c][ky][kx] with k = 3·kx + c (< 27), else 0, in fragment order w_s
 // [ky][k-step][n-tile][lane] (one 8-byte load per lane), from the raw weight staged in st_s (free
@@ -451,6 +454,123 @@ constexpr size_t kHeadSmem = kHeadInBytes + kHeadWBytes + 2 * 32 * 4 + 16;
 // of one chunk land in 8 distinct 16-byte bank groups.
 __device__ __forceinline__ int head_chunk_offset(int P, int q) { return P * 64 + ((q ^ ((P >> 1) & 3)) << 4); }
 
+// ---- head_kernel's pieces -----------------------------------------------------------------
+// head_kernel is: prologue (B fragments, inline), per tile the norm (head_affine_from_sums once per
+// sample), head_stage_tile, the main loop (inline), head_store. The B gather and the main loop stay
+// in the kernel, as in rgb_kernel: as functions they compiled to other machine code
+// (docs/kernels/conv9x9.md, "Code structure").
+
+// The prologue norm of sample n from the producer's sums into aff_s (scale [32], shift [32]):
+// kG threads per channel (tid / kG), kPer of the kNormSumCopies copies each, summed through
+// shuffles.
+template <int kG, int kPer>
+__device__ __forceinline__ void head_affine_from_sums(const Params& p, float* aff_s, int n) {
+  const int c = threadIdx.x / kG, grp = threadIdx.x % kG;
+  double s1 = 0.0, s2 = 0.0;
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const double* copy = p.in_sums + static_cast<size_t>(2 * (grp * kPer + k)) * p.N * 32 + n * 32 + c;
+    s1 += __ldcg(copy);
+    s2 += __ldcg(copy + p.N * 32);
+  }
+#pragma unroll
+  for (int o = 1; o < kG; o <<= 1) {
+    s1 += __shfl_xor_sync(0xffffffffu, s1, o);
+    s2 += __shfl_xor_sync(0xffffffffu, s2, o);
+  }
+  if (grp == 0) {
+    norm_affine_from_sums(s1, s2, p.in_inv_count, p.in_gamma ? p.in_gamma[c] : 1.f, p.in_beta ? p.in_beta[c] : 0.f,
+                          p.in_eps, aff_s[c], aff_s[32 + c]);
+  }
+}
+
+// Staging of one tile: this thread's kHeadPerThread 16-byte chunks (chunk q of tile pixels P0, P0 +
+// 32, ...) from sample n's pixels xn, reflected at y_last / x_last and zero past the padded input's
+// end (y_end, x_end), walked from padded-input pixel (ys, xs) by 32 columns (wrapping at xs_wrap),
+// normed where `normed` (x' = round(relu(x·scale + shift)) with this thread's 8 channels' nscale,
+// nshift), to st_chunk + 32 pixels per step. In batches whose loads are all issued before the first
+// is used (one memory latency per batch, not per chunk); the loads' L2 hint chosen once.
+template <typename T>
+__device__ __forceinline__ void head_stage_tile(const Params& p, const float (&nscale)[8], const float (&nshift)[8],
+                                                bool normed, const unsigned char* xn, unsigned char* st_chunk, int ys,
+                                                int xs, int xs_wrap, int y_last, int x_last, int y_end, int x_end,
+                                                uint64_t policy) {
+  constexpr int kStepBytes = 32 * 64;
+  with_load_hint(p, [&](auto hint) {
+#pragma unroll 1
+    for (int b = 0; b < kHeadPerThread; b += kHeadBatch) {
+      uint4 raw[kHeadBatch];
+#pragma unroll
+      for (int k = 0; k < kHeadBatch; ++k) {
+        const int pix = reflect(ys, y_last) * p.Win + reflect(xs, x_last);
+        const uint4* src = reinterpret_cast<const uint4*>(xn + pix * 64LL);
+        raw[k] = ys < y_end && xs < x_end ? load_hinted<decltype(hint)::value>(src, policy) : make_uint4(0, 0, 0, 0);
+        xs += 32;
+        if (xs >= xs_wrap) {
+          xs -= kHeadCols;
+          ++ys;
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < kHeadBatch; ++k) {
+        uint4 v = raw[k];
+        // Past the padded input x is 0 and x' = relu(shift), finite: those pixels feed only outputs
+        // that are not stored.
+        if (normed) {
+          uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+          for (int h = 0; h < 4; ++h) {
+            float lo, hi;
+            unpack2<T>(w[h], lo, hi);
+            w[h] = relu_pack2<T>(affine(lo, nscale[2 * h], nshift[2 * h]),
+                                 affine(hi, nscale[2 * h + 1], nshift[2 * h + 1]));
+          }
+          v = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+        *reinterpret_cast<uint4*>(st_chunk + (b + k) * kStepBytes) = v;
+      }
+    }
+  });
+}
+
+// Epilogue (lanes t < 3): output channel co = t of the lane's 16 outputs, two columns (col0, col1:
+// inside the output) of kHeadRW rows from y_first, one image row (row_step elements) apart, from
+// o_first. Output row y_first + i is acc[i] column (t, 0) + acc[i + 1] column (t, 1) + bias. The
+// column tests once, the row test per row, the pointer stepped (one address per store, with its
+// branch region, was most of this loop's instructions). One loop per store kind: the float output's
+// evict-first (cache_hints.cuh) chosen once. (o_first and the tests are formed in the kernel: formed
+// here, the 64-bit address compiled to other instructions.)
+template <typename Out>
+__device__ __forceinline__ void head_store(const Params& p, const float (&acc)[kHeadRW + 1][4], Out* const o_first,
+                                           int64_t row_step, int y_first, bool col0, bool col1, float bias,
+                                           uint64_t policy) {
+  auto store_rows = [&](auto evict_first) {
+    Out* o = o_first;
+#pragma unroll
+    for (int i = 0; i < kHeadRW; ++i) {
+      if (y_first + i < p.H) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const float v = acc[i][half * 2] + acc[i + 1][half * 2 + 1] + bias;
+          if (half == 0 ? col0 : col1) {
+            store_head<decltype(evict_first)::value>(o + half * 24, v, policy);
+          }
+        }
+      }
+      o += row_step;
+    }
+  };
+  if constexpr (std::is_same_v<Out, float>) {   // the frame's output
+    if (p.l2_evict_first) {
+      store_rows(std::true_type{});
+    } else {
+      store_rows(std::false_type{});
+    }
+  } else {
+    store_rows(std::false_type{});
+  }
+}
+
 template <typename T, typename Out>
 __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -506,7 +626,6 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
   static_assert(kHeadThreads == 128 && kHeadCols > 32 && kHeadCols <= 64, "the staging walk below");
   const int q = threadIdx.x & 3, P0 = threadIdx.x >> 2;
   unsigned char* st_chunk = in_s + head_chunk_offset(P0, q);
-  constexpr int kStepBytes = 32 * 64;
   const int y_last = 2 * (p.Hin - 1), x_last = 2 * (p.Win - 1);
   const int y_end = p.Hin + p.pad, x_end = p.Win + p.pad;   // the padded input's end, in x's coordinates
 
@@ -524,23 +643,7 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
     }
     const bool refresh = p.in_sums != nullptr && n != aff_n;   // uniform
     if (refresh) {
-      const int c = threadIdx.x / kG, grp = threadIdx.x % kG;
-      double s1 = 0.0, s2 = 0.0;
-#pragma unroll
-      for (int k = 0; k < kPer; ++k) {
-        const double* copy = p.in_sums + static_cast<size_t>(2 * (grp * kPer + k)) * p.N * 32 + n * 32 + c;
-        s1 += __ldcg(copy);
-        s2 += __ldcg(copy + p.N * 32);
-      }
-#pragma unroll
-      for (int o = 1; o < kG; o <<= 1) {
-        s1 += __shfl_xor_sync(0xffffffffu, s1, o);
-        s2 += __shfl_xor_sync(0xffffffffu, s2, o);
-      }
-      if (grp == 0) {
-        norm_affine_from_sums(s1, s2, p.in_inv_count, p.in_gamma ? p.in_gamma[c] : 1.f, p.in_beta ? p.in_beta[c] : 0.f,
-                              p.in_eps, aff_s[c], aff_s[32 + c]);
-      }
+      head_affine_from_sums<kG, kPer>(p, aff_s, n);
       aff_n = n;
     }
     __syncthreads();   // the previous tile's ldmatrix reads are done (and aff_s is written)
@@ -561,43 +664,7 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
     int ys = y0 - p.pad, xs = x0 + P0 - p.pad;
     const int xs_wrap = x0 + kHeadCols - p.pad;
     const uint64_t policy = evict_first_policy();   // (cache_hints.cuh: where Params::l2_evict_first)
-    // Staging in batches whose loads are all issued before the first is used (one memory latency
-    // per batch, not per chunk); the loads' L2 hint chosen once (with_load_hint).
-    with_load_hint(p, [&](auto hint) {
-#pragma unroll 1
-    for (int b = 0; b < kHeadPerThread; b += kHeadBatch) {
-      uint4 raw[kHeadBatch];
-#pragma unroll
-      for (int k = 0; k < kHeadBatch; ++k) {
-        const int pix = reflect(ys, y_last) * p.Win + reflect(xs, x_last);
-        const uint4* src = reinterpret_cast<const uint4*>(xn + pix * 64LL);
-        raw[k] = ys < y_end && xs < x_end ? load_hinted<decltype(hint)::value>(src, policy) : make_uint4(0, 0, 0, 0);
-        xs += 32;
-        if (xs >= xs_wrap) {
-          xs -= kHeadCols;
-          ++ys;
-        }
-      }
-#pragma unroll
-      for (int k = 0; k < kHeadBatch; ++k) {
-        uint4 v = raw[k];
-        // x' = round(relu(x·scale + shift)), as the InstanceNorm op writes it. Past the padded input
-        // x is 0 and x' = relu(shift), finite: those pixels feed only outputs that are not stored.
-        if (normed) {
-          uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-          for (int h = 0; h < 4; ++h) {
-            float lo, hi;
-            unpack2<T>(w[h], lo, hi);
-            w[h] = relu_pack2<T>(affine(lo, nscale[2 * h], nshift[2 * h]),
-                                 affine(hi, nscale[2 * h + 1], nshift[2 * h + 1]));
-          }
-          v = make_uint4(w[0], w[1], w[2], w[3]);
-        }
-        *reinterpret_cast<uint4*>(st_chunk + (b + k) * kStepBytes) = v;
-      }
-    }
-    });
+    head_stage_tile<T>(p, nscale, nshift, normed, xn, st_chunk, ys, xs, xs_wrap, y_last, x_last, y_end, x_end, policy);
     __syncthreads();
 
     float acc[kHeadRW + 1][4];   // accumulator row r: column j belongs to output row wr0 + r − j
@@ -632,39 +699,11 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
     // co = t; lanes t = 3 hold the zero columns.
     if (t < 3) {
       const float bias = p.bias ? p.bias[t] : 0.f;
-      // The lane's 16 outputs: two columns (g, g + 8) of kHeadRW rows, one image row apart; the column
-      // tests once, the row test per row, the pointer stepped (one address per store, with its branch
-      // region, was most of this loop's instructions). One loop per store kind: the float output's
-      // evict-first (cache_hints.cuh) chosen once, not per store.
       const int y_first = y0 + wr0, x_first = x0 + cs + g;
       const bool col0 = x_first < p.W, col1 = x_first + 8 < p.W;
       Out* const o_first = static_cast<Out*>(p.out) + ((static_cast<int64_t>(n) * p.H + y_first) * p.W + x_first) * 3 + t;
       const int64_t row_step = static_cast<int64_t>(p.W) * 3;
-      auto store_rows = [&](auto evict_first) {
-        Out* o = o_first;
-#pragma unroll
-        for (int i = 0; i < kHeadRW; ++i) {
-          if (y_first + i < p.H) {
-#pragma unroll
-            for (int half = 0; half < 2; ++half) {
-              const float v = acc[i][half * 2] + acc[i + 1][half * 2 + 1] + bias;
-              if (half == 0 ? col0 : col1) {
-                store_head<decltype(evict_first)::value>(o + half * 24, v, policy);
-              }
-            }
-          }
-          o += row_step;
-        }
-      };
-      if constexpr (std::is_same_v<Out, float>) {   // the frame's output
-        if (p.l2_evict_first) {
-          store_rows(std::true_type{});
-        } else {
-          store_rows(std::false_type{});
-        }
-      } else {
-        store_rows(std::false_type{});
-      }
+      head_store<Out>(p, acc, o_first, row_step, y_first, col0, col1, bias, policy);
     }
   }
   if (p.in_counter != nullptr) {   // the prologue norm's sums: the block that counted last clears them
