@@ -60,7 +60,7 @@
 // planes of about 2^31 pixels or elements where they would not be); per-sample bases and products
 // with conv1's strides are 64-bit. Not covered: other channel counts (the bindings refuse them and
 // the engine keeps cuDNN), fp32 input to the head, conv strides or dilations. Two kernels that
-// share the fragment conventions, the staging idioms and the launcher make one file of ~700 lines.
+// share the fragment conventions, the staging idioms and the launcher make one file of ~800 lines.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -194,17 +194,15 @@ constexpr size_t kRgbSmem = kRgbInBytes + kRgbWBytes + kRgbStBytes;
 // kStats only: red [8 warps][32 channels], mean [32], the hand-off's flag word.
 constexpr size_t kRgbStatBytes = (8 * 32 + 32 + 4) * 4;
 
-template <typename T, typename In, bool kStats>
-__global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  uint16_t* in_s = reinterpret_cast<uint16_t*>(smem);                  // [row][copy][kRgbCopy]
-  uint2* w_s = reinterpret_cast<uint2*>(smem + kRgbInBytes);           // [ky][ks][nt][lane]
-  uint16_t* st_s = reinterpret_cast<uint16_t*>(smem + kRgbInBytes + kRgbWBytes);  // [pixel][kRgbStage]
-  float* red_s = reinterpret_cast<float*>(smem + kRgbSmem);           // kStats: [warp][channel]
-  float* mean_s = red_s + 8 * 32;
+// ---- rgb_kernel's pieces -----------------------------------------------------------------
+// rgb_kernel is: prologue (rgb_build_b), per tile rgb_stage_tile, the main loop (inline: as a
+// function its accumulators' phis were numbered in another order and ptxas's output changed),
+// rgb_round_and_stage, the statistics' two passes (inline), rgb_store_tile, the atomics.
 
-  // B[k][n] = W[n][c][ky][kx] with k = 3·kx + c (< 27), else 0, from the raw weight staged in st_s
-  // (free until the first epilogue, which the tile loop's first barrier orders after these reads).
+// B[k][n] = W[n][c][ky][kx] with k = 3·kx + c (< 27), else 0, in fragment order w_s
+// [ky][k-step][n-tile][lane] (one 8-byte load per lane), from the raw weight staged in st_s (free
+// until the first epilogue, which the tile loop's first barrier orders after these reads).
+__device__ __forceinline__ void rgb_build_b(const Params& p, uint2* w_s, uint16_t* st_s) {
   stage_weight<kRgbThreads>(p.weight, reinterpret_cast<uint4*>(st_s));
   __syncthreads();
   for (int i = threadIdx.x; i < kRgbSlots * 32; i += kRgbThreads) {
@@ -220,6 +218,88 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
     }
     w_s[i] = make_uint2(pack2(v[0], v[1]), pack2(v[2], v[3]));
   }
+}
+
+// Staging of one tile by thread sj < kRgbLoad: element sj of each of the kRgbRows padded input rows,
+// channel sj_c = sj % 3 of padded column px = x0 + sj / 3, rounded to T, into both copies of in_s
+// [row][copy][kRgbCopy] (copy 1 at sj − 1). The column's address is worked out once, each row adds
+// one stride; all kRgbRows loads (into raw) are issued before the first is used: one memory latency
+// per tile.
+template <typename T, typename In>
+__device__ __forceinline__ void rgb_stage_tile(const Params& p, In (&raw)[kRgbRows], const In* x, uint16_t* in_s,
+                                               int n, int y0, int px, int sj, int sj_c, uint64_t policy) {
+  const bool col_in = px < p.Wp;
+  const In* xc = x + static_cast<int64_t>(n) * p.sn + static_cast<int64_t>(sj_c) * p.sc +
+                 static_cast<int64_t>(reflect((col_in ? px : p.pad) - p.pad, 2 * (p.Win - 1))) * p.sw;
+  with_load_hint(p, [&](auto hint) {
+#pragma unroll
+    for (int r = 0; r < kRgbRows; ++r) {
+      const int y = y0 + r;
+      const In* src = xc + static_cast<int64_t>(reflect(y - p.pad, 2 * (p.Hin - 1))) * p.sh;
+      raw[r] = col_in && y < p.Hp ? load_hinted<decltype(hint)::value>(src, policy) : In(0);
+    }
+  });
+#pragma unroll
+  for (int r = 0; r < kRgbRows; ++r) {
+    const uint16_t v = as_bits<T>(raw[r]);
+    if (sj < kRgbCopy) in_s[(r * 2) * kRgbCopy + sj] = v;
+    if (sj > 0) in_s[(r * 2 + 1) * kRgbCopy + sj - 1] = v;
+  }
+}
+
+// Epilogue, first part: acc + bias rounded to T and staged [pixel][channel] (pixel stride
+// kRgbStage) through st_lane, this lane's word for (row 0, pixel cs + g, channel 2t): the words it
+// writes are st_lane + compile-time offsets. kStats: acc takes the rounded values (what the
+// statistics must see).
+template <typename T, bool kStats>
+__device__ __forceinline__ void rgb_round_and_stage(const Params& p, float (&acc)[4][4][4], uint32_t* st_lane, int t) {
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    const int ch = nt * 8 + t * 2;
+    const float b0 = p.bias ? p.bias[ch] : 0.f, b1 = p.bias ? p.bias[ch + 1] : 0.f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t lo = styleforge::pack2<T>(acc[i][nt][0] + b0, acc[i][nt][1] + b1);
+      const uint32_t hi = styleforge::pack2<T>(acc[i][nt][2] + b0, acc[i][nt][3] + b1);
+      st_lane[(i * kRgbTW * kRgbStage + nt * 8) / 2] = lo;
+      st_lane[((i * kRgbTW + 8) * kRgbStage + nt * 8) / 2] = hi;
+      if constexpr (kStats) {   // the statistics see the stored values
+        unpack2<T>(lo, acc[i][nt][0], acc[i][nt][1]);
+        unpack2<T>(hi, acc[i][nt][2], acc[i][nt][3]);
+      }
+    }
+  }
+}
+
+// Epilogue, stores: the staged tile (sample n, origin y0, x0) to NHWC out, a 16-byte chunk (8
+// channels) per thread and step, whole pixels inside the output only.
+__device__ __forceinline__ void rgb_store_tile(const Params& p, const uint16_t* st_s, int n, int y0, int x0) {
+  uint16_t* out = static_cast<uint16_t*>(p.out);
+  for (int i = threadIdx.x; i < kRgbTH * kRgbTW * 4; i += kRgbThreads) {
+    const int q = i & 3, pix = i >> 2, r = pix / kRgbTW, c = pix - r * kRgbTW;
+    const int y = y0 + r, xx = x0 + c;
+    if (y < p.H && xx < p.W) {
+      uint4* o = reinterpret_cast<uint4*>(out + ((static_cast<int64_t>(n) * p.H + y) * p.W + xx) * 32 + q * 8);
+      const uint4 v = *reinterpret_cast<const uint4*>(st_s + pix * kRgbStage + q * 8);
+      if (p.l2_evict_first) {
+        st_evict_first(o, v, evict_first_policy());
+      } else {
+        *o = v;
+      }
+    }
+  }
+}
+
+template <typename T, typename In, bool kStats>
+__global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  uint16_t* in_s = reinterpret_cast<uint16_t*>(smem);                  // [row][copy][kRgbCopy]
+  uint2* w_s = reinterpret_cast<uint2*>(smem + kRgbInBytes);           // [ky][ks][nt][lane]
+  uint16_t* st_s = reinterpret_cast<uint16_t*>(smem + kRgbInBytes + kRgbWBytes);  // [pixel][kRgbStage]
+  float* red_s = reinterpret_cast<float*>(smem + kRgbSmem);           // kStats: [warp][channel]
+  float* mean_s = red_s + 8 * 32;
+
+  rgb_build_b(p, w_s, st_s);
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -244,26 +324,8 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
     tile_origin(p, tile, kRgbTH, kRgbTW, n, y0, x0);
     __syncthreads();   // the previous tile's readers of in_s and st_s are done
     if (sj < kRgbLoad) {
-      const int px = x0 + sj_px;
-      const bool col_in = px < p.Wp;
-      const In* xc = x + static_cast<int64_t>(n) * p.sn + static_cast<int64_t>(sj_c) * p.sc +
-                     static_cast<int64_t>(reflect((col_in ? px : p.pad) - p.pad, 2 * (p.Win - 1))) * p.sw;
-      // All kRgbRows loads issued before the first is used: one memory latency per tile.
       In raw[kRgbRows];
-      with_load_hint(p, [&](auto hint) {
-#pragma unroll
-        for (int r = 0; r < kRgbRows; ++r) {
-          const int y = y0 + r;
-          const In* src = xc + static_cast<int64_t>(reflect(y - p.pad, 2 * (p.Hin - 1))) * p.sh;
-          raw[r] = col_in && y < p.Hp ? load_hinted<decltype(hint)::value>(src, policy) : In(0);
-        }
-      });
-#pragma unroll
-      for (int r = 0; r < kRgbRows; ++r) {
-        const uint16_t v = as_bits<T>(raw[r]);
-        if (sj < kRgbCopy) in_s[(r * 2) * kRgbCopy + sj] = v;
-        if (sj > 0) in_s[(r * 2 + 1) * kRgbCopy + sj - 1] = v;
-      }
+      rgb_stage_tile<T>(p, raw, x, in_s, n, y0, x0 + sj_px, sj, sj_c, policy);
     }
     __syncthreads();
 
@@ -297,22 +359,7 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
     // words this thread writes are st_lane + compile-time offsets (one register, not 32 addresses
     // kept live across the tile loop).
     uint32_t* st_lane = reinterpret_cast<uint32_t*>(st_s) + ((wr0 * kRgbTW + cs + g) * kRgbStage + t * 2) / 2;
-#pragma unroll
-    for (int nt = 0; nt < 4; ++nt) {
-      const int ch = nt * 8 + t * 2;
-      const float b0 = p.bias ? p.bias[ch] : 0.f, b1 = p.bias ? p.bias[ch + 1] : 0.f;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const uint32_t lo = styleforge::pack2<T>(acc[i][nt][0] + b0, acc[i][nt][1] + b1);
-        const uint32_t hi = styleforge::pack2<T>(acc[i][nt][2] + b0, acc[i][nt][3] + b1);
-        st_lane[(i * kRgbTW * kRgbStage + nt * 8) / 2] = lo;
-        st_lane[((i * kRgbTW + 8) * kRgbStage + nt * 8) / 2] = hi;
-        if constexpr (kStats) {   // the statistics see the stored values
-          unpack2<T>(lo, acc[i][nt][0], acc[i][nt][1]);
-          unpack2<T>(hi, acc[i][nt][2], acc[i][nt][3]);
-        }
-      }
-    }
+    rgb_round_and_stage<T, kStats>(p, acc, st_lane, t);
     // kStats: this thread's pixels inside the output (rows wr0 + i; columns cs + g and cs + g + 8).
     bool row_in[4];
 #pragma unroll
@@ -369,20 +416,7 @@ __global__ void __launch_bounds__(kRgbThreads, 2) rgb_kernel(Params p) {
       red_s[warp * 32 + my_ch] = v[0];
       __syncthreads();
     }
-    uint16_t* out = static_cast<uint16_t*>(p.out);
-    for (int i = threadIdx.x; i < kRgbTH * kRgbTW * 4; i += kRgbThreads) {
-      const int q = i & 3, pix = i >> 2, r = pix / kRgbTW, c = pix - r * kRgbTW;
-      const int y = y0 + r, xx = x0 + c;
-      if (y < p.H && xx < p.W) {
-        uint4* o = reinterpret_cast<uint4*>(out + ((static_cast<int64_t>(n) * p.H + y) * p.W + xx) * 32 + q * 8);
-        const uint4 v = *reinterpret_cast<const uint4*>(st_s + pix * kRgbStage + q * 8);
-        if (p.l2_evict_first) {
-          st_evict_first(o, v, evict_first_policy());
-        } else {
-          *o = v;
-        }
-      }
-    }
+    rgb_store_tile(p, st_s, n, y0, x0);
     // The atomics after the stores, so that they do not hold them up.
     if (kStats && threadIdx.x < 32) {
       float m2 = 0.f;
@@ -419,6 +453,123 @@ constexpr size_t kHeadSmem = kHeadInBytes + kHeadWBytes + 2 * 32 * 4 + 16;
 // Byte offset of 16-byte chunk q (channels 8q..8q+7) of tile pixel P: any 8 consecutive pixels
 // of one chunk land in 8 distinct 16-byte bank groups.
 __device__ __forceinline__ int head_chunk_offset(int P, int q) { return P * 64 + ((q ^ ((P >> 1) & 3)) << 4); }
+
+// ---- head_kernel's pieces -----------------------------------------------------------------
+// head_kernel is: prologue (B fragments, inline), per tile the norm (head_affine_from_sums once per
+// sample), head_stage_tile, the main loop (inline), head_store. The B gather and the main loop stay
+// in the kernel, as in rgb_kernel: as functions they compiled to other machine code
+// (docs/kernels/conv9x9.md, "Code structure").
+
+// The prologue norm of sample n from the producer's sums into aff_s (scale [32], shift [32]):
+// kG threads per channel (tid / kG), kPer of the kNormSumCopies copies each, summed through
+// shuffles.
+template <int kG, int kPer>
+__device__ __forceinline__ void head_affine_from_sums(const Params& p, float* aff_s, int n) {
+  const int c = threadIdx.x / kG, grp = threadIdx.x % kG;
+  double s1 = 0.0, s2 = 0.0;
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const double* copy = p.in_sums + static_cast<size_t>(2 * (grp * kPer + k)) * p.N * 32 + n * 32 + c;
+    s1 += __ldcg(copy);
+    s2 += __ldcg(copy + p.N * 32);
+  }
+#pragma unroll
+  for (int o = 1; o < kG; o <<= 1) {
+    s1 += __shfl_xor_sync(0xffffffffu, s1, o);
+    s2 += __shfl_xor_sync(0xffffffffu, s2, o);
+  }
+  if (grp == 0) {
+    norm_affine_from_sums(s1, s2, p.in_inv_count, p.in_gamma ? p.in_gamma[c] : 1.f, p.in_beta ? p.in_beta[c] : 0.f,
+                          p.in_eps, aff_s[c], aff_s[32 + c]);
+  }
+}
+
+// Staging of one tile: this thread's kHeadPerThread 16-byte chunks (chunk q of tile pixels P0, P0 +
+// 32, ...) from sample n's pixels xn, reflected at y_last / x_last and zero past the padded input's
+// end (y_end, x_end), walked from padded-input pixel (ys, xs) by 32 columns (wrapping at xs_wrap),
+// normed where `normed` (x' = round(relu(x·scale + shift)) with this thread's 8 channels' nscale,
+// nshift), to st_chunk + 32 pixels per step. In batches whose loads are all issued before the first
+// is used (one memory latency per batch, not per chunk); the loads' L2 hint chosen once.
+template <typename T>
+__device__ __forceinline__ void head_stage_tile(const Params& p, const float (&nscale)[8], const float (&nshift)[8],
+                                                bool normed, const unsigned char* xn, unsigned char* st_chunk, int ys,
+                                                int xs, int xs_wrap, int y_last, int x_last, int y_end, int x_end,
+                                                uint64_t policy) {
+  constexpr int kStepBytes = 32 * 64;
+  with_load_hint(p, [&](auto hint) {
+#pragma unroll 1
+    for (int b = 0; b < kHeadPerThread; b += kHeadBatch) {
+      uint4 raw[kHeadBatch];
+#pragma unroll
+      for (int k = 0; k < kHeadBatch; ++k) {
+        const int pix = reflect(ys, y_last) * p.Win + reflect(xs, x_last);
+        const uint4* src = reinterpret_cast<const uint4*>(xn + pix * 64LL);
+        raw[k] = ys < y_end && xs < x_end ? load_hinted<decltype(hint)::value>(src, policy) : make_uint4(0, 0, 0, 0);
+        xs += 32;
+        if (xs >= xs_wrap) {
+          xs -= kHeadCols;
+          ++ys;
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < kHeadBatch; ++k) {
+        uint4 v = raw[k];
+        // Past the padded input x is 0 and x' = relu(shift), finite: those pixels feed only outputs
+        // that are not stored.
+        if (normed) {
+          uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+          for (int h = 0; h < 4; ++h) {
+            float lo, hi;
+            unpack2<T>(w[h], lo, hi);
+            w[h] = relu_pack2<T>(affine(lo, nscale[2 * h], nshift[2 * h]),
+                                 affine(hi, nscale[2 * h + 1], nshift[2 * h + 1]));
+          }
+          v = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+        *reinterpret_cast<uint4*>(st_chunk + (b + k) * kStepBytes) = v;
+      }
+    }
+  });
+}
+
+// Epilogue (lanes t < 3): output channel co = t of the lane's 16 outputs, two columns (col0, col1:
+// inside the output) of kHeadRW rows from y_first, one image row (row_step elements) apart, from
+// o_first. Output row y_first + i is acc[i] column (t, 0) + acc[i + 1] column (t, 1) + bias. The
+// column tests once, the row test per row, the pointer stepped (one address per store, with its
+// branch region, was most of this loop's instructions). One loop per store kind: the float output's
+// evict-first (cache_hints.cuh) chosen once. (o_first and the tests are formed in the kernel: formed
+// here, the 64-bit address compiled to other instructions.)
+template <typename Out>
+__device__ __forceinline__ void head_store(const Params& p, const float (&acc)[kHeadRW + 1][4], Out* const o_first,
+                                           int64_t row_step, int y_first, bool col0, bool col1, float bias,
+                                           uint64_t policy) {
+  auto store_rows = [&](auto evict_first) {
+    Out* o = o_first;
+#pragma unroll
+    for (int i = 0; i < kHeadRW; ++i) {
+      if (y_first + i < p.H) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const float v = acc[i][half * 2] + acc[i + 1][half * 2 + 1] + bias;
+          if (half == 0 ? col0 : col1) {
+            store_head<decltype(evict_first)::value>(o + half * 24, v, policy);
+          }
+        }
+      }
+      o += row_step;
+    }
+  };
+  if constexpr (std::is_same_v<Out, float>) {   // the frame's output
+    if (p.l2_evict_first) {
+      store_rows(std::true_type{});
+    } else {
+      store_rows(std::false_type{});
+    }
+  } else {
+    store_rows(std::false_type{});
+  }
+}
 
 template <typename T, typename Out>
 __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
@@ -475,7 +626,6 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
   static_assert(kHeadThreads == 128 && kHeadCols > 32 && kHeadCols <= 64, "the staging walk below");
   const int q = threadIdx.x & 3, P0 = threadIdx.x >> 2;
   unsigned char* st_chunk = in_s + head_chunk_offset(P0, q);
-  constexpr int kStepBytes = 32 * 64;
   const int y_last = 2 * (p.Hin - 1), x_last = 2 * (p.Win - 1);
   const int y_end = p.Hin + p.pad, x_end = p.Win + p.pad;   // the padded input's end, in x's coordinates
 
@@ -493,23 +643,7 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
     }
     const bool refresh = p.in_sums != nullptr && n != aff_n;   // uniform
     if (refresh) {
-      const int c = threadIdx.x / kG, grp = threadIdx.x % kG;
-      double s1 = 0.0, s2 = 0.0;
-#pragma unroll
-      for (int k = 0; k < kPer; ++k) {
-        const double* copy = p.in_sums + static_cast<size_t>(2 * (grp * kPer + k)) * p.N * 32 + n * 32 + c;
-        s1 += __ldcg(copy);
-        s2 += __ldcg(copy + p.N * 32);
-      }
-#pragma unroll
-      for (int o = 1; o < kG; o <<= 1) {
-        s1 += __shfl_xor_sync(0xffffffffu, s1, o);
-        s2 += __shfl_xor_sync(0xffffffffu, s2, o);
-      }
-      if (grp == 0) {
-        norm_affine_from_sums(s1, s2, p.in_inv_count, p.in_gamma ? p.in_gamma[c] : 1.f, p.in_beta ? p.in_beta[c] : 0.f,
-                              p.in_eps, aff_s[c], aff_s[32 + c]);
-      }
+      head_affine_from_sums<kG, kPer>(p, aff_s, n);
       aff_n = n;
     }
     __syncthreads();   // the previous tile's ldmatrix reads are done (and aff_s is written)
@@ -530,43 +664,7 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
     int ys = y0 - p.pad, xs = x0 + P0 - p.pad;
     const int xs_wrap = x0 + kHeadCols - p.pad;
     const uint64_t policy = evict_first_policy();   // (cache_hints.cuh: where Params::l2_evict_first)
-    // Staging in batches whose loads are all issued before the first is used (one memory latency
-    // per batch, not per chunk); the loads' L2 hint chosen once (with_load_hint).
-    with_load_hint(p, [&](auto hint) {
-#pragma unroll 1
-    for (int b = 0; b < kHeadPerThread; b += kHeadBatch) {
-      uint4 raw[kHeadBatch];
-#pragma unroll
-      for (int k = 0; k < kHeadBatch; ++k) {
-        const int pix = reflect(ys, y_last) * p.Win + reflect(xs, x_last);
-        const uint4* src = reinterpret_cast<const uint4*>(xn + pix * 64LL);
-        raw[k] = ys < y_end && xs < x_end ? load_hinted<decltype(hint)::value>(src, policy) : make_uint4(0, 0, 0, 0);
-        xs += 32;
-        if (xs >= xs_wrap) {
-          xs -= kHeadCols;
-          ++ys;
-        }
-      }
-#pragma unroll
-      for (int k = 0; k < kHeadBatch; ++k) {
-        uint4 v = raw[k];
-        // x' = round(relu(x·scale + shift)), as the InstanceNorm op writes it. Past the padded input
-        // x is 0 and x' = relu(shift), finite: those pixels feed only outputs that are not stored.
-        if (normed) {
-          uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-          for (int h = 0; h < 4; ++h) {
-            float lo, hi;
-            unpack2<T>(w[h], lo, hi);
-            w[h] = relu_pack2<T>(affine(lo, nscale[2 * h], nshift[2 * h]),
-                                 affine(hi, nscale[2 * h + 1], nshift[2 * h + 1]));
-          }
-          v = make_uint4(w[0], w[1], w[2], w[3]);
-        }
-        *reinterpret_cast<uint4*>(st_chunk + (b + k) * kStepBytes) = v;
-      }
-    }
-    });
+    head_stage_tile<T>(p, nscale, nshift, normed, xn, st_chunk, ys, xs, xs_wrap, y_last, x_last, y_end, x_end, policy);
     __syncthreads();
 
     float acc[kHeadRW + 1][4];   // accumulator row r: column j belongs to output row wr0 + r − j
@@ -601,39 +699,11 @@ __global__ void __launch_bounds__(kHeadThreads, 2) head_kernel(Params p) {
     // co = t; lanes t = 3 hold the zero columns.
     if (t < 3) {
       const float bias = p.bias ? p.bias[t] : 0.f;
-      // The lane's 16 outputs: two columns (g, g + 8) of kHeadRW rows, one image row apart; the column
-      // tests once, the row test per row, the pointer stepped (one address per store, with its branch
-      // region, was most of this loop's instructions). One loop per store kind: the float output's
-      // evict-first (cache_hints.cuh) chosen once, not per store.
       const int y_first = y0 + wr0, x_first = x0 + cs + g;
       const bool col0 = x_first < p.W, col1 = x_first + 8 < p.W;
       Out* const o_first = static_cast<Out*>(p.out) + ((static_cast<int64_t>(n) * p.H + y_first) * p.W + x_first) * 3 + t;
       const int64_t row_step = static_cast<int64_t>(p.W) * 3;
-      auto store_rows = [&](auto evict_first) {
-        Out* o = o_first;
-#pragma unroll
-        for (int i = 0; i < kHeadRW; ++i) {
-          if (y_first + i < p.H) {
-#pragma unroll
-            for (int half = 0; half < 2; ++half) {
-              const float v = acc[i][half * 2] + acc[i + 1][half * 2 + 1] + bias;
-              if (half == 0 ? col0 : col1) {
-                store_head<decltype(evict_first)::value>(o + half * 24, v, policy);
-              }
-            }
-          }
-          o += row_step;
-        }
-      };
-      if constexpr (std::is_same_v<Out, float>) {   // the frame's output
-        if (p.l2_evict_first) {
-          store_rows(std::true_type{});
-        } else {
-          store_rows(std::false_type{});
-        }
-      } else {
-        store_rows(std::false_type{});
-      }
+      head_store<Out>(p, acc, o_first, row_step, y_first, col0, col1, bias, policy);
     }
   }
   if (p.in_counter != nullptr) {   // the prologue norm's sums: the block that counted last clears them

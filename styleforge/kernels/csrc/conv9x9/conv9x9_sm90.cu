@@ -117,27 +117,22 @@ __device__ __forceinline__ void quad_transpose(uint32_t (&w)[4], int t) {
   quad_exchange<1>(w, (t & 1) != 0);
   quad_exchange<2>(w, (t & 2) != 0);
 }
-#endif
 
-template <typename T, typename In, bool kStats>
-__global__ void __launch_bounds__(kThreads, 3) rgb_sm90_kernel(const Params p) {
-#if STYLEFORGE_SM90A
-  extern __shared__ unsigned char smem_raw[];
-  unsigned char* smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
-  unsigned char* b_s = smem;
-  uint16_t* in_s = reinterpret_cast<uint16_t*>(smem + kInOff);    // [row][copy][kCopy]
-  float* red_s = reinterpret_cast<float*>(smem + kRedOff);
-  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
-  const int g = lane >> 2, t = lane & 3;
-  constexpr bool kBF16 = std::is_same_v<T, __nv_bfloat16>;
+// ---- the kernel's pieces -------------------------------------------------------------------
+// rgb_sm90_kernel is: prologue (start_weight_copy, the bias, the first tile's StageTile while the
+// copy is in flight, arrange_b); per tile StageTile; per group of kG output rows group_mma (main
+// loop) and row_epilogue per row; per tile tile_moments (kStats). All inlined. They compile to the
+// single function's machine code because the arrays that live across them (raw, bias, shift_k /
+// s1 / s2, acc, a0 / a1, lo / hi) stay the kernel's locals in their original order, passed by
+// reference, and the loop over a group's rows stays in the kernel (inside row_epilogue its 64-bit
+// row address compiled to other arithmetic): docs/kernels/conv9x9.md, "Code structure".
 
-  // Prologue. The raw weight copied to shared memory with cp.async (no registers held while in
-  // flight) and the B image zeroed (its k ≥ 27 columns and the missing ninth ky stay zero); only
-  // then the wait for the kernel before: none of this reads what it writes.
-  // With Params::weight_b the B image itself is copied (pack_conv1_weight made it once, on the host
-  // side): no zeroing, no rearranging (a fifth of this kernel's time at 512²).
-  const uint16_t* w_raw = reinterpret_cast<const uint16_t*>(smem + kRawWOff);
-  const bool packed = p.weight_b != nullptr;   // uniform
+// The weight's copy to shared memory started with cp.async (no registers held while in flight):
+// the B image itself where Params::weight_b (pack_conv1_weight made it once, on the host side: no
+// zeroing, no rearranging, a fifth of this kernel's time at 512²), else the raw (32, 3, 9, 9) weight
+// to w_raw and the B image zeroed (its k ≥ 27 columns and the missing ninth ky stay zero).
+__device__ __forceinline__ void start_weight_copy(const Params& p, unsigned char* b_s, const uint16_t* w_raw,
+                                                  bool packed, int tid) {
   if (packed) {
     for (int i = tid; i < static_cast<int>(kBBytes / 16); i += kThreads) {
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(b_s) + 16 * i),
@@ -155,25 +150,37 @@ __global__ void __launch_bounds__(kThreads, 3) rgb_sm90_kernel(const Params p) {
       reinterpret_cast<uint4*>(b_s)[i] = make_uint4(0u, 0u, 0u, 0u);
     }
   }
-  float bias[8];   // channels 8j + 2t, 8j + 2t + 1 in bias[2j], bias[2j + 1]
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    bias[2 * j] = p.bias ? p.bias[8 * j + 2 * t] : 0.f;
-    bias[2 * j + 1] = p.bias ? p.bias[8 * j + 2 * t + 1] : 0.f;
-  }
-  // This lane's A word in a staged row: pixel 16·warp + g, k = 2t; odd pixels read copy 1.
-  const int e0 = (16 * warp + g) * 3 + 2 * t;
-  const uint32_t* a_lane = reinterpret_cast<const uint32_t*>(in_s) + ((g & 1) ? kCopy / 2 + (e0 - 1) / 2 : e0 / 2);
-  const In* x = static_cast<const In*>(p.x);
-  grid_dependency_wait();   // x comes from the work before this kernel (the weights did not)
+}
 
-  // Staging, in two halves so that the first tile's loads share the weight's round trip: thread
-  // j < kLoad stages element j of each of the tile's kRows padded input rows, channel j % 3 of padded
-  // column x0 + j / 3 (the NHWC order of K); copy 1 takes it at j − 1. All loads (two columns for
-  // threads j < kLoad − kThreads) are issued before the first is used.
-  In raw[2][kRows];
-  const uint64_t policy = evict_first_policy();   // (load_hinted: where Params::l2_evict_first)
-  auto load_tile_as = [&](int tile, auto hint) {
+// Each raw weight element to its B position (unless packed, where the loop is empty): W[n][c][ky][kx]
+// is row n, k = 32·(ky % 2) + 3·kx + c of block ky / 2, its 16-byte chunk k / 8 stored at slot
+// (k / 8) ^ (n % 8). Plain stores: the proxy fence orders them before the wgmmas read B (the tile
+// loop's first barrier completes the ordering).
+__device__ __forceinline__ void arrange_b(unsigned char* b_s, const uint16_t* w_raw, bool packed, int tid) {
+  for (int i = packed ? kWeightChunks * 8 : tid; i < kWeightChunks * 8; i += kThreads) {
+    const int n = i / 243, rem = i - 243 * n, c = rem / 81, tap = rem - 81 * c;
+    const int ky = tap / 9, kx = tap - 9 * ky, kk = 32 * (ky & 1) + 3 * kx + c;
+    *reinterpret_cast<uint16_t*>(b_s + (ky >> 1) * kBBlockBytes + n * 128 + (((kk >> 3) ^ (n & 7)) << 4) + (kk & 7) * 2) =
+        w_raw[i];
+  }
+  fence_proxy_async_smem();
+}
+
+// Staging of one tile's kRows padded input rows into in_s [row][copy][kCopy]: thread j < kLoad
+// stages element j of each row, channel j % 3 of padded column x0 + j / 3 (the NHWC order of K);
+// copy 1 takes it at j − 1. load() issues all loads into raw (two columns for threads
+// j < kLoad − kThreads) before store() uses the first. References to the kernel's locals.
+template <typename T, typename In>
+struct StageTile {
+  const Params& p;
+  const int& tid;
+  const In* const& x;
+  In (&raw)[2][kRows];
+  const uint64_t& policy;
+  uint16_t* const& in_s;
+
+  template <typename Hint>
+  __device__ __forceinline__ void load_as(int tile, Hint) const {
     int n, y0, x0;
     tile_origin(p, tile, kTH, kTW, n, y0, x0);
     const In* xc[2];
@@ -192,12 +199,15 @@ __global__ void __launch_bounds__(kThreads, 3) rgb_sm90_kernel(const Params p) {
       const int64_t off = static_cast<int64_t>(reflect(y - p.pad, 2 * (p.Hin - 1))) * p.sh;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        raw[h][r] = col_in[h] && y < p.Hp ? load_hinted<decltype(hint)::value>(xc[h] + off, policy) : In(0);
+        raw[h][r] = col_in[h] && y < p.Hp ? load_hinted<Hint::value>(xc[h] + off, policy) : In(0);
       }
     }
-  };
-  auto load_tile = [&](int tile) { with_load_hint(p, [&](auto hint) { load_tile_as(tile, hint); }); };
-  auto store_tile = [&] {
+  }
+  // The L2 hint chosen once per tile (with_load_hint).
+  __device__ __forceinline__ void load(int tile) const {
+    with_load_hint(p, [&](auto hint) { load_as(tile, hint); });
+  }
+  __device__ __forceinline__ void store() const {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int j = tid + h * kThreads;
@@ -210,25 +220,176 @@ __global__ void __launch_bounds__(kThreads, 3) rgb_sm90_kernel(const Params p) {
         }
       }
     }
-  };
+  }
+};
+
+// Main loop of one group: acc[i] (m64n32, 16 fp32 per thread) = output row i of the group, from
+// the group's kGroupRows staged rows at `rows` (this lane's A word of the first). Input row rr feeds
+// output row i through kernel row ky = rr − i; the fragments of row rr + 1 load (into the other of
+// a0/a1) while row rr's wgmmas run.
+template <bool kBF16>
+__device__ __forceinline__ void group_mma(float (&acc)[kG][16], uint32_t (&a0)[2][4], uint32_t (&a1)[2][4],
+                                          const uint32_t* rows, uint32_t b_addr) {
+#pragma unroll
+  for (int i = 0; i < kG; ++i)
+#pragma unroll
+    for (int c = 0; c < 16; ++c) acc[i][c] = 0.f;
+  reg_fence(acc);
+  // Block 0's descriptor, opaque so that the 18 (ky, k-step) descriptors are formed next to
+  // their wgmmas (one add each) rather than hoisted out of the group loop into 36 registers.
+  uint64_t desc0 = sw128_desc(b_addr, 16, 1024);
+  asm volatile("" : "+l"(desc0));
+  load_a(a0, rows);
+#pragma unroll
+  for (int rr = 0; rr < kGroupRows; ++rr) {
+    uint32_t(&a)[2][4] = (rr & 1) ? a1 : a0;
+    uint32_t(&next)[2][4] = (rr & 1) ? a0 : a1;
+    wg_fence();
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks) {
+#pragma unroll
+      for (int i = 0; i < kG; ++i) {
+        const int ky = rr - i;
+        if (ky >= 0 && ky <= 8) {
+          // (The start address is bits 0–13 of the descriptor, in 16-byte units: B ends below 256 KB.)
+          wgmma_rs<kBF16>(acc[i], a[ks], desc0 + (((ky >> 1) * kBBlockBytes + (ky & 1) * 64 + ks * 32) >> 4));
+        }
+      }
+    }
+    wg_commit();
+    if (rr > 0) {
+      wg_wait<1>();   // row rr − 1's wgmmas are done: their A registers are free
+      reg_fence(next);
+    }
+    if (rr + 1 < kGroupRows) load_a(next, rows + (rr + 1) * kRowWords);
+  }
+  wg_wait<0>();
+  reg_fence(acc);
+}
+
+// Epilogue of one output row of a group: + bias, round to T, (kStats) the shifted sums of the
+// rounded values, the quad transpose, 16-byte stores to o (this lane's pixel g; g + 8 at + 8 pixels).
+// Lane (g, t) holds pixel g in acc[4j], [4j + 1] and pixel g + 8 in acc[4j + 2], [4j + 3], channels
+// 8j + 2t and 8j + 2t + 1. Statistics: per channel (bias's order) Σd, Σd² of d = v − K, K = shift_k,
+// the warp's first value of the channel (lane g = 0's pixel in the tile's first row, shuffled to
+// the quad's lanes), taken where first_row.
+template <typename T, bool kStats>
+__device__ __forceinline__ void row_epilogue(const Params& p, const float (&acc)[16], const float (&bias)[8],
+                                             float (&shift_k)[8], float (&s1)[8], float (&s2)[8], uint32_t (&lo)[4],
+                                             uint32_t (&hi)[4], uint16_t* o, bool first_row, int t, bool px0_in,
+                                             bool px1_in) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    lo[j] = styleforge::pack2<T>(acc[4 * j] + bias[2 * j], acc[4 * j + 1] + bias[2 * j + 1]);
+    hi[j] = styleforge::pack2<T>(acc[4 * j + 2] + bias[2 * j], acc[4 * j + 3] + bias[2 * j + 1]);
+    if constexpr (kStats) {   // the statistics see the stored values
+      float v[4];
+      unpack2<T>(lo[j], v[0], v[1]);
+      unpack2<T>(hi[j], v[2], v[3]);
+      if (first_row) {   // (uniform) lane t = (g 0, t): the warp's first pixel
+        shift_k[2 * j] = __shfl_sync(0xffffffffu, v[0], t);
+        shift_k[2 * j + 1] = __shfl_sync(0xffffffffu, v[1], t);
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float d0 = px0_in ? v[h] - shift_k[2 * j + h] : 0.f;
+        const float d1 = px1_in ? v[2 + h] - shift_k[2 * j + h] : 0.f;
+        s1[2 * j + h] += d0 + d1;
+        s2[2 * j + h] = fmaf(d0, d0, fmaf(d1, d1, s2[2 * j + h]));
+      }
+    }
+  }
+  quad_transpose(lo, t);
+  quad_transpose(hi, t);
+  const uint4 v0 = make_uint4(lo[0], lo[1], lo[2], lo[3]), v1 = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+  if (p.l2_evict_first) {   // (cache_hints.cuh)
+    if (px0_in) st_evict_first(reinterpret_cast<uint4*>(o), v0, evict_first_policy());
+    if (px1_in) st_evict_first(reinterpret_cast<uint4*>(o + 8 * 32), v1, evict_first_policy());
+  } else {
+    if (px0_in) *reinterpret_cast<uint4*>(o) = v0;
+    if (px1_in) *reinterpret_cast<uint4*>(o + 8 * 32) = v1;
+  }
+}
+
+// The tile's statistics into the norm state: Σd and Σd² over the warp's 8 lanes of each channel in
+// fp32 (one K per warp and channel), then over the 4 warps in fp64 as Σx = Σd + count·K and
+// Σx² = Σd² + 2K·Σd + count·K². red_s: fp32 [4 warps][Σd, Σd², K][32 channels].
+__device__ __forceinline__ void tile_moments(const Params& p, float* red_s, const float (&shift_k)[8],
+                                             const float (&s1)[8], const float (&s2)[8], int tid, int lane, int warp,
+                                             int g, int t, int n, int y0, int x0) {
+  float v[16];
+#pragma unroll
+  for (int c = 0; c < 8; ++c) {
+    v[c] = s1[c];
+    v[8 + c] = s2[c];
+  }
+  sum_over_g(v, lane);   // lane (g, t) holds v[first], v[first + 1] of the 16
+  const int first = halving_first<16>(g), q = first >> 3, c0 = first & 7;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) red_s[(warp * 3 + q) * 32 + 8 * ((c0 + h) >> 1) + 2 * t + ((c0 + h) & 1)] = v[h];
+  if (g == 0) {
+#pragma unroll
+    for (int c = 0; c < 8; ++c) red_s[(warp * 3 + 2) * 32 + 8 * (c >> 1) + 2 * t + (c & 1)] = shift_k[c];
+  }
+  __syncthreads();
+  if (tid < 32) {
+    const int rows = imin(kTH, p.H - y0);
+    double a = 0.0, b = 0.0;
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const double count = static_cast<double>(rows) * imin(16, imax(0, p.W - x0 - 16 * w));
+      const double k = red_s[(w * 3 + 2) * 32 + tid], d = red_s[(w * 3) * 32 + tid];
+      a += d + count * k;
+      b += static_cast<double>(red_s[(w * 3 + 1) * 32 + tid]) + 2.0 * k * d + count * k * k;
+    }
+    norm_state_add_sums(p.norm_state, p.N * 32, n, 32, tid, a, b);
+  }
+}
+#endif
+
+template <typename T, typename In, bool kStats>
+__global__ void __launch_bounds__(kThreads, 3) rgb_sm90_kernel(const Params p) {
+#if STYLEFORGE_SM90A
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+  unsigned char* b_s = smem;
+  uint16_t* in_s = reinterpret_cast<uint16_t*>(smem + kInOff);    // [row][copy][kCopy]
+  float* red_s = reinterpret_cast<float*>(smem + kRedOff);
+  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  constexpr bool kBF16 = std::is_same_v<T, __nv_bfloat16>;
+
+  // Prologue: the weight's copy started, only then the wait for the kernel before (none of this
+  // reads what it writes); the first tile staged while the copy is in flight; B arranged.
+  const uint16_t* w_raw = reinterpret_cast<const uint16_t*>(smem + kRawWOff);
+  const bool packed = p.weight_b != nullptr;   // uniform
+  start_weight_copy(p, b_s, w_raw, packed, tid);
+  float bias[8];   // channels 8j + 2t, 8j + 2t + 1 in bias[2j], bias[2j + 1]
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    bias[2 * j] = p.bias ? p.bias[8 * j + 2 * t] : 0.f;
+    bias[2 * j + 1] = p.bias ? p.bias[8 * j + 2 * t + 1] : 0.f;
+  }
+  // This lane's A word in a staged row: pixel 16·warp + g, k = 2t; odd pixels read copy 1.
+  const int e0 = (16 * warp + g) * 3 + 2 * t;
+  const uint32_t* a_lane = reinterpret_cast<const uint32_t*>(in_s) + ((g & 1) ? kCopy / 2 + (e0 - 1) / 2 : e0 / 2);
+  const In* x = static_cast<const In*>(p.x);
+  grid_dependency_wait();   // x comes from the work before this kernel (the weights did not)
+
+  // Staging (StageTile), in two halves so that the first tile's loads share the weight's round trip.
+  In raw[2][kRows];
+  const uint64_t policy = evict_first_policy();   // (load_hinted: where Params::l2_evict_first)
+  const StageTile<T, In> stage{p, tid, x, raw, policy, in_s};
   // The first tile's input is loaded and staged while the weight's copy is in flight; then the
   // weight is rearranged. (Loaded before the rearranging and staged after it, its 48 registers
   // spilled.)
   if (blockIdx.x < p.tiles) {
-    load_tile(blockIdx.x);
-    store_tile();
+    stage.load(blockIdx.x);
+    stage.store();
   }
   asm volatile("cp.async.wait_all;\n" ::: "memory");
   __syncthreads();   // the raw weight is in, B is zeroed (or B is in)
-  // Each weight element to its B position: W[n][c][ky][kx] is row n, k = 32·(ky % 2) + 3·kx + c of
-  // block ky / 2, its 16-byte chunk k / 8 stored at slot (k / 8) ^ (n % 8).
-  for (int i = packed ? kWeightChunks * 8 : tid; i < kWeightChunks * 8; i += kThreads) {
-    const int n = i / 243, rem = i - 243 * n, c = rem / 81, tap = rem - 81 * c;
-    const int ky = tap / 9, kx = tap - 9 * ky, kk = 32 * (ky & 1) + 3 * kx + c;
-    *reinterpret_cast<uint16_t*>(b_s + (ky >> 1) * kBBlockBytes + n * 128 + (((kk >> 3) ^ (n & 7)) << 4) + (kk & 7) * 2) =
-        w_raw[i];
-  }
-  fence_proxy_async_smem();   // (the tile loop's first barrier completes the ordering)
+  arrange_b(b_s, w_raw, packed, tid);
   const uint32_t b_addr = smem_u32(b_s);
 
   for (int tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
@@ -236,8 +397,8 @@ __global__ void __launch_bounds__(kThreads, 3) rgb_sm90_kernel(const Params p) {
     tile_origin(p, tile, kTH, kTW, n, y0, x0);
     if (tile != static_cast<int>(blockIdx.x)) {
       __syncthreads();   // the previous tile's fragment loads are done
-      load_tile(tile);
-      store_tile();
+      stage.load(tile);
+      stage.store();
     }
     __syncthreads();
 
@@ -259,119 +420,20 @@ __global__ void __launch_bounds__(kThreads, 3) rgb_sm90_kernel(const Params p) {
       // SMs' spare registers and shared memory while this grid still ran (conv2 ended later with the
       // trigger at this kernel's start).
       if (gi == kTH / kG - 1 && tile + static_cast<int>(gridDim.x) >= p.tiles) allow_dependents_launch();
-      float acc[kG][16];
-#pragma unroll
-      for (int i = 0; i < kG; ++i)
-#pragma unroll
-        for (int c = 0; c < 16; ++c) acc[i][c] = 0.f;
-      reg_fence(acc);
-      const uint32_t* rows = a_lane + gi * kG * kRowWords;
-      // Block 0's descriptor, opaque so that the 18 (ky, k-step) descriptors are formed next to
-      // their wgmmas (one add each) rather than hoisted out of the group loop into 36 registers.
-      uint64_t desc0 = sw128_desc(b_addr, 16, 1024);
-      asm volatile("" : "+l"(desc0));
-      uint32_t a0[2][4], a1[2][4];
-      load_a(a0, rows);
-      // Input row rr of the group feeds output row i through kernel row ky = rr − i.
-#pragma unroll
-      for (int rr = 0; rr < kGroupRows; ++rr) {
-        uint32_t(&a)[2][4] = (rr & 1) ? a1 : a0;
-        uint32_t(&next)[2][4] = (rr & 1) ? a0 : a1;
-        wg_fence();
-#pragma unroll
-        for (int ks = 0; ks < 2; ++ks) {
-#pragma unroll
-          for (int i = 0; i < kG; ++i) {
-            const int ky = rr - i;
-            if (ky >= 0 && ky <= 8) {
-              // (The start address is bits 0–13 of the descriptor, in 16-byte units: B ends below 256 KB.)
-              wgmma_rs<kBF16>(acc[i], a[ks], desc0 + (((ky >> 1) * kBBlockBytes + (ky & 1) * 64 + ks * 32) >> 4));
-            }
-          }
-        }
-        wg_commit();
-        if (rr > 0) {
-          wg_wait<1>();   // row rr − 1's wgmmas are done: their A registers are free
-          reg_fence(next);
-        }
-        if (rr + 1 < kGroupRows) load_a(next, rows + (rr + 1) * kRowWords);
-      }
-      wg_wait<0>();
-      reg_fence(acc);
-
-      // Epilogue: lane (g, t) holds, for output row i of the group, pixel g in acc[i][4j], [4j + 1]
-      // and pixel g + 8 in acc[i][4j + 2], [4j + 3], channels 8j + 2t and 8j + 2t + 1.
+      float acc[kG][16];                 // output row i of the group: m64n32, 16 fp32 per thread
+      uint32_t a0[2][4], a1[2][4];       // A fragments of two input rows (k16 steps 0, 1)
+      group_mma<kBF16>(acc, a0, a1, a_lane + gi * kG * kRowWords, b_addr);
+      // Epilogue, row by row of the group (rows below the output skipped).
 #pragma unroll
       for (int i = 0; i < kG; ++i) {
         const int y = y0 + gi * kG + i;
         if (y >= p.H) break;
-        uint16_t* o = out_px + static_cast<int64_t>(gi * kG + i) * p.W * 32;
         uint32_t lo[4], hi[4];   // pixel g, pixel g + 8: channels 8j + 2t, + 1 in word j
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          lo[j] = styleforge::pack2<T>(acc[i][4 * j] + bias[2 * j], acc[i][4 * j + 1] + bias[2 * j + 1]);
-          hi[j] = styleforge::pack2<T>(acc[i][4 * j + 2] + bias[2 * j], acc[i][4 * j + 3] + bias[2 * j + 1]);
-          if constexpr (kStats) {   // the statistics see the stored values
-            float v[4];
-            unpack2<T>(lo[j], v[0], v[1]);
-            unpack2<T>(hi[j], v[2], v[3]);
-            if (gi == 0 && i == 0) {   // (uniform) lane t = (g 0, t): the warp's first pixel
-              shift_k[2 * j] = __shfl_sync(0xffffffffu, v[0], t);
-              shift_k[2 * j + 1] = __shfl_sync(0xffffffffu, v[1], t);
-            }
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              const float d0 = px0_in ? v[h] - shift_k[2 * j + h] : 0.f;
-              const float d1 = px1_in ? v[2 + h] - shift_k[2 * j + h] : 0.f;
-              s1[2 * j + h] += d0 + d1;
-              s2[2 * j + h] = fmaf(d0, d0, fmaf(d1, d1, s2[2 * j + h]));
-            }
-          }
-        }
-        quad_transpose(lo, t);
-        quad_transpose(hi, t);
-        const uint4 v0 = make_uint4(lo[0], lo[1], lo[2], lo[3]), v1 = make_uint4(hi[0], hi[1], hi[2], hi[3]);
-        if (p.l2_evict_first) {   // (cache_hints.cuh)
-          if (px0_in) st_evict_first(reinterpret_cast<uint4*>(o), v0, evict_first_policy());
-          if (px1_in) st_evict_first(reinterpret_cast<uint4*>(o + 8 * 32), v1, evict_first_policy());
-        } else {
-          if (px0_in) *reinterpret_cast<uint4*>(o) = v0;
-          if (px1_in) *reinterpret_cast<uint4*>(o + 8 * 32) = v1;
-        }
+        uint16_t* o = out_px + static_cast<int64_t>(gi * kG + i) * p.W * 32;
+        row_epilogue<T, kStats>(p, acc[i], bias, shift_k, s1, s2, lo, hi, o, gi == 0 && i == 0, t, px0_in, px1_in);
       }
     }
-
-    if constexpr (kStats) {
-      // Σd and Σd² over the warp's 8 lanes of each channel in fp32 (one K per warp and channel), then
-      // over the 4 warps in fp64 as Σx = Σd + count·K and Σx² = Σd² + 2K·Σd + count·K².
-      float v[16];
-#pragma unroll
-      for (int c = 0; c < 8; ++c) {
-        v[c] = s1[c];
-        v[8 + c] = s2[c];
-      }
-      sum_over_g(v, lane);   // lane (g, t) holds v[first], v[first + 1] of the 16
-      const int first = halving_first<16>(g), q = first >> 3, c0 = first & 7;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) red_s[(warp * 3 + q) * 32 + 8 * ((c0 + h) >> 1) + 2 * t + ((c0 + h) & 1)] = v[h];
-      if (g == 0) {
-#pragma unroll
-        for (int c = 0; c < 8; ++c) red_s[(warp * 3 + 2) * 32 + 8 * (c >> 1) + 2 * t + (c & 1)] = shift_k[c];
-      }
-      __syncthreads();
-      if (tid < 32) {
-        const int rows = imin(kTH, p.H - y0);
-        double a = 0.0, b = 0.0;
-#pragma unroll
-        for (int w = 0; w < 4; ++w) {
-          const double count = static_cast<double>(rows) * imin(16, imax(0, p.W - x0 - 16 * w));
-          const double k = red_s[(w * 3 + 2) * 32 + tid], d = red_s[(w * 3) * 32 + tid];
-          a += d + count * k;
-          b += static_cast<double>(red_s[(w * 3 + 1) * 32 + tid]) + 2.0 * k * d + count * k * k;
-        }
-        norm_state_add_sums(p.norm_state, p.N * 32, n, 32, tid, a, b);
-      }
-    }
+    if constexpr (kStats) tile_moments(p, red_s, shift_k, s1, s2, tid, lane, warp, g, t, n, y0, x0);
   }
   if constexpr (kStats) {   // without norm.scale the consumer forms the affine from the sums
     if (p.norm.scale != nullptr) {
