@@ -31,7 +31,7 @@ def photos(tmp_path_factory):
 
 def run_cli(photos: Path, out: Path, precision: str, style_args: list[str]) -> int:
     shutil.rmtree(out, ignore_errors=True)
-    return main(["stylize", str(photos), "-o", str(out), "--device", "cuda",
+    return main(["stylize", str(photos), "-o", str(out), "--device", "cuda", "--keep-names",
                  "--precision", precision, *style_args])
 
 
