@@ -71,6 +71,7 @@ class Stylizer:
         # Shapes that already ran whole-frame: their memory is now held by the runner (graphs,
         # cached blocks), so a fresh estimate against what is free would wrongly say "tile".
         self._ran_whole: dict[tuple[int, int, int], Execution] = {}
+        self._io_fits: dict[int, bool] = {}   # pixels → full-size resampling fits on the device
 
     @property
     def style_name(self) -> str:
@@ -111,8 +112,10 @@ class Stylizer:
         """Whether the stroke-scale up/downsampling may run on the device at full size."""
         if self.device.type != "cuda":
             return True
-        budget = self.options.max_gpu_memory or default_gpu_budget(self.device)
-        return IO_BYTES_PER_PIXEL * pixels <= budget // 2
+        if pixels not in self._io_fits:   # asked once per size: the free-memory query costs a driver call
+            budget = self.options.max_gpu_memory or default_gpu_budget(self.device)
+            self._io_fits[pixels] = IO_BYTES_PER_PIXEL * pixels <= budget // 2
+        return self._io_fits[pixels]
 
     def check_size(self, width: int, height: int) -> Execution:
         """`execution_for` in (width, height) order, for callers holding only an image header."""

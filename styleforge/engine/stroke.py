@@ -9,7 +9,8 @@ downscale removed (Y − up(down(Y)), BT.601 luma), is added to all three channe
 fine detail come back sharp while colours and strokes are the style's at the internal size.
 `auto` draws strokes as the network does on a `REFERENCE_SIDE` image, at any size
 (docs/tiling.md measures the style ratio this keeps). The upsampling runs in row bands into one
-output tensor, so a 50 MP image needs no full-size temporaries beyond its output. This module
+output tensor, so a 50 MP image needs no full-size temporaries beyond its output (on a GPU,
+frames whose temporaries fit `WHOLE_FRAME_BYTES` run whole: far fewer kernel launches). This module
 does not run the network; `engine.pipeline` does.
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ import torch.nn.functional as F
 
 REFERENCE_SIDE = 512   # auto: the longer side the network sees (its look at 512 px)
 BAND_ROWS = 256
+WHOLE_FRAME_BYTES = 1 << 30   # on a GPU, temporaries up to this run as whole frames (few launches)
 _LUMA = (0.299, 0.587, 0.114)
 
 
@@ -79,6 +81,12 @@ def restore_detail(content: torch.Tensor, small_content: torch.Tensor, small_out
     n, _, height, width = content.shape
     small_height = small_out.shape[2]
     device = content.device
+    if device.type == "cuda" and 4 * 8 * n * height * width <= WHOLE_FRAME_BYTES:
+        # A handful of whole-frame kernels instead of ~30 launches a band: the same values.
+        size = (height, width)
+        up = F.interpolate(small_out.float().to(device), size=size, mode="bicubic", align_corners=False)
+        lost = F.interpolate(luma(small_content).to(device), size=size, mode="bicubic", align_corners=False)
+        return up.add_(luma(content).sub_(lost)).clamp_(0, 255)
     # Upsample along W first, at the small height (cheap), then along H band by band.
     wide_out = F.interpolate(small_out.float().to(device), size=(small_height, width), mode="bicubic",
                              align_corners=False)

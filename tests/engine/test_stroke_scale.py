@@ -2,6 +2,7 @@
 one, detail restoration, and the Stylizer's use of them."""
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -38,3 +39,13 @@ def test_stylizer_with_stroke_scale_keeps_the_size(styles_env):
     native = Stylizer(StylizeOptions(style="alpha", device="cpu", stroke_scale=1.0))(x)
     assert out.shape == x.shape and 0 <= out.min() and out.max() <= 255
     assert not torch.allclose(out, native)
+
+
+@pytest.mark.gpu
+def test_whole_frame_restore_on_cuda_equals_the_banded_cpu_one():
+    content = torch.rand(1, 3, 301, 517) * 255
+    small = downscale(content, (75, 129))
+    styled = torch.rand(1, 3, 75, 129) * 255
+    cpu = restore_detail(content, small, styled, band_rows=64)
+    gpu = restore_detail(content.cuda(), small.cuda(), styled.cuda())
+    assert (gpu.cpu() - cpu).abs().max() < 1e-2
