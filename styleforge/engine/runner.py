@@ -15,6 +15,7 @@ but it lets CI check every plan against the reference model.
 """
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -31,6 +32,7 @@ from .steps import Context, run_steps
 
 MIN_SIDE = 8          # the 1/4-scale planes must be ≥ 2 px for their reflection pad of 1
 MAX_GRAPHS = 8        # captured shapes kept (each holds its own activation memory)
+MAX_SEEN = 4096       # shapes remembered as seen once (a folder of many sizes)
 WARMUP_ITERS = 3
 PROVIDER_IMPL = {"styleforge": "conv9x9", "cudnn": "cudnn"}   # LayerChoice.provider → step impl
 
@@ -58,6 +60,9 @@ class FusedRunner:
         self.use_graphs = use_graphs and device.type == "cuda"
         self._graphs: OrderedDict[tuple, _Graph] = OrderedDict()
         self.captures = 0     # input shapes captured (a shape may capture several plans and keep one)
+        # Shapes run once, eagerly: timing plans and capturing a graph costs seconds at a large
+        # shape, so a shape pays it only when it comes again (a folder of many sizes stays cheap).
+        self._seen_once: OrderedDict[tuple, None] = OrderedDict()
         # (layer, input shape) → which implementation runs the 9×9 convolution there; ("residual",
         # image shape) → which plan the captured graph runs.
         self.layer_choices: dict[tuple[str, tuple[int, ...]], LayerChoice] = {}
@@ -123,6 +128,14 @@ class FusedRunner:
         self.check_input(x)
         if not self.use_graphs or torch.cuda.is_current_stream_capturing():
             return self.forward(x.to(self.device, non_blocking=True))
+        key = (tuple(x.shape), x.dtype, x.device.type)
+        if key not in self._graphs and key not in self._seen_once:
+            self._seen_once[key] = None
+            while len(self._seen_once) > MAX_SEEN:
+                self._seen_once.popitem(last=False)
+            with torch.cuda.device(self.device), self._cudnn_flags(benchmark=False):
+                return self.forward(x.to(self.device, non_blocking=True), self.default_plan())
+        self._seen_once.pop(key, None)
         entry = self._graph_for(x)
         if entry.io is not None:
             if entry.io.accepts(x):
@@ -170,11 +183,13 @@ class FusedRunner:
         self.layer_choices[("residual", shape)] = choice
         return best
 
-    def _capture(self, static_in: torch.Tensor, plan: str) -> _Graph:
+    @contextlib.contextmanager
+    def _cudnn_flags(self, benchmark: bool):
         cudnn = torch.backends.cudnn
-        benchmark, tf32, deterministic = cudnn.benchmark, cudnn.allow_tf32, cudnn.deterministic
-        # Let cuDNN time its algorithms during warm-up; capture then records the chosen ones.
-        cudnn.benchmark = True
+        saved = cudnn.benchmark, cudnn.allow_tf32, cudnn.deterministic
+        # benchmark: let cuDNN time its algorithms during warm-up; capture then records the chosen
+        # ones (an eager one-off call takes its heuristics instead of paying for timing).
+        cudnn.benchmark = benchmark
         # PyTorch caches one cuDNN plan per convolution key, and the key does not say whether the
         # plan was timed or guessed: a heuristic (benchmark=False) plan cached by earlier code of the
         # same shape — torch.compile of this network, say — would be reused here untimed. The
@@ -187,6 +202,12 @@ class FusedRunner:
         # the reference backend instead.
         cudnn.allow_tf32 = self.dtype != torch.float32
         try:
+            yield
+        finally:
+            cudnn.benchmark, cudnn.allow_tf32, cudnn.deterministic = saved
+
+    def _capture(self, static_in: torch.Tensor, plan: str) -> _Graph:
+        with self._cudnn_flags(benchmark=True):
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
@@ -198,6 +219,4 @@ class FusedRunner:
                 static_out = self.forward(static_in, plan)
             if kept:
                 graph.instantiate()
-        finally:
-            cudnn.benchmark, cudnn.allow_tf32, cudnn.deterministic = benchmark, tf32, deterministic
         return _Graph(graph, static_in, static_out, GraphIO.bind(graph, kept, static_in, static_out))
