@@ -92,23 +92,27 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         progress=args.progress, overwrite=args.overwrite, metadata=metadata)
 
 
-def run(args: argparse.Namespace) -> int:
+def training_console():
+    """stderr console for a training command's one-line errors; the library's log lines go
+    through rich's global console, on which the progress bar draws (so they print above it)."""
     import logging
 
     from rich import get_console
     from rich.console import Console
     from rich.logging import RichHandler
 
+    logger = logging.getLogger("styleforge")
+    if not logger.handlers:
+        logger.addHandler(RichHandler(console=get_console(), show_path=False))
+        logger.setLevel(logging.INFO)
+    return Console(stderr=True, highlight=False, soft_wrap=True)  # one error = one line
+
+
+def run(args: argparse.Namespace) -> int:
     from ..models.vgg import VGGWeightsError
     from ..training import train
 
-    console = Console(stderr=True, highlight=False, soft_wrap=True)  # one error = one line
-    logger = logging.getLogger("styleforge")
-    if not logger.handlers:
-        # The progress bar draws on rich's global console; logging through the same console
-        # prints the loss lines above the bar instead of tearing it.
-        logger.addHandler(RichHandler(console=get_console(), show_path=False))
-        logger.setLevel(logging.INFO)
+    console = training_console()
     try:
         config = config_from_args(args)
         result = train(config)

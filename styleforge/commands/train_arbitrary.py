@@ -52,20 +52,11 @@ def config_from_args(args: argparse.Namespace) -> ArbitraryTrainConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    import logging
-
-    from rich import get_console
-    from rich.console import Console
-    from rich.logging import RichHandler
-
     from ..models.vgg import VGGWeightsError
     from ..training.arbitrary_trainer import train_arbitrary
+    from .train import training_console
 
-    console = Console(stderr=True, highlight=False, soft_wrap=True)  # one error = one line
-    logger = logging.getLogger("styleforge")
-    if not logger.handlers:
-        logger.addHandler(RichHandler(console=get_console(), show_path=False))
-        logger.setLevel(logging.INFO)
+    console = training_console()
     try:
         result = train_arbitrary(config_from_args(args))
     except (VGGWeightsError, FileNotFoundError, ValueError) as exc:
