@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from ..io.atomic import atomic_write
 from ..models.arbitrary import ArbitraryStyleNet, save_arbitrary
 from ..models.arbitrary.encoder import build_encoder, encoder_state_from_file
 from ..models.vgg import VGGWeightsError
@@ -31,6 +31,7 @@ from . import arbitrary_losses as L
 from .arbitrary_config import ArbitraryTrainConfig
 from .arbitrary_data import ArbitraryBatches, load_paintings, load_photos
 from .arbitrary_samples import save_sample_sheet
+from .trainer import to_cpu
 
 log = logging.getLogger(__name__)
 STATE_FORMAT = "styleforge-arbitrary-train/1"
@@ -76,16 +77,6 @@ def _device(cfg: ArbitraryTrainConfig, world: World) -> torch.device:
         raise RuntimeError("--device cuda was asked for, but PyTorch sees no CUDA device")
     torch.cuda.set_device(world.local_rank)
     return torch.device("cuda", world.local_rank)
-
-
-def _to_cpu(obj):
-    if isinstance(obj, torch.Tensor):
-        return obj.detach().cpu()
-    if isinstance(obj, dict):
-        return {k: _to_cpu(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_to_cpu(v) for v in obj)
-    return obj
 
 
 class ArbitraryTrainer:
@@ -225,7 +216,7 @@ class ArbitraryTrainer:
         rng = {"torch": torch.get_rng_state()}
         if self.device.type == "cuda":
             rng["cuda"] = torch.cuda.get_rng_state(self.device)
-        return _to_cpu({"format": STATE_FORMAT, "step": self.step_count,
+        return to_cpu({"format": STATE_FORMAT, "step": self.step_count,
                         "model": self.model.trainable_state_dict(), "optimizer": self.optimizer.state_dict(),
                         "rng": rng, "config": self.cfg.settings(), "history": self.history,
                         "world_size": self.world.size})
@@ -236,12 +227,8 @@ class ArbitraryTrainer:
         run = self.cfg.run_path
         run.mkdir(parents=True, exist_ok=True)
         path = run / f"step_{self.step_count:07d}.pt"
-        tmp = path.with_name(f".{path.name}.tmp")
-        with open(tmp, "wb") as f:
-            torch.save(self.state(), f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        state = self.state()
+        atomic_write(path, lambda tmp: torch.save(state, tmp), mode=0o644)
         for stale in sorted(run.glob("step_*.pt"))[:-max(1, self.cfg.keep_checkpoints)]:
             stale.unlink(missing_ok=True)
         return path

@@ -83,13 +83,14 @@ def compiled_loss_terms():
     return torch.compile(loss_terms, dynamic=False)
 
 
-def _to_cpu(obj):
+def to_cpu(obj):
+    """Tensors (in dicts, lists, tuples) detached onto the CPU: a checkpoint's state."""
     if isinstance(obj, torch.Tensor):
         return obj.detach().cpu()
     if isinstance(obj, dict):
-        return {k: _to_cpu(v) for k, v in obj.items()}
+        return {k: to_cpu(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return type(obj)(_to_cpu(v) for v in obj)
+        return type(obj)(to_cpu(v) for v in obj)
     return obj
 
 
@@ -209,7 +210,7 @@ class Trainer:
         rng = {"torch": torch.get_rng_state()}
         if self.device.type == "cuda":
             rng["cuda"] = torch.cuda.get_rng_state_all()
-        return _to_cpu({"format": STATE_FORMAT, "step": self.step_count, "model": self.model.state_dict(),
+        return to_cpu({"format": STATE_FORMAT, "step": self.step_count, "model": self.model.state_dict(),
                         "optimizer": self.optimizer.state_dict(), "rng": rng,
                         "config": self.config.settings(), "history": self.history})
 
