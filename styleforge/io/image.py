@@ -53,11 +53,9 @@ class LoadedImage:
 
     def resized(self, max_side: int | None) -> LoadedImage:
         """Downscale (Lanczos, aspect kept) so the longer side is at most `max_side`."""
-        width, height = self.size
-        if max_side is None or max(width, height) <= max_side:
+        size = fitted_size(*self.size, max_side)
+        if size == self.size:
             return self
-        scale = max_side / max(width, height)
-        size = (max(1, round(width * scale)), max(1, round(height * scale)))
         alpha = self.alpha.resize(size, Image.LANCZOS) if self.alpha is not None else None
         return LoadedImage(self.rgb.resize(size, Image.LANCZOS), alpha, self.source_mode,
                            self.icc_profile, self.frames)
@@ -124,9 +122,9 @@ def load_image(path: str | os.PathLike, max_pixels: int | None = None, max_side:
                     raise ImageError(f"{path}: {width}×{height} = {width * height:,} pixels is over "
                                      f"the limit of {max_pixels:,} pixels; refused before decoding")
                 frames = int(getattr(image, "n_frames", 1) or 1)
-                if check is not None:
-                    check(*fitted_size(width, height, max_side))
                 target = fitted_size(width, height, max_side)
+                if check is not None:
+                    check(*target)
                 if image.format == "JPEG" and target != (width, height):
                     image.draft(image.mode, target)
                 image.load()
