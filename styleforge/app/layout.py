@@ -15,7 +15,6 @@ from .gallery import sample_photos
 from .handlers import REGION_MODES, WHOLE, Handlers
 
 ENGINE = "engine"
-CSS = "#sf-gallery .thumbnail-item { border-radius: 6px; } footer { display: none !important; }"
 
 
 def build_blocks(handlers: Handlers, thumbnails: list[tuple[str, str]], concurrency: int) -> gr.Blocks:

@@ -17,7 +17,6 @@ import torch
 from ..switches import switches
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-COMMIT_ENV = "STYLEFORGE_COMMIT"
 
 
 def _run(cmd: list[str], cwd: Path | None = None) -> str:

@@ -392,17 +392,13 @@ def _split_stdio(args: argparse.Namespace, label: str):
         source = Path(STDIO) if reads_stdin else files[0][0]
         if to_stdout:
             return [Job(source, Path(STDIO))], input_errors, []
-        if Path(args.output).suffix.lower() not in _image_suffixes():
+        from ..io.image import SCAN_SUFFIXES
+        if Path(args.output).suffix.lower() not in SCAN_SUFFIXES:
             raise ValueError(f"-o {args.output}: an image read from stdin needs an output file name "
                              "with an image suffix, or -o - for stdout")
         return [Job(source, Path(args.output))], input_errors, []
     jobs, plan_errors = plan_outputs(files, args.output, label, getattr(args, "keep_names", False))
     return jobs, input_errors, plan_errors
-
-
-def _image_suffixes():
-    from ..io.image import SCAN_SUFFIXES
-    return SCAN_SUFFIXES
 
 
 def run(args: argparse.Namespace) -> int:

@@ -23,7 +23,6 @@ from ..models.blocks import ConvLayer, ResidualBlock, UpsampleConvLayer
 # as ten calls ("conv3x3_links"), cuDNN blocks with a fused decoder ("hybrid"); "reference": every
 # layer in plain PyTorch, any dtype (the plan machinery's CPU check).
 VARIANTS = ("cudnn", "conv3x3", "conv3x3_links", "hybrid", "reference")
-FUSED_VARIANTS = ("conv3x3", "conv3x3_links")
 
 
 @dataclass(frozen=True)
