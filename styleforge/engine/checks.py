@@ -27,7 +27,13 @@ def require_finite_input(tensor: torch.Tensor, source: str = "image") -> None:
                          "numpy.nan_to_num) before stylizing")
 
 
+def non_finite_output(style: str) -> NonFiniteOutputError:
+    """The error for a style whose output is not finite (raised here, or by a caller that read a
+    device flag late)."""
+    return NonFiniteOutputError(f"style {style}: the stylized image holds NaN or inf values; its "
+                                "weights are likely damaged: try another style or --precision fp32")
+
+
 def require_finite_output(tensor: torch.Tensor, style: str) -> None:
     if not bool(torch.isfinite(tensor).all()):
-        raise NonFiniteOutputError(f"style {style}: the stylized image holds NaN or inf values; its "
-                                   "weights are likely damaged: try another style or --precision fp32")
+        raise non_finite_output(style)

@@ -20,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ..engine.checks import require_finite_output
+from ..engine.checks import non_finite_output, require_finite_output
 from .codecs import DeviceImage
 from .yuv import YuvFrame, rgb_to_yuv420, yuv420_to_rgb
 
@@ -83,11 +83,13 @@ class EngineStage:
         ready.synchronize()
         if not bool(flag):
             if getattr(self.stylizer, "dtype", None) != torch.float16:
-                require_finite_output(torch.tensor(float("nan")), self._style_name())
+                raise non_finite_output(self._style_name())
             self.stylizer.fall_back_to_fp32()
             for item in batch:
                 item.out = None
-            self._run_cuda(batch)
+            rerun = self._run_cuda(batch)
+            if rerun is not None:   # fp32 now: a second non-finite output is the weights' fault
+                self._settle(batch, rerun)
 
     def _style_name(self) -> str:
         return getattr(self.stylizer, "style_name", "the style")
