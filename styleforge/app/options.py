@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..engine.options import BACKENDS, DEVICES, PRECISIONS
+from ..engine.options import StylizeOptions
 
 LOCALHOST = "127.0.0.1"
 
@@ -41,12 +41,8 @@ class ServeOptions:
             raise ValueError(f"max_video_seconds must be > 0, got {self.max_video_seconds}")
         if self.concurrency is not None and self.concurrency < 1:
             raise ValueError(f"concurrency must be ≥ 1, got {self.concurrency}")
-        if self.device not in DEVICES:
-            raise ValueError(f"device must be one of {DEVICES}, got {self.device!r}")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        # The engine's own rules for these three, checked now rather than at the first request.
+        StylizeOptions(device=self.device, precision=self.precision, backend=self.backend)
 
 
 def engine_concurrency(options: ServeOptions, device_type: str) -> int:
