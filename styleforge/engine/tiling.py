@@ -10,8 +10,8 @@ the statistics of the whole image. The norm's affine and the ReLU are applied as
 reads its bands; a residual block's identity add is one in-place pass over the residual stream.
 The result equals the untiled network within the precision's rounding.
 
-The steps come from the `TransformerNet` modules themselves (`plan_steps`: each step points at
-its `ConvLayer`/`UpsampleConvLayer` and `InstanceNorm2d`), the way `engine.fused` reads them;
+The steps come from the engine's one description of the network (`engine.plan.describe`, which
+walks the `TransformerNet` modules): `plan_steps` only adds where each layer's data lives;
 nothing here re-declares the network. The approximate, faster thumbnail-statistics mode is
 `engine.thumbnail`; the choice between modes and the memory estimates are `engine.memory`.
 """
@@ -24,23 +24,33 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..models.transformer_net import TransformerNet
+from .plan import Layer, describe
 from .stores import TensorStore, make_store
 
 
 @dataclass(frozen=True)
 class Step:
     """One convolution, the InstanceNorm (+ ReLU) that follows it, and where its data lives."""
-    name: str
-    layer: nn.Module                   # ConvLayer or UpsampleConvLayer
-    norm: nn.InstanceNorm2d | None     # None only for the output convolution
-    relu: bool
+    spec: Layer                        # the layer as `plan.describe` gives it
     source: str                        # store read (its pending norm/ReLU applied on read)
     target: str                        # store written
     residual: str | None = None        # ResidualBlock: after the norm, added into this store
 
     @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
     def conv(self) -> nn.Conv2d:
-        return self.layer.conv2d
+        return self.spec.conv
+
+    @property
+    def norm(self) -> nn.InstanceNorm2d | None:
+        return self.spec.norm
+
+    @property
+    def relu(self) -> bool:
+        return self.spec.relu
 
     @property
     def kernel(self) -> int:
@@ -48,33 +58,34 @@ class Step:
 
     @property
     def stride(self) -> int:
-        return self.conv.stride[0]
+        return self.spec.stride
 
     @property
     def pad(self) -> int:
-        return self.layer.reflection_pad.padding[0]
+        return self.spec.pad
 
     @property
     def upsample(self) -> int:
-        return getattr(self.layer, "upsample", None) or 1
+        return self.spec.upsample
 
     def out_size(self, size: int) -> int:
         return (size * self.upsample + 2 * self.pad - self.kernel) // self.stride + 1
 
 
 def plan_steps(model: TransformerNet) -> list[Step]:
-    """The network's convolutions in order, each with its norm and its stores."""
-    m, steps, source = model, [], "image"
-    for i, (layer, norm) in enumerate(((m.conv1, m.in1), (m.conv2, m.in2), (m.conv3, m.in3)), 1):
-        steps.append(Step(f"conv{i}", layer, norm, True, source, f"enc{i}"))
-        source = f"enc{i}"
-    for i, block in enumerate(m.residual_blocks(), 1):
-        steps.append(Step(f"res{i}.conv1", block.conv1, block.in1, True, source, "res_a"))
-        steps.append(Step(f"res{i}.conv2", block.conv2, block.in2, False, "res_a", "res_b", residual=source))
-    for i, (layer, norm) in enumerate(((m.deconv1, m.in4), (m.deconv2, m.in5)), 1):
-        steps.append(Step(f"deconv{i}", layer, norm, True, source, f"dec{i}"))
-        source = f"dec{i}"
-    steps.append(Step("deconv3", m.deconv3, None, False, source, "out"))
+    """The network's convolutions in order (`plan.describe`), each with the stores it reads and
+    writes: encoder and decoder layers chain through their own stores, a residual block's two
+    convolutions through "res_a"/"res_b" with its output added into the stream it read."""
+    steps, source = [], "image"
+    for layer in describe(model):
+        if layer.block_start:
+            steps.append(Step(layer, source, "res_a"))
+        elif layer.skip:
+            steps.append(Step(layer, "res_a", "res_b", residual=source))
+        else:
+            target = "out" if layer.role == "head" else f"{layer.name}.out"
+            steps.append(Step(layer, source, target))
+            source = target
     return steps
 
 
