@@ -4,10 +4,15 @@
 takes that folder only from `GRADIO_TEMP_DIR`, read when gradio is imported, so it is set
 before the import), draws the gallery, warms the default style into the shared engine, and
 launches with a bounded request queue. On a signal it stops accepting requests, cancels a
-running training job and removes the folder it created. Not here: the layout (`layout.py`).
+running training job and removes the folder it created. With `exit_watchdog` (the CLI passes
+it) shutdown is bounded: if the process is still alive `SHUTDOWN_GRACE_S` after serving ends,
+every thread's stack goes to stderr and it exits with status 1 (a hung exit is a bug to see, not
+a server to kill -9 by hand); in-process callers such as tests leave it off, since it would kill
+their process. Not here: the layout (`layout.py`).
 """
 from __future__ import annotations
 
+import faulthandler
 import signal
 import threading
 from collections.abc import Callable
@@ -15,6 +20,7 @@ from collections.abc import Callable
 from .files import AppFiles
 from .options import ServeOptions, engine_concurrency
 
+SHUTDOWN_GRACE_S = 60   # > the training job's 30 s cancel wait
 QUEUE_SIZE = 256   # waiting requests beyond this are refused ("queue full") instead of piling up
 
 
@@ -59,8 +65,9 @@ def launch(demo, options: ServeOptions, files: AppFiles) -> str:
 
 
 def serve(options: ServeOptions, on_ready: Callable[[str], None] | None = None,
-          stop: threading.Event | None = None) -> None:
-    """Serve until SIGINT/SIGTERM (or `stop` is set, for callers not on the main thread)."""
+          stop: threading.Event | None = None, exit_watchdog: bool = False) -> None:
+    """Serve until SIGINT/SIGTERM (or `stop` is set, for callers not on the main thread).
+    `exit_watchdog`: the process is about to exit, so end it (status 1) if shutdown hangs."""
     stop = stop or threading.Event()
     files = AppFiles(options.temp_dir)
     demo = handlers = None
@@ -73,8 +80,13 @@ def serve(options: ServeOptions, on_ready: Callable[[str], None] | None = None,
                 previous[sig] = signal.signal(sig, lambda *_: stop.set())
         if on_ready is not None:
             on_ready(url)
-        stop.wait()
+        # Poll: a signal the kernel hands to another thread (CUDA and Gradio start many) does not
+        # wake a main thread blocked in an untimed wait, so its Python handler would never run.
+        while not stop.wait(0.5):
+            pass
     finally:
+        if exit_watchdog:            # only the CLI's process may be ended from here
+            faulthandler.dump_traceback_later(SHUTDOWN_GRACE_S, exit=True)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         if handlers is not None:

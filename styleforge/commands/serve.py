@@ -2,7 +2,9 @@
 
 Parses flags into one `ServeOptions` (every flag is a field) and calls `styleforge.app.serve`.
 Needs the `web` extra (`pip install "styleforge[web]"`); without gradio it says so and exits 2.
-The app binds to localhost unless `--host` says otherwise and stops cleanly on Ctrl-C or SIGTERM.
+The app binds to localhost unless `--host` says otherwise and stops cleanly on Ctrl-C or SIGTERM;
+a shutdown still running a minute later (`app.server.SHUTDOWN_GRACE_S`) dumps every thread's stack
+and exits 1.
 """
 from __future__ import annotations
 
@@ -64,5 +66,6 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from ..app import serve
     serve(options, on_ready=lambda url: print(f"StyleForge is serving on {url}  (Ctrl-C stops it)",
-                                              flush=True))
+                                              flush=True),
+          exit_watchdog=True)   # a hung shutdown ends the process with stacks on stderr
     return 0
