@@ -26,13 +26,15 @@ def register(subparsers) -> None:
     for name in ("steps", "batch_size", "image_size", "content_size", "style_size", "warmup",
                  "checkpoint_every", "keep_checkpoints", "sample_every", "log_every", "seed"):
         p.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(_D, name))
-    for name in ("lr", "min_lr_ratio", "content_weight", "style_weight", "local_weight",
+    for name in ("lr", "min_lr_ratio", "content_weight", "style_weight", "gram_weight", "local_weight",
                  "identity_pixel_weight", "identity_feature_weight", "group_power"):
         p.add_argument(f"--{name.replace('_', '-')}", type=float, default=getattr(_D, name))
     p.add_argument("--max-content", type=int, metavar="N", help="use only the first N photos")
     p.add_argument("--exclude", nargs="*", default=list(HELD_OUT), metavar="STEM",
                    help="painting name prefixes kept out of training (default: the held-out four)")
     p.add_argument("--max-style-tokens", type=int, default=_D.model.max_style_tokens)
+    p.add_argument("--levels", nargs="+", default=list(_D.model.levels), metavar="LEVEL",
+                   help=f"VGG levels with a transfer block, consecutive (default {' '.join(_D.model.levels)})")
     p.add_argument("--device", choices=DEVICES, default=_D.device)
     p.add_argument("--precision", choices=PRECISIONS, default=_D.precision)
     p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=_D.compile,
@@ -46,7 +48,7 @@ def config_from_args(args: argparse.Namespace) -> ArbitraryTrainConfig:
     import dataclasses
     fields = {f.name for f in dataclasses.fields(ArbitraryTrainConfig)} - {"model", "style_dirs", "exclude"}
     values = {name: getattr(args, name) for name in fields}
-    model = dataclasses.replace(_D.model, max_style_tokens=args.max_style_tokens)
+    model = dataclasses.replace(_D.model, max_style_tokens=args.max_style_tokens, levels=tuple(args.levels))
     return ArbitraryTrainConfig(**values, style_dirs=tuple(args.style_dirs or _D.style_dirs),
                                 exclude=tuple(args.exclude), model=model)
 

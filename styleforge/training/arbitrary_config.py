@@ -36,6 +36,7 @@ class ArbitraryTrainConfig:
     min_lr_ratio: float = 0.1
     content_weight: float = 1.0
     style_weight: float = 1.0
+    gram_weight: float = 0.0
     local_weight: float = 0.3
     identity_pixel_weight: float = 25.0
     identity_feature_weight: float = 0.5

@@ -5,6 +5,8 @@ content:  Σ_{relu4_1, relu5_1} MSE(norm(φ(out)), norm(φ(photo)))  — norm = 
           mean/std normalisation, so the photo's structure is asked for, not its colours.
 style:    Σ_{relu1_1…relu5_1} MSE(μ(φ(out)), μ(φ(painting))) + MSE(σ(φ(out)), σ(φ(painting)))
           (Huang & Belongie 2017's global statistics loss).
+gram:     Σ_{relu1_1…relu4_1} ||G(φ(out)) − G(φ(painting))||² (Gatys et al. 2016; G = FFᵀ/(C·H·W)):
+          the channel correlations the mean/std term misses, and what the quality bar scores.
 local:    Σ_{relu3_1…relu5_1} MSE(φ(out), AdaAttN*(photo, painting)): the parameter-free
           AdaAttN target (attention from the normalised features of every level up to this one,
           no scaling, values = the painting's features) — AdaAttN's "local feature loss", which
@@ -27,11 +29,13 @@ Feats = dict[str, torch.Tensor]
 CONTENT_LEVELS = ("relu4_1", "relu5_1")
 STYLE_LEVELS = LEVELS
 LOCAL_LEVELS = ("relu3_1", "relu4_1", "relu5_1")
+GRAM_LEVELS = ("relu1_1", "relu2_1", "relu3_1", "relu4_1")
 
 
 class ArbitraryLossTerms(NamedTuple):
     content: torch.Tensor
     style: torch.Tensor
+    gram: torch.Tensor
     local: torch.Tensor
     identity_pixel: torch.Tensor
     identity_feature: torch.Tensor
@@ -53,6 +57,19 @@ def style_loss(out: Feats, painting: Feats, levels=STYLE_LEVELS) -> torch.Tensor
         mp, sp = mean_std(painting[level])
         total = total + F.mse_loss(mo, mp) + F.mse_loss(so, sp)
     return total
+
+
+def gram_matrix(x: torch.Tensor) -> torch.Tensor:
+    """(B, C, H, W) → (B, C, C) in fp32, normalised by C·H·W."""
+    b, c, h, w = x.shape
+    f = wide(x).reshape(b, c, h * w)
+    return f @ f.transpose(1, 2) / (c * h * w)
+
+
+def gram_loss(out: Feats, painting: Feats, levels=GRAM_LEVELS) -> torch.Tensor:
+    """Σ over levels of the squared Gram difference summed over (C, C), averaged over the batch."""
+    return sum((gram_matrix(out[level]) - gram_matrix(painting[level])).square().sum((1, 2)).mean()
+               for level in levels)
 
 
 def _stacked_keys(feats: Feats, level: str) -> torch.Tensor:

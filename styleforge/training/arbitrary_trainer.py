@@ -120,7 +120,7 @@ class ArbitraryTrainer:
         self.data = ArbitraryBatches(photos, paintings, groups or ["all"] * len(paintings), cfg.batch_size,
                                      cfg.image_size, cfg.seed, self.world.rank, cfg.group_power, self.device)
         self.sample_paintings = self._pick_sample_paintings(paintings, groups)
-        self.weights = torch.tensor([cfg.content_weight, cfg.style_weight, cfg.local_weight,
+        self.weights = torch.tensor([cfg.content_weight, cfg.style_weight, cfg.gram_weight, cfg.local_weight,
                                      cfg.identity_pixel_weight, cfg.identity_feature_weight])
         self.with_identity = cfg.identity_pixel_weight > 0 or cfg.identity_feature_weight > 0
         self.step_count = 0
@@ -169,7 +169,9 @@ class ArbitraryTrainer:
         f_cs = part(fo, 0)
         targets = L.local_targets(fc, fs, max_style_tokens=self.cfg.model.max_style_tokens)
         zero = torch.zeros((), device=self.device)
-        terms = [L.content_loss(f_cs, fc), L.style_loss(f_cs, fs), L.local_loss(f_cs, targets)]
+        with torch.autocast(self.device.type, enabled=False):
+            terms = [L.content_loss(f_cs, fc), L.style_loss(f_cs, fs), L.gram_loss(f_cs, fs),
+                     L.local_loss(f_cs, targets)]
         if self.with_identity:
             terms += [L.identity_pixel_loss(out[b:2 * b], photos) + L.identity_pixel_loss(out[2 * b:], paintings),
                       L.identity_feature_loss(part(fo, 1), fc) + L.identity_feature_loss(part(fo, 2), fs)]
@@ -244,7 +246,10 @@ class ArbitraryTrainer:
         missing, unexpected = self.model.load_state_dict(state["model"], strict=False)
         if unexpected or [k for k in missing if not k.startswith("encoder.")]:
             raise ValueError(f"{path}: weights do not fit this model (settings changed?)")
-        self.optimizer.load_state_dict(state["optimizer"])
+        if state.get("optimizer"):
+            self.optimizer.load_state_dict(state["optimizer"])
+        elif self.world.main:
+            log.info("%s holds no optimizer state: Adam starts afresh", path)
         torch.set_rng_state(state["rng"]["torch"])
         if self.device.type == "cuda" and "cuda" in state["rng"]:
             torch.cuda.set_rng_state(state["rng"]["cuda"], self.device)

@@ -117,3 +117,45 @@ def test_arbitrary_encoder_torchvision_keys_and_reflection():
     assert all(m.padding_mode == "reflect" for m in encoder.modules() if isinstance(m, torch.nn.Conv2d))
     feats = encoder(image(32, 48))
     assert [tuple(f.shape[-2:]) for f in feats.values()] == [(32, 48), (16, 24), (8, 12), (4, 6), (2, 3)]
+
+
+def test_arbitrary_encoder_can_stop_at_relu4_1():
+    full = VGGEncoder(WIDTHS)
+    state = {k: v for k, v in full.state_dict().items() if int(k.split(".")[1]) < 19}
+    short = build_encoder(state)
+    assert short.depth == "relu4_1" and short.widths == WIDTHS[:4] + (512,)  # VGG16 default past the depth
+    x = image(32, 48)
+    want, got = full(x, last="relu4_1"), short(x)
+    assert list(got) == list(want)
+    for level in want:
+        torch.testing.assert_close(got[level], want[level])
+    with pytest.raises(ValueError, match="ends at relu4_1"):
+        short(x, last="relu5_1")
+
+
+def test_arbitrary_int8_weights_file_is_small_and_close_to_fp32(tmp_path):
+    from safetensors.torch import load_file
+    model = tiny_model()
+    full = save_arbitrary(tmp_path / "fp32.safetensors", model, dtype=torch.float32)
+    small = save_arbitrary(tmp_path / "int8.safetensors", model, int8=True)
+    stored = load_file(str(small))
+    assert stored["decoder.0.0.weight"].dtype == torch.int8
+    assert max(int(k.split(".")[2]) for k in stored if k.startswith("encoder.")) < 19   # no conv4_2…conv5_1
+    loaded, meta = load_arbitrary(small)
+    assert meta["quantization"] == "int8-per-output-channel" and loaded.encoder.depth == "relu4_1"
+    reference, _ = load_arbitrary(full)
+    x, s = image(48, 40), image(64, 64, 6)
+    want = reference.stylize(x, [(reference.encode_style(s), 1.0)])
+    got = loaded.stylize(x, [(loaded.encode_style(s), 1.0)])
+    psnr = 10 * torch.log10(255.0 ** 2 / (got - want).square().mean())
+    assert psnr > 30, f"int8 weights: {psnr:.1f} dB against fp32"
+
+
+def test_int8_quantization_error_is_half_a_step_at_most():
+    from styleforge.models.arbitrary.weights import dequantize_int8, quantize_int8
+    w = torch.randn(6, 5, 3, 3, dtype=torch.float64)
+    q, scale = quantize_int8(w)
+    step = scale.double().view(-1, 1, 1, 1)
+    err = (dequantize_int8(q, scale).double() - w).abs()
+    # scale is rounded to fp16, so the last code may sit a hair past w's amax
+    assert (err <= 0.5 * step + 1e-3 * w.abs().amax()).all()

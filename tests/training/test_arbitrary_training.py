@@ -111,3 +111,16 @@ def test_arbitrary_eval_metrics_identity():
     assert ratio == pytest.approx(1.0) and dist == 0.0
     ratio, dist = metrics(vgg, photo, painting[..., :32, :32], painting)
     assert ratio < 1.0 and dist > 0.0
+
+
+def test_arbitrary_gram_loss_matches_float64_formula():
+    a, b = feats(4), feats(5)
+
+    def gram(x):
+        n, c, h, w = x.shape
+        f = x.reshape(n, c, h * w)
+        return f @ f.transpose(1, 2) / (c * h * w)
+
+    want = sum(((gram(a[k]) - gram(b[k])) ** 2).sum((1, 2)).mean() for k in LEVELS[:4])
+    torch.testing.assert_close(L.gram_loss(a, b), want)
+    assert float(L.gram_loss(a, a)) == 0.0

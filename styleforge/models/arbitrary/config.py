@@ -22,7 +22,7 @@ def level_index(level: str) -> int:
 
 @dataclass(frozen=True)
 class ArbitraryConfig:
-    levels: tuple[str, ...] = ("relu4_1", "relu5_1")
+    levels: tuple[str, ...] = ("relu3_1", "relu4_1")
     heads: int = 8
     qk_dim: int = 32                 # per head, before zero-padding to the value head dim
     ffn_mult: float = 1.0            # FFN hidden = ffn_mult × channels

@@ -24,9 +24,13 @@ from .config import LEVEL_ENDS, LEVEL_STRIDE, LEVELS, VGG16_WIDTHS, level_index 
 
 
 class VGGEncoder(nn.Module):
-    """(N, 3, H, W) in 0–255 → {relu1_1, …, `last`} feature maps (H, W ≥ 2·stride of `last`)."""
+    """(N, 3, H, W) in 0–255 → {relu1_1, …, `last`} feature maps (H, W ≥ 2·stride of `last`).
 
-    def __init__(self, widths: tuple[int, ...] = VGG16_WIDTHS):
+    `depth`: the deepest level the encoder holds. A model whose transfer levels end at relu4_1
+    ships only conv1_1…conv4_1 (6 MB in fp16 instead of 20); training uses the full depth.
+    """
+
+    def __init__(self, widths: tuple[int, ...] = VGG16_WIDTHS, depth: str = "relu5_1"):
         super().__init__()
         layers: list[nn.Module] = []
         cin = 3
@@ -36,8 +40,9 @@ class VGGEncoder(nn.Module):
                 cin = width
             if block < 4:
                 layers.append(nn.MaxPool2d(2, 2))
-        self.features = nn.Sequential(*layers)
+        self.features = nn.Sequential(*layers[:LEVEL_ENDS[depth]])
         self.widths = tuple(widths)
+        self.depth = depth
         # Non-persistent: the state dict holds exactly torchvision's keys. (x/255 − m)/s folded.
         self.register_buffer("mean", 255.0 * torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1), persistent=False)
         self.register_buffer("std", 255.0 * torch.tensor(IMAGENET_STD).view(1, 3, 1, 1), persistent=False)
@@ -45,7 +50,10 @@ class VGGEncoder(nn.Module):
     def channels(self, level: str) -> int:
         return self.widths[level_index(level)]
 
-    def forward(self, x: torch.Tensor, last: str = "relu5_1") -> dict[str, torch.Tensor]:
+    def forward(self, x: torch.Tensor, last: str | None = None) -> dict[str, torch.Tensor]:
+        last = last or self.depth
+        if level_index(last) > level_index(self.depth):
+            raise ValueError(f"this encoder ends at {self.depth}; {last} was asked for")
         h = (x - self.mean.to(x.dtype)) / self.std.to(x.dtype)
         out, start = {}, 0
         for level in LEVELS[:level_index(last) + 1]:
@@ -62,12 +70,22 @@ def encoder_state_from_file(path: str | os.PathLike) -> dict[str, torch.Tensor]:
     return vgg16_state_from_file(path, CONV_INDICES)
 
 
-def build_encoder(state: dict[str, torch.Tensor]) -> VGGEncoder:
-    """A frozen encoder whose widths are read from `state` (strict load)."""
-    widths = tuple(state[f"features.{i}.weight"].shape[0] for i in (0, 5, 10, 17, 24))
-    encoder = VGGEncoder(widths)
+LEVEL_FIRST_CONV = dict(zip(LEVELS, (0, 5, 10, 17, 24)))
+
+
+def build_encoder(state: dict[str, torch.Tensor], widths: tuple[int, ...] = VGG16_WIDTHS) -> VGGEncoder:
+    """A frozen encoder (strict load) as deep as the convs in `state` reach; widths read from
+    it, those of levels it lacks taken from `widths` (the model config's)."""
+    held = [level for level in LEVELS if f"features.{LEVEL_FIRST_CONV[level]}.weight" in state]
+    if not held:
+        raise VGGWeightsError("encoder weights hold no VGG16 conv1_1 (features.0.weight)")
+    depth = held[-1]
+    widths = tuple(state[f"features.{LEVEL_FIRST_CONV[level]}.weight"].shape[0] if level in held
+                   else widths[i] for i, level in enumerate(LEVELS))
+    encoder = VGGEncoder(widths, depth)
     try:
         encoder.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)
     except RuntimeError as exc:
-        raise VGGWeightsError(f"encoder weights do not fit the VGG16 conv1_1…conv5_1 layout ({exc})") from None
+        raise VGGWeightsError(f"encoder weights do not fit the VGG16 conv1_1…{depth.replace('relu', 'conv')} "
+                              f"layout ({exc})") from None
     return encoder.eval().requires_grad_(False)

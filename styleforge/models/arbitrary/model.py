@@ -48,6 +48,8 @@ class ArbitraryStyleNet(nn.Module):
         self.encoder = (encoder or VGGEncoder(config.widths)).eval().requires_grad_(False)
         if self.encoder.widths != config.widths:
             raise ValueError(f"encoder widths {self.encoder.widths} != config widths {config.widths}")
+        if level_index(self.encoder.depth) < level_index(config.levels[-1]):
+            raise ValueError(f"the encoder ends at {self.encoder.depth}, before {config.levels[-1]}")
         ch = {level: config.widths[level_index(level)] for level in LEVELS}
         self.transfer = nn.ModuleDict({
             level: AdaAttnBlock(ch[level], ch[level] + ch[self._above(level)], config.heads, config.qk_dim,

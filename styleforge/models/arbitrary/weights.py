@@ -1,12 +1,14 @@
 """Weights files of the arbitrary-style model: one safetensors file with everything inference needs.
 
-Keys are the model's own state-dict names: `encoder.features.N.*` (VGG16 conv1_1…conv5_1, held
-once: the same encoder is the training loss network), `transfer.*`, `merge.*`, `decoder.*`.
-Metadata: `format`, `config` (the `ArbitraryConfig` as JSON) and free-form strings (training
-settings, losses, data). Loading is strict: every key present, right shapes. A file without the
-encoder keys (a slim export) takes the encoder from a VGG16 file given separately. The shipped
-file's place is `DEFAULT_PATH`; until a trained one ships, `load_arbitrary()` raises a one-line
-`ArbitraryWeightsError` that says how to pass a file.
+Keys are the model's own state-dict names: `encoder.features.N.*` (VGG16 from conv1_1 to the
+deepest transfer level's conv, nothing deeper: inference needs no more), `transfer.*`, `merge.*`,
+`decoder.*`. Metadata: `format`, `config` (the `ArbitraryConfig` as JSON), `quantization` and
+free-form strings (training settings, losses, data). `int8=True` stores every weight matrix
+and conv kernel as int8 with one fp16 scale per output channel (`<key>.scale`, symmetric,
+amax/127) and the rest in fp16: half the bytes of fp16 (error: docs/arbitrary.md). Loading is
+strict: every key present, right shapes. A file without the encoder keys (a slim export) takes
+the encoder from a VGG16 file given separately. The shipped file's place is `DEFAULT_PATH`; if
+it is missing, `load_arbitrary()` raises a one-line `ArbitraryWeightsError` saying what to do.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from .config import LEVEL_ENDS
 from .encoder import build_encoder, encoder_state_from_file
 from .model import ArbitraryConfig, ArbitraryStyleNet
 
@@ -28,16 +31,45 @@ class ArbitraryWeightsError(ValueError):
     """A missing or unusable arbitrary-style weights file; the message names it and the fix."""
 
 
+SCALE_SUFFIX = ".scale"
+
+
+def quantize_int8(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Symmetric per-output-channel int8: (q int8, scale fp16 of shape (C_out,))."""
+    w = w.detach().float()
+    amax = w.abs().reshape(w.shape[0], -1).amax(1)
+    scale = (amax / 127).clamp_min(1e-12).half()
+    shape = (-1,) + (1,) * (w.dim() - 1)
+    q = (w / scale.float().view(shape)).round().clamp(-127, 127).to(torch.int8)
+    return q, scale
+
+
+def dequantize_int8(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    return q.float() * scale.float().view((-1,) + (1,) * (q.dim() - 1))
+
+
+def inference_state(model: ArbitraryStyleNet, include_encoder: bool = True) -> dict[str, torch.Tensor]:
+    """The state inference needs: encoder convs up to the deepest transfer level only."""
+    keep = LEVEL_ENDS[model.config.levels[-1]]
+    return {k: v for k, v in model.state_dict().items()
+            if not k.startswith("encoder.") or (include_encoder and int(k.split(".")[2]) < keep)}
+
+
 def save_arbitrary(path: str | os.PathLike, model: ArbitraryStyleNet, metadata: dict | None = None,
-                   dtype: torch.dtype = torch.float16, include_encoder: bool = True) -> Path:
+                   dtype: torch.dtype = torch.float16, include_encoder: bool = True, int8: bool = False) -> Path:
     """Write atomically (temp file + rename). Non-string metadata values are stored as JSON."""
     from safetensors.torch import save_file
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    state = model.state_dict() if include_encoder else model.trainable_state_dict()
-    tensors = {k: v.detach().to("cpu", dtype).contiguous() for k, v in state.items()}
+    tensors = {}
+    for k, v in inference_state(model, include_encoder).items():
+        if int8 and v.dim() >= 2:
+            tensors[k], tensors[k + SCALE_SUFFIX] = quantize_int8(v)
+        else:
+            tensors[k] = v.detach().to("cpu", dtype).contiguous()
     meta = {k: (v if isinstance(v, str) else json.dumps(v)) for k, v in (metadata or {}).items()}
-    meta.update(format=FORMAT, config=model.config.to_json())
+    meta.update(format=FORMAT, config=model.config.to_json(),
+                quantization="int8-per-output-channel" if int8 else str(dtype).removeprefix("torch."))
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
@@ -63,9 +95,9 @@ def load_arbitrary(path: str | os.PathLike | None = None,
     if path is None:
         if not DEFAULT_PATH.is_file():
             raise ArbitraryWeightsError(
-                "no trained arbitrary-style weights ship with this styleforge yet; pass "
-                "--arbitrary-weights FILE (arbitrary_weights= in the API), a file written by "
-                "`styleforge train-arbitrary`")
+                f"the arbitrary-style weights are missing from this installation ({DEFAULT_PATH}); "
+                "reinstall styleforge, or pass --arbitrary-weights FILE (arbitrary_weights= in the "
+                "API), a file written by `styleforge train-arbitrary`")
         path = DEFAULT_PATH
     path = Path(path).expanduser()
     if not path.is_file():
@@ -79,13 +111,15 @@ def load_arbitrary(path: str | os.PathLike | None = None,
         raise ArbitraryWeightsError(f"{path}: not a styleforge arbitrary-style weights file "
                                     f"(format {meta.get('format')!r}, expected {FORMAT!r})")
     config = ArbitraryConfig.from_json(meta["config"])
+    tensors = {k: (dequantize_int8(v, tensors[k + SCALE_SUFFIX]) if v.dtype == torch.int8 else v)
+               for k, v in tensors.items() if not k.endswith(SCALE_SUFFIX)}
     encoder_state = {k.removeprefix("encoder."): v for k, v in tensors.items() if k.startswith("encoder.")}
     if not encoder_state:
         if vgg_weights is None:
             raise ArbitraryWeightsError(f"{path} holds no encoder; pass the VGG16 weights too "
                                         "(--vgg-weights vgg16_relu5_1.fp16.pth)")
         encoder_state = encoder_state_from_file(vgg_weights)
-    model = ArbitraryStyleNet(config, build_encoder(encoder_state))
+    model = ArbitraryStyleNet(config, build_encoder(encoder_state, config.widths))
     rest = {k: v.float() for k, v in tensors.items() if not k.startswith("encoder.")}
     missing, unexpected = model.load_state_dict(rest, strict=False)
     missing = [k for k in missing if not k.startswith("encoder.")]
