@@ -2,10 +2,11 @@
 
 Each handler maps widget values to library calls and nothing more: images go through
 `io.image.load_image` (limits, EXIF, alpha) and `regions.stylize_regions` (the shared engine),
-videos through `styleforge.stylize_video` (imported when first used), training through
-`TrainingJob`. Every way a request can be wrong ends as one `gr.Error` that names the upload and
-the fix; a failure never stops the server. Style names from clients are accepted only if they
-are built-in styles, since the library would also take them as file paths.
+an uploaded painting through `PaintingEngine` (the one arbitrary-style model), videos through
+`styleforge.stylize_video` (imported when first used), training through `TrainingJob`. Every
+way a request can be wrong ends as one `gr.Error` that names the upload and the fix; a failure
+never stops the server. Style names from clients are accepted only if they are built-in
+styles, since the library would also take them as file paths.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from ..regions import Look, stylize_regions
 from ..training import TrainConfig
 from .files import AppFiles, UploadError, safe_stem
 from .options import ServeOptions
+from .painting import PaintingEngine
 from .training_job import TrainingJob
 
 WHOLE, INSIDE, TWO_STYLES = "Whole image", "Only the painted region", "Style A inside, B outside"
@@ -37,6 +39,8 @@ class Handlers:
         self.device_type = device_type
         self.style_names = [s.name for s in list_styles()]
         self.job = TrainingJob()
+        self.painting = PaintingEngine(options.device, options.precision, options.backend,
+                                       options.max_pixels)
 
     # -- shared checks ------------------------------------------------------------------------
     def _style(self, name: Any, role: str = "style") -> str:
@@ -99,21 +103,36 @@ class Handlers:
             return None
         return {"background": str(path), "layers": [], "composite": str(path)}
 
-    def stylize(self, image, style, style_b, blend, strength, preserve, mode, editor):
-        """→ (before/after pair, full-resolution PNG for download, timing line)."""
+    def _painted(self, photo: Image.Image, payload: Any, strength, preserve):
+        """→ (result, name suffix) in the uploaded painting's style; strength is the model's alpha."""
+        try:
+            path, display = self.files.upload(payload, self.options.max_upload_bytes, "painting")
+        except UploadError as exc:
+            raise gr.Error(str(exc)) from None
+        try:
+            result = self.painting.stylize(photo, path, float(strength), bool(preserve))
+        except ImageError as exc:
+            raise gr.Error(str(exc).replace(str(path), display) +
+                           " — upload a JPEG, PNG or WebP painting") from None
+        except ValueError as exc:               # strength outside [0, 1]
+            raise gr.Error(str(exc)) from None
+        result.engine = f"painting {display}: {result.engine}"
+        return result, safe_stem(display, "painting")
+
+    def stylize(self, image, style, style_b, blend, strength, preserve, mode, editor, painting=None):
+        """→ (before/after pair, full-resolution PNG for download, timing line). A painting,
+        when given, replaces the built-in style(s)."""
         photo, display, source = self._load(image)
         if mode not in REGION_MODES:
             raise gr.Error(f"unknown region mode {mode!r}")
-        inside, outside = self._looks(style, style_b, blend, strength, preserve, mode)
-        mask = None
-        if mode != WHOLE:
-            mask = self._mask(editor)
-            if mask is None:
-                raise gr.Error("paint the region first (Region tab: brush over the photo), "
-                               "or choose 'Whole image'")
-        result = stylize_regions(photo, inside, mask=mask, outside=outside, **self._engine_kwargs())
-        name = f"{safe_stem(display)}_{inside.style}"
-        out = save_image(result.image, self.files.new_output(name, ".png"))
+        if painting and mode != WHOLE:
+            raise gr.Error("a painting as the style works on the whole image only: choose "
+                           "'Whole image', or clear the painting to use the built-in styles")
+        if painting:
+            result, suffix = self._painted(photo, painting, strength, preserve)
+        else:
+            result, suffix = self._regions(photo, style, style_b, blend, strength, preserve, mode, editor)
+        out = save_image(result.image, self.files.new_output(f"{safe_stem(display)}_{suffix}", ".png"))
         # Files, not PIL images: Gradio caches PIL outputs by content hash without an atomic
         # rename, so identical concurrent results could be served half-written.
         before = source if source.suffix.lower() in BROWSER_SUFFIXES else \
@@ -122,6 +141,18 @@ class Handlers:
         info = (f"**{result.seconds * 1000:.0f} ms** on the {self.device_type.upper()} · "
                 f"{width}×{height} px · {result.engine}")
         return (str(before), str(out)), str(out), info
+
+    def _regions(self, photo, style, style_b, blend, strength, preserve, mode, editor):
+        """→ (result, name suffix) with the built-in look(s), inside the painted mask if asked."""
+        inside, outside = self._looks(style, style_b, blend, strength, preserve, mode)
+        mask = None
+        if mode != WHOLE:
+            mask = self._mask(editor)
+            if mask is None:
+                raise gr.Error("paint the region first (Region tab: brush over the photo), "
+                               "or choose 'Whole image'")
+        result = stylize_regions(photo, inside, mask=mask, outside=outside, **self._engine_kwargs())
+        return result, inside.style
 
     # -- webcam -------------------------------------------------------------------------------
     def webcam(self, frame, style, strength, preserve):

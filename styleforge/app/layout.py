@@ -1,11 +1,11 @@
 """The Blocks layout of `styleforge serve` and the wiring of its events to `Handlers`.
 
-Tabs: Image (upload/paste/drag, style gallery, strength, colour, blend, painted regions,
-before/after slider, download), Video, Webcam, Train a style. Every event that runs the engine
-shares one concurrency group (`engine`) sized to the device, so the GPU sees one request at a
-time however many users click; the webcam stream has its own single slot and keeps only the
-newest frame (`always_last`), dropping frames instead of queueing them. Inputs arrive
-unprocessed (`preprocess=False`) so bad uploads reach our checks, not a decoder.
+Tabs: Image (upload/paste/drag, style gallery or any painting as the style, strength, colour,
+blend, painted regions, before/after slider, download), Video, Webcam, Train a style. Every
+event that runs the engine shares one concurrency group (`engine`) sized to the device, so the
+GPU sees one request at a time however many users click; the webcam stream has its own single
+slot and keeps only the newest frame (`always_last`), dropping frames instead of queueing them.
+Inputs arrive unprocessed (`preprocess=False`) so bad uploads reach our checks, not a decoder.
 """
 from __future__ import annotations
 
@@ -35,9 +35,13 @@ def build_blocks(handlers: Handlers, thumbnails: list[tuple[str, str]], concurre
                                   elem_id="sf-blend")
                 strength = gr.Slider(0, 1, value=1, step=0.05, label="Strength", elem_id="sf-strength")
                 preserve = gr.Checkbox(label="Keep the photo's colours", elem_id="sf-preserve")
-                gr.Image(label="Any painting as the style — coming soon (needs the arbitrary-style "
-                               "model, not in this release)", interactive=False, height=90,
-                         elem_id="sf-arbitrary")
+                # Cleared with the component's own ✕; while set, Stylize uses it instead of A/B.
+                painting = gr.Image(label="Or any painting as the style (upload one)", type="filepath",
+                                    sources=["upload", "clipboard"], image_mode=None, height=140,
+                                    elem_id="sf-arbitrary")
+                gr.Markdown("With a painting, Stylize (Image tab) uses it instead of the styles "
+                            "above; strength sets how much of its style replaces the photo's "
+                            "features. Whole image only.", elem_id="sf-arbitrary-info")
             with gr.Column(scale=2):
                 with gr.Tabs():
                     with gr.Tab("Image", id="image"):
@@ -62,14 +66,16 @@ def build_blocks(handlers: Handlers, thumbnails: list[tuple[str, str]], concurre
                         info = gr.Markdown(elem_id="sf-info")
                         download = gr.DownloadButton("Download full resolution", elem_id="sf-download")
                     with gr.Tab("Video", id="video"):
-                        gr.Markdown(f"Up to {handlers.options.max_video_seconds:g} s; the sound is kept.")
+                        gr.Markdown(f"Up to {handlers.options.max_video_seconds:g} s; the sound is "
+                                    "kept. Built-in styles only (a painting is used on the Image tab).")
                         video_in = gr.Video(label="Video", sources=["upload"], elem_id="sf-video-in")
                         video_run = gr.Button("Stylize video", variant="primary", elem_id="sf-video-run")
                         video_out = gr.Video(label="Stylized video", interactive=False,
                                              elem_id="sf-video-out")
                     with gr.Tab("Webcam", id="webcam"):
                         gr.Markdown("Live: frames are stylized at up to "
-                                    f"{handlers.options.webcam_max_side} px; late frames are dropped.")
+                                    f"{handlers.options.webcam_max_side} px; late frames are dropped. "
+                                    "Built-in styles only.")
                         with gr.Row():
                             cam = gr.Image(sources=["webcam"], streaming=True, type="numpy",
                                            label="Camera", elem_id="sf-cam")
@@ -80,7 +86,8 @@ def build_blocks(handlers: Handlers, thumbnails: list[tuple[str, str]], concurre
         gallery.select(_gallery_select(names), None, style, queue=False, api_visibility="undocumented")
         photo.change(handlers.editor_background, [photo], [editor], preprocess=False, queue=False,
                      api_visibility="undocumented")
-        run.click(handlers.stylize, [photo, style, style_b, blend, strength, preserve, mode, editor],
+        run.click(handlers.stylize, [photo, style, style_b, blend, strength, preserve, mode, editor,
+                                     painting],
                   [compare, download, info], api_name="stylize", preprocess=False,
                   concurrency_id=ENGINE, concurrency_limit=concurrency)
         video_run.click(handlers.video, [video_in, style, style_b, blend, strength, preserve],

@@ -151,8 +151,7 @@ class ArbitraryStylizer:
             self._codes.popitem(last=False)
         return code
 
-    def _run(self, x: torch.Tensor, styles: list[tuple[StyleCode, float]]) -> torch.Tensor:
-        alpha = self.options.alpha
+    def _run(self, x: torch.Tensor, styles: list[tuple[StyleCode, float]], alpha: float) -> torch.Tensor:
         if self._compiled is not None:
             return self._compiled(x, styles, alpha)
         if self._graphs is not None:
@@ -162,8 +161,14 @@ class ArbitraryStylizer:
         return self.model.stylize(x, styles, alpha)
 
     @torch.inference_mode()
-    def stylize(self, content: torch.Tensor, paintings: list[tuple[Painting, float]]) -> torch.Tensor:
-        """content float (N, 3, H, W) 0–255 → the same shape, float32, on the CPU."""
+    def stylize(self, content: torch.Tensor, paintings: list[tuple[Painting, float]],
+                alpha: float | None = None, preserve: bool | None = None) -> torch.Tensor:
+        """content float (N, 3, H, W) 0–255 → the same shape, float32, on the CPU. `alpha` and
+        `preserve` override the options' for this call (one loaded model serves every setting)."""
+        alpha = self.options.alpha if alpha is None else float(alpha)
+        if not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+        preserve = self.options.preserve_color if preserve is None else preserve
         if content.dim() != 4 or content.shape[1] != 3:
             raise ValueError(f"expected (N, 3, H, W) RGB, got shape {tuple(content.shape)}")
         if not paintings:
@@ -172,13 +177,14 @@ class ArbitraryStylizer:
         content = content.to(self.device, torch.float32)
         memory_format = torch.channels_last if self.device.type == "cuda" else torch.contiguous_format
         x = content.to(self.dtype).contiguous(memory_format=memory_format)
-        out = self._run(x, styles).float()
-        if self.options.preserve_color:
+        out = self._run(x, styles, alpha).float()
+        if preserve:
             out = preserve_color(content, out)
         return apply_strength(content, out, self.options.strength).cpu()
 
-    def bind(self, paintings: list[tuple[Painting, float]]) -> PaintingStylizer:
-        return PaintingStylizer(self, list(paintings))
+    def bind(self, paintings: list[tuple[Painting, float]], alpha: float | None = None,
+             preserve: bool | None = None) -> PaintingStylizer:
+        return PaintingStylizer(self, list(paintings), alpha, preserve)
 
 
 @dataclass
@@ -186,6 +192,8 @@ class PaintingStylizer:
     """An `ArbitraryStylizer` with its paintings: the `Stylizer` contract for the pipeline."""
     engine: ArbitraryStylizer
     paintings: list[tuple[Painting, float]]
+    alpha: float | None = None          # None: the engine's options
+    preserve: bool | None = None
 
     def __post_init__(self):
         for painting, _ in self.paintings:   # a broken painting fails here, once, not per photo
@@ -199,4 +207,4 @@ class PaintingStylizer:
         return f"{self.style_name} ({self.engine.describe()})"
 
     def __call__(self, content: torch.Tensor) -> torch.Tensor:
-        return self.engine.stylize(content, self.paintings)
+        return self.engine.stylize(content, self.paintings, self.alpha, self.preserve)

@@ -2,7 +2,8 @@
 
 A `styleforge serve` subprocess with tiny random-weight styles on a free localhost port: the page
 loads; upload → Stylize → the before/after slider shows and the download is a PNG of the input's
-size; a painted mask changes only the painted region; a corrupt upload shows the error and the
+size; a painting uploaded as the style gives a result of the input's size; a painted mask
+changes only the painted region; a corrupt upload shows the error and the
 next request still works; SIGTERM stops the server with exit code 0. The screenshot test serves
 the shipped styles and writes `app_*.png` into `<basetemp>/screenshots/` (dev/app_screenshots.py
 copies them into docs/images/).
@@ -80,7 +81,7 @@ def download(page, tmp_path) -> Image.Image:
 def test_page_loads_with_gallery_and_controls(page):
     assert page.title() == "StyleForge"
     assert page.locator("#sf-gallery img").count() == 2
-    assert "coming soon" in page.locator("#sf-arbitrary").inner_text()
+    assert page.locator("#sf-arbitrary input[type=file]").count() == 1     # accepts an upload
     for tab in ("Image", "Video", "Webcam", "Train a style"):
         assert page.get_by_role("tab", name=tab).is_visible()
 
@@ -93,6 +94,17 @@ def test_upload_stylize_download_has_the_input_size(page, photo, tmp_path):
     result = download(page, tmp_path)
     assert result.size == (93, 61)
     assert not np.array_equal(np.asarray(result.convert("RGB")), np.asarray(Image.open(photo)))
+
+
+def test_painting_as_the_style_gives_the_input_size(page, photo, tmp_path):
+    painting = tmp_path / "painting.png"
+    stripes = np.random.default_rng(3).integers(0, 255, (8, 64, 3), dtype=np.uint8).repeat(8, axis=0)
+    Image.fromarray(stripes).save(painting)
+    upload_photo(page, photo)
+    page.locator("#sf-arbitrary input[type=file]").set_input_files(str(painting))
+    page.wait_for_selector("#sf-arbitrary img")
+    assert "painting.png: arbitrary style" in stylize_and_wait(page)
+    assert download(page, tmp_path).size == (93, 61)
 
 
 def test_painted_mask_stylizes_only_that_region(page, photo, tmp_path):

@@ -1,7 +1,9 @@
-"""The web app without a browser: file safety, limits, the handlers' replies and errors, the
-video tab's call into `styleforge.stylize_video`, and a training job on toy data (CPU).
+"""The web app without a browser: file safety, limits, the handlers' replies and errors, a
+painting as the style, the video tab's call into `styleforge.stylize_video`, and a training job
+on toy data (CPU).
 
-Tiny random-weight styles (conftest `styles_env`); images of a few dozen pixels.
+Tiny random-weight styles (conftest `styles_env`) and the shipped arbitrary-style weights;
+images of a few dozen pixels.
 """
 from __future__ import annotations
 
@@ -113,6 +115,89 @@ def test_bad_requests_raise_one_clear_gr_error(app, name, data, style, mode, mes
     with pytest.raises(gr.Error, match=message) as err:
         app.stylize(upload(app, name, data), style, None, 0, 1.0, False, mode, None)
     assert str(app.files.root) not in str(err.value)               # no server paths leak
+
+
+def photo_payload(app, seed=0):
+    photo = np.random.default_rng(seed).integers(0, 255, (48, 64, 3), dtype=np.uint8)
+    return upload(app, "photo.png", png(photo))
+
+
+def painting_payload(app, name="painting.png", seed=1, shape=(64, 64, 3)):
+    rng = np.random.default_rng(seed)
+    array = rng.integers(0, 255, shape, dtype=np.uint8).repeat(8, axis=0)[:shape[0]]   # stripes
+    return upload(app, name, png(array))
+
+
+def count_arbitrary_builds(monkeypatch) -> list:
+    from styleforge.api import clear_cache
+    from styleforge.engine.arbitrary import ArbitraryStylizer
+    clear_cache()
+    built, original = [], ArbitraryStylizer.__post_init__
+
+    def counted(self):
+        built.append(self)
+        original(self)
+    monkeypatch.setattr(ArbitraryStylizer, "__post_init__", counted)
+    return built
+
+
+@pytest.mark.slow
+def test_painting_replaces_the_built_in_style_and_keeps_the_size(app):
+    photo = photo_payload(app)
+    _, builtin, _ = app.stylize(photo, "alpha", None, 0, 1.0, False, WHOLE, None)
+    painting = painting_payload(app)
+    _, painted, info = app.stylize(photo, "alpha", None, 0, 1.0, False, WHOLE, None, painting)
+    assert Image.open(painted).size == (64, 48) and painted.endswith("photo_painting.png")
+    assert not np.array_equal(np.asarray(Image.open(painted)), np.asarray(Image.open(builtin)))
+    assert "painting painting.png: arbitrary style on cpu" in info
+
+
+@pytest.mark.slow
+def test_arbitrary_engine_is_built_once_across_requests(app, monkeypatch):
+    """A bad painting, then three looks of a good one: one model load, three results."""
+    built = count_arbitrary_builds(monkeypatch)
+    photo, painting = photo_payload(app), painting_payload(app)
+    broken = upload(app, "broken.png", b"junk")
+    with pytest.raises(gr.Error, match="broken.png: not an image"):      # fails alone
+        app.stylize(photo, "alpha", None, 0, 1.0, False, WHOLE, None, broken)
+    outs = []
+    for strength, keep in ((1.0, False), (0.5, False), (1.0, True)):
+        _, out, _ = app.stylize(photo, "alpha", None, 0, strength, keep, WHOLE, None, painting)
+        outs.append(np.asarray(Image.open(out)))
+    assert len(built) == 1                            # sliders do not reload the model
+    assert not np.array_equal(outs[0], outs[1]) and not np.array_equal(outs[0], outs[2])
+
+
+@pytest.mark.slow
+def test_odd_paintings_are_taken_as_the_library_takes_them(app):
+    """A tiny grey painting with alpha is composited on white and upscaled, not refused."""
+    photo = photo_payload(app)
+    _, out, _ = app.stylize(photo, "alpha", None, 0, 1.0, False, WHOLE, None,
+                            painting_payload(app, "tiny.png", shape=(3, 5, 2)))
+    assert Image.open(out).size == (64, 48)
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"not an image at all", "not an image file Pillow can read"),
+    (b"\x89PNG\r\n\x1a\n truncated", "truncated or corrupt image"),
+    (None, "over the limit"),
+])
+def test_bad_painting_is_one_clear_error_and_the_next_request_works(app, data, message):
+    if data is None:
+        data = png(np.zeros((80, 80, 3), np.uint8))            # over the app's 64×64 pixel limit
+    photo = photo_payload(app)
+    with pytest.raises(gr.Error, match=message) as err:
+        app.stylize(photo, "alpha", None, 0, 1.0, False, WHOLE, None, upload(app, "bad.png", data))
+    assert "bad.png" in str(err.value) and "painting" in str(err.value)
+    assert str(app.files.root) not in str(err.value)
+    _, out, _ = app.stylize(photo, "alpha", None, 0, 1.0, False, WHOLE, None)
+    assert Image.open(out).size == (64, 48)
+
+
+def test_painting_with_a_region_mode_is_refused(app):
+    with pytest.raises(gr.Error, match="whole image only"):
+        app.stylize(photo_payload(app), "alpha", None, 0, 1.0, False, INSIDE, None,
+                    painting_payload(app))
 
 
 @pytest.mark.slow

@@ -92,3 +92,16 @@ def test_arbitrary_engine_caches_style_codes(tmp_path, weights):
     copy = tmp_path / "copy.png"
     copy.write_bytes(painting.read_bytes())
     assert engine.style_code(copy) is first      # keyed by the bytes, not the name
+
+
+def test_arbitrary_bind_overrides_match_an_engine_built_with_them(tmp_path, weights):
+    painting = picture(tmp_path / "s.png", (50, 50))
+    content = torch.rand(1, 3, 30, 40) * 255
+    shared = api.get_arbitrary_engine(api.make_options(arbitrary_weights=str(weights), device="cpu"))
+    got = shared.bind([(painting, 1.0)], alpha=0.4, preserve=True)(content)
+    own = api.get_arbitrary_engine(api.make_options(arbitrary_weights=str(weights), device="cpu",
+                                                    alpha=0.4, preserve_color=True))
+    torch.testing.assert_close(got, own.bind([(painting, 1.0)])(content))
+    assert not torch.allclose(got, shared.bind([(painting, 1.0)])(content))   # the options' own
+    with pytest.raises(ValueError, match="alpha"):
+        shared.bind([(painting, 1.0)], alpha=1.5)(content)
