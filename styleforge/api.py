@@ -85,7 +85,7 @@ def clear_cache() -> None:
     _cached_arbitrary.cache_clear()
 
 
-def _is_painting(style: Any) -> bool:
+def is_painting(style: Any) -> bool:
     from .io.image import SCAN_SUFFIXES
     return isinstance(style, Image.Image) or (
         isinstance(style, (str, os.PathLike)) and Path(style).suffix.lower() in SCAN_SUFFIXES)
@@ -93,10 +93,10 @@ def _is_painting(style: Any) -> bool:
 
 def _painting_list(style: Any) -> list | None:
     """style → [(painting, weight)] when it names paintings, else None (a style or checkpoint)."""
-    if _is_painting(style):
+    if is_painting(style):
         return [(style, 1.0)]
     if isinstance(style, (list, tuple)) and style and all(
-            isinstance(item, tuple) and len(item) == 2 and _is_painting(item[0]) for item in style):
+            isinstance(item, tuple) and len(item) == 2 and is_painting(item[0]) for item in style):
         return [(p, float(w)) for p, w in style]
     return None
 

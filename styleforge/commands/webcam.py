@@ -1,4 +1,5 @@
-"""`styleforge webcam [--source 0|FILE] [--style NAME ...] [--no-window] [--virtual-camera] [--output FILE]`.
+"""`styleforge webcam [--source 0|FILE] [--style NAME ...] [--style-image PAINTING ...]
+[--no-window] [--virtual-camera] [--output FILE]`.
 
 Parses flags into `styleforge.media.camera.CameraOptions` (every flag is a field) and calls
 `run_camera`; the capture, stylization, keys and sinks live there. Exit codes: 0 done,
@@ -20,6 +21,8 @@ def register(subparsers) -> None:
     p.add_argument("--source", default="0", metavar="INDEX|FILE", help="camera index or video file (default 0)")
     p.add_argument("--style", dest="styles", action="append", default=[], metavar="NAME",
                    help="a style the keys cycle through (repeatable; default: every built-in style)")
+    p.add_argument("--style-image", dest="paintings", action="append", default=[], metavar="PAINTING",
+                   help="any painting as a style the keys cycle through (arbitrary model; repeatable)")
     p.add_argument("--capture-size", metavar="WxH", help="size to ask of the camera, e.g. 1280x720")
     p.add_argument("--max-side", type=int, default=640, metavar="PX",
                    help="downscale frames to this longer side before stylizing (default 640)")
@@ -52,7 +55,7 @@ def options_from_args(args: argparse.Namespace):
     from ..media.camera import CameraOptions
     width, height = _size(args.capture_size)
     return CameraOptions(
-        source=args.source, styles=tuple(args.styles), capture_width=width, capture_height=height,
+        source=args.source, styles=(*args.styles, *args.paintings), capture_width=width, capture_height=height,
         max_side=args.max_side, mirror=args.mirror, temporal=args.temporal, device=args.device,
         precision=args.precision, backend=args.backend, window=args.window,
         virtual_camera=args.virtual_camera, output=args.output, realtime=args.realtime,

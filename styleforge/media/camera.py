@@ -38,6 +38,7 @@ class CameraError(RuntimeError):
 class CameraOptions:
     source: str = "0"                   # camera index, or a video file standing in for the camera
     styles: tuple[str, ...] = ()        # styles the keys cycle through; empty = every built-in style
+    # A style that is an image file (.jpg, .png, …) is a painting for the arbitrary model.
     capture_width: int | None = None    # size asked of the camera (it may give another)
     capture_height: int | None = None
     max_side: int | None = 640          # frames are downscaled to this longer side before stylizing
@@ -234,6 +235,7 @@ def run_camera(options: CameraOptions, *, on_frame: Callable[[np.ndarray, str], 
     """Stylize the source until it ends, `max_frames`, or q/Esc. `on_frame(rgb, style)` receives
     each styled frame; `keys(frame_index) -> key code` (−1: none) stands in for the keyboard when
     there is no window (tests, scripted demos)."""
+    from ..api import is_painting
     from ..api import get_stylizer
     from ..engine.options import StylizeOptions
     from ..models.registry import list_styles
@@ -246,7 +248,8 @@ def run_camera(options: CameraOptions, *, on_frame: Callable[[np.ndarray, str], 
 
     def stylizer(name: str):
         if name not in stylizers:   # the first use of a style loads it; later switches are instant
-            stylizers[name] = get_stylizer(dataclasses.replace(engine, style=name))
+            look = {"style_images": ((name, 1.0),)} if is_painting(name) else {"style": name}
+            stylizers[name] = get_stylizer(dataclasses.replace(engine, **look))
         return stylizers[name]
 
     stylizer(styles[0])             # fail on a bad style before the camera turns on

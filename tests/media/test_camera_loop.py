@@ -90,3 +90,20 @@ def test_cli_writes_the_styled_video(styles_env, clip, tmp_path, capsys):
 def test_cli_bad_source_exits_2(styles_env, tmp_path, capsys):
     assert main(["webcam", "--source", str(tmp_path / "x.mp4"), "--no-window", "--style", "alpha"]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_a_painting_is_a_style_the_keys_reach(styles_env, clip, tmp_path):
+    from PIL import Image
+    painting = tmp_path / "painting.png"
+    Image.fromarray((np.random.default_rng(3).random((40, 40, 3)) * 255).astype(np.uint8)).save(painting)
+    seen = []
+    args = ["webcam", "--source", clip, "--style", "alpha", "--style-image", str(painting), "--no-window",
+            "--every-frame", "--max-frames", "3", "--device", "cpu"]
+    from styleforge.commands.webcam import options_from_args
+    from styleforge.cli import build_parser
+    options = options_from_args(build_parser().parse_args(args))
+    assert options.styles == ("alpha", str(painting))
+    stats = run_camera(options, on_frame=lambda rgb, style: seen.append((rgb, style)),
+                       keys=lambda i: ord("n") if i == 1 else -1)
+    assert stats.frames == 3 and [s for _, s in seen] == ["alpha", "alpha", str(painting)]  # keys act after a frame
+    assert seen[2][0].shape == (16, 24, 3) and not np.array_equal(seen[2][0], seen[1][0])
