@@ -26,6 +26,7 @@ from PIL import Image
 
 from ..io.image import ImageError, load_image
 from ..models.arbitrary import ArbitraryStyleNet, StyleCode, load_arbitrary
+from .stroke import downscale, internal_size, restore_detail
 from .backends import resolve_device, resolve_dtype
 from .blending import apply_strength, preserve_color
 from .options import StylizeOptions
@@ -175,9 +176,13 @@ class ArbitraryStylizer:
             raise ValueError("no style image given")
         styles = [(self.style_code(p), float(w)) for p, w in paintings]
         content = content.to(self.device, torch.float32)
+        inner = internal_size(*content.shape[-2:], self.options.stroke_scale)
+        small = downscale(content, inner) if inner != tuple(content.shape[-2:]) else content
         memory_format = torch.channels_last if self.device.type == "cuda" else torch.contiguous_format
-        x = content.to(self.dtype).contiguous(memory_format=memory_format)
+        x = small.to(self.dtype).contiguous(memory_format=memory_format)
         out = self._run(x, styles, alpha).float()
+        if small is not content:     # strokes at the internal size, the photo's detail restored
+            out = restore_detail(content, small, out)
         if preserve:
             out = preserve_color(content, out)
         return apply_strength(content, out, self.options.strength).cpu()

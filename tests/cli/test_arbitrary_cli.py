@@ -105,3 +105,17 @@ def test_arbitrary_bind_overrides_match_an_engine_built_with_them(tmp_path, weig
     assert not torch.allclose(got, shared.bind([(painting, 1.0)])(content))   # the options' own
     with pytest.raises(ValueError, match="alpha"):
         shared.bind([(painting, 1.0)], alpha=1.5)(content)
+
+
+def test_arbitrary_stroke_scale_runs_the_model_at_the_internal_size(tmp_path, weights):
+    painting = picture(tmp_path / "s.png", (50, 50))
+    content = torch.rand(1, 3, 60, 1100) * 255
+    seen = []
+    for stroke, want in ((None, (28, 512)), (1.0, (60, 1100)), (4.0, (15, 275))):
+        engine = api.get_arbitrary_engine(api.make_options(arbitrary_weights=str(weights), device="cpu",
+                                                           stroke_scale=stroke))
+        run = engine._run
+        engine._run = lambda x, styles, alpha: seen.append(tuple(x.shape[-2:])) or run(x, styles, alpha)
+        out = engine.bind([(painting, 1.0)])(content)
+        engine._run = run
+        assert out.shape == content.shape and seen[-1] == want
