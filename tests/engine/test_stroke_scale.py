@@ -49,3 +49,20 @@ def test_whole_frame_restore_on_cuda_equals_the_banded_cpu_one():
     cpu = restore_detail(content, small, styled, band_rows=64)
     gpu = restore_detail(content.cuda(), small.cuda(), styled.cuda())
     assert (gpu.cpu() - cpu).abs().max() < 1e-2
+
+
+def test_precompensation_survives_the_round_trip_better_than_plain_upsampling():
+    from styleforge.engine.stroke import precompensate, round_trip
+    g = torch.Generator().manual_seed(0)
+    small = F.avg_pool2d(torch.rand(1, 3, 64, 48, generator=g, dtype=torch.float64) * 255, 2).float()  # strokes
+    plain = (round_trip(small, 2.0) - small).square().mean()
+    pre = (round_trip(precompensate(small, (128, 96)), 2.0) - small).square().mean()
+    assert pre < 0.2 * plain
+
+
+def test_precompensation_is_skipped_when_not_upsampling_or_too_big(monkeypatch):
+    from styleforge.engine import stroke
+    small = torch.rand(1, 3, 20, 10) * 255
+    assert torch.equal(stroke.precompensate(small, (20, 10)), small)
+    monkeypatch.setattr(stroke, "PRECOMPENSATE_MAX_PIXELS", 100)
+    assert torch.equal(stroke.precompensate(small, (200, 100)), small)
