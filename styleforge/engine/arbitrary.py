@@ -26,7 +26,7 @@ from PIL import Image
 
 from ..io.image import ImageError, load_image
 from ..models.arbitrary import ArbitraryStyleNet, StyleCode, load_arbitrary
-from .stroke import downscale, internal_size, precompensate, restore_detail
+from .stroke import downscale, internal_size, upscale_styled
 from .backends import resolve_device, resolve_dtype
 from .blending import apply_strength, preserve_color
 from .options import StylizeOptions
@@ -182,7 +182,7 @@ class ArbitraryStylizer:
         x = small.to(self.dtype).contiguous(memory_format=memory_format)
         out = self._run(x, styles, alpha).float()
         if small is not content:     # strokes at the internal size, the photo's detail restored
-            out = restore_detail(content, small, precompensate(out, tuple(content.shape[-2:])))
+            out = upscale_styled(content, small, out)
         if preserve:
             out = preserve_color(content, out)
         return apply_strength(content, out, self.options.strength).cpu()

@@ -22,7 +22,7 @@ from .backends import make_runner, resolve_backend, resolve_device, resolve_dtyp
 from .blending import apply_strength, blend_state_dicts, preserve_color
 from .memory import IO_BYTES_PER_PIXEL, Execution, choose_execution, default_gpu_budget, default_ram_budget, scratch_free
 from .options import StylizeOptions
-from .stroke import downscale, internal_size, precompensate, restore_detail
+from .stroke import downscale, internal_size, upscale_styled
 
 MULTIPLE = 4      # two stride-2 convolutions, two ×2 upsamples
 MIN_SIDE = 16     # the 9×9 reflection pad needs ≥ 5 px, the 1/4-scale 3×3 pads need ≥ 2 px
@@ -177,7 +177,7 @@ class Stylizer:
         if inner != (height, width):
             small = downscale(content, inner)
             styled, finite = self._network(small, execution, check_overflow)
-            out = restore_detail(content, small, precompensate(styled, (height, width)).to(content.device))
+            out = upscale_styled(content, small, styled)
         else:
             out, finite = self._network(content, execution, check_overflow)
         if execution.mode == "whole":

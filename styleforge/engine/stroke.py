@@ -101,6 +101,12 @@ def precompensate(small_out: torch.Tensor, size: tuple[int, int]) -> torch.Tenso
     return p
 
 
+def upscale_styled(content: torch.Tensor, small_content: torch.Tensor, small_out: torch.Tensor) -> torch.Tensor:
+    """The network's output on `small_content` brought to content's size: precompensated where
+    it ran (the device), then `restore_detail`. The one way back from the internal size."""
+    return restore_detail(content, small_content, precompensate(small_out, tuple(content.shape[-2:])))
+
+
 def restore_detail(content: torch.Tensor, small_content: torch.Tensor, small_out: torch.Tensor,
                    band_rows: int = BAND_ROWS) -> torch.Tensor:
     """Upsample `small_out` (bicubic) to content's size and add the content's lost luminance detail.
