@@ -21,7 +21,7 @@ from PIL import Image, ImageFilter
 
 from .api import get_stylizer
 from .engine.blending import apply_strength, preserve_color
-from .engine.options import StylizeOptions
+from .engine.options import StylizeOptions, check_fraction
 from .engine.pipeline import Stylizer
 from .io.image import pil_to_tensor, split_alpha, tensor_to_pil
 
@@ -38,10 +38,8 @@ class Look:
     preserve_color: bool = False
 
     def __post_init__(self):
-        if not 0.0 <= self.blend <= 1.0:
-            raise ValueError(f"blend must be in [0, 1], got {self.blend}")
-        if not 0.0 <= self.strength <= 1.0:
-            raise ValueError(f"strength must be in [0, 1], got {self.strength}")
+        check_fraction("blend", self.blend)
+        check_fraction("strength", self.strength)
 
     def weights_options(self, device: str = "auto", precision: str = "auto",
                         backend: str = "auto") -> StylizeOptions:

@@ -29,7 +29,7 @@ from ..models.arbitrary import ArbitraryStyleNet, StyleCode, load_arbitrary
 from .stroke import downscale, internal_size, upscale_styled
 from .backends import resolve_device, resolve_dtype
 from .blending import apply_strength, preserve_color
-from .options import StylizeOptions
+from .options import StylizeOptions, check_fraction
 
 Painting = Union[str, os.PathLike, Image.Image]
 MIN_STYLE_SIDE = 64
@@ -166,9 +166,7 @@ class ArbitraryStylizer:
                 alpha: float | None = None, preserve: bool | None = None) -> torch.Tensor:
         """content float (N, 3, H, W) 0–255 → the same shape, float32, on the CPU. `alpha` and
         `preserve` override the options' for this call (one loaded model serves every setting)."""
-        alpha = self.options.alpha if alpha is None else float(alpha)
-        if not 0.0 <= alpha <= 1.0:
-            raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+        alpha = self.options.alpha if alpha is None else check_fraction("alpha", float(alpha))
         preserve = self.options.preserve_color if preserve is None else preserve
         if content.dim() != 4 or content.shape[1] != 3:
             raise ValueError(f"expected (N, 3, H, W) RGB, got shape {tuple(content.shape)}")

@@ -15,6 +15,13 @@ TILINGS = ("auto", "off", "exact", "fast")
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
+def check_fraction(name: str, value: float) -> float:
+    """`value` if it is in [0, 1] (strength, alpha, blend shares), else a ValueError naming it."""
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be in [0, 1], got {value}")
+    return value
+
+
 def parse_bytes(text: str) -> int:
     """'8G', '512MiB', '1.5GB', '1000000' → bytes (binary units: 1G = 2**30)."""
     value = text.strip().lower()
@@ -135,8 +142,7 @@ class StylizeOptions:
     arbitrary_weights: str | None = None  # arbitrary model weights file (None: the shipped one)
 
     def __post_init__(self):
-        if not 0.0 <= self.strength <= 1.0:
-            raise ValueError(f"strength must be in [0, 1], got {self.strength}")
+        check_fraction("strength", self.strength)
         if self.device not in DEVICES:
             raise ValueError(f"device must be one of {DEVICES}, got {self.device!r}")
         if self.precision not in PRECISIONS:
@@ -151,8 +157,7 @@ class StylizeOptions:
             raise ValueError(f"max_pixels must be ≥ 1, got {self.max_pixels}")
         if not 1 <= self.quality <= 100:
             raise ValueError(f"quality must be in 1..100, got {self.quality}")
-        if not 0.0 <= self.alpha <= 1.0:
-            raise ValueError(f"alpha must be in [0, 1], got {self.alpha}")
+        check_fraction("alpha", self.alpha)
         if self.style_size < 64:
             raise ValueError(f"style_size must be ≥ 64, got {self.style_size}")
         if isinstance(self.style_images, str):
