@@ -235,8 +235,7 @@ def run_camera(options: CameraOptions, *, on_frame: Callable[[np.ndarray, str], 
     """Stylize the source until it ends, `max_frames`, or q/Esc. `on_frame(rgb, style)` receives
     each styled frame; `keys(frame_index) -> key code` (−1: none) stands in for the keyboard when
     there is no window (tests, scripted demos)."""
-    from ..api import is_painting
-    from ..api import get_stylizer
+    from ..api import get_stylizer, is_painting
     from ..engine.options import StylizeOptions
     from ..models.registry import list_styles
 

@@ -70,17 +70,15 @@ def encoder_state_from_file(path: str | os.PathLike) -> dict[str, torch.Tensor]:
     return vgg16_state_from_file(path, CONV_INDICES)
 
 
-LEVEL_FIRST_CONV = dict(zip(LEVELS, (0, 5, 10, 17, 24)))
-
-
 def build_encoder(state: dict[str, torch.Tensor], widths: tuple[int, ...] = VGG16_WIDTHS) -> VGGEncoder:
     """A frozen encoder (strict load) as deep as the convs in `state` reach; widths read from
     it, those of levels it lacks taken from `widths` (the model config's)."""
-    held = [level for level in LEVELS if f"features.{LEVEL_FIRST_CONV[level]}.weight" in state]
+    conv = {level: LEVEL_ENDS[level] - 2 for level in LEVELS}     # the conv before the level's ReLU
+    held = [level for level in LEVELS if f"features.{conv[level]}.weight" in state]
     if not held:
         raise VGGWeightsError("encoder weights hold no VGG16 conv1_1 (features.0.weight)")
     depth = held[-1]
-    widths = tuple(state[f"features.{LEVEL_FIRST_CONV[level]}.weight"].shape[0] if level in held
+    widths = tuple(state[f"features.{conv[level]}.weight"].shape[0] if level in held
                    else widths[i] for i, level in enumerate(LEVELS))
     encoder = VGGEncoder(widths, depth)
     try:
