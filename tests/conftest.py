@@ -105,6 +105,14 @@ def random_style_state(seed: int) -> dict[str, torch.Tensor]:
     return model.state_dict()
 
 
+def random_net(seed: int):
+    """A TransformerNet with `random_style_state(seed)`, in eval mode."""
+    from styleforge.models import TransformerNet
+    model = TransformerNet()
+    model.load_state_dict(random_style_state(seed))
+    return model.eval()
+
+
 @pytest.fixture(scope="session")
 def tiny_styles(tmp_path_factory):
     """Two random-weight styles, 'alpha' and 'beta', as a styles folder of safetensors files."""

@@ -26,15 +26,19 @@ SIZES = {"1080p": (1080, 1920), "4k": (2160, 3840)}
 RESULTS = Path("benchmarks/results/arbitrary.csv")
 
 
-def _model(weights: str | None) -> ArbitraryStyleNet:
-    if weights:
-        return load_arbitrary(weights)[0]
+def random_model() -> ArbitraryStyleNet:
+    """Seeded random weights scaled to keep activations alive (speed does not depend on values;
+    the GPU tests use it too)."""
     torch.manual_seed(0)
     model = ArbitraryStyleNet(ArbitraryConfig())
     with torch.no_grad():
         for p in model.parameters():
             torch.nn.init.kaiming_normal_(p) if p.dim() == 4 else torch.nn.init.uniform_(p, 0.0, 0.05)
     return model.eval()
+
+
+def _model(weights: str | None) -> ArbitraryStyleNet:
+    return load_arbitrary(weights)[0] if weights else random_model()
 
 
 def providers():

@@ -9,19 +9,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import random_style_state, rel_error
+from conftest import random_net, rel_error
 
 from styleforge.engine.autotune import LayerChoice
 from styleforge.engine.plan import VARIANTS, build_steps, describe
 from styleforge.engine.runner import FusedRunner
 from styleforge.engine.steps import IMPLS
 from styleforge.models import TransformerNet
-
-
-def _model(seed: int = 0) -> TransformerNet:
-    model = TransformerNet()
-    model.load_state_dict(random_style_state(seed))
-    return model.eval()
 
 
 def test_description_is_read_off_the_model():
@@ -56,7 +50,7 @@ def test_every_step_has_a_function_and_covers_every_layer_once(variant, choice):
 
 @pytest.mark.parametrize("shape", [(1, 3, 8, 12), (2, 3, 8, 8)], ids=["8x12", "batch2-8x8"])
 def test_reference_steps_equal_the_model_in_float64(shape):
-    model = _model()
+    model = random_net(0)
     x = torch.rand(shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 255
     with torch.inference_mode():
         got = FusedRunner(model, torch.device("cpu"), torch.float64).forward(x, "reference")
@@ -68,7 +62,7 @@ def test_reference_steps_equal_the_model_in_float64(shape):
 @pytest.mark.parametrize("variant", ["cudnn", "conv3x3", "conv3x3_links", "hybrid"])
 @pytest.mark.parametrize("provider", ["styleforge", "cudnn"])
 def test_every_variant_and_nine_by_nine_choice_within_twice_eager_bf16(variant, provider):
-    model = _model(2)
+    model = random_net(2)
     shape = (1, 3, 16, 16)
     x = torch.rand(shape, generator=torch.Generator().manual_seed(2)) * 255
     runner = FusedRunner(model, torch.device("cpu"), torch.bfloat16)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import psnr, random_style_state, rel_error
+from conftest import psnr, random_net, rel_error
 
 from styleforge.engine.runner import FusedRunner
 from styleforge.models import TransformerNet
@@ -22,12 +22,6 @@ from styleforge.switches import Switches
 ASSETS = Path(__file__).resolve().parents[2] / "styleforge" / "assets"
 STYLES = Path(__file__).resolve().parents[2] / "styleforge" / "styles"
 FUSED_FP32_REL_TOL = 1e-4    # 16 convolutions in fp32 (TF32 off), summation orders differ
-
-
-def _model(seed: int = 0) -> TransformerNet:
-    model = TransformerNet()
-    model.load_state_dict(random_style_state(seed))
-    return model.eval()
 
 
 def _image(shape, seed=0, device="cpu"):
@@ -57,7 +51,7 @@ def _model_copy(model):
 @pytest.mark.parametrize("shape", [(1, 3, 16, 16), (2, 3, 20, 28), (1, 3, 8, 12)],
                          ids=["16x16", "batch2-20x28", "smallest-8x12"])
 def test_plan_equals_reference_network_on_cpu(shape):
-    model = _model()
+    model = random_net(0)
     x = _image(shape)
     out = FusedRunner(model, torch.device("cpu"), torch.float32)(x)
     assert out.dtype == torch.float32 and out.shape == shape
@@ -65,7 +59,7 @@ def test_plan_equals_reference_network_on_cpu(shape):
 
 
 def test_plan_bf16_error_within_twice_eager_bf16_on_cpu():
-    model = _model(1)
+    model = random_net(1)
     x = _image((1, 3, 32, 32), seed=1)
     ref = _reference(model, x)
     fused = FusedRunner(model, torch.device("cpu"), torch.bfloat16)(x)
@@ -76,7 +70,7 @@ def test_plan_bf16_error_within_twice_eager_bf16_on_cpu():
 @pytest.mark.parametrize("shape", [(1, 3, 18, 16), (1, 3, 4, 16), (1, 1, 16, 16)],
                          ids=["not multiple of 4", "too small", "not RGB"])
 def test_runner_rejects_bad_shapes(shape):
-    runner = FusedRunner(_model(), torch.device("cpu"), torch.float32)
+    runner = FusedRunner(random_net(0), torch.device("cpu"), torch.float32)
     with pytest.raises(ValueError, match="FusedRunner"):
         runner(torch.zeros(shape))
 
@@ -102,7 +96,7 @@ def kernels_loaded():
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(1, 3, 64, 96), (2, 3, 128, 128), (1, 3, 36, 52)])
 def test_fused_fp32_equals_reference(kernels_loaded, exact_fp32, shape):
-    model = _model()
+    model = random_net(0)
     x = _image(shape, device="cuda")
     out = FusedRunner(model, torch.device("cuda"), torch.float32)(x)
     err = rel_error(out, _reference(model, x, device="cuda"))
@@ -112,7 +106,7 @@ def test_fused_fp32_equals_reference(kernels_loaded, exact_fp32, shape):
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 def test_fused_low_precision_within_twice_eager(kernels_loaded, exact_fp32, dtype):
-    model = _model(1)
+    model = random_net(1)
     x = _image((1, 3, 256, 256), seed=1, device="cuda")
     ref = _reference(model, x, device="cuda")
     fused = FusedRunner(model, torch.device("cuda"), dtype)(x)
@@ -152,7 +146,7 @@ def test_fused_psnr_on_real_photos_with_a_trained_style(kernels_loaded, exact_fp
 def test_graph_cache_reuses_captures_per_shape(kernels_loaded, exact_fp32):
     # A shape's first call runs eagerly (no plan timing, no capture: a folder of one-off sizes
     # stays cheap); its second captures, and later ones replay.
-    model = _model()
+    model = random_net(0)
     runner = FusedRunner(model, torch.device("cuda"), torch.float32)
     a, b = _image((1, 3, 64, 64), 0, "cuda"), _image((1, 3, 64, 64), 1, "cuda")
     out_a = runner(a)
@@ -175,7 +169,7 @@ def test_graph_cache_reuses_captures_per_shape(kernels_loaded, exact_fp32):
 
 @pytest.mark.gpu
 def test_cpu_inputs_go_through_pinned_memory(kernels_loaded, exact_fp32):
-    model = _model()
+    model = random_net(0)
     runner = FusedRunner(model, torch.device("cuda"), torch.float32)
     x = _image((1, 3, 48, 64))
     outs = [runner(x), runner(x * 0.5)]
@@ -204,7 +198,7 @@ def test_capture_restores_the_global_cudnn_flags(kernels_loaded):
     saved = cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32
     try:
         cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32 = False, False, True
-        FusedRunner(_model(), torch.device("cuda"), torch.bfloat16)(_image((1, 3, 32, 32), 0, "cuda"))
+        FusedRunner(random_net(0), torch.device("cuda"), torch.bfloat16)(_image((1, 3, 32, 32), 0, "cuda"))
         assert (cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32) == (False, False, True)
     finally:
         cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32 = saved
@@ -216,7 +210,7 @@ def test_graph_io_reads_and_writes_the_callers_tensors(kernels_loaded, dtype):
     # Where conv1 and the head are our kernels, a replay reads the caller's tensor where it is and
     # writes a fresh output (engine/graph_io.py): the same frames as the copy path, none of them
     # overwritten by later calls, and the copy path still right for inputs the nodes cannot take.
-    model, shape, cuda = _model(2), (1, 3, 128, 192), torch.device("cuda")
+    model, shape, cuda = random_net(2), (1, 3, 128, 192), torch.device("cuda")
     inputs = [_image(shape, seed, "cuda") for seed in range(3)]
     copy_runner = FusedRunner(model, cuda, dtype, settings=Switches(graph_io=False))
     expected = [copy_runner(x) for x in inputs]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import FP32_REL_TOL, psnr, random_style_state, rel_error
+from conftest import FP32_REL_TOL, psnr, random_net, rel_error
 
 from styleforge.engine.thumbnail import ThumbnailTiledRunner
 from styleforge.engine.tiling import TiledRunner, exact_store_bytes, plan_steps, receptive_halo
@@ -15,9 +15,7 @@ from styleforge.models.transformer_net import TransformerNet
 
 @pytest.fixture(scope="module")
 def model():
-    net = TransformerNet()
-    net.load_state_dict(random_style_state(3))
-    return net.eval()
+    return random_net(3)
 
 
 def smooth_image(height, width, seed=0):

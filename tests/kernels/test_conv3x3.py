@@ -18,7 +18,7 @@ from conftest import (
     assert_graph_replays_like_fresh_calls,
     assert_matches_reference,
     capture_in_graph,
-    random_style_state,
+    random_net,
     rel_error,
     requires_hopper,
 )
@@ -267,11 +267,9 @@ def test_opcheck_on_cpu():
 @pytest.mark.slow
 def test_engine_fused_plan_equals_cudnn_plan_on_cpu():
     from styleforge.engine.runner import FusedRunner
-    from styleforge.models import TransformerNet
-    model = TransformerNet()
-    model.load_state_dict(random_style_state(1))
+    model = random_net(1)
     x = torch.rand(1, 3, 40, 56) * 255
-    runner = FusedRunner(model.eval(), torch.device("cpu"), torch.bfloat16)
+    runner = FusedRunner(model, torch.device("cpu"), torch.bfloat16)
     fused, plain = runner.forward(x, "conv3x3"), runner.forward(x, "cudnn")
     with torch.no_grad():
         want = model(x.double().float())
@@ -579,10 +577,7 @@ def test_opcheck_on_cuda(loaded):
 @pytest.mark.parametrize("dtype", LOW, ids=str)
 def test_engine_picks_a_plan_and_both_agree(loaded, dtype):
     from styleforge.engine.runner import FusedRunner
-    from styleforge.models import TransformerNet
-    model = TransformerNet()
-    model.load_state_dict(random_style_state(2))
-    model = model.eval().cuda()
+    model = random_net(2).cuda()
     x = torch.rand(1, 3, 128, 192, device="cuda") * 255
     runner = FusedRunner(model, torch.device("cuda"), dtype)
     assert runner.default_plan() == "conv3x3"

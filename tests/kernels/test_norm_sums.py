@@ -387,14 +387,11 @@ def test_cuda_conv1_sums_and_head_from_sums(loaded, n):
 def test_engine_sums_handoff_plan_is_the_network_and_replays(loaded):
     """The fused plan (the sums hand-off between every two layers) within 2x the eager bf16 error,
     on the first (eager, choosing) and the replayed calls, and every sums state left zero."""
-    from conftest import random_style_state
+    from conftest import random_net
 
     from styleforge.engine.runner import FusedRunner
-    from styleforge.models import TransformerNet
     from styleforge.switches import Switches
-    model = TransformerNet()
-    model.load_state_dict(random_style_state(4))
-    model = model.eval().cuda()
+    model = random_net(4).cuda()
     runner = FusedRunner(model, torch.device("cuda"), torch.bfloat16, settings=Switches(conv3x3="on"))
     states = None
     for seed in range(3):   # the first call chooses conv1's and the head's kernels, then replays

@@ -8,21 +8,12 @@ from torch.profiler import ProfilerActivity, profile
 
 from conftest import cuda_kernel_names
 from styleforge import kernels
-from styleforge.models.arbitrary import ArbitraryConfig, ArbitraryStyleNet
-
-
-def _model() -> ArbitraryStyleNet:
-    torch.manual_seed(0)
-    model = ArbitraryStyleNet(ArbitraryConfig())
-    with torch.no_grad():
-        for p in model.parameters():
-            torch.nn.init.kaiming_normal_(p) if p.dim() == 4 else torch.nn.init.uniform_(p, 0.0, 0.05)
-    return model.eval()
+from styleforge.bench.arbitrary import random_model
 
 
 @pytest.mark.gpu
 def test_arbitrary_attention_and_ffn_kernels_run(loaded):
-    model = _model().cuda().to(torch.bfloat16)
+    model = random_model().cuda().to(torch.bfloat16)
     x = (torch.rand(1, 3, 272, 208, device="cuda") * 255).to(torch.bfloat16)
     s = (torch.rand(1, 3, 256, 320, device="cuda") * 255).to(torch.bfloat16)
     with torch.inference_mode():
@@ -37,7 +28,7 @@ def test_arbitrary_attention_and_ffn_kernels_run(loaded):
         assert "attention" in names                                     # our flash kernel
         assert "softmax" not in names.lower()                          # not the twin's matmul–softmax
         with kernels.using("reference"):
-            ref = _model().cuda().float().stylize(x.float(), [(_model().cuda().float().encode_style(s.float()), 1.0)])
+            ref = random_model().cuda().float().stylize(x.float(), [(random_model().cuda().float().encode_style(s.float()), 1.0)])
         out = run().float()
     err = float((out - ref).norm() / ref.norm())
     assert err < 3e-2, f"bf16 kernels vs fp32 reference: relative error {err:.3g}"
