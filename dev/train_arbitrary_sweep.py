@@ -3,9 +3,10 @@
 phase1: train every variant for --seconds on its own GPU, score each on the held-out paintings
         (`styleforge eval-arbitrary`), rank them: lowest median style ratio among those whose
         median content distance is ≤ CONTENT_CAP (the bar is 1.5; a margin is kept).
-phase2: resume the best two for --seconds more (same cosine schedule), meanwhile run the GPU
-        tests and the speed benchmark on the spare GPUs, score again, and pack the winner for
-        the trip home: slim fp16 weights (no encoder) and its checkpoint in 15 MB pieces.
+phase2: resume every PHASE2 variant from --start (phase 1's winner) for --seconds more (same
+        cosine schedule), the GPU tests beside them, then score, time the model alone on GPU 0,
+        and pack the winner. Each phase packs its winner for the trip home: slim fp16 weights
+        (no encoder), its checkpoint in 15 MB pieces, sample sheets and logs.
 Data: `python dev/prepare_arbitrary_data.py` (.data/arbitrary/). Results: --out (the device's $OUT).
 """
 from __future__ import annotations
@@ -26,8 +27,7 @@ RUNS = Path("runs/sweep")
 LOGS = RUNS / "logs"          # $OUT takes 8 files at most: logs travel in the tarball
 STEPS = 12_000
 CONTENT_CAP = 1.4
-DEVICE = "cuda"
-VARIANTS = {            # name → train-arbitrary flags (everything else: the defaults)
+PHASE1 = {              # name → train-arbitrary flags (everything else: the defaults)
     "g0": [],
     "g1": ["--gram-weight", "1"],
     "g3": ["--gram-weight", "3"],
@@ -44,23 +44,26 @@ PHASE2 = {
 }
 
 
-def train(name: str, gpu: int, seconds: float, out: Path) -> subprocess.Popen:
+def train(name: str, flags: list[str], gpu: int, seconds: float) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "styleforge", "train-arbitrary", "--vgg-weights", str(VGG),
            "--content-dir", str(DATA / "content"), "--style-dir", str(DATA / "styles"),
            "--run-dir", str(RUNS / name), "--steps", str(STEPS), "--checkpoint-every", "1000",
            "--sample-every", "2000", "--log-every", "100", "--resume", "auto",
-           "--max-seconds", str(seconds), "--no-progress", *VARIANTS[name]]
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))
-    return subprocess.Popen(cmd, env=env, stdout=open(LOGS / f"{name}.train.log", "a"), stderr=subprocess.STDOUT)
+           "--max-seconds", str(seconds), "--no-progress", *flags]
+    return _on_gpu(cmd, gpu, LOGS / f"{name}.train.log", "a")
 
 
-def evaluate(name: str, gpu: int, out: Path, tag: str) -> subprocess.Popen:
+def evaluate(name: str, gpu: int, tag: str, device: str) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "styleforge", "eval-arbitrary", "--weights", str(RUNS / name / "arbitrary.safetensors"),
            "--photos", str(DATA / "eval/photos"), "--paintings", str(DATA / "eval/paintings_held_out"),
-           "--metric-vgg", str(VGG), "--device", DEVICE, "--precision", "bf16",
+           "--metric-vgg", str(VGG), "--device", device, "--precision", "bf16",
            "--save-dir", str(RUNS / name / f"eval_{tag}")]
+    return _on_gpu(cmd, gpu, LOGS / f"{name}.eval_{tag}.txt")
+
+
+def _on_gpu(cmd: list[str], gpu: int, log: Path, mode: str = "w") -> subprocess.Popen:
     env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))
-    return subprocess.Popen(cmd, env=env, stdout=open(LOGS / f"{name}.eval_{tag}.txt", "w"), stderr=subprocess.STDOUT)
+    return subprocess.Popen(cmd, env=env, stdout=open(log, mode), stderr=subprocess.STDOUT)
 
 
 def medians(path: Path) -> tuple[float, float] | None:
@@ -77,43 +80,42 @@ def wait(procs: list[subprocess.Popen]) -> list[int]:
     return [p.wait() for p in procs]
 
 
-def phase1(out: Path, seconds: float) -> None:
-    names = list(VARIANTS)
-    print("train", names, wait([train(n, i, seconds, out) for i, n in enumerate(names)]), flush=True)
-    print("eval", wait([evaluate(n, i, out, "p1") for i, n in enumerate(names)]), flush=True)
-    scores = {n: medians(LOGS / f"{n}.eval_p1.txt") for n in names}
-    summary = {"phase1": scores, "ranking": rank(scores)}
+def sweep(variants: dict[str, list[str]], seconds: float, tag: str, device: str) -> dict:
+    """Train each variant on its own GPU, score each; → {name: (style ratio, content) or None}."""
+    names = list(variants)
+    print("train", names, wait([train(n, variants[n], i, seconds) for i, n in enumerate(names)]), flush=True)
+    print("eval", wait([evaluate(n, i, tag, device) for i, n in enumerate(names)]), flush=True)
+    return {n: medians(LOGS / f"{n}.eval_{tag}.txt") for n in names}
+
+
+def report(summary: dict, out: Path, tag: str) -> None:
     (RUNS / "summary.json").write_text(json.dumps(summary, indent=1))
-    (out / "summary_p1.json").write_text(json.dumps(summary, indent=1))
+    (out / f"summary_{tag}.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary, indent=1), flush=True)
+
+
+def phase1(out: Path, seconds: float, device: str) -> None:
+    scores = sweep(PHASE1, seconds, "p1", device)
+    summary = {"phase1": scores, "ranking": rank(scores)}
+    report(summary, out, "p1")
     pack(summary["ranking"][0], out, "p1")
 
 
-def phase2(out: Path, seconds: float, start: Path) -> None:
-    """Every PHASE2 variant resumes from `start` (phase 1's winner) with its own loss weights."""
-    best = list(PHASE2)
-    VARIANTS.update(PHASE2)
-    for name in best:
+def phase2(out: Path, seconds: float, start: Path, device: str) -> None:
+    for name in PHASE2:
         (RUNS / name).mkdir(parents=True, exist_ok=True)
         shutil.copy(start, RUNS / name / start.name)
-    summary = {"start": start.name}
-    procs = [train(n, i, seconds, out) for i, n in enumerate(best)]
-    env2 = dict(os.environ, CUDA_VISIBLE_DEVICES="2")
-    tests = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "tests/models/test_arbitrary_gpu.py",
-                              "tests/training/test_arbitrary_training.py", "tests/models/test_arbitrary_model.py"],
-                             env=env2, stdout=open(LOGS / "gpu_tests.log", "w"), stderr=subprocess.STDOUT)
-    print("train", best, wait(procs), "tests", tests.wait(), flush=True)
-    print("eval", wait([evaluate(n, i, out, "p2") for i, n in enumerate(best)]), flush=True)
-    env0 = dict(os.environ, CUDA_VISIBLE_DEVICES="0")      # alone on its GPU: timings
-    bench = subprocess.run([sys.executable, "-m", "styleforge.bench.arbitrary", "--weights",
-                            str(RUNS / best[0] / "arbitrary.safetensors")],
-                           env=env0, stdout=open(LOGS / "bench_arbitrary.log", "w"), stderr=subprocess.STDOUT)
-    print("bench", bench.returncode, flush=True)
-    scores = {n: medians(LOGS / f"{n}.eval_p2.txt") for n in best}
-    summary.update(phase2=scores, ranking2=rank(scores))
-    (RUNS / "summary.json").write_text(json.dumps(summary, indent=1))
-    (out / "summary_p2.json").write_text(json.dumps(summary, indent=1))
-    print(json.dumps(summary, indent=1), flush=True)
+    tests = _on_gpu([sys.executable, "-m", "pytest", "-q", "tests/models/test_arbitrary_gpu.py",
+                     "tests/training/test_arbitrary_training.py", "tests/models/test_arbitrary_model.py"],
+                    2, LOGS / "gpu_tests.log")
+    scores = sweep(PHASE2, seconds, "p2", device)
+    print("tests", tests.wait(), flush=True)
+    first = RUNS / next(iter(PHASE2)) / "arbitrary.safetensors"
+    bench = _on_gpu([sys.executable, "-m", "styleforge.bench.arbitrary", "--weights", str(first)],
+                    0, LOGS / "bench_arbitrary.log")
+    print("bench", bench.wait(), flush=True)          # alone on its GPU: timings
+    summary = {"start": start.name, "phase2": scores, "ranking2": rank(scores)}
+    report(summary, out, "p2")
     pack(summary["ranking2"][0], out, "p2")
 
 
@@ -145,14 +147,12 @@ def main() -> None:
     parser.add_argument("--start", type=Path, help="phase2: the checkpoint every variant resumes from")
     parser.add_argument("--device", default="cuda", help="for eval-arbitrary (cpu: a local smoke run)")
     args = parser.parse_args()
-    global DEVICE
-    DEVICE = args.device
     args.out.mkdir(parents=True, exist_ok=True)
     LOGS.mkdir(parents=True, exist_ok=True)
     if args.phase == "phase1":
-        phase1(args.out, args.seconds)
+        phase1(args.out, args.seconds, args.device)
     else:
-        phase2(args.out, args.seconds, args.start)
+        phase2(args.out, args.seconds, args.start, args.device)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
-// Playground, not shipped: where conv1's wgmma kernel (csrc/cuda/conv9x9_sm90.cu) spends its time.
-//   nvcc -std=c++17 -O3 -arch=sm_90a -I styleforge/kernels/csrc/cuda dev/kernels/conv9x9/sm90_variants.cu -o v
+// Playground, not shipped: where conv1's wgmma kernel (csrc/conv9x9/conv9x9_sm90.cu) spends its time.
+//   nvcc -std=c++17 -O3 -arch=sm_90a -I styleforge/kernels/csrc/conv9x9 -I styleforge/kernels/csrc/common \
+//     dev/kernels/conv9x9/sm90_variants.cu -o v
 //   ./v
 // 1. The raw rate of wgmma m64nNk16 with A from registers: N = 32, 64, 128 at equal MACs per step
 //    (4, 2, 1 accumulators), one commit + wait_group 1 per step, 1–3 warpgroup CTAs per SM.
 // 2. conv1 (bf16, fp32 image, pad 4, no statistics) as the shipped kernel computes it, with parts
 //    switched off (input staging, wgmmas, output stores) and other group sizes / tile heights, timed
 //    at 512² and 4K (CUDA events, median of 20). Outputs are not checked: switched-off parts make
-//    them wrong on purpose; the shipped configuration is tested in tests/test_kernels_conv9x9.py.
+//    them wrong on purpose; the shipped configuration is tested in tests/kernels/test_conv9x9.py.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
