@@ -16,6 +16,7 @@ but it lets CI check every plan against the reference model.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -27,11 +28,14 @@ from ..switches import Switches, switches
 from . import autotune
 from .autotune import LayerChoice
 from .graph_io import GraphIO, new_graph
+from .memory import whole_frame_bytes
 from .plan import build_steps, describe
 from .steps import Context, run_steps
 
 MIN_SIDE = 8          # the 1/4-scale planes must be ≥ 2 px for their reflection pad of 1
-MAX_GRAPHS = 8        # captured shapes kept (each holds its own activation memory)
+MAX_GRAPHS = 64       # captured shapes kept at most (each holds its own activation memory) …
+GRAPH_MEMORY_SHARE = 0.1   # … and their activations within this share of the GPU's memory
+SIMILAR_PIXELS = 1.25      # a new shape takes the plan timed at a shape this close in pixels
 MAX_SEEN = 4096       # shapes remembered as seen once (a folder of many sizes)
 WARMUP_ITERS = 3
 PROVIDER_IMPL = {"styleforge": "conv9x9", "cudnn": "cudnn"}   # LayerChoice.provider → step impl
@@ -59,6 +63,9 @@ class FusedRunner:
         self.switches = settings or switches()
         self.use_graphs = use_graphs and device.type == "cuda"
         self._graphs: OrderedDict[tuple, _Graph] = OrderedDict()
+        self._graph_bytes: dict[tuple, int] = {}
+        self.graph_budget = (int(torch.cuda.get_device_properties(device).total_memory * GRAPH_MEMORY_SHARE)
+                             if device.type == "cuda" else 0)
         self.captures = 0     # input shapes captured (a shape may capture several plans and keep one)
         # Shapes run once, eagerly: timing plans and capturing a graph costs seconds at a large
         # shape, so a shape pays it only when it comes again (a folder of many sizes stays cheap).
@@ -108,7 +115,13 @@ class FusedRunner:
         key = (name, tuple(x.shape))
         choice = self.layer_choices.get(key)
         if choice is None:
-            choice = autotune.choose_layer(name, x, op_args, op, cudnn, self.dtype, self.switches)
+            # A size close to one already timed takes its choice: a folder of many sizes would
+            # otherwise time both 9×9 paths (and build cuDNN's plans) at every new size.
+            near = self._similar_choice(name, key[1], lambda c: c.op_ms is not None)
+            if near is not None and not autotune.op_unavailable(x, op_args, self.dtype, self.switches):
+                choice = near
+            else:
+                choice = autotune.choose_layer(name, x, op_args, op, cudnn, self.dtype, self.switches)
             if choice.reason != "capturing":    # decide again outside the caller's capture
                 self.layer_choices[key] = choice
         return op() if choice.provider == "styleforge" else cudnn()
@@ -167,8 +180,13 @@ class FusedRunner:
             entry.pinned = torch.empty(x.shape, dtype=x.dtype, pin_memory=True)
             entry.copied = torch.cuda.Event()
         self._graphs[key] = entry
-        while len(self._graphs) > MAX_GRAPHS:
-            self._graphs.popitem(last=False)
+        self._graph_bytes[key] = whole_frame_bytes(x.shape[0] * x.shape[2] * x.shape[3], self.device, self.dtype)
+        # Evict least recently used graphs beyond the count or the memory share (always keep this one):
+        # a folder of many sizes keeps its repeats captured without holding the card's memory.
+        while len(self._graphs) > 1 and (len(self._graphs) > MAX_GRAPHS
+                                         or sum(self._graph_bytes.values()) > self.graph_budget):
+            old, _ = self._graphs.popitem(last=False)
+            del self._graph_bytes[old]
         return entry
 
     def _capture_best(self, static_in: torch.Tensor) -> _Graph:
@@ -179,9 +197,36 @@ class FusedRunner:
         if plan != "conv3x3" or not automatic:
             self.layer_choices[("residual", shape)] = LayerChoice(plan, "default" if automatic else "STYLEFORGE_CONV3X3")
             return self._capture(static_in, plan)
+        known = self._known_plan(shape)
+        if known is not None:   # timed before at this shape (then evicted) or at one of similar size
+            self.layer_choices.setdefault(("residual", shape), known)
+            return self._capture(static_in, known.provider)
         best, choice = autotune.choose_plan(lambda candidate: self._capture(static_in, candidate), shape)
         self.layer_choices[("residual", shape)] = choice
         return best
+
+    def _known_plan(self, shape: tuple[int, ...]) -> LayerChoice | None:
+        """The plan timed at `shape`, else the one timed at the shape nearest in pixels within
+        SIMILAR_PIXELS: the winner follows the plane's size, so timing four captures again at
+        every new size of a mixed folder buys nothing."""
+        exact = self.layer_choices.get(("residual", shape))
+        if exact is not None and exact.plans:
+            return exact
+        return self._similar_choice("residual", shape, lambda c: bool(c.plans))
+
+    def _similar_choice(self, name: str, shape: tuple[int, ...], timed) -> LayerChoice | None:
+        """A copy of the `timed` choice for `name` at the same batch and channels whose plane is
+        nearest to `shape`'s in pixels, within SIMILAR_PIXELS; None if there is none."""
+        n, c, h, w = shape
+        near = [(abs(math.log(k[1][2] * k[1][3] / (h * w))), k[1], choice)
+                for k, choice in self.layer_choices.items()
+                if k[0] == name and k[1][:2] == (n, c) and k[1] != shape and timed(choice)]
+        if not near:
+            return None
+        distance, like, choice = min(near, key=lambda t: t[0])
+        if distance > math.log(SIMILAR_PIXELS):
+            return None
+        return LayerChoice(choice.provider, f"timed at {like[2]}x{like[3]}", choice.op_ms, choice.cudnn_ms)
 
     @contextlib.contextmanager
     def _cudnn_flags(self, benchmark: bool):

@@ -239,3 +239,43 @@ def test_graph_io_reads_and_writes_the_callers_tensors(kernels_loaded, dtype):
     for i, (out, want) in enumerate(zip(outs, expected, strict=True)):
         assert rel_error(out, want) <= limit, f"call {i}: {rel_error(out, want):.3g} off the copy path"
     assert rel_error(outs[1], ref) <= max(2 * rel_error(eager, ref), 1e-3), "the frame must be the network's"
+
+
+def test_known_plan_reuses_the_plan_timed_at_this_or_a_similar_size():
+    # A mixed folder must not time four captured plans again at every size: a shape evicted and
+    # seen again takes its own timed plan, and a new one the plan timed nearest in pixels.
+    from styleforge.engine.autotune import LayerChoice
+    runner = FusedRunner(random_net(0), torch.device("cpu"), torch.float32)
+    timed = LayerChoice("hybrid", "faster", 1.0, 2.0, {"cudnn": 2.0, "hybrid": 1.0})
+    runner.layer_choices[("residual", (1, 3, 512, 384))] = timed
+    runner.layer_choices[("residual", (1, 3, 2048, 2048))] = LayerChoice(
+        "cudnn", "slower", 9.0, 9.0, {"cudnn": 9.0, "hybrid": 9.5})
+    assert runner._known_plan((1, 3, 512, 384)) is timed
+    near = runner._known_plan((1, 3, 384, 544))            # 6 % more pixels
+    assert near.provider == "hybrid" and near.reason == "timed at 512x384" and not near.plans
+    assert runner._known_plan((1, 3, 2048, 1920)).provider == "cudnn"
+    assert runner._known_plan((1, 3, 1024, 1024)) is None, "4× the pixels of the nearest timed shape"
+    runner.layer_choices[("residual", (1, 3, 384, 544))] = near
+    assert runner._known_plan((1, 3, 384, 544)).provider == "hybrid", "an untimed choice is not a source"
+    # The 9×9 layers' op-or-cuDNN choices travel the same way, per layer, batch and channels.
+    runner.layer_choices[("conv1", (1, 3, 512, 384))] = LayerChoice("styleforge", "faster", 0.1, 0.2)
+    timed = lambda c: c.op_ms is not None  # noqa: E731
+    assert runner._similar_choice("conv1", (1, 3, 500, 400), timed).provider == "styleforge"
+    assert runner._similar_choice("conv1", (2, 3, 500, 400), timed) is None, "another batch size"
+    assert runner._similar_choice("head", (1, 3, 500, 400), timed) is None, "another layer"
+
+
+@pytest.mark.gpu
+def test_graph_cache_stays_within_its_memory_share(kernels_loaded, exact_fp32):
+    model = random_net(0)
+    runner = FusedRunner(model, torch.device("cuda"), torch.float32)
+    runner.graph_budget = 1          # every graph over budget: only the newest is kept
+    shapes = [(1, 3, 64, 64), (1, 3, 48, 64), (1, 3, 64, 96)]
+    for _ in range(4):
+        for seed, shape in enumerate(shapes):
+            x = _image(shape, seed, "cuda")
+            assert rel_error(runner(x), _reference(model, x, device="cuda")) <= FUSED_FP32_REL_TOL
+            assert len(runner._graphs) <= 1
+    # Round 1 eager; 2 captures all three (each evicting the last); 3: the two evicted ones are
+    # new again (eager), the newest replays; 4: those two capture (evicting the third).
+    assert runner.captures == 5
