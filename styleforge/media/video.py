@@ -34,6 +34,9 @@ from .yuv import YuvFrame, frame_tags
 CONTAINERS = {".mp4": "mp4", ".m4v": "mp4", ".mov": "mov", ".mkv": "matroska",
               ".webm": "webm", ".avi": "avi"}
 _PRESET_KEYS = {"libx264": "preset", "libx265": "preset", "libsvtav1": "preset"}
+# PyAV opens encoders with thread_type SLICE, which FFmpeg passes to x264 as sliced threads:
+# one frame at a time split across cores. Frame threads keep every core busy on several frames.
+ENCODER_THREADING = {"libx264": "FRAME", "libx265": "FRAME"}
 
 FrameFilter = Callable[[np.ndarray, np.ndarray], np.ndarray]
 Progress = Callable[[int, "int | None"], None]
@@ -146,6 +149,8 @@ def _transcode(av, reader, src: Path, tmp: Path, fmt: str, stylizer, options: St
         if preset is not None:
             codec_options[_PRESET_KEYS[VIDEO_CODECS[video.codec]]] = preset
         vout.options = codec_options
+        if VIDEO_CODECS[video.codec] in ENCODER_THREADING:
+            vout.codec_context.thread_type = ENCODER_THREADING[VIDEO_CODECS[video.codec]]
         copied = _copy_streams(reader, writer, notes)
         packets = _PacketFeed(av, src, copied, start, end, offset_s)
         total = _frame_count(vin, rate, start, end)
