@@ -21,11 +21,12 @@ def test_quick_pipeline_bench_writes_rows_and_table(styles_env, tmp_path, capsys
         rows = list(csv.DictReader(f))
     assert {(r["op"], r["provider"]) for r in rows} == {
         (case, provider) for case in ("jpeg-1080p", "jpeg-mixed", "jpeg-mixed-ref", "video-1080p")
-        for provider in ("pipeline", "engine", "codec")}
+        for provider in ("pipeline", "engine", "codec")} | {("video-1080p", "codec-styled")}
     assert all(r["status"] == "ok" and float(r["fps"]) > 0 and r["device"] == "cpu" for r in rows)
     pipeline = {r["op"]: json.loads(r["notes"]) for r in rows if r["provider"] == "pipeline"}
     assert all(notes["ratio_vs_slower"] > 0 for notes in pipeline.values())
     assert pipeline["jpeg-mixed"]["ratio_vs_same_size"] > 0
+    assert pipeline["video-1080p"]["ratio_vs_styled_codec"] > 0
     assert "jpeg-mixed" in out and "mixed/same-size" in out
 
 
