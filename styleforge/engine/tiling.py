@@ -161,6 +161,20 @@ class _Pending:
     relu: bool
 
 
+def reflect_pad(band: torch.Tensor, side: int, top: int, bottom: int) -> torch.Tensor:
+    """F.pad(band, (side, side, top, bottom), mode="reflect") built from slices, so a channels_last
+    band stays channels_last (F.pad returns NCHW: converting its output back cost 0.3 s at 8K)."""
+    def cat(parts, dim):
+        return torch.cat([p for p in parts if p.shape[dim]], dim=dim)
+    if side:
+        width = band.shape[-1]
+        band = cat([band[..., 1:side + 1].flip(-1), band, band[..., width - side - 1:-1].flip(-1)], -1)
+    if top or bottom:
+        height = band.shape[-2]
+        band = cat([band[..., 1:top + 1, :].flip(-2), band, band[..., height - bottom - 1:-1, :].flip(-2)], -2)
+    return band
+
+
 def _bands(rows: int, band: int):
     for r0 in range(0, rows, band):
         yield r0, min(rows, r0 + band)
@@ -255,7 +269,7 @@ class TiledRunner:
                 band = F.interpolate(band, scale_factor=up, mode="nearest")
                 band = band[:, :, a_in - r0 * up:b_in - r0 * up]
             # Reflection only at the true borders (a < 0 or b > virtual); columns are whole rows.
-            band = F.pad(band, (pad, pad, a_in - a, b - b_in), mode="reflect").contiguous(memory_format=self.layout)
+            band = reflect_pad(band, pad, a_in - a, b - b_in).contiguous(memory_format=self.layout)
             out = F.conv2d(band, step.conv.weight, step.conv.bias, step.stride)
             if step.norm is not None:
                 moments.add(out)

@@ -91,3 +91,12 @@ def test_fast_error_is_bounded(model):
         ref = model(x)
     out = ThumbnailTiledRunner(model, "cpu", torch.float32, tile=80, thumbnail_side=64)(x)
     assert 25.0 < psnr(out.clamp(0, 255), ref.clamp(0, 255)) < 80.0   # approximate, but close
+
+
+@pytest.mark.parametrize("side,top,bottom", [(4, 0, 0), (1, 1, 0), (0, 0, 2), (4, 4, 4), (1, 0, 1)])
+def test_reflect_pad_equals_f_pad_and_keeps_channels_last(side, top, bottom):
+    from styleforge.engine.tiling import reflect_pad
+    band = torch.randn(1, 8, 10, 12, dtype=torch.float64).contiguous(memory_format=torch.channels_last)
+    got = reflect_pad(band, side, top, bottom)
+    assert torch.equal(got, torch.nn.functional.pad(band, (side, side, top, bottom), mode="reflect"))
+    assert got.is_contiguous(memory_format=torch.channels_last)
