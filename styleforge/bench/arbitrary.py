@@ -46,8 +46,8 @@ def providers():
     def eager(model, code):
         return lambda x: model.stylize(x, [(code, 1.0)])
 
-    def compiled(model, code):
-        fn = torch.compile(model.stylize)
+    def compiled(model, code):   # the brief's settings: bf16, channels_last, static, reduce-overhead
+        fn = torch.compile(model.stylize, mode="reduce-overhead", dynamic=False)
         return lambda x: fn(x, [(code, 1.0)])
 
     def graphed(model, code):
@@ -56,6 +56,40 @@ def providers():
 
     return {"eager-fp32": (torch.float32, "reference", eager), "eager-bf16": (torch.bfloat16, "reference", eager),
             "compile-bf16": (torch.bfloat16, "reference", compiled), "ours-bf16": (torch.bfloat16, "cuda", graphed)}
+
+
+def stroke_providers(weights: str | None, painting: torch.Tensor):
+    """name → (precision, kernels mode, factory() → fn(x float32 on the device)) of the default
+    stroke scale's whole frame (the model at 512 px, resizes and detail restored), as
+    `engine.arbitrary.ArbitraryStylizer` runs it; compile-bf16 compiles that whole function."""
+    from PIL import Image
+
+    from ..engine.arbitrary import ArbitraryStylizer
+    from ..engine.options import StylizeOptions
+    image = Image.fromarray(painting[0].permute(1, 2, 0).clamp(0, 255).byte().numpy())
+
+    def engine(precision, backend):
+        return ArbitraryStylizer(StylizeOptions(arbitrary_weights=weights, device="cuda", precision=precision,
+                                                backend=backend))
+
+    def eager(precision):
+        def make():
+            e = engine(precision, "reference")
+            return lambda x: e.on_device(x, [(image, 1.0)])
+        return make
+
+    def compiled():
+        e = engine("bf16", "reference")
+        styles = [(e.style_code(image), 1.0)]
+        fn = torch.compile(lambda x: e._styled(x, styles, 1.0), mode="reduce-overhead", dynamic=False)
+        return fn
+
+    def ours():
+        e = engine("bf16", "fused")
+        return lambda x: e.on_device(x, [(image, 1.0)])
+
+    return {"eager-fp32": ("fp32", "reference", eager("fp32")), "eager-bf16": ("bf16", "reference", eager("bf16")),
+            "compile-bf16": ("bf16", "reference", compiled), "ours-bf16": ("bf16", "cuda", ours)}
 
 
 def _commit() -> str:
@@ -73,7 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--providers", nargs="+", default=None)
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--stroke", choices=("native", "auto"), default="native",
+                        help="native: the model on the whole frame; auto: the default stroke scale's "
+                             "whole frame (needs --weights)")
     args = parser.parse_args(argv)
+    if args.stroke == "auto":
+        return _main_stroke(args)
     device = torch.device("cuda")
     torch.manual_seed(1)
     painting = torch.rand(1, 3, 512, 384) * 255
@@ -112,14 +151,53 @@ def main(argv: list[str] | None = None) -> int:
                   f"  {quality:.1f} dB")
             del model, code, fn
             torch.cuda.empty_cache()
+    _write(rows, args.out)
+    return 0
+
+
+def _write(rows: list[dict], out: Path) -> None:
     if rows:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        new = not args.out.exists()
-        with open(args.out, "a", newline="") as f:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        new = not out.exists()
+        with open(out, "a", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]))
             if new:
                 writer.writeheader()
             writer.writerows(rows)
+
+
+def _main_stroke(args) -> int:
+    if not args.weights:
+        raise SystemExit("--stroke auto needs --weights (the engine loads its model from a file)")
+    device = torch.device("cuda")
+    torch.manual_seed(1)
+    table = stroke_providers(args.weights, torch.rand(1, 3, 512, 384) * 255)
+    timer = Timer(device, reps=args.reps)
+    rows = []
+    for size in args.sizes:
+        h, w = SIZES[size]
+        x = torch.rand(1, 3, h, w, device=device) * 255
+        reference = None
+        for name in args.providers or list(table):
+            _, mode, make = table[name]
+            with kernels.using(mode):
+                fn = make()
+                out = fn(x).float()
+                reference = out if reference is None else reference
+                quality = psnr(out, reference)
+                if name != "eager-fp32" and quality < LOW_PRECISION_MIN_PSNR:
+                    print(f"{size:6s} {name:13s} gate failed: {quality:.1f} dB vs eager-fp32")
+                    continue
+                stats = timer.time(fn, [x])
+            rows.append({"model": "arbitrary-stroke-auto", "provider": name, "shape": f"1x3x{h}x{w}",
+                         "dtype": table[name][0], "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+                         "commit": _commit(), "median_ms": f"{stats.median_ms:.3f}", "p20_ms": f"{stats.p20_ms:.3f}",
+                         "p80_ms": f"{stats.p80_ms:.3f}", "psnr_db": f"{quality:.1f}"})
+            print(f"{size:6s} {name:13s} {stats.median_ms:9.2f} ms  (p20 {stats.p20_ms:.2f}, p80 {stats.p80_ms:.2f})"
+                  f"  {quality:.1f} dB  [stroke auto]")
+            del fn
+            torch.cuda.empty_cache()
+    _write(rows, args.out)
     return 0
 
 

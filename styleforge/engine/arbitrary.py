@@ -35,6 +35,7 @@ Painting = Union[str, os.PathLike, Image.Image]
 MIN_STYLE_SIDE = 64
 STYLE_CACHE_SIZE = 16
 GRAPH_CACHE_SIZE = 2
+GRAPH_MAX_VALUES = 3 * 3840 * 2160 * 2   # larger frames run eagerly: a graph keeps its temporaries
 
 
 def painting_image(painting: Painting, max_pixels: int | None = None) -> Image.Image:
@@ -129,8 +130,8 @@ class ArbitraryStylizer:
             raise RuntimeError(f"--backend {backend} needs --device cuda")
         self.backend = backend
         model, self.metadata = load_arbitrary(opts.arbitrary_weights)
-        memory_format = torch.channels_last if self.device.type == "cuda" else torch.contiguous_format
-        self.model: ArbitraryStyleNet = model.to(self.device, self.dtype, memory_format=memory_format).eval()
+        self.memory_format = torch.channels_last if self.device.type == "cuda" else torch.contiguous_format
+        self.model: ArbitraryStyleNet = model.to(self.device, self.dtype, memory_format=self.memory_format).eval()
         self._codes: OrderedDict[tuple, StyleCode] = OrderedDict()
         self._compiled = torch.compile(self.model.stylize) if backend == "compile" else None
         self._graphs = _GraphRunner(None) if backend == "fused" else None
@@ -152,20 +153,29 @@ class ArbitraryStylizer:
             self._codes.popitem(last=False)
         return code
 
-    def _run(self, x: torch.Tensor, styles: list[tuple[StyleCode, float]], alpha: float) -> torch.Tensor:
-        if self._compiled is not None:
-            return self._compiled(x, styles, alpha)
-        if self._graphs is not None:
-            self._graphs.fn = lambda inp: self.model.stylize(inp, styles, alpha)
+    def _styled(self, content: torch.Tensor, styles: list[tuple[StyleCode, float]], alpha: float) -> torch.Tensor:
+        """content float32 (N, 3, H, W) on the device → the stylized frame at its size, float32:
+        the model at the stroke scale's internal size, then the photo's detail restored."""
+        inner = internal_size(*content.shape[-2:], self.options.stroke_scale)
+        small = downscale(content, inner) if inner != tuple(content.shape[-2:]) else content
+        x = small.to(self.dtype).contiguous(memory_format=self.memory_format)
+        model = self._compiled or self.model.stylize
+        out = model(x, styles, alpha).float()
+        return upscale_styled(content, small, out) if small is not content else out
+
+    def _run(self, content: torch.Tensor, styles: list[tuple[StyleCode, float]], alpha: float) -> torch.Tensor:
+        # The whole frame, resizes and detail included, is one graph: at the default stroke scale
+        # the model runs at 512 px and the launches of the resize and detail steps would dominate.
+        if self._graphs is not None and content.numel() <= GRAPH_MAX_VALUES:
+            self._graphs.fn = lambda inp: self._styled(inp, styles, alpha)
             key = (tuple(id(code) for code, _ in styles), tuple(w for _, w in styles), alpha)
-            return self._graphs(x, key, styles)
-        return self.model.stylize(x, styles, alpha)
+            return self._graphs(content, key, styles)
+        return self._styled(content, styles, alpha)
 
     @torch.inference_mode()
-    def stylize(self, content: torch.Tensor, paintings: list[tuple[Painting, float]],
-                alpha: float | None = None, preserve: bool | None = None) -> torch.Tensor:
-        """content float (N, 3, H, W) 0–255 → the same shape, float32, on the CPU. `alpha` and
-        `preserve` override the options' for this call (one loaded model serves every setting)."""
+    def on_device(self, content: torch.Tensor, paintings: list[tuple[Painting, float]],
+                  alpha: float | None = None, preserve: bool | None = None) -> torch.Tensor:
+        """As `stylize`, the result left on the engine's device (float32)."""
         alpha = self.options.alpha if alpha is None else check_fraction("alpha", float(alpha))
         preserve = self.options.preserve_color if preserve is None else preserve
         if content.dim() != 4 or content.shape[1] != 3:
@@ -174,16 +184,17 @@ class ArbitraryStylizer:
             raise ValueError("no style image given")
         styles = [(self.style_code(p), float(w)) for p, w in paintings]
         content = content.to(self.device, torch.float32)
-        inner = internal_size(*content.shape[-2:], self.options.stroke_scale)
-        small = downscale(content, inner) if inner != tuple(content.shape[-2:]) else content
-        memory_format = torch.channels_last if self.device.type == "cuda" else torch.contiguous_format
-        x = small.to(self.dtype).contiguous(memory_format=memory_format)
-        out = self._run(x, styles, alpha).float()
-        if small is not content:     # strokes at the internal size, the photo's detail restored
-            out = upscale_styled(content, small, out)
+        out = self._run(content, styles, alpha)
         if preserve:
             out = preserve_color(content, out)
-        return apply_strength(content, out, self.options.strength).cpu()
+        return apply_strength(content, out, self.options.strength)
+
+    @torch.inference_mode()
+    def stylize(self, content: torch.Tensor, paintings: list[tuple[Painting, float]],
+                alpha: float | None = None, preserve: bool | None = None) -> torch.Tensor:
+        """content float (N, 3, H, W) 0–255 → the same shape, float32, on the CPU. `alpha` and
+        `preserve` override the options' for this call (one loaded model serves every setting)."""
+        return self.on_device(content, paintings, alpha, preserve).cpu()
 
     def bind(self, paintings: list[tuple[Painting, float]], alpha: float | None = None,
              preserve: bool | None = None) -> PaintingStylizer:
@@ -208,6 +219,14 @@ class PaintingStylizer:
 
     def describe(self) -> str:
         return f"{self.style_name} ({self.engine.describe()})"
+
+    @property
+    def device(self) -> torch.device:
+        return self.engine.device
+
+    def on_device(self, content: torch.Tensor) -> torch.Tensor:
+        """The pipeline's CUDA path: the result stays on the device for its download stream."""
+        return self.engine.on_device(content, self.paintings, self.alpha, self.preserve)
 
     def __call__(self, content: torch.Tensor) -> torch.Tensor:
         return self.engine.stylize(content, self.paintings, self.alpha, self.preserve)

@@ -114,8 +114,8 @@ def test_arbitrary_stroke_scale_runs_the_model_at_the_internal_size(tmp_path, we
     for stroke, want in ((None, (28, 512)), (1.0, (60, 1100)), (4.0, (15, 275))):
         engine = api.get_arbitrary_engine(api.make_options(arbitrary_weights=str(weights), device="cpu",
                                                            stroke_scale=stroke))
-        run = engine._run
-        engine._run = lambda x, styles, alpha: seen.append(tuple(x.shape[-2:])) or run(x, styles, alpha)
+        run = engine.model.stylize
+        engine.model.stylize = lambda x, styles, alpha: seen.append(tuple(x.shape[-2:])) or run(x, styles, alpha)
         out = engine.bind([(painting, 1.0)])(content)
-        engine._run = run
+        del engine.model.stylize
         assert out.shape == content.shape and seen[-1] == want
