@@ -1,5 +1,5 @@
 """Stroke-scale table for docs/tiling.md: style ratio (scored at 512 px) of 512-px, 1080p and 4K
-outputs of the same photos, for every built-in style, on the CPU.
+outputs of the same photos, for every built-in style (`--device`, `--precision`).
 
 Not part of the package and not a test: it needs the project's metric tool and the paintings,
 which live outside the repository. Photos are resized to each size (Lanczos down, bicubic up).
@@ -27,6 +27,8 @@ def main():
     ap.add_argument("--native", action="store_true", help="also 1080p at stroke scale 1")
     ap.add_argument("--sizes", default="512,1080p,4K", help="which of 512, 1080p, 4K")
     ap.add_argument("--styles", default=None, help="comma-separated subset of the built-in styles")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--precision", default="auto")
     args = ap.parse_args()
     spec = importlib.util.spec_from_file_location("style_metrics", args.metrics)
     sm = importlib.util.module_from_spec(spec)
@@ -49,7 +51,8 @@ def main():
                 scale = side / max(photo.size)
                 resample = Image.LANCZOS if scale < 1 else Image.BICUBIC
                 img = photo.resize((round(photo.width * scale), round(photo.height * scale)), resample)
-                out = styleforge.stylize(img, info.name, device="cpu", stroke_scale=stroke)
+                out = styleforge.stylize(img, info.name, device=args.device, precision=args.precision,
+                                          stroke_scale=stroke)
                 p_in, p_out = os.path.join(tmp, "in.bmp"), os.path.join(tmp, "out.bmp")
                 img.save(p_in)
                 out.save(p_out)
