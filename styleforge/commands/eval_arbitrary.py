@@ -15,6 +15,7 @@ def register(subparsers) -> None:
     p.add_argument("--paintings", required=True, nargs="+", metavar="PATH", help="paintings or folders")
     p.add_argument("--metric-vgg", required=True, metavar="PATH", help="vgg16_relu4_3.fp16.pth (the metric network)")
     p.add_argument("--alpha", type=float, default=1.0)
+    p.add_argument("--passes", type=int, default=2, help="times the model is applied (default 2)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"), default="auto")
     p.add_argument("--save-dir", metavar="DIR", help="also write every output as PNG here")
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from ..engine.arbitrary import ArbitraryStylizer
     from ..engine.options import StylizeOptions
     from ..training.arbitrary_eval import evaluate, table
-    engine = ArbitraryStylizer(StylizeOptions(arbitrary_weights=args.weights, alpha=args.alpha,
+    engine = ArbitraryStylizer(StylizeOptions(arbitrary_weights=args.weights, alpha=args.alpha, passes=args.passes,
                                               device=args.device, precision=args.precision))
     scores = evaluate(lambda photo, painting: engine.stylize(photo, [(painting, 1.0)]),
                       _files(args.photos), _files(args.paintings), args.metric_vgg,

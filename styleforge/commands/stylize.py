@@ -125,6 +125,9 @@ def register_engine_arguments(p) -> None:
                        help="any painting as the style (arbitrary model); repeat to mix, e.g. a.jpg:0.7")
     p.add_argument("--alpha", type=_checked(_number_in(0, 1), "number in 0..1"), default=_DEFAULTS.alpha,
                    help="--style-image: 0 = the photo's features, 1 = full style (default 1)")
+    p.add_argument("--passes", type=_checked(_number_in(1, 4, int), "integer in 1..4"), default=_DEFAULTS.passes,
+                   help=f"--style-image: apply the model this many times (default {_DEFAULTS.passes}: "
+                        "the second pass deepens the painting's texture)")
     p.add_argument("--style-size", type=_checked(_number_in(64, 4096, int), "integer in 64..4096"),
                    default=_DEFAULTS.style_size, metavar="PX",
                    help=f"--style-image: the painting's longer side when encoded (default {_DEFAULTS.style_size})")

@@ -15,6 +15,9 @@ TILINGS = ("auto", "off", "exact", "fast")
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
+MAX_PASSES = 4
+
+
 def check_fraction(name: str, value: float) -> float:
     """`value` if it is in [0, 1] (strength, alpha, blend shares), else a ValueError naming it."""
     if not 0.0 <= value <= 1.0:
@@ -139,6 +142,7 @@ class StylizeOptions:
     style_images: tuple[tuple[str, float], ...] = ()  # paintings (path, weight): the arbitrary model
     alpha: float = 1.0                # arbitrary model: 0 = the photo's features, 1 = full style
     style_size: int = 512             # arbitrary model: a painting's longer side when encoded
+    passes: int = 2                   # arbitrary model: times it is applied (the output restyled)
     arbitrary_weights: str | None = None  # arbitrary model weights file (None: the shipped one)
 
     def __post_init__(self):
@@ -158,6 +162,8 @@ class StylizeOptions:
         if not 1 <= self.quality <= 100:
             raise ValueError(f"quality must be in 1..100, got {self.quality}")
         check_fraction("alpha", self.alpha)
+        if not 1 <= self.passes <= MAX_PASSES:
+            raise ValueError(f"passes must be in 1..{MAX_PASSES}, got {self.passes}")
         if self.style_size < 64:
             raise ValueError(f"style_size must be ≥ 64, got {self.style_size}")
         if isinstance(self.style_images, str):

@@ -119,3 +119,35 @@ def test_arbitrary_stroke_scale_runs_the_model_at_the_internal_size(tmp_path, we
         out = engine.bind([(painting, 1.0)])(content)
         del engine.model.stylize
         assert out.shape == content.shape and seen[-1] == want
+
+
+def test_two_passes_restyle_the_first_pass_output(tmp_path, weights):
+    painting = picture(tmp_path / "s.png", (50, 50))
+    content = torch.rand(1, 3, 48, 64) * 255
+
+    def engine(passes):
+        return api.get_arbitrary_engine(api.make_options(arbitrary_weights=str(weights), device="cpu",
+                                                         precision="fp32", passes=passes))
+    once, twice = engine(1), engine(2)
+    calls = []
+    run = twice.model.stylize
+    twice.model.stylize = lambda x, styles, alpha: calls.append(tuple(x.shape)) or run(x, styles, alpha)
+    got = twice.stylize(content, [(painting, 1.0)])
+    del twice.model.stylize
+    assert calls == [(1, 3, 48, 64)] * 2
+    first = once.stylize(content, [(painting, 1.0)]).clamp(0, 255)
+    want = once.stylize(first, [(painting, 1.0)])
+    assert torch.allclose(got, want, atol=1e-3)
+
+
+@pytest.mark.parametrize("passes", [0, 5])
+def test_passes_out_of_range_is_refused(passes):
+    with pytest.raises(ValueError, match="passes must be in 1..4"):
+        api.make_options(passes=passes)
+
+
+def test_cli_refuses_a_bad_passes_value(tmp_path, capsys):
+    picture(tmp_path / "in.png")
+    with pytest.raises(SystemExit):
+        main(["stylize", str(tmp_path / "in.png"), "--style-image", str(tmp_path / "in.png"), "--passes", "9"])
+    assert "--passes: 9 is not in 1..4" in capsys.readouterr().err
