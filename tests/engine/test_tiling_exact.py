@@ -3,6 +3,8 @@ the untiled network: fp32 within the tolerance policy, float64 to rounding, odd 
 smaller than a kernel's halo, every store kind."""
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -43,6 +45,27 @@ def test_exact_fp32_matches_untiled(model, stores, band_bytes):
     out = runner(x)
     assert runner.bands_run > 2 * len(runner.steps)   # really tiled, not one band per layer
     assert rel_error(out, ref) <= FP32_REL_TOL
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stores", ["device", "host"])
+def test_exact_fp32_on_cuda_matches_untiled(model, stores, monkeypatch):
+    # On a GPU, host stores are channels_last and page-locked (cudaHostRegister), and released
+    # at close; the bands must still give the untiled network's output.
+    from styleforge.engine import stores as store_module
+    registered = []
+    original = store_module.TensorStore._pin
+    monkeypatch.setattr(store_module.TensorStore, "_pin",
+                        lambda self: original(self) or registered.append(self._registered))
+    x = torch.rand(1, 3, 40, 68) * 255
+    with torch.inference_mode():
+        ref = model(x)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    runner = TiledRunner(copy.deepcopy(model), "cuda", torch.float32, stores=stores, band_bytes=200_000)
+    out = runner(x.cuda())
+    assert runner.bands_run > 2 * len(runner.steps)
+    assert rel_error(out.cpu(), ref) <= FP32_REL_TOL
+    assert (registered and all(registered)) if stores == "host" else not registered
 
 
 def test_exact_float64_equals_untiled_to_rounding(model):
