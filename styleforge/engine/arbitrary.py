@@ -101,7 +101,9 @@ class _GraphRunner:
                 self.fn(static_in)
             torch.cuda.current_stream().wait_stream(side)
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
+            # thread_local: the media pipeline's decode workers keep allocating pinned buffers
+            # and decoding on other streams while the engine thread captures.
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
                 static_out = self.fn(static_in)
             self.graphs[key] = (graph, static_in, static_out, keep)
             while len(self.graphs) > GRAPH_CACHE_SIZE:
