@@ -48,10 +48,15 @@ class Switches:
         "doc": "read at capture: the fused engine's graph reads the caller's image where it is and writes a "
                "fresh output (its conv1 and head nodes repointed before each replay, `engine/graph_io.py`); "
                "`0` copies into the graph's static input and clones its static output"})
+    plan_cache: bool = field(default=True, metadata={
+        "env": "STYLEFORGE_PLAN_CACHE", "values": "`1` (default), `0`",
+        "doc": "the fused engine keeps the plan and 9×9 choices it times per shape in "
+               "`plans-<gpu>.json` beside the built kernels and reads them in the next process "
+               "(`engine/plan_cache.py`); `0` times every shape afresh and writes nothing"})
     cache_dir: Path | None = field(default=None, metadata={
         "env": "STYLEFORGE_CACHE_DIR", "values": "a folder (default: `$XDG_CACHE_HOME/styleforge` or "
                                                  "`~/.cache/styleforge`)",
-        "doc": "where the JIT-built CUDA kernels are cached (under `kernels/`)"})
+        "doc": "where the JIT-built CUDA kernels (and the fused engine's timed plans) are cached (under `kernels/`)"})
     xdg_cache_home: Path | None = field(default=None, metadata={
         "env": "XDG_CACHE_HOME", "values": "a folder (default `~/.cache`)",
         "doc": "the cache base when `STYLEFORGE_CACHE_DIR` is unset"})
@@ -69,6 +74,7 @@ class Switches:
                             {"1": "on", "force": "on", "0": "off", "cudnn": "off"}),
             conv9x9=_choice(env, "STYLEFORGE_CONV9X9", "auto", ("auto", "off"), {"0": "off", "cudnn": "off"}),
             graph_io=env.get("STYLEFORGE_GRAPH_IO", "1").strip().lower() not in _OFF,
+            plan_cache=env.get("STYLEFORGE_PLAN_CACHE", "1").strip().lower() not in _OFF,
             cache_dir=_path(env, "STYLEFORGE_CACHE_DIR"),
             xdg_cache_home=_path(env, "XDG_CACHE_HOME"),
             styles_dir=_path(env, "STYLEFORGE_STYLES_DIR"),

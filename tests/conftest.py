@@ -135,6 +135,16 @@ def fresh_switches():
     switches.reset()
 
 
+@pytest.fixture(autouse=True)
+def private_plan_cache(tmp_path_factory, monkeypatch):
+    """Runners built by a test keep their timed plans in a folder of their own: plans left in the
+    kernel cache by an earlier run must not change what a test times or sees."""
+    from styleforge.engine import plan_cache
+    folder = tmp_path_factory.mktemp("plans")
+    monkeypatch.setattr(plan_cache.PlanCache, "for_device",
+                        classmethod(lambda cls, device: cls(folder / "plans.json")))
+
+
 @pytest.fixture
 def styles_env(tiny_styles, monkeypatch):
     """Point the style registry at `tiny_styles` (as the CLI and API see it) for one test."""

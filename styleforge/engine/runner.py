@@ -3,7 +3,8 @@
 `FusedRunner(model, device, dtype)` reads the network off a `TransformerNet` (`plan.describe`,
 never a second copy of its structure), turns it into steps for a plan variant (`plan.build_steps`)
 and runs them (`steps.run_steps`): cuDNN convolutions with StyleForge's InstanceNorm op, or our
-9×9 and fused 3×3 ops, chosen per shape (`autotune`). One CUDA graph is captured per input shape
+9×9 and fused 3×3 ops, chosen per shape (`autotune`; timed choices persist per GPU in
+`plan_cache`, and a shape close in size to a timed one takes its choice). One CUDA graph is captured per input shape
 and dtype (warm-up on a side stream first, as the `torch.cuda.graphs` docs prescribe) and
 replayed: where its first and last kernels are ours, each replay reads the caller's CUDA tensor
 where it is and writes a fresh output (`graph_io`); other inputs are copied into the graph's
@@ -30,6 +31,7 @@ from .autotune import LayerChoice
 from .graph_io import GraphIO, new_graph
 from .memory import whole_frame_bytes
 from .plan import build_steps, describe
+from .plan_cache import PlanCache
 from .steps import Context, run_steps
 
 MIN_SIDE = 8          # the 1/4-scale planes must be ≥ 2 px for their reflection pad of 1
@@ -75,6 +77,10 @@ class FusedRunner:
         self.layer_choices: dict[tuple[str, tuple[int, ...]], LayerChoice] = {}
         self.layers = describe(model)
         self.context = Context(self.layers, device, dtype, self._pick)
+        # Choices timed by an earlier process on this GPU and kernel build: no timing again.
+        self.plan_cache = None
+        if device.type == "cuda" and self.switches.plan_cache:
+            self.adopt_plan_cache(PlanCache.for_device(device))
 
     # ---- the plan --------------------------------------------------------------------------
 
@@ -122,6 +128,8 @@ class FusedRunner:
                 choice = near
             else:
                 choice = autotune.choose_layer(name, x, op_args, op, cudnn, self.dtype, self.switches)
+                if choice.op_ms is not None:
+                    self._remember(name, key[1], choice)
             if choice.reason != "capturing":    # decide again outside the caller's capture
                 self.layer_choices[key] = choice
         return op() if choice.provider == "styleforge" else cudnn()
@@ -203,7 +211,19 @@ class FusedRunner:
             return self._capture(static_in, known.provider)
         best, choice = autotune.choose_plan(lambda candidate: self._capture(static_in, candidate), shape)
         self.layer_choices[("residual", shape)] = choice
+        self._remember("residual", shape, choice)
         return best
+
+    def adopt_plan_cache(self, cache: PlanCache | None) -> None:
+        """Take `cache`'s choices for this dtype (those made here win) and record new ones in it."""
+        self.plan_cache = cache
+        if cache is not None:
+            for key, choice in cache.choices(self.dtype).items():
+                self.layer_choices.setdefault(key, choice)
+
+    def _remember(self, name: str, shape: tuple[int, ...], choice: LayerChoice) -> None:
+        if self.plan_cache is not None:
+            self.plan_cache.record(self.dtype, name, shape, choice)
 
     def _known_plan(self, shape: tuple[int, ...]) -> LayerChoice | None:
         """The plan timed at `shape`, else the one timed at the shape nearest in pixels within
