@@ -111,27 +111,50 @@ def main(argv: list[str] | None = None) -> int:
                         help="native: the model on the whole frame; auto: the default stroke scale's "
                              "whole frame (needs --weights)")
     args = parser.parse_args(argv)
-    if args.stroke == "auto":
-        return _main_stroke(args)
-    device = torch.device("cuda")
     torch.manual_seed(1)
     painting = torch.rand(1, 3, 512, 384) * 255
-    table = providers()
-    names = args.providers or list(table)
-    timer = Timer(device, reps=args.reps)
+    if args.stroke == "auto":
+        if not args.weights:
+            raise SystemExit("--stroke auto needs --weights (the engine loads its model from a file)")
+        cases, label, note = _stroke_cases(args.weights, painting), "arbitrary-stroke-auto", "  [stroke auto]"
+    else:
+        cases, label, note = _native_cases(args.weights, painting), "arbitrary", ""
+    names = args.providers or list(cases)
+    _write(_bench({n: cases[n] for n in names}, args.sizes, args.reps, label, note), args.out)
+    return 0
+
+
+def _native_cases(weights: str | None, painting: torch.Tensor) -> dict:
+    """name → (dtype label, kernels mode, prepare(x32) → (fn, x)): the model alone, channels_last."""
+    def case(dtype, mode, make):
+        def prepare(x32):
+            model = _model(weights).to(x32.device, dtype, memory_format=torch.channels_last)
+            fn = make(model, model.encode_style(painting.to(x32.device, dtype)))
+            return fn, x32.to(dtype).contiguous(memory_format=torch.channels_last)
+        return str(dtype), mode, prepare
+    return {name: case(*entry) for name, entry in providers().items()}
+
+
+def _stroke_cases(weights: str, painting: torch.Tensor) -> dict:
+    """The same shape of table for the default stroke scale's whole frame (float32 input)."""
+    return {name: (precision, mode, lambda x32, make=make: (make(), x32))
+            for name, (precision, mode, make) in stroke_providers(weights, painting).items()}
+
+
+def _bench(cases: dict, sizes: list[str], reps: int, label: str, note: str) -> list[dict]:
+    """Each case at each size: gated against the first (eager-fp32) output, then timed; a case
+    that fails is reported, never timed."""
+    device = torch.device("cuda")
+    timer = Timer(device, reps=reps)
     rows = []
-    for size in args.sizes:
+    for size in sizes:
         h, w = SIZES[size]
         x32 = torch.rand(1, 3, h, w, device=device) * 255
         reference = None
-        for name in names:
-            dtype, mode, make = table[name]
+        for name, (dtype, mode, prepare) in cases.items():
             with kernels.using(mode):
-                model = _model(args.weights).to(device, dtype, memory_format=torch.channels_last)
-                code = model.encode_style(painting.to(device, dtype))
-                fn = make(model, code)
-                x = x32.to(dtype).contiguous(memory_format=torch.channels_last)
                 try:
+                    fn, x = prepare(x32)
                     out = fn(x).float()
                 except Exception as exc:  # report, never time, a provider that fails
                     print(f"{size:6s} {name:13s} failed: {type(exc).__name__}: {exc}")
@@ -143,16 +166,15 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{size:6s} {name:13s} gate failed: {quality:.1f} dB vs eager-fp32")
                     continue
                 stats = timer.time(fn, [x])
-            rows.append({"model": "arbitrary", "provider": name, "shape": f"1x3x{h}x{w}", "dtype": str(dtype),
+            rows.append({"model": label, "provider": name, "shape": f"1x3x{h}x{w}", "dtype": dtype,
                          "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "commit": _commit(),
                          "median_ms": f"{stats.median_ms:.3f}", "p20_ms": f"{stats.p20_ms:.3f}",
                          "p80_ms": f"{stats.p80_ms:.3f}", "psnr_db": f"{quality:.1f}"})
             print(f"{size:6s} {name:13s} {stats.median_ms:9.2f} ms  (p20 {stats.p20_ms:.2f}, p80 {stats.p80_ms:.2f})"
-                  f"  {quality:.1f} dB")
-            del model, code, fn
+                  f"  {quality:.1f} dB{note}")
+            del fn, x, out
             torch.cuda.empty_cache()
-    _write(rows, args.out)
-    return 0
+    return rows
 
 
 def _write(rows: list[dict], out: Path) -> None:
@@ -164,41 +186,6 @@ def _write(rows: list[dict], out: Path) -> None:
             if new:
                 writer.writeheader()
             writer.writerows(rows)
-
-
-def _main_stroke(args) -> int:
-    if not args.weights:
-        raise SystemExit("--stroke auto needs --weights (the engine loads its model from a file)")
-    device = torch.device("cuda")
-    torch.manual_seed(1)
-    table = stroke_providers(args.weights, torch.rand(1, 3, 512, 384) * 255)
-    timer = Timer(device, reps=args.reps)
-    rows = []
-    for size in args.sizes:
-        h, w = SIZES[size]
-        x = torch.rand(1, 3, h, w, device=device) * 255
-        reference = None
-        for name in args.providers or list(table):
-            _, mode, make = table[name]
-            with kernels.using(mode):
-                fn = make()
-                out = fn(x).float()
-                reference = out if reference is None else reference
-                quality = psnr(out, reference)
-                if name != "eager-fp32" and quality < LOW_PRECISION_MIN_PSNR:
-                    print(f"{size:6s} {name:13s} gate failed: {quality:.1f} dB vs eager-fp32")
-                    continue
-                stats = timer.time(fn, [x])
-            rows.append({"model": "arbitrary-stroke-auto", "provider": name, "shape": f"1x3x{h}x{w}",
-                         "dtype": table[name][0], "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-                         "commit": _commit(), "median_ms": f"{stats.median_ms:.3f}", "p20_ms": f"{stats.p20_ms:.3f}",
-                         "p80_ms": f"{stats.p80_ms:.3f}", "psnr_db": f"{quality:.1f}"})
-            print(f"{size:6s} {name:13s} {stats.median_ms:9.2f} ms  (p20 {stats.p20_ms:.2f}, p80 {stats.p80_ms:.2f})"
-                  f"  {quality:.1f} dB  [stroke auto]")
-            del fn
-            torch.cuda.empty_cache()
-    _write(rows, args.out)
-    return 0
 
 
 if __name__ == "__main__":
