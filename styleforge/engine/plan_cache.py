@@ -26,8 +26,12 @@ log = logging.getLogger(__name__)
 FORMAT = 1
 
 
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
 def _key(dtype: torch.dtype, name: str, shape: tuple[int, ...]) -> str:
-    return f"{str(dtype).removeprefix('torch.')}|{name}|{'x'.join(map(str, shape))}"
+    return f"{_dtype_name(dtype)}|{name}|{'x'.join(map(str, shape))}"
 
 
 class PlanCache:
@@ -62,7 +66,7 @@ class PlanCache:
 
     def choices(self, dtype: torch.dtype) -> dict[tuple[str, tuple[int, ...]], LayerChoice]:
         """{(layer, shape): LayerChoice} of `dtype`, as `FusedRunner.layer_choices` keys them."""
-        prefix = f"{str(dtype).removeprefix('torch.')}|"
+        prefix = f"{_dtype_name(dtype)}|"
         found = {}
         for key, entry in self._entries.items():
             if not key.startswith(prefix):

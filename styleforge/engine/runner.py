@@ -51,6 +51,7 @@ class _Graph:
     io: GraphIO | None = None               # conv1 and the head pointed at each call's own tensors
     pinned: torch.Tensor | None = None
     copied: torch.cuda.Event | None = None
+    nbytes: int = 0                         # its activations' estimate (memory.whole_frame_bytes)
 
 
 class FusedRunner:
@@ -65,7 +66,6 @@ class FusedRunner:
         self.switches = settings or switches()
         self.use_graphs = use_graphs and device.type == "cuda"
         self._graphs: OrderedDict[tuple, _Graph] = OrderedDict()
-        self._graph_bytes: dict[tuple, int] = {}
         self.graph_budget = (int(torch.cuda.get_device_properties(device).total_memory * GRAPH_MEMORY_SHARE)
                              if device.type == "cuda" else 0)
         self.captures = 0     # input shapes captured (a shape may capture several plans and keep one)
@@ -187,14 +187,13 @@ class FusedRunner:
         if x.device.type == "cpu":
             entry.pinned = torch.empty(x.shape, dtype=x.dtype, pin_memory=True)
             entry.copied = torch.cuda.Event()
+        entry.nbytes = whole_frame_bytes(x.shape[0] * x.shape[2] * x.shape[3], self.device, self.dtype)
         self._graphs[key] = entry
-        self._graph_bytes[key] = whole_frame_bytes(x.shape[0] * x.shape[2] * x.shape[3], self.device, self.dtype)
         # Evict least recently used graphs beyond the count or the memory share (always keep this one):
         # a folder of many sizes keeps its repeats captured without holding the card's memory.
         while len(self._graphs) > 1 and (len(self._graphs) > MAX_GRAPHS
-                                         or sum(self._graph_bytes.values()) > self.graph_budget):
-            old, _ = self._graphs.popitem(last=False)
-            del self._graph_bytes[old]
+                                         or sum(g.nbytes for g in self._graphs.values()) > self.graph_budget):
+            self._graphs.popitem(last=False)
         return entry
 
     def _capture_best(self, static_in: torch.Tensor) -> _Graph:
