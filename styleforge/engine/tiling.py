@@ -117,9 +117,10 @@ def last_reads(steps: list[Step]) -> dict[str, int]:
 
 
 def store_dtype(name: str, steps: list[Step], dtype: torch.dtype) -> torch.dtype:
-    # The residual stream adds up five blocks' outputs: keep it fp32 in low precision.
-    residual_stream = {s.residual for s in steps if s.residual}
-    return _wide(dtype) if name in residual_stream or name == "out" else dtype
+    # The output is float32 (the fused head accumulates into it). The residual stream stays in the
+    # run's dtype, as the fused engine keeps it: rounding where that engine rounds is what makes
+    # tiled bf16 agree with untiled bf16 (both are equally far from fp32).
+    return _wide(dtype) if name == "out" else dtype
 
 
 def _wide(dtype: torch.dtype) -> torch.dtype:
@@ -195,8 +196,11 @@ class TiledRunner:
         self.device, self.dtype = torch.device(device), dtype
         self.store_kind, self.band_bytes, self.scratch = stores, band_bytes, scratch
         self.layout = torch.channels_last if self.device.type == "cuda" else torch.contiguous_format
+        # The head's bias in float32, taken before the cast (the fused engine adds it in fp32).
+        head_bias = describe(model)[-1].conv.bias
         self.model = model.eval().requires_grad_(False).to(self.device, dtype, memory_format=self.layout)
         self.steps = plan_steps(self.model)
+        self.head_bias = head_bias.detach().to(self.device, _wide(dtype))
         self.bands_run = 0   # bands over all layers of the last call (tests check tiling happened)
 
     def band_rows(self, step: Step, width: int, channels_in: int) -> int:
@@ -270,19 +274,30 @@ class TiledRunner:
                 band = band[:, :, a_in - r0 * up:b_in - r0 * up]
             # Reflection only at the true borders (a < 0 or b > virtual); columns are whole rows.
             band = reflect_pad(band, pad, a_in - a, b - b_in).contiguous(memory_format=self.layout)
-            out = F.conv2d(band, step.conv.weight, step.conv.bias, step.stride)
+            out = self._conv_band(step, band)
             if step.norm is not None:
                 moments.add(out)
             target.write(o0, out)
             self.bands_run += 1
         return moments
 
+    def _conv_band(self, step: Step, band: torch.Tensor) -> torch.Tensor:
+        if step.norm is not None:   # a bias before InstanceNorm cancels; adding it only costs bits
+            return F.conv2d(band, step.conv.weight, None, step.stride)
+        if band.dtype in (torch.float16, torch.bfloat16):
+            # The head: low-precision operands, float32 products and sums (exact in fp32 and TF32).
+            return F.conv2d(band.float(), step.conv.weight.float(), self.head_bias, step.stride)
+        return F.conv2d(band, step.conv.weight, self.head_bias.to(band.dtype), step.stride)
+
     def _add_residual(self, stream, stream_pending, block_out, block_pending) -> None:
-        """stream ← norm(stream) + norm(block_out), in place, band by band."""
+        """stream ← norm(stream) + norm(block_out), in place, band by band; the normalised stream
+        is rounded to the run's dtype first, as the fused engine stores a block's input."""
         _, height, width = stream.shape
         rows = max(1, self.band_bytes // (width * stream.shape[0] * 16))
         for r0, r1 in _bands(height, rows):
             x = self._read_float(stream, stream_pending, r0, r1)
+            if stream_pending is not None:
+                x = x.to(self.dtype).to(x.dtype)
             y = self._read_float(block_out, block_pending, r0, r1)
             stream.write(r0, x.add_(y))
 
