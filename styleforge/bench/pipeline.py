@@ -55,6 +55,7 @@ class PipelineBenchConfig:
     codec: str = "auto"              # image codec (media.codecs)
     video_preset: str | None = None  # libx264 preset for both; None: the library's (media.options)
     video_crf: int = 23
+    video_decoder: str = "cpu"       # media.options.VIDEO_DECODERS, for every video row alike
     output: str = str(DEFAULT_OUTPUT)
     workdir: str | None = None       # where the synthetic data goes (default: a temp folder)
 
@@ -270,6 +271,7 @@ def _time_video(clip: Path, out: Path, engine, options: StylizeOptions,
     from ..media.options import PipelineOptions, VideoOptions
     from ..media.video import stylize_video
     video = VideoOptions(crf=config.video_crf, preset=config.video_preset, duration=duration,
+                         decoder=config.video_decoder,
                          pipeline=PipelineOptions(workers=config.workers, depth=config.depth))
     start = time.perf_counter()
     stylize_video(clip, out, engine, options, video)

@@ -13,7 +13,7 @@ from .stylize import _checked, _number_in, add_pipeline_arguments
 
 
 def register(subparsers) -> None:
-    from ..media.options import VIDEO_CODECS
+    from ..media.options import VIDEO_CODECS, VIDEO_DECODERS
     from .stylize import register_engine_arguments
     p = subparsers.add_parser(
         "video", help="apply a style to a video (audio and metadata kept)",
@@ -27,6 +27,8 @@ def register(subparsers) -> None:
     p.add_argument("--crf", type=_checked(_number_in(0, 63, int), "integer in 0..63"), default=None,
                    help="encoder quality (lower is better; default: the encoder's)")
     p.add_argument("--preset", default=None, help="encoder speed preset, e.g. veryfast, medium (default: superfast for h264/h265)")
+    p.add_argument("--decoder", choices=VIDEO_DECODERS, default="cpu",
+                   help="video decoder: FFmpeg's on the CPU, or NVIDIA's NVDEC (cuda)")
     p.add_argument("--start", type=_checked(_number_in(0, 1e9), "seconds ≥ 0"), default=0.0,
                    metavar="S", help="begin S seconds into the input")
     p.add_argument("--duration", type=_checked(_number_in(1e-6, 1e9), "seconds > 0"), default=None,
@@ -66,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
             result = stylize_video(args.input, args.output, options=options, progress=report,
                                    codec=args.video_codec, crf=args.crf, preset=args.preset,
                                    start=args.start, duration=args.duration, temporal=args.temporal,
+                                   decoder=args.decoder,
                                    workers=args.workers,
                                    depth=args.queue_depth)
     except VideoError as exc:

@@ -139,7 +139,7 @@ class EngineStage:
                 if frames and len(frames) != len(batch):
                     raise ValueError("a batch mixes YUV frames and RGB images")
                 if frames:
-                    content = torch.cat([yuv420_to_rgb(t[None], f.height, f.width, f.matrix, f.full_range)
+                    content = torch.cat([yuv420_to_rgb(t[None], f.height, f.width, f.matrix, f.full_range, f.nv12)
                                          for t, f in zip(inputs, frames)])
                 else:
                     content = torch.stack(inputs).float()          # (N, 3, H, W), contiguous

@@ -14,6 +14,11 @@ VIDEO_CODECS = {"h264": "libx264", "h265": "libx265", "av1": "libsvtav1"}
 # machine's 16 cores: veryfast 190, superfast 225, ultrafast 334 frames/s at 1080p (57/70/110 at
 # 4K); through the whole transcode superfast and veryfast were within run-to-run noise.
 DEFAULT_PRESETS = {"h264": "superfast", "h265": "superfast"}
+# Video decoders: FFmpeg's CPU decoders, or NVIDIA's NVDEC through FFmpeg's CUDA hwaccel. cpu is the
+# default: on the 16-core H200 host NVDEC made every case slower (1080p pipeline 98-118 against
+# 120-140 frames/s, 4K 34 against 40; PyAV copies each frame to the host holding the GIL, one frame
+# at a time). cuda is there for hosts whose cores the encoder needs more.
+VIDEO_DECODERS = ("cpu", "cuda")
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,7 @@ class VideoOptions:
     start: float = 0.0             # seconds into the input to begin
     duration: float | None = None  # seconds to keep; None: to the end
     temporal: float = 0.0          # flow-warped blend of the previous output (media.temporal); 0: off
+    decoder: str = "cpu"           # VIDEO_DECODERS
     pipeline: PipelineOptions = PipelineOptions()
 
     def __post_init__(self):
@@ -50,5 +56,7 @@ class VideoOptions:
             raise ValueError(f"start must be ≥ 0 seconds, got {self.start}")
         if self.duration is not None and self.duration <= 0:
             raise ValueError(f"duration must be > 0 seconds, got {self.duration}")
+        if self.decoder not in VIDEO_DECODERS:
+            raise ValueError(f"video decoder must be one of {VIDEO_DECODERS}, got {self.decoder!r}")
         if not 0.0 <= self.temporal < 1.0:
             raise ValueError(f"temporal strength must be in [0, 1), got {self.temporal}")

@@ -1,10 +1,14 @@
 """Video through the streaming pipeline: demux + decode → stylize → encode + mux, with PyAV.
 
 `stylize_video(src, dst, stylizer, options, video)` reads any container and codec PyAV's FFmpeg
-reads. One thread demuxes and decodes the video stream (FFmpeg's own threads inside); the
-pipeline's decode workers convert frames to RGB (honouring the frame's colour range), the
-engine stylizes, encode workers convert back to YUV in the source's colour space and range,
-and the caller's thread encodes (libx264 / libx265 / SVT-AV1 with `crf`/`preset`) and muxes.
+reads. One thread demuxes and decodes the video stream: on FFmpeg's CPU threads, or with
+`decoder="cuda"` on NVIDIA's NVDEC (FFmpeg's CUDA hwaccel, NV12 frames copied to the host). On
+CUDA the frames' YUV planes go to the GPU as they are and the engine converts them
+(`media.yuv`); elsewhere the pipeline's decode workers convert frames to RGB (honouring the
+frame's colour range), the engine stylizes and encode workers convert back to YUV in the
+source's colour space and range. The caller's thread encodes (libx264 / libx265 / SVT-AV1 with
+`crf`/`preset`) and muxes; with no stylizer (a plain transcode) decoded frames go to the encoder
+as they are.
 A second demuxer over the same file feeds audio and subtitle packets, remuxed untouched
 (bit-identical payloads) and interleaved by time behind the video, so no stream is buffered
 whole. Container and stream metadata, fps, time base and colour tags are copied; rotation
@@ -37,6 +41,8 @@ _PRESET_KEYS = {"libx264": "preset", "libx265": "preset", "libsvtav1": "preset"}
 # PyAV opens encoders with thread_type SLICE, which FFmpeg passes to x264 as sliced threads:
 # one frame at a time split across cores. Frame threads keep every core busy on several frames.
 ENCODER_THREADING = {"libx264": "FRAME", "libx265": "FRAME"}
+# NVDEC does the decoding; FFmpeg's frame threads would only add CPU threads that parse headers.
+HW_DECODE_THREAD_TYPE = "SLICE"
 
 FrameFilter = Callable[[np.ndarray, np.ndarray], np.ndarray]
 Progress = Callable[[int, "int | None"], None]
@@ -66,16 +72,39 @@ class _FrameMeta:
     content: np.ndarray | None     # kept only when a frame filter needs the input frame
 
 
-def _open_input(av, src: Path):
+def _open_input(av, src: Path, hwaccel=None):
     try:
-        return av.open(str(src))
+        return av.open(str(src), hwaccel=hwaccel)
     except (av.FFmpegError, OSError) as exc:
+        if hwaccel is not None:   # the file may be fine and the GPU's decoder not
+            try:
+                av.open(str(src)).close()
+            except (av.FFmpegError, OSError):
+                pass
+            else:
+                raise VideoError(f"{src}: NVIDIA's decoder is not usable here ({_reason(exc)}); "
+                                 "use --decoder cpu") from None
         raise VideoError(f"{src}: cannot open as a video ({_reason(exc)})") from None
 
 
 def _reason(exc: BaseException) -> str:
     text = getattr(exc, "strerror", None) or str(exc)
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _hwaccel(decoder: str, stylizer):
+    """PyAV's CUDA hwaccel settings for `decoder` "cuda" (on the stylizer's GPU), else None."""
+    if decoder != "cuda":
+        return None
+    from av.codec.hwaccel import HWAccel, hwdevices_available
+    if "cuda" not in hwdevices_available():
+        raise VideoError("--decoder cuda: this PyAV build's FFmpeg has no CUDA hwaccel")
+    device = getattr(stylizer, "device", None)
+    index = None
+    if device is not None and str(device).startswith("cuda"):
+        import torch
+        index = torch.device(device).index
+    return HWAccel("cuda", device=None if index is None else str(index), allow_software_fallback=False)
 
 
 def stylize_video(src: str | os.PathLike, dst: str | os.PathLike, stylizer, options: StylizeOptions,
@@ -97,7 +126,7 @@ def stylize_video(src: str | os.PathLike, dst: str | os.PathLike, stylizer, opti
         raise VideoError(f"{src}: no such file")
     if src.resolve() == dst.resolve():
         raise VideoError(f"{dst}: the output would replace the input; choose another name")
-    reader = _open_input(av, src)
+    reader = _open_input(av, src, _hwaccel(video.decoder, stylizer))
     dst.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
     os.close(fd)
@@ -123,7 +152,7 @@ def _transcode(av, reader, src: Path, tmp: Path, fmt: str, stylizer, options: St
     if not reader.streams.video:
         raise VideoError(f"{src}: has no video stream")
     vin = reader.streams.video[0]
-    vin.thread_type = "AUTO"
+    vin.thread_type = HW_DECODE_THREAD_TYPE if vin.codec_context.is_hwaccel else "AUTO"
     notes: list[str] = []
     start, end = video.start, (video.start + video.duration if video.duration is not None else None)
     offset_s = start  # every stream shifts by the same time, so sync is kept
@@ -160,26 +189,36 @@ def _transcode(av, reader, src: Path, tmp: Path, fmt: str, stylizer, options: St
         # On CUDA without a frame filter, frames travel as yuv420p planes and the colour conversion
         # runs on the GPU (media.yuv): the CPU's cores are left to the decoder and the encoder.
         planar = engine is not None and engine.cuda and frame_filter is None and (even_w, even_h) == (width, height)
+        # A plain transcode (no stylizer) hands decoded frames to the encoder as they are.
+        passthrough = engine is None and frame_filter is None and (even_w, even_h) == (width, height)
 
         def decode(item: Item) -> None:
             frame = item.task
+            item.task = f"{src} frame at {float(frame.time or 0):.3f} s"
+            item.meta = _FrameMeta(frame.pts, frame.colorspace, frame.color_range, None)
+            if passthrough:
+                item.pixels = frame
+                return
             if planar:
-                if frame.format.name not in ("yuv420p", "yuvj420p"):
+                if frame.format.name not in ("yuv420p", "yuvj420p", "nv12"):
                     frame = frame.reformat(format="yuv420p")
                 matrix, full = frame_tags(frame.colorspace, frame.color_range, frame.format.name)
-                item.pixels = YuvFrame(engine.stage(frame.to_ndarray()), height, width, matrix, full)
-                item.meta = _FrameMeta(frame.pts, frame.colorspace, frame.color_range, None)
-                item.task = f"{src} frame at {float(frame.time or 0):.3f} s"
+                item.pixels = YuvFrame(engine.stage(frame.to_ndarray()), height, width, matrix, full,
+                                       nv12=frame.format.name == "nv12")
                 return
             cr = frame.color_range or None
             rgb = frame.reformat(format="rgb24", src_color_range=cr).to_ndarray()[:even_h, :even_w]
             item.pixels = engine.stage(rgb) if engine is not None else rgb
-            item.meta = _FrameMeta(frame.pts, frame.colorspace, frame.color_range,
-                                   rgb if frame_filter is not None else None)
-            item.task = f"{src} frame at {float(frame.time or 0):.3f} s"
+            item.meta.content = rgb if frame_filter is not None else None
 
         def encode(item: Item) -> None:
             meta: _FrameMeta = item.meta
+            if passthrough:
+                frame = item.out.reformat(format="yuv420p")
+                frame.pict_type = av.video.frame.PictureType.NONE   # else it forces x264's frame types
+                frame.colorspace, frame.color_range = meta.colorspace, meta.color_range
+                item.result = frame
+                return
             out = host_pixels(item.out)
             if planar:
                 frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(out), format="yuv420p")

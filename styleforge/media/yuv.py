@@ -6,9 +6,11 @@ cores the encoder needs. Here the planes go to the GPU as they are (1.5 bytes a 
 the conversion runs there: `yuv420_to_rgb` (bilinear chroma upsampling, BT.601 or BT.709
 matrix, limited or full range, the same arithmetic as swscale's to a grey level or so) and
 `rgb_to_yuv420` (2×2 chroma averaging). The layout is PyAV's `VideoFrame.to_ndarray()` of a
-yuv420p frame: (H·3/2, W) uint8, the Y plane, then U, then V, each in raster order. Pure PyTorch:
+yuv420p frame: (H·3/2, W) uint8, the Y plane, then U, then V, each in raster order; or NV12's
+(what NVIDIA's decoder hands over): the Y plane, then U and V interleaved. Pure PyTorch:
 it runs on any device, and the CPU tests compare it with PyAV's swscale. Not here: which frames
 take this path (`media.video`), other pixel formats (they are converted to yuv420p first).
+Output is always planar yuv420p, what the encoders take.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ class YuvFrame:
     width: int
     matrix: str = "bt601"
     full_range: bool = False
+    nv12: bool = False        # chroma interleaved (NVDEC's output) rather than planar
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -44,13 +47,16 @@ def frame_tags(colorspace: int | None, color_range: int | None, pix_fmt: str) ->
 
 
 def yuv420_to_rgb(planes: torch.Tensor, height: int, width: int, matrix: str = "bt601",
-                  full_range: bool = False) -> torch.Tensor:
-    """uint8 (N, H·3/2, W) → float32 (N, 3, H, W) in 0–255."""
+                  full_range: bool = False, nv12: bool = False) -> torch.Tensor:
+    """uint8 (N, H·3/2, W), yuv420p or NV12 → float32 (N, 3, H, W) in 0–255."""
     kr, kb = MATRICES[matrix]
     n, area = planes.shape[0], height * width
     flat = planes.reshape(n, -1).float()
     y = flat[:, :area].reshape(n, height, width)
-    chroma = flat[:, area:].reshape(n, 2, height // 2, width // 2)
+    if nv12:
+        chroma = flat[:, area:].reshape(n, height // 2, width // 2, 2).permute(0, 3, 1, 2)
+    else:
+        chroma = flat[:, area:].reshape(n, 2, height // 2, width // 2)
     chroma = F.interpolate(chroma, scale_factor=2, mode="bilinear", align_corners=False)
     if full_range:
         luma, pb, pr = y, chroma[:, 0] - 128, chroma[:, 1] - 128

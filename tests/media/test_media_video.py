@@ -152,13 +152,46 @@ def test_long_video_keeps_memory_bounded(tmp_path):
     assert grown_mb < 200
 
 
+def test_plain_transcode_passes_frames_through(tmp_path):
+    """Without a stylizer (the bench's codec floor) decoded frames go to the encoder as they are:
+    same pictures at crf 0, same timestamps, and x264 picks its own frame types."""
+    from styleforge.engine.options import StylizeOptions
+    from styleforge.media.options import VideoOptions
+    from styleforge.media.video import stylize_video
+    clip = make_video(tmp_path / "smooth.mp4", width=64, height=48, pan=True)
+    stylize_video(clip, tmp_path / "out.mp4", None, StylizeOptions(), VideoOptions(crf=0))
+    with av.open(str(clip)) as a, av.open(str(tmp_path / "out.mp4")) as b:
+        src = [(f.pts, f.to_ndarray()) for f in a.decode(video=0)]
+        out = [(f.pts, f.to_ndarray()) for f in b.decode(video=0)]
+    assert [p for p, _ in out] == [p for p, _ in src]
+    assert all(np.array_equal(x, y) for (_, x), (_, y) in zip(src, out))
+    assert audio_packets(tmp_path / "out.mp4") == audio_packets(clip)
+
+
+def test_cuda_decoder_where_there_is_none_is_a_one_line_error(clip, tmp_path):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has NVIDIA's decoder")
+    from styleforge.engine.options import StylizeOptions
+    from styleforge.media.options import VideoOptions
+    from styleforge.media.video import VideoError, stylize_video
+    with pytest.raises(VideoError, match="--decoder cpu"):
+        stylize_video(clip, tmp_path / "out.mp4", None, StylizeOptions(), VideoOptions(decoder="cuda"))
+    assert not list(tmp_path.glob("*out.mp4*"))
+    with pytest.raises(ValueError, match="video decoder"):
+        VideoOptions(decoder="nvdec")
+
+
 @pytest.mark.gpu
-def test_cuda_planar_path_matches_the_image_path(styles_env, tmp_path):
-    """On CUDA frames cross as yuv420p planes, converted on the GPU (media.yuv): each output frame
-    is still the stylized input frame, up to the 4:2:0 round trip, with audio bit-identical."""
+@pytest.mark.parametrize("decoder", ["cpu", "cuda"])
+def test_cuda_planar_path_matches_the_image_path(styles_env, tmp_path, decoder):
+    """On CUDA frames cross as YUV planes (yuv420p from FFmpeg's decoders, NV12 from NVDEC),
+    converted on the GPU (media.yuv): each output frame is still the stylized input frame, up to
+    the 4:2:0 round trip, with audio bit-identical."""
     import styleforge
     clip = make_video(tmp_path / "smooth.mp4", width=64, height=48)
-    styleforge.stylize_video(clip, tmp_path / "out.mp4", device="cuda", crf=0, preset="ultrafast")
+    styleforge.stylize_video(clip, tmp_path / "out.mp4", device="cuda", crf=0, preset="ultrafast",
+                             decoder=decoder)
     assert audio_packets(tmp_path / "out.mp4") == audio_packets(clip)
     inputs, outputs = video_frames(clip), video_frames(tmp_path / "out.mp4")
     assert len(outputs) == len(inputs)

@@ -50,3 +50,14 @@ def test_frame_tags():
     assert frame_tags(2, 0, "yuv420p") == ("bt601", False)
     assert frame_tags(5, 2, "yuv420p") == ("bt601", True)
     assert frame_tags(None, None, "yuvj420p") == ("bt601", True)
+
+
+def test_nv12_reads_as_the_same_picture_as_yuv420p():
+    """NVDEC hands over NV12 (chroma interleaved): the same frame in either layout converts alike."""
+    frame = av.VideoFrame.from_ndarray(np.array(smooth_rgb()), format="rgb24").reformat(format="yuv420p")
+    planar = torch.from_numpy(frame.to_ndarray())[None]
+    nv12 = torch.from_numpy(frame.reformat(format="nv12").to_ndarray())[None]
+    assert not torch.equal(planar, nv12)
+    want = yuv420_to_rgb(planar, 48, 64)
+    got = yuv420_to_rgb(nv12, 48, 64, nv12=True)
+    assert torch.equal(got, want)
