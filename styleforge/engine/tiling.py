@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .. import kernels
 from ..models.transformer_net import TransformerNet
 from .plan import Layer, describe
 from .stores import TensorStore, make_store
@@ -192,7 +193,8 @@ class TiledRunner:
     """
 
     def __init__(self, model: TransformerNet, device: torch.device, dtype: torch.dtype,
-                 stores: str = "device", band_bytes: int = 256 << 20, scratch: str | None = None):
+                 stores: str = "device", band_bytes: int = 256 << 20, scratch: str | None = None,
+                 fused: bool | None = None):
         self.device, self.dtype = torch.device(device), dtype
         self.store_kind, self.band_bytes, self.scratch = stores, band_bytes, scratch
         self.layout = torch.channels_last if self.device.type == "cuda" else torch.contiguous_format
@@ -201,7 +203,19 @@ class TiledRunner:
         self.model = model.eval().requires_grad_(False).to(self.device, dtype, memory_format=self.layout)
         self.steps = plan_steps(self.model)
         self.head_bias = head_bias.detach().to(self.device, _wide(dtype))
+        # The fused engine's own ops per band (`_band_fused`): fp16/bf16 on Hopper by default; on
+        # other devices they run their reference twins (tests pass fused=True for that).
+        low = dtype in (torch.float16, torch.bfloat16)
+        if fused is None:
+            fused = low and kernels.conv3x3_norm_supported(self.device)
+        self.fused = bool(fused) and low
+        self.weights = {}
+        if self.fused:
+            for i, step in enumerate(self.steps):
+                w = step.conv.weight
+                self.weights[i] = kernels.pack_weight(w) if step.kernel == 3 else w.contiguous()
         self.bands_run = 0   # bands over all layers of the last call (tests check tiling happened)
+        self.bands_fused = 0   # of which the fused engine's ops ran
 
     def band_rows(self, step: Step, width: int, channels_in: int) -> int:
         """Output rows per band such that the band's tensors fit `band_bytes`."""
@@ -224,7 +238,7 @@ class TiledRunner:
         last = last_reads(self.steps)
         stores = {"image": TensorStore.wrap(image)}
         pending: dict[str, _Pending | None] = {"image": None}
-        self.bands_run = 0
+        self.bands_run = self.bands_fused = 0
         try:
             for index, step in enumerate(self.steps):
                 if step.target not in stores:
@@ -232,7 +246,7 @@ class TiledRunner:
                     stores[step.target] = make_store(kind, *shapes[step.target],
                                                      store_dtype(step.target, self.steps, self.dtype),
                                                      self.device, self.scratch)
-                moments = self._conv(step, stores[step.source], pending[step.source], stores[step.target])
+                moments = self._conv(index, step, stores[step.source], pending[step.source], stores[step.target])
                 pending[step.target] = (_Pending(*moments.affine(step.norm), step.relu)
                                         if step.norm is not None else None)
                 if step.residual:
@@ -255,31 +269,74 @@ class TiledRunner:
                 band = band.relu_()
         return band.to(self.dtype)
 
-    def _conv(self, step: Step, source, pending: _Pending | None, target) -> _Moments:
+    def _conv(self, index: int, step: Step, source, pending: _Pending | None, target) -> _Moments:
         channels_in, height, width = source.shape
-        up, pad = step.upsample, step.pad
-        virtual = height * up
         out_rows = step.out_size(height)
         moments = _Moments(step.conv.out_channels, self.device)
         rows = self.band_rows(step, width, channels_in)
         for o0, o1 in _bands(out_rows, rows):
-            # Rows of the upsampled, reflection-padded input this band needs, in unpadded coordinates.
-            a = o0 * step.stride - pad
-            b = (o1 - 1) * step.stride - pad + step.kernel
-            a_in, b_in = max(a, 0), min(b, virtual)
-            r0, r1 = a_in // up, -(-b_in // up)
-            band = self._read(source, pending, r0, r1)
-            if up > 1:
-                band = F.interpolate(band, scale_factor=up, mode="nearest")
-                band = band[:, :, a_in - r0 * up:b_in - r0 * up]
-            # Reflection only at the true borders (a < 0 or b > virtual); columns are whole rows.
-            band = reflect_pad(band, pad, a_in - a, b - b_in).contiguous(memory_format=self.layout)
-            out = self._conv_band(step, band)
+            out = None
+            if self.fused:
+                out = self._band_fused(index, step, source, pending, o0, o1, out_rows)
+                self.bands_fused += out is not None
+            if out is None:
+                out = self._band(step, source, pending, o0, o1)
             if step.norm is not None:
                 moments.add(out)
             target.write(o0, out)
             self.bands_run += 1
         return moments
+
+    def _band(self, step: Step, source, pending: _Pending | None, o0: int, o1: int) -> torch.Tensor:
+        """Output rows [o0, o1) with PyTorch ops: the band padded here, cuDNN's convolution."""
+        height = source.shape[1]
+        up, pad = step.upsample, step.pad
+        virtual = height * up
+        # Rows of the upsampled, reflection-padded input this band needs, in unpadded coordinates.
+        a = o0 * step.stride - pad
+        b = (o1 - 1) * step.stride - pad + step.kernel
+        a_in, b_in = max(a, 0), min(b, virtual)
+        r0, r1 = a_in // up, -(-b_in // up)
+        band = self._read(source, pending, r0, r1)
+        if up > 1:
+            band = F.interpolate(band, scale_factor=up, mode="nearest")
+            band = band[:, :, a_in - r0 * up:b_in - r0 * up]
+        # Reflection only at the true borders (a < 0 or b > virtual); columns are whole rows.
+        band = reflect_pad(band, pad, a_in - a, b - b_in).contiguous(memory_format=self.layout)
+        return self._conv_band(step, band)
+
+    def _band_fused(self, index: int, step: Step, source, pending: _Pending | None, o0: int, o1: int,
+                    out_rows: int) -> torch.Tensor | None:
+        """Output rows [o0, o1) with the fused engine's own op for the layer (conv9x9, conv3x3_norm),
+        which applies the pending norm and ReLU on load and reflects at its input's edges: the band
+        reads enough rows that the reflected ones only reach output rows it throws away, except at
+        the image's true borders, where reflecting is right. None where the op cannot take it."""
+        height = source.shape[1]
+        s, u, p = step.stride, step.upsample, step.pad
+        r0 = 0 if o0 == 0 else max(0, (o0 * s - p) // u)
+        while (r0 * u) % s:   # output row j of the band must sit on a stride of the image's
+            r0 -= 1
+        r1 = height if o1 == out_rows else min(height, -(-((o1 - 1) * s + p + 1) // u))
+        if (r1 - r0) * u <= p or (r1 - r0) * u < 2:
+            return None
+        band = source.read(r0, r1, self.device)
+        scale = shift = None
+        if pending is not None:
+            scale, shift = (v.reshape(1, -1).float().contiguous() for v in (pending.scale, pending.shift))
+        relu = pending is not None and pending.relu
+        weight = self.weights[index]
+        if step.kernel == 3:
+            out = kernels.conv3x3_norm(band.contiguous(memory_format=torch.channels_last), weight, scale, shift,
+                                       relu=relu, upsample=u, stride=s, stats=False)[0]
+        elif step.norm is not None and pending is None:   # conv1: reads the float32 image
+            out = kernels.conv9x9(band.float(), weight, None, pad=p)
+        elif step.norm is None and scale is not None and relu:   # the head: norm + ReLU on load
+            out = kernels.conv9x9(band.contiguous(memory_format=torch.channels_last), weight, self.head_bias,
+                                  out_float32=True, scale=scale, shift=shift, pad=p)
+        else:
+            return None
+        j0 = o0 - (r0 * u) // s
+        return out[:, :, j0:j0 + (o1 - o0)]
 
     def _conv_band(self, step: Step, band: torch.Tensor) -> torch.Tensor:
         if step.norm is not None:   # a bias before InstanceNorm cancels; adding it only costs bits

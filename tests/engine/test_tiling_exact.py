@@ -145,3 +145,21 @@ def test_exact_low_precision_agrees_with_the_fused_engine(monkeypatch, precision
     monkeypatch.setattr(TiledRunner, "band_rows", lambda self, step, width, channels: 37)
     tiled = run("exact")
     assert psnr255(tiled, untiled) >= 45.0
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("size", [(36, 44), (20, 28)])
+def test_fused_ops_in_bands_equal_one_band(model, dtype, size):
+    """In fp16/bf16 the bands run the fused engine's own ops (here their CPU twins), which reflect
+    at their input's edges: bands of one output row must give what one band over the whole image
+    gives, up to the statistics' merge order."""
+    x = smooth_image(*size)
+    many = TiledRunner(copy.deepcopy(model), "cpu", dtype, band_bytes=1, fused=True)
+    whole = TiledRunner(copy.deepcopy(model), "cpu", dtype, band_bytes=1 << 40, fused=True)
+    out, ref = many(x), whole(x)
+    assert many.bands_fused == many.bands_run > 4 * len(many.steps)
+    assert whole.bands_run == len(whole.steps)
+    assert psnr(out.clamp(0, 255), ref.clamp(0, 255)) > 60.0
+    with torch.inference_mode():
+        exact = model(x)
+    assert psnr(out.clamp(0, 255), exact.clamp(0, 255)) > 25.0   # and still the network
