@@ -73,8 +73,8 @@ class _FrameMeta:
 
 
 def _open_input(av, src: Path, hwaccel=None):
-    try:
-        return av.open(str(src), hwaccel=hwaccel)
+    try:   # no hwaccel argument unless asked: PyAV before 14 does not take it
+        return av.open(str(src), hwaccel=hwaccel) if hwaccel is not None else av.open(str(src))
     except (av.FFmpegError, OSError) as exc:
         if hwaccel is not None:   # the file may be fine and the GPU's decoder not
             try:
@@ -96,9 +96,12 @@ def _hwaccel(decoder: str, stylizer):
     """PyAV's CUDA hwaccel settings for `decoder` "cuda" (on the stylizer's GPU), else None."""
     if decoder != "cuda":
         return None
-    from av.codec.hwaccel import HWAccel, hwdevices_available
+    try:
+        from av.codec.hwaccel import HWAccel, hwdevices_available
+    except ImportError:
+        raise VideoError("--decoder cuda needs PyAV 14 or later; use --decoder cpu") from None
     if "cuda" not in hwdevices_available():
-        raise VideoError("--decoder cuda: this PyAV build's FFmpeg has no CUDA hwaccel")
+        raise VideoError("--decoder cuda: this PyAV build's FFmpeg has no CUDA hwaccel; use --decoder cpu")
     device = getattr(stylizer, "device", None)
     index = None
     if device is not None and str(device).startswith("cuda"):
