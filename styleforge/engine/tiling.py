@@ -147,12 +147,18 @@ class _Moments:
         self.m2 += m2 + delta * delta * (self.count * n / total)
         self.count = total
 
-    def affine(self, norm: nn.InstanceNorm2d) -> tuple[torch.Tensor, torch.Tensor]:
-        """(scale, shift) in the norm's wide precision with norm(x) = x · scale + shift."""
-        var = self.m2 / self.count
-        scale = norm.weight.double().to(var.device) / torch.sqrt(var + norm.eps)
-        shift = norm.bias.double().to(var.device) - self.mean * scale
-        wide = _wide(norm.weight.dtype)
+    def affine(self, weight: torch.Tensor, bias: torch.Tensor, eps: float,
+               wide: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """(scale, shift) in `wide` with norm(x) = x · scale + shift (weight, bias: float64). In
+        fp32 it is formed as the fused ops form it from their sums (`take_affine`), so both round
+        the same inputs alike."""
+        var = (self.m2 / self.count).clamp_min(0.0)
+        if wide == torch.float64:
+            scale = weight / torch.sqrt(var + eps)
+            shift = bias - self.mean * scale
+        else:
+            scale = weight.float() * torch.rsqrt(var.float() + eps)
+            shift = bias.float() + (-self.mean.float() * scale)
         return scale.to(wide).view(1, -1, 1, 1), shift.to(wide).view(1, -1, 1, 1)
 
 
@@ -198,8 +204,13 @@ class TiledRunner:
         self.device, self.dtype = torch.device(device), dtype
         self.store_kind, self.band_bytes, self.scratch = stores, band_bytes, scratch
         self.layout = torch.channels_last if self.device.type == "cuda" else torch.contiguous_format
-        # The head's bias in float32, taken before the cast (the fused engine adds it in fp32).
-        head_bias = describe(model)[-1].conv.bias
+        # The norms' affines and the head's bias as the checkpoint has them, taken before the cast:
+        # the fused engine applies them in fp32, and rounded to bf16 they moved every norm.
+        layers = describe(model)
+        head_bias = layers[-1].conv.bias
+        self.norm_affines = {i: (layer.norm.weight.detach().to(device, torch.float64),
+                                 layer.norm.bias.detach().to(device, torch.float64))
+                             for i, layer in enumerate(layers) if layer.norm is not None}
         self.model = model.eval().requires_grad_(False).to(self.device, dtype, memory_format=self.layout)
         self.steps = plan_steps(self.model)
         self.head_bias = head_bias.detach().to(self.device, _wide(dtype))
@@ -247,7 +258,8 @@ class TiledRunner:
                                                      store_dtype(step.target, self.steps, self.dtype),
                                                      self.device, self.scratch)
                 moments = self._conv(index, step, stores[step.source], pending[step.source], stores[step.target])
-                pending[step.target] = (_Pending(*moments.affine(step.norm), step.relu)
+                pending[step.target] = (_Pending(*moments.affine(*self.norm_affines[index], step.norm.eps,
+                                                                 _wide(self.dtype)), step.relu)
                                         if step.norm is not None else None)
                 if step.residual:
                     self._add_residual(stores[step.residual], pending[step.residual],

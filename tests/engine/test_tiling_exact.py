@@ -163,3 +163,23 @@ def test_fused_ops_in_bands_equal_one_band(model, dtype, size):
     with torch.inference_mode():
         exact = model(x)
     assert psnr(out.clamp(0, 255), exact.clamp(0, 255)) > 25.0   # and still the network
+
+
+@pytest.mark.parametrize("dtype,floor_db", [(torch.bfloat16, 65.0), (torch.float16, 78.0)])
+@pytest.mark.parametrize("variant", ["conv3x3", "cudnn"])
+def test_fused_bands_round_as_the_whole_frame_engine_does(model, dtype, floor_db, variant):
+    """The whole-frame engine's plans (their ops' CPU twins) against fused-op bands in fp16/bf16:
+    the same ops, the norms' affines formed alike from fp32 weights, the residual stream stored
+    in the run's dtype; what is left is the order the statistics are summed in. (Before, with the
+    affines rounded to bf16, this was 60 dB.)"""
+    from styleforge.engine.autotune import LayerChoice
+    from styleforge.engine.runner import FusedRunner
+    size = (64, 40)
+    x = smooth_image(*size)
+    runner = FusedRunner(copy.deepcopy(model), torch.device("cpu"), dtype)
+    runner.layer_choices[("conv1", (1, 3) + size)] = LayerChoice("styleforge", "test")
+    runner.layer_choices[("deconv3", (1, 32) + size)] = LayerChoice("styleforge", "test")
+    with torch.inference_mode():
+        whole = runner.forward(x, variant)
+    tiled = TiledRunner(copy.deepcopy(model), "cpu", dtype, band_bytes=1, fused=True)(x)
+    assert psnr(tiled.clamp(0, 255), whole.clamp(0, 255)) >= floor_db
