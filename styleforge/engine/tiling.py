@@ -206,14 +206,14 @@ class TiledRunner:
         self.layout = torch.channels_last if self.device.type == "cuda" else torch.contiguous_format
         # The norms' affines and the head's bias as the checkpoint has them, taken before the cast:
         # the fused engine applies them in fp32, and rounded to bf16 they moved every norm.
+        # (Copies: the cast below swaps a parameter's data in place, so a kept Parameter turns bf16.)
         layers = describe(model)
-        head_bias = layers[-1].conv.bias
+        self.head_bias = layers[-1].conv.bias.detach().to(self.device, _wide(dtype), copy=True)
         self.norm_affines = {i: (layer.norm.weight.detach().to(device, torch.float64),
                                  layer.norm.bias.detach().to(device, torch.float64))
                              for i, layer in enumerate(layers) if layer.norm is not None}
         self.model = model.eval().requires_grad_(False).to(self.device, dtype, memory_format=self.layout)
         self.steps = plan_steps(self.model)
-        self.head_bias = head_bias.detach().to(self.device, _wide(dtype))
         # The fused engine's own ops per band (`_band_fused`): fp16/bf16 on Hopper by default; on
         # other devices they run their reference twins (tests pass fused=True for that).
         low = dtype in (torch.float16, torch.bfloat16)

@@ -183,3 +183,17 @@ def test_fused_bands_round_as_the_whole_frame_engine_does(model, dtype, floor_db
         whole = runner.forward(x, variant)
     tiled = TiledRunner(copy.deepcopy(model), "cpu", dtype, band_bytes=1, fused=True)(x)
     assert psnr(tiled.clamp(0, 255), whole.clamp(0, 255)) >= floor_db
+
+
+def test_low_precision_runner_keeps_the_checkpoints_fp32_affines():
+    """The fused engine adds the head's bias and applies each norm's affine in fp32: the tiled
+    runner, which casts its model to bf16, must keep them from before the cast."""
+    model = random_net(4)
+    with torch.no_grad():
+        model.deconv3.conv2d.bias.copy_(torch.tensor([0.1234567, 100.3, -7.77]))
+    want_bias = model.deconv3.conv2d.bias.detach().clone()
+    want_norm = model.in1.weight.detach().clone()
+    runner = TiledRunner(model, "cpu", torch.bfloat16)
+    assert model.deconv3.conv2d.bias.dtype == torch.bfloat16   # the model itself was cast
+    assert runner.head_bias.dtype == torch.float32 and torch.equal(runner.head_bias, want_bias)
+    assert torch.equal(runner.norm_affines[0][0], want_norm.double())
