@@ -3,8 +3,9 @@
 `FusedRunner` times, per input shape, which plan's graph is fastest (four captures at 8K cost
 ~3 s) and whether our 9×9 op or cuDNN runs each 9×9 layer. Those choices depend on the GPU,
 the kernels and cuDNN, never on the image, so they are written to
-`<kernel build folder>/plans-<gpu>.json` (the build folder's name already carries the kernels'
-sources, torch, CUDA and the architecture) and read back by the next runner on the same machine.
+`<kernel build folder>/plans-<gpu>-cudnn<version>.json` (the build folder's name already carries
+the kernels' sources, torch, CUDA and the architecture) and read back by the next runner on the
+same machine.
 A damaged or unreadable file is ignored and rewritten; a cache that cannot be written only
 costs the timing again. Entries are keyed by dtype, layer ("residual" for the plan) and shape.
 This module times nothing; `engine.runner` and `engine.autotune` do.
