@@ -10,7 +10,9 @@ once, which conv9x9_norm and conv9x9_from_sums take as packed_weight);
 `conv3x3_norm(...)` the residual blocks' 3×3 convolution with the InstanceNorms fused around it
 (Hopper), and `norm_scale_shift(...)` the hand-off into it;
 `attention(...)` flash-style attention (fp16/bf16 tensor cores, key padding mask);
-`ffn(...)` the transformer feed-forward block (Linear → GELU → Linear + residual) on cuBLASLt epilogues.
+`ffn(...)` the transformer feed-forward block (Linear → GELU → Linear + residual) on cuBLASLt epilogues;
+`feature_pad`, `norm_affine`, `adaattn_stats`, `detail_upscale` (`arbitrary_glue.py`) the
+arbitrary-style model's glue between cuDNN convolutions and the attention/FFN kernels.
 `use("reference" | "cuda")` and the `using(...)` context manager (`dispatch.py`) choose the path
 for all; "cuda" (the default) runs the CUDA kernel on CUDA tensors, built just in time on first
 use (see `build.py`), and the reference on CPU tensors.
@@ -18,6 +20,7 @@ Importing this package compiles nothing. The package exports each op's entry und
 which hides the module of that name as an attribute: import module internals by their full name
 (`from styleforge.kernels.conv9x9 import conv9x9_supported`).
 """
+from .arbitrary_glue import adaattn_stats, detail_upscale, feature_pad, norm_affine
 from .attention import attention
 from .conv3x3 import (
     chain_state,
@@ -40,7 +43,8 @@ from .dispatch import MODES, cuda_kernels_available, current_mode, ensure_cuda_k
 from .ffn import ffn
 from .instance_norm import instance_norm
 
-__all__ = ["MODES", "attention", "chain_state", "conv3x3_norm", "conv3x3_norm_supported", "conv3x3_residual_chain",
+__all__ = ["MODES", "adaattn_stats", "attention", "chain_state", "conv3x3_norm", "conv3x3_norm_supported", "conv3x3_residual_chain",
            "conv9x9", "conv9x9_from_sums", "conv9x9_norm", "conv9x9_supported", "cuda_kernels_available",
-           "current_mode", "ensure_cuda_kernels", "ffn", "instance_norm", "norm_scale_shift", "norm_state",
+           "current_mode", "detail_upscale", "ensure_cuda_kernels", "feature_pad", "ffn", "instance_norm",
+           "norm_affine", "norm_scale_shift", "norm_state",
            "pack_conv1_weight", "pack_head_weight", "pack_weight", "use", "using"]

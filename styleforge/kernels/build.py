@@ -33,6 +33,7 @@ SOURCES = ("instance_norm/instance_norm_binding.cpp", "instance_norm/instance_no
            "conv9x9/conv9x9_binding.cpp", "conv9x9/conv9x9.cu", "conv9x9/conv9x9_sm90.cu",
            "conv3x3/conv3x3_binding.cpp", "conv3x3/conv3x3.cu", "conv3x3/conv3x3_chain.cu",
            "attention/attention_binding.cpp", "attention/attention.cu", "attention/attention_sm90.cu",
+           "arbitrary/arbitrary_glue_binding.cpp", "arbitrary/arbitrary_glue.cu",
            "graph_io/graph_io.cpp")
 # Every header the sources include, found rather than listed, so that no edit to one is missed by
 # the cache key (a list had left four out).
