@@ -8,8 +8,8 @@ transparent ones are composited on white; each is resized so its longer side is 
 and its shorter side at least `MIN_STYLE_SIDE` (upscaled: the statistics of a tiny painting
 survive an upscale better than padding). `PaintingStylizer` binds a list of weighted paintings
 and has the `Stylizer` call contract: float (N, 3, H, W) in 0–255 in, float32 CPU out.
-Backends: reference (plain PyTorch, the ops' twins), fused (the attention/FFN kernels, CUDA
-graphs per input shape), compile (torch.compile of the same model). Not the model (`models/`).
+Backends: reference (plain PyTorch, the ops' twins), fused (`arbitrary_fused.py` on the glue,
+attention and FFN kernels, CUDA graphs per input shape), compile (torch.compile of the model). Not the model (`models/`).
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from PIL import Image
 
 from ..io.image import ImageError, load_image
 from ..models.arbitrary import ArbitraryStyleNet, StyleCode, load_arbitrary
+from .arbitrary_fused import FusedArbitraryNet
 from .stroke import downscale, internal_size, upscale_styled
 from .backends import resolve_device, resolve_dtype
 from .blending import apply_strength, preserve_color
@@ -132,6 +133,8 @@ class ArbitraryStylizer:
             raise RuntimeError(f"--backend {backend} needs --device cuda")
         self.backend = backend
         model, self.metadata = load_arbitrary(opts.arbitrary_weights)
+        # The fused forward copies its weights from the fp32 model (folds need them unrounded).
+        self.fused = FusedArbitraryNet(model, self.device, self.dtype) if backend == "fused" else None
         self.memory_format = torch.channels_last if self.device.type == "cuda" else torch.contiguous_format
         self.model: ArbitraryStyleNet = model.to(self.device, self.dtype, memory_format=self.memory_format).eval()
         self._codes: OrderedDict[tuple, StyleCode] = OrderedDict()
@@ -160,14 +163,16 @@ class ArbitraryStylizer:
         the model at the stroke scale's internal size, then the photo's detail restored."""
         inner = internal_size(*content.shape[-2:], self.options.stroke_scale)
         small = downscale(content, inner) if inner != tuple(content.shape[-2:]) else content
-        x = small.to(self.dtype).contiguous(memory_format=self.memory_format)
-        model = self._compiled or self.model.stylize
-        out = model(x, styles, alpha).float()
+        if self.fused is not None:     # takes float32 and clamps: no rounding of 0–255 to bf16
+            model, prepare = self.fused.stylize, (lambda t: t)
+        else:
+            model = self._compiled or self.model.stylize
+            prepare = lambda t: t.clamp(0, 255).to(self.dtype).contiguous(memory_format=self.memory_format)  # noqa: E731
+        out = model(prepare(small), styles, alpha).float()
         for _ in range(self.options.passes - 1):
             # The output restyled: held-out style ratio 0.278 → 0.186 for content distance
             # 0.81 → 1.00 (docs/arbitrary.md); a third pass scored worse.
-            x = out.clamp(0, 255).to(self.dtype).contiguous(memory_format=self.memory_format)
-            out = model(x, styles, alpha).float()
+            out = model(prepare(out), styles, alpha).float()
         return upscale_styled(content, small, out) if small is not content else out
 
     def _run(self, content: torch.Tensor, styles: list[tuple[StyleCode, float]], alpha: float) -> torch.Tensor:
@@ -189,7 +194,14 @@ class ArbitraryStylizer:
             raise ValueError(f"expected (N, 3, H, W) RGB, got shape {tuple(content.shape)}")
         if not paintings:
             raise ValueError("no style image given")
-        styles = [(self.style_code(p), float(w)) for p, w in paintings]
+        return self.with_codes(content, [(self.style_code(p), float(w)) for p, w in paintings], alpha, preserve)
+
+    @torch.inference_mode()
+    def with_codes(self, content: torch.Tensor, styles: list[tuple[StyleCode, float]], alpha: float | None = None,
+                   preserve: bool | None = None) -> torch.Tensor:
+        """`on_device` with the paintings' codes already looked up (a bound stylizer's frames)."""
+        alpha = self.options.alpha if alpha is None else check_fraction("alpha", float(alpha))
+        preserve = self.options.preserve_color if preserve is None else preserve
         content = content.to(self.device, torch.float32)
         out = self._run(content, styles, alpha)
         if preserve:
@@ -217,8 +229,9 @@ class PaintingStylizer:
     preserve: bool | None = None
 
     def __post_init__(self):
-        for painting, _ in self.paintings:   # a broken painting fails here, once, not per photo
-            self.engine.style_code(painting)
+        # Looked up once: a broken painting fails here, not per photo, and frames pay no hashing
+        # of the painting (0.6 ms of CPU a frame for a 512-px PIL image; a file read for a path).
+        self.styles = [(self.engine.style_code(painting), float(w)) for painting, w in self.paintings]
 
     @property
     def style_name(self) -> str:
@@ -233,7 +246,9 @@ class PaintingStylizer:
 
     def on_device(self, content: torch.Tensor) -> torch.Tensor:
         """The pipeline's CUDA path: the result stays on the device for its download stream."""
-        return self.engine.on_device(content, self.paintings, self.alpha, self.preserve)
+        if content.dim() != 4 or content.shape[1] != 3:
+            raise ValueError(f"expected (N, 3, H, W) RGB, got shape {tuple(content.shape)}")
+        return self.engine.with_codes(content, self.styles, self.alpha, self.preserve)
 
     def __call__(self, content: torch.Tensor) -> torch.Tensor:
-        return self.engine.stylize(content, self.paintings, self.alpha, self.preserve)
+        return self.on_device(content).cpu()

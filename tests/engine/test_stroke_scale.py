@@ -66,3 +66,16 @@ def test_precompensation_is_skipped_when_not_upsampling_or_too_big(monkeypatch):
     assert torch.equal(stroke.precompensate(small, (20, 10)), small)
     monkeypatch.setattr(stroke, "PRECOMPENSATE_MAX_PIXELS", 100)
     assert torch.equal(stroke.precompensate(small, (200, 100)), small)
+
+
+@pytest.mark.parametrize("factor", [2.0, 1.5, 1.37])
+def test_precompensation_by_matrices_equals_the_resize_iterations(factor):
+    # The GPU path (the round trip as R_h·p·R_wᵀ) against the resize loop, both on the CPU.
+    from styleforge.engine import stroke
+    g = torch.Generator().manual_seed(0)
+    s = torch.rand(1, 3, 36, 64, generator=g, dtype=torch.float64) * 255
+    want = s.clone()
+    for _ in range(stroke.PRECOMPENSATE_STEPS):
+        want += s - stroke.round_trip(want, factor)
+    got = stroke.precompensate_by_matrices(s.float(), factor)
+    assert float((got.double() - want).abs().max()) < 1e-3

@@ -1,0 +1,81 @@
+"""The fused arbitrary forward is the model: in float64 on the CPU (the ops' twins) it equals
+`ArbitraryStyleNet.stylize` (folded normalisations, padded buffers, merged skips); on CUDA in bf16
+it runs the glue, attention and FFN kernels and stays within 3 % of the fp32 model."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from conftest import cuda_kernel_names
+from styleforge import kernels
+from styleforge.bench.arbitrary import random_model
+from styleforge.engine.arbitrary_fused import FusedArbitraryNet
+from styleforge.models.arbitrary import ArbitraryConfig, ArbitraryStyleNet
+from styleforge.models.arbitrary.encoder import VGGEncoder
+
+
+def _model(config: ArbitraryConfig = ArbitraryConfig()) -> ArbitraryStyleNet:
+    torch.manual_seed(0)
+    model = ArbitraryStyleNet(config, VGGEncoder(config.widths, "relu4_1" if config.levels[-1] == "relu4_1"
+                                                 else "relu5_1"))
+    with torch.no_grad():
+        for p in model.parameters():
+            torch.nn.init.kaiming_normal_(p) if p.dim() == 4 else torch.nn.init.uniform_(p, -0.05, 0.1)
+    return model.eval().double()
+
+
+NARROW = dict(widths=(8, 16, 32, 64, 64), heads=4, qk_dim=4)
+
+
+@pytest.mark.parametrize("size", [(64, 96), (50, 70), (17, 40)])
+@pytest.mark.parametrize("alpha,mix", [(1.0, False), (0.6, True)])
+def test_fused_forward_equals_the_model_in_float64(size, alpha, mix):
+    model = _model(ArbitraryConfig(**NARROW))
+    fused = FusedArbitraryNet(model, "cpu", torch.float64)
+    g = torch.Generator().manual_seed(1)
+    x = torch.rand(1, 3, *size, generator=g, dtype=torch.float64) * 255
+    paintings = [torch.rand(1, 3, 48, 64, generator=g, dtype=torch.float64) * 255 for _ in range(2)]
+    with torch.no_grad():
+        codes = [model.encode_style(p) for p in paintings]
+        styles = [(codes[0], 1.0), (codes[1], 2.0)] if mix else [(codes[0], 1.0)]
+        want = model.stylize(x, styles, alpha)
+        got = fused.stylize(x, styles, alpha)
+    assert got.shape == want.shape and got.dtype == torch.float64
+    assert torch.allclose(got, want, atol=1e-8), float((got - want).abs().max())
+
+
+def test_fused_forward_three_levels():
+    model = _model(ArbitraryConfig(levels=("relu3_1", "relu4_1", "relu5_1"), **NARROW))
+    fused = FusedArbitraryNet(model, "cpu", torch.float64)
+    x = torch.rand(1, 3, 64, 48, dtype=torch.float64) * 255
+    with torch.no_grad():
+        code = model.encode_style(torch.rand(1, 3, 64, 64, dtype=torch.float64) * 255)
+        assert torch.allclose(fused.stylize(x, [(code, 1.0)]), model.stylize(x, [(code, 1.0)]), atol=1e-8)
+
+
+@pytest.mark.gpu
+def test_fused_forward_on_cuda_runs_the_kernels_and_matches_fp32(loaded):
+    model = random_model()
+    fused = FusedArbitraryNet(model, "cuda", torch.bfloat16)
+    ref_model = random_model().cuda().float()
+    x32 = torch.rand(1, 3, 288, 512, device="cuda") * 255
+    s32 = torch.rand(1, 3, 256, 320, device="cuda") * 255
+    with torch.inference_mode():
+        code = random_model().cuda().to(torch.bfloat16).encode_style(s32.to(torch.bfloat16))
+        x = x32.to(torch.bfloat16).contiguous(memory_format=torch.channels_last)
+        run = lambda: fused.stylize(x, [(code, 1.0)])  # noqa: E731
+        run()
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            out = run()
+        ops = [e.name for e in prof.events()]
+        for op, count in (("styleforge::attention", 2), ("styleforge::ffn", 2), ("styleforge::adaattn_stats", 2),
+                          ("styleforge::norm_affine", 4)):
+            assert ops.count(op) == count, (op, ops.count(op))
+        assert ops.count("styleforge::feature_pad") >= 10
+        names = " ".join(cuda_kernel_names(run)).lower()
+        assert "feature_pad" in names and "adaattn_stats" in names and "softmax" not in names
+        with kernels.using("reference"):
+            want = ref_model.stylize(x32, [(ref_model.encode_style(s32), 1.0)])
+    err = float((out.float() - want).norm() / want.norm())
+    assert err < 3e-2, f"fused bf16 vs fp32 model: relative error {err:.3g}"
