@@ -2,7 +2,9 @@
 
 Providers, same weights and the same painting's cached code: eager-fp32 and eager-bf16 (plain
 PyTorch: the ops' twins, `kernels.using("reference")`), compile-bf16 (`torch.compile` of that
-same model), and ours (bf16, the attention/FFN kernels, the whole frame captured in one CUDA
+same model), compile-sdpa-bf16 (the same with the attention as `F.scaled_dot_product_attention`
+and the FFN as two `F.linear`s in bf16: the model as a PyTorch user writes it, the stronger
+baseline), and ours (bf16, the attention/FFN kernels, the whole frame captured in one CUDA
 graph, as `engine/arbitrary.py` runs it). Each provider is gated first: its output must reach
 `LOW_PRECISION_MIN_PSNR` against eager-fp32 (or it is reported, not timed). Rows go to
 `benchmarks/results/arbitrary.csv`. Weights: a trained file (--weights) or random ones (speed
@@ -11,11 +13,13 @@ does not depend on the values). Usage: python -m styleforge.bench.arbitrary [--w
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import subprocess
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 
 from .. import kernels
 from ..engine.arbitrary import _GraphRunner
@@ -23,6 +27,10 @@ from ..models.arbitrary import ArbitraryConfig, ArbitraryStyleNet, load_arbitrar
 from .harness import LOW_PRECISION_MIN_PSNR, Timer, psnr
 
 SIZES = {"1080p": (1080, 1920), "4k": (2160, 3840)}
+# The whole frame runs the model twice (the default --passes 2), and bf16 differences grow through
+# the second pass: on the shipped photo every bf16 provider is 32–38 dB from fp32 (H200: eager
+# 32.2, compile 37.9), under the usual 40 dB gate; this gate still catches a broken provider.
+TWO_PASS_MIN_PSNR = 30.0
 RESULTS = Path("benchmarks/results/arbitrary.csv")
 
 
@@ -41,6 +49,36 @@ def _model(weights: str | None) -> ArbitraryStyleNet:
     return load_arbitrary(weights)[0] if weights else random_model()
 
 
+def sdpa_attention(q, k, v, key_padding_mask=None, scale=None):
+    """The attention as a PyTorch user writes it (flash/efficient SDPA in bf16), for the strongest
+    `torch.compile` baseline; the twin computes in fp32 with the N×N matrix."""
+    assert key_padding_mask is None
+    return F.scaled_dot_product_attention(q, k, v, scale=scale)
+
+
+def linear_ffn(x, w1, b1, w2, b2=None, *, residual=None, gelu="tanh"):
+    """The FFN as two F.linear calls in the run dtype (what compile fuses), not the fp32 twin."""
+    y = F.linear(F.gelu(F.linear(x, w1, b1), approximate=gelu), w2, b2)
+    return y if residual is None else y + residual
+
+
+@contextlib.contextmanager
+def provider_mode(mode: str):
+    """kernels.using(mode); "sdpa": the twins, with attention and FFN as plain PyTorch ops."""
+    if mode != "sdpa":
+        with kernels.using(mode):
+            yield
+        return
+    from ..models.arbitrary import transfer
+    saved = transfer.attention, transfer.ffn
+    transfer.attention, transfer.ffn = sdpa_attention, linear_ffn
+    try:
+        with kernels.using("reference"):
+            yield
+    finally:
+        transfer.attention, transfer.ffn = saved
+
+
 def providers():
     """name → (model dtype, kernels mode, callable factory(model, code) → fn(x))."""
     def eager(model, code):
@@ -55,7 +93,8 @@ def providers():
         return lambda x: runner(x, (), code)
 
     return {"eager-fp32": (torch.float32, "reference", eager), "eager-bf16": (torch.bfloat16, "reference", eager),
-            "compile-bf16": (torch.bfloat16, "reference", compiled), "ours-bf16": (torch.bfloat16, "cuda", graphed)}
+            "compile-bf16": (torch.bfloat16, "reference", compiled),
+            "compile-sdpa-bf16": (torch.bfloat16, "sdpa", compiled), "ours-bf16": (torch.bfloat16, "cuda", graphed)}
 
 
 def stroke_providers(weights: str | None, painting: torch.Tensor):
@@ -84,12 +123,23 @@ def stroke_providers(weights: str | None, painting: torch.Tensor):
         fn = torch.compile(lambda x: e._styled(x, styles, 1.0), mode="reduce-overhead", dynamic=False)
         return fn
 
-    def ours():
-        e = engine("bf16", "fused")
-        return lambda x: e.on_device(x, [(image, 1.0)])
+    def ours():   # bound once, as the media pipeline binds its paintings
+        return engine("bf16", "fused").bind([(image, 1.0)]).on_device
 
     return {"eager-fp32": ("fp32", "reference", eager("fp32")), "eager-bf16": ("bf16", "reference", eager("bf16")),
-            "compile-bf16": ("bf16", "reference", compiled), "ours-bf16": ("bf16", "cuda", ours)}
+            "compile-bf16": ("bf16", "reference", compiled), "compile-sdpa-bf16": ("bf16", "sdpa", compiled),
+            "ours-bf16": ("bf16", "cuda", ours)}
+
+
+def photo(h: int, w: int) -> torch.Tensor:
+    """A shipped photo at (h, w), float (1, 3, h, w) 0–255: the precision gate needs a real
+    picture (uniform noise, shrunk to the 512-px stroke size, is nearly flat grey, and bf16
+    features of a flat image lose most of their relative precision in its normalisation)."""
+    import numpy as np
+    from PIL import Image
+    image = Image.open(Path(__file__).resolve().parents[1] / "assets" / "astronaut.jpg").convert("RGB")
+    image = image.resize((w, h), Image.Resampling.BICUBIC)
+    return torch.from_numpy(np.asarray(image, dtype=np.float32).copy()).permute(2, 0, 1).unsqueeze(0)
 
 
 def _commit() -> str:
@@ -117,10 +167,12 @@ def main(argv: list[str] | None = None) -> int:
         if not args.weights:
             raise SystemExit("--stroke auto needs --weights (the engine loads its model from a file)")
         cases, label, note = _stroke_cases(args.weights, painting), "arbitrary-stroke-auto", "  [stroke auto]"
+        min_psnr = TWO_PASS_MIN_PSNR
     else:
         cases, label, note = _native_cases(args.weights, painting), "arbitrary", ""
+        min_psnr = LOW_PRECISION_MIN_PSNR
     names = args.providers or list(cases)
-    _write(_bench({n: cases[n] for n in names}, args.sizes, args.reps, label, note), args.out)
+    _write(_bench({n: cases[n] for n in names}, args.sizes, args.reps, label, note, min_psnr), args.out)
     return 0
 
 
@@ -141,7 +193,8 @@ def _stroke_cases(weights: str, painting: torch.Tensor) -> dict:
             for name, (precision, mode, make) in stroke_providers(weights, painting).items()}
 
 
-def _bench(cases: dict, sizes: list[str], reps: int, label: str, note: str) -> list[dict]:
+def _bench(cases: dict, sizes: list[str], reps: int, label: str, note: str,
+           min_psnr: float = LOW_PRECISION_MIN_PSNR) -> list[dict]:
     """Each case at each size: gated against the first (eager-fp32) output, then timed; a case
     that fails is reported, never timed."""
     device = torch.device("cuda")
@@ -149,10 +202,10 @@ def _bench(cases: dict, sizes: list[str], reps: int, label: str, note: str) -> l
     rows = []
     for size in sizes:
         h, w = SIZES[size]
-        x32 = torch.rand(1, 3, h, w, device=device) * 255
+        x32 = photo(h, w).to(device)
         reference = None
         for name, (dtype, mode, prepare) in cases.items():
-            with kernels.using(mode):
+            with provider_mode(mode):
                 try:
                     fn, x = prepare(x32)
                     out = fn(x).float()
@@ -162,7 +215,7 @@ def _bench(cases: dict, sizes: list[str], reps: int, label: str, note: str) -> l
                 if reference is None:
                     reference = out
                 quality = psnr(out, reference)
-                if name != "eager-fp32" and quality < LOW_PRECISION_MIN_PSNR:
+                if name != "eager-fp32" and quality < min_psnr:
                     print(f"{size:6s} {name:13s} gate failed: {quality:.1f} dB vs eager-fp32")
                     continue
                 stats = timer.time(fn, [x])
