@@ -23,6 +23,7 @@ import torch.nn.functional as F
 
 from .. import kernels
 from ..engine.arbitrary import _GraphRunner
+from ..engine.arbitrary_fused import FusedArbitraryNet
 from ..models.arbitrary import ArbitraryConfig, ArbitraryStyleNet, load_arbitrary
 from .harness import LOW_PRECISION_MIN_PSNR, Timer, psnr
 
@@ -81,15 +82,15 @@ def provider_mode(mode: str):
 
 def providers():
     """name → (model dtype, kernels mode, callable factory(model, code) → fn(x))."""
-    def eager(model, code):
+    def eager(model, code, fused=None):
         return lambda x: model.stylize(x, [(code, 1.0)])
 
-    def compiled(model, code):   # the brief's settings: bf16, channels_last, static, reduce-overhead
+    def compiled(model, code, fused=None):   # the brief's settings: bf16, channels_last, static, reduce-overhead
         fn = torch.compile(model.stylize, mode="reduce-overhead", dynamic=False)
         return lambda x: fn(x, [(code, 1.0)])
 
-    def graphed(model, code):
-        runner = _GraphRunner(lambda x: model.stylize(x, [(code, 1.0)]))
+    def graphed(model, code, fused):   # the engine's path: the fused forward in one graph
+        runner = _GraphRunner(lambda x: fused.stylize(x, [(code, 1.0)]))
         return lambda x: runner(x, (), code)
 
     return {"eager-fp32": (torch.float32, "reference", eager), "eager-bf16": (torch.bfloat16, "reference", eager),
@@ -160,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stroke", choices=("native", "auto"), default="native",
                         help="native: the model on the whole frame; auto: the default stroke scale's "
                              "whole frame (needs --weights)")
+    parser.add_argument("--min-psnr", type=float, default=None,
+                        help=f"precision gate against eager-fp32 (default {LOW_PRECISION_MIN_PSNR:g} dB native, "
+                             f"{TWO_PASS_MIN_PSNR:g} dB stroke auto)")
     args = parser.parse_args(argv)
     torch.manual_seed(1)
     painting = torch.rand(1, 3, 512, 384) * 255
@@ -171,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         cases, label, note = _native_cases(args.weights, painting), "arbitrary", ""
         min_psnr = LOW_PRECISION_MIN_PSNR
+    min_psnr = args.min_psnr if args.min_psnr is not None else min_psnr
     names = args.providers or list(cases)
     _write(_bench({n: cases[n] for n in names}, args.sizes, args.reps, label, note, min_psnr), args.out)
     return 0
@@ -180,8 +185,10 @@ def _native_cases(weights: str | None, painting: torch.Tensor) -> dict:
     """name → (dtype label, kernels mode, prepare(x32) → (fn, x)): the model alone, channels_last."""
     def case(dtype, mode, make):
         def prepare(x32):
-            model = _model(weights).to(x32.device, dtype, memory_format=torch.channels_last)
-            fn = make(model, model.encode_style(painting.to(x32.device, dtype)))
+            base = _model(weights)
+            fused = FusedArbitraryNet(base, x32.device, dtype) if mode == "cuda" else None   # from fp32
+            model = base.to(x32.device, dtype, memory_format=torch.channels_last)
+            fn = make(model, model.encode_style(painting.to(x32.device, dtype)), fused)
             return fn, x32.to(dtype).contiguous(memory_format=torch.channels_last)
         return str(dtype), mode, prepare
     return {name: case(*entry) for name, entry in providers().items()}
