@@ -209,7 +209,8 @@ class FusedArbitraryNet:
 
     def decode(self, feats: dict[str, torch.Tensor]) -> torch.Tensor:
         x = feats[self.levels[-1]]
-        p = None
+        if len(self.levels) == 1:     # no merge: the decoder's first conv reads x padded
+            x = feature_pad(x.contiguous(memory_format=CL), pad=1)[0]
         for i, level in enumerate(reversed(self.levels[:-1])):
             weight, bias = self.merge[level]
             b, c, h, w = x.shape
@@ -217,8 +218,7 @@ class FusedArbitraryNet:
             skip = feats[level].contiguous(memory_format=CL)
             last = i == len(self.levels) - 2
             x = feature_pad(m.contiguous(memory_format=CL), bias, skip, resample=2, pad=1 if last else 0)[0]
-        p = x
-        steps = self.decoder
+        p, steps = x, self.decoder
         for k, step in enumerate(steps):
             if k == len(steps) - 1:   # the bias (≈ the ImageNet mean, 0–255) added in fp32
                 return F.conv2d(p, step.weight).to(self.wide) + step.bias.view(1, -1, 1, 1)

@@ -107,6 +107,21 @@ def test_arbitrary_bind_overrides_match_an_engine_built_with_them(tmp_path, weig
         shared.bind([(painting, 1.0)], alpha=1.5)(content)
 
 
+def test_a_bound_painting_is_read_and_hashed_once_not_per_frame(tmp_path, weights, monkeypatch):
+    from styleforge.engine import arbitrary
+    painting = picture(tmp_path / "s.png", (50, 50))
+    engine = api.get_arbitrary_engine(api.make_options(arbitrary_weights=str(weights), device="cpu"))
+    calls = []
+    real = arbitrary.painting_key
+    monkeypatch.setattr(arbitrary, "painting_key", lambda p: calls.append(p) or real(p))
+    bound = engine.bind([(painting, 1.0)])
+    content = torch.rand(1, 3, 30, 40) * 255
+    frames = [bound(content) for _ in range(3)]
+    assert len(calls) == 1
+    torch.testing.assert_close(frames[0], frames[2])
+    torch.testing.assert_close(frames[0], engine.stylize(content, [(painting, 1.0)]))
+
+
 def test_arbitrary_stroke_scale_runs_the_model_at_the_internal_size(tmp_path, weights):
     painting = picture(tmp_path / "s.png", (50, 50))
     content = torch.rand(1, 3, 60, 1100) * 255

@@ -45,8 +45,9 @@ def test_fused_forward_equals_the_model_in_float64(size, alpha, mix):
     assert torch.allclose(got, want, atol=1e-8), float((got - want).abs().max())
 
 
-def test_fused_forward_three_levels():
-    model = _model(ArbitraryConfig(levels=("relu3_1", "relu4_1", "relu5_1"), **NARROW))
+@pytest.mark.parametrize("levels", [("relu3_1", "relu4_1", "relu5_1"), ("relu4_1",), ("relu3_1",)])
+def test_fused_forward_other_levels(levels):
+    model = _model(ArbitraryConfig(levels=levels, **NARROW))
     fused = FusedArbitraryNet(model, "cpu", torch.float64)
     x = torch.rand(1, 3, 64, 48, dtype=torch.float64) * 255
     with torch.no_grad():
