@@ -92,39 +92,23 @@ __global__ void feature_pad_kernel(FeaturePadArgs a) {
       }
       const uint4 packed = round8<T>(v);
       if (a.plain) store8<T>(a.plain, pixel * a.C + c0, packed);
-      // This pixel and the border pixels that reflect onto it (row −1 ↔ 1, row Ho ↔ Ho − 2).
-      int rows[2] = {i + a.pad, -1}, cols[2] = {j + a.pad, -1};
+      // This pixel and the border pixels that reflect onto it: row −1 mirrors row 1 and row Ho
+      // mirrors row Ho − 2 (both, for row 1 of a 3-row plane); columns alike.
+      int rows[3] = {i + a.pad, -1, -1}, cols[3] = {j + a.pad, -1, -1};
       if (a.pad) {
         if (i == 1) rows[1] = 0;
-        else if (i == a.Ho - 2) rows[1] = a.Ho + 1;
+        if (i == a.Ho - 2) rows[2] = a.Ho + 1;
         if (j == 1) cols[1] = 0;
-        else if (j == a.Wo - 2) cols[1] = a.Wo + 1;
+        if (j == a.Wo - 2) cols[2] = a.Wo + 1;
       }
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
+      for (int r = 0; r < 3; ++r) {
         if (rows[r] < 0) continue;
 #pragma unroll
-        for (int s = 0; s < 2; ++s) {
+        for (int s = 0; s < 3; ++s) {
           if (cols[s] < 0) continue;
           store8<T>(a.out, ((static_cast<int64_t>(n) * hp + rows[r]) * wp + cols[s]) * a.C + c0, packed);
         }
-      }
-      // (Ho == 3 makes row 1 the reflection of both −1 and 3: the second copy.)
-      if (a.pad && i == 1 && a.Ho == 3) {
-#pragma unroll
-        for (int s = 0; s < 2; ++s) {
-          if (cols[s] < 0) continue;
-          store8<T>(a.out, ((static_cast<int64_t>(n) * hp + a.Ho + 1) * wp + cols[s]) * a.C + c0, packed);
-        }
-      }
-      if (a.pad && j == 1 && a.Wo == 3) {
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          if (rows[r] < 0) continue;
-          store8<T>(a.out, ((static_cast<int64_t>(n) * hp + rows[r]) * wp + a.Wo + 1) * a.C + c0, packed);
-        }
-        if (i == 1 && a.Ho == 3)
-          store8<T>(a.out, ((static_cast<int64_t>(n) * hp + a.Ho + 1) * wp + a.Wo + 1) * a.C + c0, packed);
       }
 #pragma unroll
       for (int e = 0; e < 8; ++e) pool_sum[e] += v[e];
