@@ -26,6 +26,7 @@ from ..engine.arbitrary import _GraphRunner
 from ..engine.arbitrary_fused import FusedArbitraryNet
 from ..models.arbitrary import ArbitraryConfig, ArbitraryStyleNet, load_arbitrary
 from .harness import LOW_PRECISION_MIN_PSNR, Timer, psnr
+from .tiling import photo
 
 SIZES = {"1080p": (1080, 1920), "4k": (2160, 3840)}
 # The whole frame runs the model twice (the default --passes 2), and bf16 differences grow through
@@ -132,17 +133,6 @@ def stroke_providers(weights: str | None, painting: torch.Tensor):
             "ours-bf16": ("bf16", "cuda", ours)}
 
 
-def photo(h: int, w: int) -> torch.Tensor:
-    """A shipped photo at (h, w), float (1, 3, h, w) 0–255: the precision gate needs a real
-    picture (uniform noise, shrunk to the 512-px stroke size, is nearly flat grey, and bf16
-    features of a flat image lose most of their relative precision in its normalisation)."""
-    import numpy as np
-    from PIL import Image
-    image = Image.open(Path(__file__).resolve().parents[1] / "assets" / "astronaut.jpg").convert("RGB")
-    image = image.resize((w, h), Image.Resampling.BICUBIC)
-    return torch.from_numpy(np.asarray(image, dtype=np.float32).copy()).permute(2, 0, 1).unsqueeze(0)
-
-
 def _commit() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
@@ -209,7 +199,9 @@ def _bench(cases: dict, sizes: list[str], reps: int, label: str, note: str,
     rows = []
     for size in sizes:
         h, w = SIZES[size]
-        x32 = photo(h, w).to(device)
+        # A real picture: uniform noise, shrunk to the 512-px stroke size, is nearly flat grey, and
+        # bf16 features of a flat image lose most of their relative precision in its normalisation.
+        x32 = photo(w, h).to(device)
         reference = None
         for name, (dtype, mode, prepare) in cases.items():
             with provider_mode(mode):

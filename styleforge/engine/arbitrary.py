@@ -84,6 +84,11 @@ def painting_tensor(image: Image.Image, style_size: int) -> torch.Tensor:
     return torch.from_numpy(np.asarray(image, dtype=np.float32).copy()).permute(2, 0, 1).unsqueeze(0)
 
 
+def check_rgb_batch(content: torch.Tensor) -> None:
+    if content.dim() != 4 or content.shape[1] != 3:
+        raise ValueError(f"expected (N, 3, H, W) RGB, got shape {tuple(content.shape)}")
+
+
 class _GraphRunner:
     """CUDA graphs of `fn(x)` per (shape, style codes, alpha); replays copy x in and out."""
 
@@ -188,10 +193,9 @@ class ArbitraryStylizer:
     def on_device(self, content: torch.Tensor, paintings: list[tuple[Painting, float]],
                   alpha: float | None = None, preserve: bool | None = None) -> torch.Tensor:
         """As `stylize`, the result left on the engine's device (float32)."""
-        alpha = self.options.alpha if alpha is None else check_fraction("alpha", float(alpha))
-        preserve = self.options.preserve_color if preserve is None else preserve
-        if content.dim() != 4 or content.shape[1] != 3:
-            raise ValueError(f"expected (N, 3, H, W) RGB, got shape {tuple(content.shape)}")
+        if alpha is not None:          # checked before the paintings are read
+            check_fraction("alpha", float(alpha))
+        check_rgb_batch(content)
         if not paintings:
             raise ValueError("no style image given")
         return self.with_codes(content, [(self.style_code(p), float(w)) for p, w in paintings], alpha, preserve)
@@ -246,8 +250,7 @@ class PaintingStylizer:
 
     def on_device(self, content: torch.Tensor) -> torch.Tensor:
         """The pipeline's CUDA path: the result stays on the device for its download stream."""
-        if content.dim() != 4 or content.shape[1] != 3:
-            raise ValueError(f"expected (N, 3, H, W) RGB, got shape {tuple(content.shape)}")
+        check_rgb_batch(content)
         return self.engine.with_codes(content, self.styles, self.alpha, self.preserve)
 
     def __call__(self, content: torch.Tensor) -> torch.Tensor:

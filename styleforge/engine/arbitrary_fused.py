@@ -33,7 +33,7 @@ from torch import nn
 
 from ..kernels import adaattn_stats, attention, feature_pad, ffn, norm_affine
 from ..models.arbitrary import ArbitraryStyleNet, StyleCode
-from ..models.arbitrary.config import LEVEL_ENDS, LEVELS, level_index
+from ..models.arbitrary.config import LEVEL_ENDS
 from ..models.arbitrary.decoder import Upsample
 from ..models.arbitrary.model import pad_to_multiple
 from ..models.arbitrary.transfer import EPS
@@ -62,7 +62,6 @@ class LevelWeights:
     heads: int
     qk_dim: int
     head_dim: int
-    channels: int
 
 
 class FusedArbitraryNet:
@@ -70,7 +69,6 @@ class FusedArbitraryNet:
 
     def __init__(self, model: ArbitraryStyleNet, device: torch.device | str, dtype: torch.dtype):
         self.device, self.dtype = torch.device(device), dtype
-        self.config = model.config
         self.levels = model.config.levels
         self.multiple = model.config.multiple
         wd = torch.float64 if dtype == torch.float64 else torch.float32
@@ -79,11 +77,11 @@ class FusedArbitraryNet:
         std = enc.std.detach().to(self.device, wd).view(-1)
         self.input_mean = enc.mean.detach().to(self.device, wd).view(1, 3, 1, 1)
         self.encoder = self._encoder_steps(enc, std)
-        self.above = {LEVELS[level_index(level) - 1] for level in self.levels}
+        self.above = {ArbitraryStyleNet._above(level) for level in self.levels}
         self.level_weights = {level: self._level(model.transfer[level]) for level in self.levels}
         self.merge = {level: (self._w(conv.weight.view(conv.weight.shape[:2])), self._v(conv.bias))
                       for level, conv in model.merge.items()}
-        self.decoder = self._decoder_steps(model.decoder, std, enc.mean.detach().to(self.device, wd).view(-1))
+        self.decoder = self._decoder_steps(model.decoder, std, self.input_mean.view(-1))
 
     # -- weights ------------------------------------------------------------------------------
     def _w(self, t: torch.Tensor) -> torch.Tensor:
@@ -137,7 +135,7 @@ class FusedArbitraryNet:
                             self._v(block.norm.bias), block.norm.eps,
                             (self._w(block.fc1.weight), self._w(block.fc1.bias)),
                             (self._w(block.fc2.weight), self._w(block.fc2.bias)),
-                            heads, qk, hd, block.channels)
+                            heads, qk, hd)
 
     # -- forward ------------------------------------------------------------------------------
     def encode(self, x: torch.Tensor) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
@@ -195,7 +193,7 @@ class FusedArbitraryNet:
         out = {}
         for level in self.levels:
             lw, fc = self.level_weights[level], feats[level]
-            q, affine = self._query(lw, fc, pooled[LEVELS[level_index(level) - 1]])
+            q, affine = self._query(lw, fc, pooled[ArbitraryStyleNet._above(level)])
             mixed = None
             for code, w in styles:
                 t = self._block(lw, fc, q, affine, code[level])

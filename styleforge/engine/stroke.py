@@ -16,15 +16,17 @@ does not run the network; `engine.pipeline` does.
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 
 from ..kernels.arbitrary_glue import detail_upscale, detail_upscale_runs_kernel
+from ..kernels.reference.arbitrary_glue import LUMA   # BT.601, as detail_upscale weighs it
 
 REFERENCE_SIDE = 512   # auto: the longer side the network sees (its look at 512 px)
 BAND_ROWS = 256
 WHOLE_FRAME_BYTES = 1 << 30   # on a GPU, temporaries up to this run as whole frames (few launches)
-_LUMA = (0.299, 0.587, 0.114)
 
 
 def stroke_factor(height: int, width: int, stroke_scale: float | None) -> float:
@@ -46,7 +48,7 @@ def downscale(image: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
 
 def luma(image: torch.Tensor) -> torch.Tensor:
     r, g, b = image[:, 0:1].float(), image[:, 1:2].float(), image[:, 2:3].float()
-    return r * _LUMA[0] + g * _LUMA[1] + b * _LUMA[2]
+    return r * LUMA[0] + g * LUMA[1] + b * LUMA[2]
 
 
 _CUBIC_A = -0.75   # PyTorch's (and OpenCV's) bicubic kernel
@@ -105,22 +107,15 @@ def precompensate(small_out: torch.Tensor, size: tuple[int, int]) -> torch.Tenso
     return p
 
 
-_AXIS_MATRICES: dict = {}
-
-
+@functools.lru_cache(maxsize=16)
 def round_trip_matrix(size: int, factor: float, device: torch.device) -> torch.Tensor:
     """`round_trip` along one axis of `size` samples as a (size × size) fp32 matrix R, made by the
     same ops from the unit vectors (in fp64): both resizes are separable, so round_trip(p) =
     R_h · p · R_wᵀ. Cached per (size, factor, device)."""
-    key = (size, factor, str(device))
-    if key not in _AXIS_MATRICES:
-        # Unit vectors along H, constant along a dummy W of 4 (a round trip keeps a constant; a
-        # dummy axis of 1 does not survive the antialiased resize).
-        eye = torch.eye(size, dtype=torch.float64, device=device).view(size, 1, size, 1).expand(-1, -1, -1, 4)
-        _AXIS_MATRICES[key] = round_trip(eye.contiguous(), factor)[:, 0, :, 0].t().float().contiguous()
-        while len(_AXIS_MATRICES) > 16:
-            _AXIS_MATRICES.pop(next(iter(_AXIS_MATRICES)))
-    return _AXIS_MATRICES[key]
+    # Unit vectors along H, constant along a dummy W of 4 (a round trip keeps a constant; a
+    # dummy axis of 1 does not survive the antialiased resize).
+    eye = torch.eye(size, dtype=torch.float64, device=device).view(size, 1, size, 1).expand(-1, -1, -1, 4)
+    return round_trip(eye.contiguous(), factor)[:, 0, :, 0].t().float().contiguous()
 
 
 def precompensate_by_matrices(s: torch.Tensor, factor: float) -> torch.Tensor:
