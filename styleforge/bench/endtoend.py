@@ -1,28 +1,29 @@
 """End-to-end benchmark: frames through the whole style network, per provider and size.
 
-A provider maps float32 (N, 3, H, W) 0–255 on the device to the float32 network output, with
-whatever conversions it needs inside the timed region (the runner contract of
-`engine.backends`). Providers:
-  eager-fp32   the seed project's baseline: the reference model, fp32, NCHW, PyTorch defaults
-               (on CUDA that means cuDNN may use TF32; the row's `tf32` column says so)
-  eager-bf16   the reference model in bf16, channels_last on CUDA
-  compile      torch.compile(mode="reduce-overhead", dynamic=False) of the reference, bf16,
-               channels_last (CUDA only)
-  fused-bf16 / fused-fp16 / fused-fp32   the StyleForge fused backend (CUDA, kernels built)
-The gate's reference is the same model in true fp32 (TF32 off), computed once per size.
+The providers and how each is set up are in `providers` (eager fp32/bf16/fp16, torch.compile in
+three modes × bf16/fp16, the fused engine). The contract is the same for all of them: every
+provider gets its input already in the dtype and memory format it reads best, prepared once per
+input before timing, and returns its output in its own dtype and layout; the gate converts that
+output to float32 after timing. (The fused engine reads the float32 NCHW frame and writes float32,
+so its cast, pad and output are inside its timed calls.) cuDNN's autotuner is on for every
+provider. Each provider is warmed up, timed, and then its timed callable is called once more on
+the first input and that output is gated against the fp32 reference (`harness.time_then_gate`);
+a failed gate fails the row and drops its time. Speed-ups are precision-matched: each fused
+precision against the best compile mode and the eager model of the same precision (fp32 only
+where neither side used TF32). The reference is the same model in true fp32 (TF32 off), once per size.
 Not here: timing and the gate rules (`harness`), files (`results`), the per-op suite (`ops`).
 """
 from __future__ import annotations
 
 import gc
 import re
+import time
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
 
-from ..engine.backends import fused_available, make_runner
 from ..models.checkpoint import Checkpoint, CheckpointError, build_model
 from ..models.transformer_net import TransformerNet, count_flops
 from .harness import (
@@ -30,23 +31,15 @@ from .harness import (
     Outcome,
     Timer,
     check_image,
-    gate_then_time,
     random_images,
     rel_l2,
     rotation_count,
     synchronize,
+    time_then_gate,
 )
+from .providers import PROVIDERS, autotuned_cudnn, build_provider, select, unavailable_reason
 from .results import Row
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-PROVIDERS = {  # name → (backend, precision)
-    "eager-fp32": ("eager-nchw", "fp32"),
-    "eager-bf16": ("reference", "bf16"),
-    "compile": ("compile", "bf16"),
-    "fused-bf16": ("fused", "bf16"),
-    "fused-fp16": ("fused", "fp16"),
-    "fused-fp32": ("fused", "fp32"),
-}
 NAMED_SIZES = {"720p": (720, 1280), "1080p": (1080, 1920), "1440p": (1440, 2560),
                "4k": (2160, 3840), "2160p": (2160, 3840)}
 
@@ -82,12 +75,8 @@ def parse_sizes(spec: str) -> list[Size]:
     return sizes
 
 
-def parse_providers(spec: str | None) -> list[str]:
-    names = list(PROVIDERS) if not spec else [p.strip() for p in spec.split(",") if p.strip()]
-    unknown = [n for n in names if n not in PROVIDERS]
-    if unknown:
-        raise ValueError(f"--providers: unknown {', '.join(unknown)} (known: {', '.join(PROVIDERS)})")
-    return names
+def parse_providers(spec: str | None, compile_modes: str | None = None) -> list[str]:
+    return select(spec, compile_modes)
 
 
 def random_style_checkpoint(seed: int = 0) -> Checkpoint:
@@ -137,32 +126,11 @@ def exact_fp32():
             torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
 
 
-def eager_nchw_runner(checkpoint: Checkpoint, device: torch.device):
-    model = build_model(checkpoint).to(device).requires_grad_(False)
-
-    @torch.inference_mode()
-    def run(x: torch.Tensor) -> torch.Tensor:
+def reference_output(checkpoint: Checkpoint, x: torch.Tensor) -> torch.Tensor:
+    """The seed's model in fp32, NCHW, on x's device: the gate's reference under `exact_fp32`."""
+    model = build_model(checkpoint).to(x.device).requires_grad_(False)
+    with torch.inference_mode():
         return model(x)
-
-    return run
-
-
-def build_runner(provider: str, checkpoint: Checkpoint, device: torch.device):
-    backend, precision = PROVIDERS[provider]
-    if backend == "eager-nchw":
-        return eager_nchw_runner(checkpoint, device)
-    return make_runner(build_model(checkpoint), device, DTYPES[precision], backend)
-
-
-def unavailable_reason(provider: str, device: torch.device) -> str:
-    backend, _ = PROVIDERS[provider]
-    if backend in ("compile", "fused") and device.type != "cuda":
-        return f"{provider} needs a CUDA device (running on {device.type})"
-    if backend == "fused":
-        ok, reason = fused_available(device)
-        if not ok:
-            return f"fused backend unavailable: {reason}"
-    return ""
 
 
 def release(device: torch.device, compiled: bool) -> None:
@@ -174,29 +142,52 @@ def release(device: torch.device, compiled: bool) -> None:
         torch.cuda.empty_cache()
 
 
+@dataclass
+class Deadline:
+    """Providers not started by `at` (time.monotonic) are skipped: a device run has a time limit."""
+    at: float = float("inf")
+
+    @classmethod
+    def after(cls, seconds: float | None) -> "Deadline":
+        return cls(time.monotonic() + seconds if seconds else float("inf"))
+
+    def passed(self) -> bool:
+        return time.monotonic() >= self.at
+
+
 def run_size(size: Size, checkpoint: Checkpoint, device: torch.device, providers: list[str],
-             batch: int, timer: Timer, log=lambda msg: None) -> list[Row]:
+             batch: int, timer: Timer, log=lambda msg: None, deadline: Deadline | None = None) -> list[Row]:
     shape = f"{batch}x3x{size.height}x{size.width}"
     frame_bytes = batch * 3 * size.height * size.width * 4
     inputs = random_images(rotation_count(frame_bytes, device), batch, size.height, size.width,
                            device, seed=1000 + size.height)
-    with exact_fp32():
-        reference = eager_nchw_runner(checkpoint, device)(inputs[0])
-    fp32_limit = FP32_REL_TOL
-    if device.type == "cuda" and torch.backends.cudnn.allow_tf32:
-        # PyTorch's own default fp32 (TF32 convs) sets the fp32 bar: 2× its error, as in conftest.
-        fp32_limit = max(fp32_limit, 2 * rel_l2(eager_nchw_runner(checkpoint, device)(inputs[0]),
-                                                reference))
+    gate: dict = {}
+
+    def reference() -> tuple[torch.Tensor, float]:
+        """(fp32 reference, fp32 rel-L2 limit), computed once, when a provider first needs it."""
+        if not gate:
+            with exact_fp32():
+                gate["ref"] = reference_output(checkpoint, inputs[0])
+            gate["limit"] = FP32_REL_TOL
+            if device.type == "cuda" and torch.backends.cudnn.allow_tf32:
+                # PyTorch's own default fp32 (TF32 convs) sets the fp32 bar: 2× its error, as in conftest.
+                gate["limit"] = max(FP32_REL_TOL, 2 * rel_l2(reference_output(checkpoint, inputs[0]), gate["ref"]))
+        return gate["ref"], gate["limit"]
+
     rows = []
-    for provider in providers:
-        row = Row("e2e", provider, op="stylize", size=size.label, shape=shape, batch=batch,
-                  dtype=PROVIDERS[provider][1])
+    for name in providers:
+        provider = PROVIDERS[name]
+        row = Row("e2e", name, op="stylize", size=size.label, shape=shape, batch=batch,
+                  dtype=provider.precision)
         reason = unavailable_reason(provider, device)
+        if not reason and deadline is not None and deadline.passed():
+            reason = "not started: the run's --time-budget was spent"
         if reason:
             row.status, row.error = "skipped", reason
         else:
-            measure_provider(row, checkpoint, device, inputs, reference, fp32_limit, timer,
-                             count_flops(size.height, size.width, batch))
+            with autotuned_cudnn():
+                measure_provider(row, checkpoint, device, inputs, *reference(), timer,
+                                 count_flops(size.height, size.width, batch))
         log(summary_line(size.label, row))
         rows.append(row)
     add_speedups(rows)
@@ -205,29 +196,40 @@ def run_size(size: Size, checkpoint: Checkpoint, device: torch.device, providers
 
 def measure_provider(row: Row, checkpoint: Checkpoint, device: torch.device, inputs: list[torch.Tensor],
                      reference: torch.Tensor, fp32_limit: float, timer: Timer, flops: int) -> None:
-    """Build, gate, time one provider into `row`; its peak memory is what it added on top."""
-    backend, precision = PROVIDERS[row.provider]
-    if precision == "fp32":
+    """Build, time and gate one provider into `row`; its peak memory is what it added on top."""
+    provider = PROVIDERS[row.provider]
+    row.notes["cudnn_benchmark"] = torch.backends.cudnn.benchmark
+    if provider.mode:
+        row.notes["compile_mode"] = provider.mode
+    if provider.precision == "fp32":
         row.notes["fp32_gate_rel_l2"] = fp32_limit
+        row.notes["tf32_conv"] = provider.backend != "fused" and device.type == "cuda" \
+            and torch.backends.cudnn.allow_tf32
     synchronize(device)
     base = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    holder = {}
+    held: dict = {}
 
-    def first_output() -> torch.Tensor:
-        holder["run"] = build_runner(row.provider, checkpoint, device)
-        return holder["run"](inputs[0])
+    def setup() -> None:
+        held["built"] = built = build_provider(provider, checkpoint, device)
+        held["inputs"] = [built.prepare(x) for x in inputs]      # outside every timed call
 
-    outcome = gate_then_time(first_output,
-                             lambda out: check_image(out.float(), reference, DTYPES[precision], fp32_limit),
-                             lambda: timer.time(holder["run"], inputs))
+    def run_first() -> torch.Tensor:
+        return held["built"].run(held["inputs"][0])
+
+    def check(out: torch.Tensor) -> object:
+        return check_image(out.float(), reference, provider.dtype, fp32_limit)
+
+    outcome = time_then_gate(run_first, check, lambda: timer.time(held["built"].run, held["inputs"]), setup)
     fill_outcome(row, outcome, int(row.batch), flops)
+    if "built" in held:
+        row.notes.update(held["built"].describe())
     if device.type == "cuda":
         synchronize(device)
         row.peak_mb = (torch.cuda.max_memory_allocated(device) - base) / 2**20
-    holder.clear()
-    release(device, compiled=backend == "compile")
+    held.clear()
+    release(device, compiled=provider.backend == "compile")
 
 
 def fill_outcome(row: Row, outcome: Outcome, batch: int, flops: int) -> None:
@@ -244,16 +246,31 @@ def fill_outcome(row: Row, outcome: Outcome, batch: int, flops: int) -> None:
     row.tflops = flops / (s.median_ms / 1e3) / 1e12
 
 
+def best_compile(rows: list[Row], precision: str) -> Row | None:
+    """The fastest ok torch.compile row of `precision` among `rows` (one size), if any."""
+    ok = [r for r in rows if r.status == "ok" and PROVIDERS.get(r.provider) is not None
+          and PROVIDERS[r.provider].backend == "compile" and r.dtype == precision]
+    return min(ok, key=lambda r: r.median_ms, default=None)
+
+
 def add_speedups(rows: list[Row]) -> None:
-    """Speed-up = baseline median / provider median, against rows measured at the same size."""
-    medians = {r.provider: r.median_ms for r in rows if r.status == "ok"}
-    for r in rows:
-        if r.status != "ok":
-            continue
-        if "eager-fp32" in medians:
-            r.speedup_vs_eager_fp32 = medians["eager-fp32"] / r.median_ms
-        if "compile" in medians:
-            r.speedup_vs_compile = medians["compile"] / r.median_ms
+    """Precision-matched speed-ups at one size: baseline median / this median, where the baseline
+    is the best compile row of this row's precision (`speedup_vs_compile`, naming it in notes) and
+    the eager row of this precision (`speedup_vs_eager`). fp32 gets no eager ratio where the eager
+    row used TF32 and this one did not: that would compare two precisions."""
+    for precision in ("bf16", "fp16", "fp32"):
+        best = best_compile(rows, precision)
+        if best is not None:
+            best.notes["best_compile"] = True
+        eager = next((r for r in rows if r.provider == f"eager-{precision}" and r.status == "ok"), None)
+        for r in rows:
+            if r.status != "ok" or r.dtype != precision:
+                continue
+            if best is not None:
+                r.speedup_vs_compile = best.median_ms / r.median_ms
+                r.notes["vs_compile"] = best.provider
+            if eager is not None and eager.notes.get("tf32_conv", False) == r.notes.get("tf32_conv", False):
+                r.speedup_vs_eager = eager.median_ms / r.median_ms
 
 
 def summary_line(label: str, row: Row) -> str:

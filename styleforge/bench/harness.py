@@ -7,8 +7,11 @@ uses `time.perf_counter`. Small inputs rotate among several buffers (or, for ops
 the harness does not own, L2 is flushed between reps outside the timed region) so a number is
 never the speed of the cache. Inputs are random images, never zeros.
 
-`gate_then_time` runs a provider once, checks its output against the fp32 reference, and only
-then times it: a provider that fails (wrong output or an exception) is reported, never timed.
+`time_then_gate` warms a provider up and times it, then calls the same callable once more and
+checks that output against the reference: what is gated is what was timed (a fused engine's
+captured graph of the plan it chose, a compiled model's CUDA graph), never only a first call
+that may take another path. A provider that fails (wrong output or an exception) is reported
+without a time.
 This is not a profiler (see `bench.profile`) and it does not decide what is run (`endtoend`, `ops`).
 We chose our own event loop over `triton.testing.do_bench` because do_bench picks its number of
 reps from a time budget, which gives a single rep for a 4K frame; here `--reps` is the rep count.
@@ -192,7 +195,7 @@ class Outcome:
     error: str = ""
     stats: Stats | None = None
     gate: Gate | None = None
-    setup_s: float = 0.0        # building + the first (gated) call: compile time lives here
+    setup_s: float = 0.0        # building + the first call: compile time lives here
 
 
 def describe_error(exc: BaseException, limit: int = 300) -> str:
@@ -200,22 +203,32 @@ def describe_error(exc: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def gate_then_time(first_output: Callable[[], torch.Tensor], check: Callable[[torch.Tensor], Gate],
-                   time_it: Callable[[], Stats]) -> Outcome:
-    """Run once and check; time only what passed. Exceptions become a failed outcome."""
+def time_then_gate(run: Callable[[], torch.Tensor], check: Callable[[torch.Tensor], Gate],
+                   time_it: Callable[[], Stats], setup: Callable[[], None] = lambda: None) -> Outcome:
+    """Set up, call once, time, then gate the output of one more call of the same warmed callable.
+
+    `run` is exactly what `time_it` times (on the first input): the gate sees what the timed calls
+    computed after every warm-up, capture and autotuning step, not a first call that may take
+    another path. A failed gate or an exception at any stage fails the outcome, and a failed
+    outcome carries no timing.
+    """
     t0 = time.perf_counter()
+    stage = "setup"
     try:
+        setup()
         with torch.inference_mode():
-            out = first_output()
-        gate = check(out)
-    except Exception as exc:  # a provider may fail in any way (compile, OOM, kernel error)
-        return Outcome("failed", describe_error(exc), setup_s=time.perf_counter() - t0)
-    del out
-    setup_s = time.perf_counter() - t0
-    if not gate.ok:
-        return Outcome("failed", gate.message, gate=gate, setup_s=setup_s)
-    try:
+            run()                     # compile, first-call paths: their cost is setup_s
+        setup_s = time.perf_counter() - t0
+        stage = "timing"
         stats = time_it()
-    except Exception as exc:
-        return Outcome("failed", f"while timing: {describe_error(exc)}", gate=gate, setup_s=setup_s)
+        stage = "gate"
+        with torch.inference_mode():
+            out = run()
+            gate = check(out)
+        del out
+    except Exception as exc:  # a provider may fail in any way (compile, OOM, kernel error)
+        prefix = "" if stage == "setup" else f"while {stage}: "
+        return Outcome("failed", prefix + describe_error(exc), setup_s=time.perf_counter() - t0)
+    if not gate.ok:
+        return Outcome("failed", f"timed output: {gate.message}", gate=gate, setup_s=setup_s)
     return Outcome("ok", stats=stats, gate=gate, setup_s=setup_s)

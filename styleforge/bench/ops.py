@@ -22,7 +22,7 @@ import torch
 
 from . import __path__ as BENCH_PATH
 from .cases import OpCase
-from .harness import Timer, cache_bytes, check_tensor, describe_error, gate_then_time
+from .harness import Timer, cache_bytes, check_tensor, describe_error, time_then_gate
 from .results import Row
 
 OP_PREFIX = "op_"
@@ -105,7 +105,7 @@ def run_case(case: OpCase, device: torch.device, reps: int, ceilings: Ceilings |
     timer = Timer(device, reps=reps, flush_l2=flush)
     for provider, call in case.providers.items():
         row = Row("op", provider, op=case.op, shape=case.shape, dtype=dtype, notes=dict(case.notes))
-        outcome = gate_then_time(call, partial(check_tensor, ref=reference, rel_tol=case.rel_tol),
+        outcome = time_then_gate(call, partial(check_tensor, ref=reference, rel_tol=case.rel_tol),
                                  partial(timer.time, call))
         row.status, row.error = outcome.status, outcome.error
         row.notes["rel_tol"] = case.rel_tol

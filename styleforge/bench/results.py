@@ -48,8 +48,8 @@ class Row:
     fraction_of_ceiling: float | str = ""
     intensity: float | str = ""   # FLOP per byte (roofline x)
     peak_mb: float | str = ""
-    speedup_vs_eager_fp32: float | str = ""
-    speedup_vs_compile: float | str = ""
+    speedup_vs_eager_fp32: float | str = ""   # rows before the precision-matched rule only
+    speedup_vs_compile: float | str = ""   # best torch.compile mode of the same precision ÷ this
     psnr_db: float | str = ""
     rel_err: float | str = ""
     timer: str = ""
@@ -68,6 +68,7 @@ class Row:
     git_dirty: str = ""
     tf32: str = ""
     cudnn_benchmark: str = ""
+    speedup_vs_eager: float | str = ""     # the eager model of the same precision ÷ this
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -79,6 +80,8 @@ class Row:
         self.timestamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
         for key, value in capture_environment(device_type).items():
             setattr(self, key, value)
+        if "cudnn_benchmark" in self.notes:    # the setting it ran under, not the process default
+            self.cudnn_benchmark = str(bool(self.notes["cudnn_benchmark"])).lower()
         return self
 
     def record(self) -> dict[str, str]:
@@ -97,7 +100,8 @@ class Row:
 COLUMNS = tuple(f.name for f in fields(Row))
 INT_COLUMNS = ("batch", "reps")
 FLOAT_COLUMNS = ("median_ms", "p20_ms", "p80_ms", "fps", "tflops", "gbps", "fraction_of_ceiling",
-                 "intensity", "peak_mb", "speedup_vs_eager_fp32", "speedup_vs_compile", "psnr_db", "rel_err")
+                 "intensity", "peak_mb", "speedup_vs_eager_fp32", "speedup_vs_compile", "psnr_db", "rel_err",
+                 "speedup_vs_eager")
 
 
 def row_from_record(record: dict[str, str]) -> Row:

@@ -29,6 +29,9 @@ class BenchConfig:
     sizes: str | None = None          # None: DEFAULT_SIZES for the device
     batch_size: int = 1
     providers: str | None = None      # comma list; None: all
+    compile_modes: str | None = None  # comma list of torch.compile modes kept; None: all three
+    time_budget: float | None = None  # seconds: e2e providers not started by then are skipped
+    run_id: str | None = None         # share one run id between invocations (a device script's parts)
     reps: int | None = None           # None: DEFAULT_REPS / DEFAULT_OP_REPS
     warmup: int = 3
     style: str | None = None
@@ -52,6 +55,8 @@ class BenchConfig:
             raise ValueError("batch sizes must be ≥ 1")
         if self.reps is not None and self.reps < 1:
             raise ValueError(f"--reps must be ≥ 1, got {self.reps}")
+        if self.time_budget is not None and self.time_budget <= 0:
+            raise ValueError(f"--time-budget must be > 0 seconds, got {self.time_budget}")
 
 
 @dataclass
@@ -76,7 +81,7 @@ class SuiteResult:
 
 def run_suite(config: BenchConfig, log: Callable[[str], None] = lambda msg: None) -> SuiteResult:
     device = resolve_device(config.device)
-    result = SuiteResult(new_run_id())
+    result = SuiteResult(config.run_id or new_run_id())
 
     def keep(rows: list[Row]) -> None:
         for row in rows:
@@ -86,16 +91,17 @@ def run_suite(config: BenchConfig, log: Callable[[str], None] = lambda msg: None
                 result.files.append(path)
 
     if config.e2e:
-        from .endtoend import load_bench_style, parse_providers, parse_sizes, run_size
+        from .endtoend import Deadline, load_bench_style, parse_providers, parse_sizes, run_size
         sizes = parse_sizes(config.sizes or DEFAULT_SIZES.get(device.type, "256"))
-        providers = parse_providers(config.providers)
+        providers = parse_providers(config.providers, config.compile_modes)
+        deadline = Deadline.after(config.time_budget)
         checkpoint, note = load_bench_style(config.style)
         if note:
             result.notes.append(note)
             log(f"[yellow]{note}[/]")
         timer = Timer(device, reps=config.reps or DEFAULT_REPS.get(device.type, 5), warmup=config.warmup)
         for size in sizes:
-            rows = run_size(size, checkpoint, device, providers, config.batch_size, timer, log)
+            rows = run_size(size, checkpoint, device, providers, config.batch_size, timer, log, deadline)
             for row in rows:
                 row.notes["style"] = checkpoint.metadata.get("style", "custom")
             keep(rows)
