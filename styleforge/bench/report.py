@@ -41,7 +41,7 @@ def _where(rows: list[Row]) -> str:
 def e2e_table(rows: list[Row]) -> Table:
     table = Table(title=f"End to end: stylize, batch {rows[0].batch}\n{_where(rows)}", title_justify="left")
     for name in ("size", "provider", "status", "ms/frame", "p20–p80", "frames/s", "TFLOP/s",
-                 "peak MB", "× eager-fp32", "× compile", "PSNR dB", "note"):
+                 "peak MB", "× eager", "× best compile", "PSNR dB", "note"):
         table.add_column(name, justify="left" if name in ("size", "provider", "status", "note") else "right",
                          overflow="fold")
     for r in rows:
@@ -51,7 +51,7 @@ def e2e_table(rows: list[Row]) -> Table:
         psnr = "∞" if r.psnr_db == float("inf") else _num(r.psnr_db, ".1f")
         table.add_row(r.size, r.provider, _status(r), _num(per_frame(r.median_ms), ".3f"), spread,
                       _num(r.fps, ".4g"), _num(r.tflops, ".3g"), _num(r.peak_mb, ".0f"),
-                      _num(r.speedup_vs_eager_fp32, ".2f"), _num(r.speedup_vs_compile, ".2f"),
+                      _num(r.speedup_vs_eager, ".2f"), _num(r.speedup_vs_compile, ".2f"),
                       psnr, r.error)
     return table
 
@@ -88,29 +88,11 @@ def training_table(rows: list[Row]) -> Table:
     return table
 
 
-SUMMARY_PROVIDERS = ("eager-fp32", "eager-bf16", "compile", "fused-bf16", "fused-fp16")
-
-
 def e2e_summary_markdown(rows: list[Row]) -> str:
-    """Sizes × providers (ms/frame, median), then each fused precision over compile: the README's table."""
-    by_size: dict[str, dict[str, Row]] = {}
-    for r in rows:
-        by_size.setdefault(r.size, {})[r.provider] = r
-    providers = [p for p in SUMMARY_PROVIDERS if any(p in cells for cells in by_size.values())]
-    fused = [p for p in providers if p.startswith("fused")]
-    header = ["size", *providers, *[f"{p} × compile" for p in fused]]
-    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
-    for size, cells in by_size.items():
-        def ms(provider: str) -> str:
-            r = cells.get(provider)
-            if r is None or r.status != "ok":
-                return "–" if r is None else r.status
-            batch = r.batch if isinstance(r.batch, int) and r.batch > 0 else 1
-            return f"{_per_frame(r.median_ms, batch):.3f}"
-        ratios = [_num(cells[p].speedup_vs_compile, ".2f") if p in cells and cells[p].status == "ok" else "–"
-                  for p in fused]
-        lines.append("| " + " | ".join([size, *(ms(p) for p in providers), *ratios]) + " |")
-    return "\n".join(lines) + "\n"
+    """Sizes × providers (ms/frame, median), then each fused precision over the best compile of its
+    precision: the README's table (`tables.e2e_table`), from rows in memory."""
+    from .tables import e2e_table
+    return e2e_table([r.record() for r in rows])
 
 
 def e2e_markdown(rows: list[Row]) -> str:
@@ -119,9 +101,10 @@ def e2e_markdown(rows: list[Row]) -> str:
     r = rows[0]
     lines = [e2e_summary_markdown(rows), f"Measured {r.timestamp[:10]} UTC: {_where(rows)}; batch {r.batch}, "
              f"style `{r.notes.get('style', '?')}`. ms/frame is the median of {r.reps or '?'} reps "
-             f"(p20–p80 in brackets); every provider was gated against fp32 before timing. Run `{r.run_id}`.",
+             f"(p20–p80 in brackets); every provider's timed callable was gated against fp32 after timing; "
+             f"× eager and × best compile are of the same precision. Run `{r.run_id}`.",
              "",
-             "| size | provider | ms/frame | frames/s | TFLOP/s | peak MB | × eager-fp32 | × compile | status |",
+             "| size | provider | ms/frame | frames/s | TFLOP/s | peak MB | × eager | × best compile | status |",
              "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         batch = r.batch if isinstance(r.batch, int) and r.batch > 0 else 1
@@ -129,6 +112,6 @@ def e2e_markdown(rows: list[Row]) -> str:
               f"{_per_frame(r.p80_ms, batch):.3f})" if r.status == "ok" else "–")
         status = r.status if r.status == "ok" else f"{r.status}: {r.error}"
         lines.append(f"| {r.size} | {r.provider} | {ms} | {_num(r.fps, '.4g')} | {_num(r.tflops, '.3g')} | "
-                     f"{_num(r.peak_mb, '.0f')} | {_num(r.speedup_vs_eager_fp32, '.2f')} | "
+                     f"{_num(r.peak_mb, '.0f')} | {_num(r.speedup_vs_eager, '.2f')} | "
                      f"{_num(r.speedup_vs_compile, '.2f')} | {status.replace('|', '/')} |")
     return "\n".join(lines) + "\n"

@@ -1,7 +1,8 @@
 """`styleforge bench`: end-to-end, per-op and training benchmarks, rows to CSV, plots.
 
 With no mode flag it runs the end-to-end table; `--pipeline` runs the media pipeline's table
-instead (`styleforge.bench.pipeline`, its own config); `--ops`, `--training`, `--plot` and `--report`
+instead (`styleforge.bench.pipeline`, its own config); `--tables` / `--check-tables` regenerate or
+check the README and docs tables from stored rows (`styleforge.bench.tables`); `--ops`, `--training`, `--plot` and `--report`
 (re-print the latest stored tables) select those parts instead, and `--e2e` adds the end-to-end
 table back to them. Every flag is a field of `styleforge.bench.BenchConfig`; this module parses,
 calls `run_suite`, and prints the tables last.
@@ -27,8 +28,18 @@ def register(subparsers) -> None:
                         "(default: 256,512,1080p,4k on CUDA, 256 on CPU)")
     p.add_argument("--batch-size", type=int, default=1)
     p.add_argument("--providers", default=None,
-                   help="comma list of eager-fp32,eager-bf16,compile,fused-bf16,fused-fp16,fused-fp32 "
-                        "(default: all; unavailable ones are skipped with the reason)")
+                   help="comma list of eager-{fp32,bf16,fp16}, compile-{default,reduce-overhead,max-autotune}-"
+                        "{bf16,fp16}, fused-{bf16,fp16,fp32} (default: all; unavailable ones are skipped "
+                        "with the reason)")
+    p.add_argument("--compile-modes", default=None, metavar="LIST",
+                   help="keep only these torch.compile modes: default,reduce-overhead,max-autotune "
+                        "(default: all three; max-autotune compiles for minutes per size)")
+    p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                   help="end-to-end providers not started within this many seconds are recorded as "
+                        "skipped (a device run's time limit)")
+    p.add_argument("--run-id", default=None,
+                   help="the run id stamped on the rows (default: now); several invocations that share "
+                        "one form one table")
     p.add_argument("--reps", type=int, default=None,
                    help="timed repetitions per provider (default: 30 e2e / 50 ops on CUDA, 5 on CPU)")
     p.add_argument("--warmup", type=int, default=3, help="untimed calls before timing (at least)")
@@ -66,6 +77,11 @@ def register(subparsers) -> None:
                         "--temporal stylization (styleforge/bench/temporal.py; only this is run)")
     from ..bench.temporal_options import add_arguments
     add_arguments(p.add_argument_group("--temporal"), prefix="temporal-")
+    p.add_argument("--tables", action="store_true",
+                   help="regenerate every performance table in README.md and docs/ from the rows in "
+                        "benchmarks/results (nothing is measured; `python -m styleforge.bench.tables`)")
+    p.add_argument("--check-tables", action="store_true",
+                   help="exit 1 if a table in README.md or docs/ differs from what its rows give")
     p.add_argument("--markdown", default=None, metavar="FILE",
                    help="also write the end-to-end table as Markdown (for the README)")
 
@@ -75,6 +91,7 @@ def config_from_args(args: argparse.Namespace):
     modes = args.ops or args.training or args.plot or args.report
     return BenchConfig(
         device=args.device, sizes=args.sizes, batch_size=args.batch_size, providers=args.providers,
+        compile_modes=args.compile_modes, time_budget=args.time_budget, run_id=args.run_id,
         reps=args.reps, warmup=args.warmup, style=args.style, output=args.output,
         e2e=args.e2e or not modes, ops=args.ops, training=args.training, plot=args.plot, report=args.report,
         markdown=args.markdown, quick=args.quick,
@@ -139,7 +156,14 @@ def run_temporal(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_tables(args: argparse.Namespace) -> int:
+    from ..bench.tables import main as tables_main
+    return tables_main(["--check"] if args.check_tables else [])
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.tables or args.check_tables:
+        return run_tables(args)
     if args.pipeline:
         return run_pipeline(args)
     if args.temporal:

@@ -1,0 +1,261 @@
+"""Every performance table in README.md and docs/ regenerated from the committed rows.
+
+A table sits between `<!-- table:NAME -->` and `<!-- /table:NAME -->` in a Markdown file; `TABLES`
+maps NAME to a function of the results folder that returns the block: the table, and under it
+where its rows were measured (GPU, driver, torch, CUDA, cuDNN, the commit and whether the tree
+was clean, the date and the run id). A block whose rows do not exist yet says so, with no number.
+`python -m styleforge.bench.tables` (or `styleforge bench --tables`) rewrites every block in
+README.md and docs/*.md; `--check` rewrites nothing and exits 1 naming each block that differs
+from its rows (a CPU test runs it). Comparisons are precision-matched: each fused precision
+against the fastest torch.compile mode of the same precision. Formatting only: the numbers are the
+rows' medians, and a ratio is the quotient of two medians of one run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Callable
+
+from .results import DEFAULT_OUTPUT, as_float, latest_run, read_rows
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+MARKER = re.compile(r"(<!-- table:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /table:(?P=name) -->)", re.S)
+E2E_COLUMNS = ("eager-fp32", "eager-bf16", "eager-fp16")
+FUSED = ("fused-bf16", "fused-fp16")
+
+
+def _ms(row: dict | None) -> float | None:
+    return as_float(row.get("median_ms")) if row is not None and row.get("status") == "ok" else None
+
+
+def _per_frame(row: dict) -> float:
+    batch = int(row["batch"]) if str(row.get("batch", "")).isdigit() and int(row["batch"]) > 0 else 1
+    return _ms(row) / batch
+
+
+def _cell(row: dict | None) -> str:
+    if row is None:
+        return "–"
+    return f"{_per_frame(row):.3f}" if _ms(row) is not None else row.get("status", "–")
+
+
+def provenance(rows: list[dict], what: str) -> str:
+    """One line under a table: where and when its rows were measured."""
+    r = rows[0]
+    commits = sorted({x.get("commit", "")[:10] or "unknown" for x in rows})
+    dirty = {x.get("git_dirty", "") for x in rows}
+    state = "clean tree" if dirty == {"false"} else "tree with uncommitted changes" if "true" in dirty \
+        else "tree state not recorded"
+    bits = [r.get("device_name", "?")]
+    if r.get("driver"):
+        bits.append(f"driver {r['driver']}")
+    bits.append(f"torch {r.get('torch', '?')}")
+    if r.get("cuda"):
+        bits += [f"CUDA {r['cuda']}", f"cuDNN {r.get('cudnn', '?')}"]
+    return (f"_{what}: {' · '.join(bits)} · commit {', '.join(commits)} ({state}) · "
+            f"{r.get('timestamp', '')[:10]} · run `{r.get('run_id', '?')}`._")
+
+
+def _no_rows(path: str, command: str) -> str:
+    return f"_No rows in `{path}` yet: `{command}` measures them._\n"
+
+
+def _cuda_run(results: Path, kind: str) -> list[dict]:
+    return latest_run([r for r in read_rows(results, kind) if r.get("device") == "cuda"])
+
+
+def _compile_rows(cells: dict[str, dict], precision: str) -> list[dict]:
+    return [r for name, r in cells.items() if name.startswith("compile") and r.get("dtype") == precision]
+
+
+def best_compile(cells: dict[str, dict], precision: str) -> dict | None:
+    timed = [r for r in _compile_rows(cells, precision) if _ms(r) is not None]
+    return min(timed, key=_per_frame, default=None)
+
+
+def _mode(row: dict) -> str:
+    notes = json.loads(row["notes"]) if row.get("notes") else {}
+    return notes.get("compile_mode") or ("reduce-overhead" if row["provider"] == "compile" else "?")
+
+
+def e2e_table(rows: list[dict]) -> str:
+    """Sizes × providers, ms per frame: eager, the best compile per precision (its mode named),
+    fused, and each fused precision over the best compile of the same precision."""
+    by_size: dict[str, dict[str, dict]] = {}
+    for r in rows:
+        by_size.setdefault(r["size"], {})[r["provider"]] = r
+    precisions = [p for p in ("bf16", "fp16") if any(_compile_rows(c, p) for c in by_size.values())]
+    eager = [p for p in E2E_COLUMNS if any(p in c for c in by_size.values())]
+    fused = [f for f in FUSED if any(f in c for c in by_size.values())]
+    header = ["size", *eager, *(f"best compile {p}" for p in precisions), *fused,
+              *(f"{f} × compile-{f[-4:]}" for f in fused)]
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    for size, cells in by_size.items():
+        out = [size, *(_cell(cells.get(p)) for p in eager)]
+        for p in precisions:
+            best = best_compile(cells, p)
+            out.append(f"{_per_frame(best):.3f} ({_mode(best)})" if best else "–")
+        out += [_cell(cells.get(f)) for f in fused]
+        for f in fused:
+            best, row = best_compile(cells, f[-4:]), cells.get(f)
+            ok = best is not None and row is not None and _ms(row) is not None
+            out.append(f"{_per_frame(best) / _per_frame(row):.2f}" if ok else "–")
+        lines.append("| " + " | ".join(out) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def e2e_summary(results: Path) -> str:
+    """The latest CUDA end-to-end run as `e2e_table`, with where, how many reps, which compile
+    modes were measured and whether cuDNN's autotuner was on."""
+    rows = _cuda_run(results, "e2e")
+    if not rows:
+        return _no_rows("benchmarks/results/e2e.csv", "styleforge bench --e2e")
+    modes = sorted({_mode(r) for r in rows if r["provider"].startswith("compile")})
+    autotuner = sorted({r.get("cudnn_benchmark", "") or "?" for r in rows})
+    reps = sorted({r.get("reps", "") for r in rows if r.get("status") == "ok"})
+    return (e2e_table(rows) + "\n" + provenance(rows, "Measured") + f" Median of {', '.join(reps)} reps, "
+            f"batch {rows[0].get('batch', '?')}; compile modes measured: {', '.join(modes) or 'none'}; "
+            f"cudnn.benchmark: {', '.join(autotuner)}.\n")
+
+
+def e2e_detail(results: Path) -> str:
+    """Every row of the latest end-to-end run: each compile mode, its gate and its setup time."""
+    rows = _cuda_run(results, "e2e")
+    if not rows:
+        return _no_rows("benchmarks/results/e2e.csv", "styleforge bench --e2e")
+    lines = ["| size | provider | ms/frame (p20–p80) | PSNR dB vs fp32 | setup s | status |",
+             "|---|---|---:|---:|---:|---|"]
+    for r in rows:
+        notes = json.loads(r["notes"]) if r.get("notes") else {}
+        spread = (f"{_per_frame(r):.3f} ({float(r['p20_ms']):.3f}–{float(r['p80_ms']):.3f})"
+                  if _ms(r) is not None else "–")
+        psnr = as_float(r.get("psnr_db"))
+        status = r["status"] if r["status"] == "ok" else f"{r['status']}: {r.get('error', '')}"
+        lines.append(f"| {r['size']} | {r['provider']} | {spread} | "
+                     f"{'–' if psnr is None else '∞' if psnr == float('inf') else f'{psnr:.1f}'} | "
+                     f"{notes.get('setup_s', '–')} | {status.replace('|', '/')} |")
+    return "\n".join(lines) + "\n\n" + provenance(rows, "Measured") + "\n"
+
+
+def _same_precision(row: dict) -> bool:
+    """False for rows that compute in another precision than their dtype column says (fp32 inputs
+    run as bf16 operands, fp32 with TF32): they have no fp32 baseline of their own precision."""
+    notes = row.get("notes", "")
+    return row["provider"] != "styleforge.tf32" and "bf16-rounded" not in notes
+
+
+def ops_summary(results: Path) -> str:
+    """Per op case: StyleForge's median against the fastest baseline of the same precision."""
+    rows = _cuda_run(results, "op")
+    if not rows:
+        return _no_rows("benchmarks/results/ops.csv", "styleforge bench --ops")
+    cases: dict[tuple[str, str, str], dict[str, dict]] = {}
+    for r in rows:
+        if _ms(r) is not None and _same_precision(r):
+            cases.setdefault((r["op"], r["shape"], r["dtype"]), {})[r["provider"]] = r
+    lines = ["| op | shape | dtype | StyleForge ms | fastest baseline | its ms | × baseline |",
+             "|---|---|---|---:|---|---:|---:|"]
+    for (op, shape, dtype), cells in cases.items():
+        ours = cells.get("styleforge")
+        others = [r for name, r in cells.items() if name != "styleforge"]
+        if ours is None or not others:
+            continue
+        base = min(others, key=_ms)
+        lines.append(f"| {op} | {shape} | {dtype} | {_ms(ours):.4f} | {base['provider']} | {_ms(base):.4f} | "
+                     f"{_ms(base) / _ms(ours):.2f} |")
+    return "\n".join(lines) + "\n\n" + provenance(rows, "Measured (L2 flushed between reps where the data fits in it)") + "\n"
+
+
+def pipeline_summary(results: Path) -> str:
+    """Per case: items/s through the pipeline, the engine alone and the plain decode+encode floor."""
+    rows = _cuda_run(results, "pipeline")
+    if not rows:
+        return _no_rows("benchmarks/results/pipeline.csv", "styleforge bench --pipeline")
+    cases: dict[str, dict[str, dict]] = {}
+    for r in rows:
+        cases.setdefault(r["op"], {})[r["provider"]] = r
+    lines = ["| case | items | pipeline /s | engine alone /s | plain decode + encode /s | pipeline ÷ slower | "
+             "outputs checked |", "|---|---:|---:|---:|---:|---:|---|"]
+    for case, cells in cases.items():
+        pipe = cells.get("pipeline")
+        if pipe is None:
+            continue
+        notes = json.loads(pipe["notes"]) if pipe.get("notes") else {}
+
+        def fps(name: str) -> str:
+            r = cells.get(name)
+            return "–" if r is None else f"{float(r['fps']):.1f}" if r.get("status") == "ok" else r["status"]
+        ratio = notes.get("ratio_vs_slower")
+        check = notes.get("check", {})
+        checked = (f"{check.get('count', '?')} files, sizes equal, PSNR ≥ {check['min_psnr_db']:.1f} dB "
+                   f"vs the engine" if check else "–")
+        lines.append(f"| {case} | {pipe.get('reps', '?')} | {fps('pipeline')} | {fps('engine')} | {fps('floor')} | "
+                     f"{'–' if ratio is None else f'{ratio:.2f}'} | {checked} |")
+    runs = sorted({str(json.loads(r['notes']).get('runs', '?')) for r in rows if r.get("notes")})
+    return ("\n".join(lines) + "\n\n" + provenance(rows, "Measured")
+            + f" Each rate is the median of {', '.join(runs)} runs.\n")
+
+
+TABLES: dict[str, Callable[[Path], str]] = {
+    "e2e": e2e_summary, "e2e-detail": e2e_detail, "ops": ops_summary, "pipeline": pipeline_summary}
+
+
+def documents(root: Path = REPO_ROOT) -> list[Path]:
+    return [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+
+
+def render(text: str, results: Path) -> str:
+    """`text` with every table block replaced by what its rows give; unknown names are an error."""
+    def block(match: re.Match) -> str:
+        name = match["name"]
+        if name not in TABLES:
+            raise ValueError(f"unknown table {name!r} (known: {', '.join(TABLES)})")
+        return match.group(1) + TABLES[name](results) + match.group(4)
+    return MARKER.sub(block, text)
+
+
+def stale(root: Path = REPO_ROOT, results: Path | None = None) -> list[str]:
+    """'file: table NAME' for each block that differs from its rows."""
+    results = results or root / DEFAULT_OUTPUT
+    out = []
+    for path in documents(root):
+        text = path.read_text()
+        for old, new in zip(MARKER.finditer(text), MARKER.finditer(render(text, results)), strict=True):
+            if old.group(0) != new.group(0):
+                out.append(f"{path.relative_to(root)}: table {old['name']}")
+    return out
+
+
+def regenerate(root: Path = REPO_ROOT, results: Path | None = None) -> list[Path]:
+    """Rewrite every block in README.md and docs/; returns the files that changed."""
+    results = results or root / DEFAULT_OUTPUT
+    changed = []
+    for path in documents(root):
+        text = path.read_text()
+        new = render(text, results)
+        if new != text:
+            path.write_text(new)
+            changed.append(path)
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m styleforge.bench.tables", description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a table is stale")
+    parser.add_argument("--root", type=Path, default=REPO_ROOT, help="the repository (default: this checkout)")
+    args = parser.parse_args(argv)
+    if args.check:
+        bad = stale(args.root)
+        for line in bad:
+            print(f"stale: {line} (python -m styleforge.bench.tables regenerates it)")
+        return 1 if bad else 0
+    for path in regenerate(args.root):
+        print(f"rewrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
