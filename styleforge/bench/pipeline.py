@@ -1,16 +1,20 @@
-"""`styleforge bench --pipeline`: the media pipeline end to end beside its two halves.
+"""`styleforge bench --pipeline`: the media pipeline end to end beside the engine alone and a floor.
 
 For each case it generates its own data (smooth synthetic photos as JPEG; H.264 + AAC clips made
-with PyAV) in a temp folder, then measures three providers on the same data:
-`pipeline` (file read to file written through `media.stylize_images` / `media.stylize_video`,
-engine and codecs warmed on the first items beforehand, process start excluded),
-`engine` (the same `Stylizer` alone on device-resident inputs of the same shapes, in the same
-order) and `codec` (the same pipeline and codecs with the identity in place of the network: the
-plain decode + encode, or for video a plain transcode with the same settings). Each pipeline row
-carries `ratio_vs_slower` = pipeline ÷ min(engine, codec): the issue's bar is ≥ 0.7. The mixed
-folder (200 photos in 50 sizes, 800–4000 px) is paired with a same-size folder of similar pixel
-count (`jpeg-mixed-ref`); its bar is mixed ≥ 0.5 × that. Rows go to `pipeline.csv`.
-`quick` shrinks every case to a few tiny items so the whole run takes seconds on a CPU.
+with PyAV) in a temp folder, then measures on the same data: `pipeline` (file read to file
+written through `media.stylize_images` / `media.stylize_video`, engine and codecs warmed on the
+first items beforehand, process start excluded), `engine` (the same `Stylizer` alone on
+device-resident inputs of the same shapes, in the same order) and `floor`, a plain decode +
+encode written without our pipeline (`pipeline_floor`: Pillow on a thread pool for JPEG, the same
+quality, subsampling and thread count; a PyAV transcode for video, the same preset and crf);
+video also has `floor-styled`, the same plain transcode of the pipeline's stylized output. Each
+provider runs `runs` times and its row gives the median, every run's seconds and N. Every row
+checks its outputs (`pipeline_floor.check_*`): their count, their sizes, and the PSNR of sampled
+outputs against the engine's own output of the same input (the floor: against its input); a row
+that fails its check is `failed`. Each pipeline row carries `ratio_vs_slower` = pipeline ÷
+min(engine, floor): the issue's bar is ≥ 0.7. The mixed folder (200 photos in 50 sizes, 800–4000 px)
+is paired with a same-size folder of similar pixel count (`jpeg-mixed-ref`); its bar is mixed ≥
+0.5 × that. Rows go to `pipeline.csv`. `quick` shrinks every case to a few tiny items.
 """
 from __future__ import annotations
 
@@ -25,6 +29,8 @@ import numpy as np
 import torch
 
 from ..engine.options import StylizeOptions
+from ..media.options import DEFAULT_PRESETS
+from .pipeline_floor import Check, check_images, check_video, jpeg_floor, video_floor
 from .results import DEFAULT_OUTPUT, Row, append_rows, new_run_id
 
 # name → (kind, count, sizes as (w, h); mixed: None = generated), full and quick.
@@ -41,6 +47,9 @@ _QUICK = {"jpeg-1080p": (6, [(96, 54)]), "jpeg-4k": (4, [(192, 108)]),
           "video-1080p": (8, [(96, 54)]), "video-4k": (6, [(192, 108)])}
 MIXED_SIZES, MIXED_RANGE, QUICK_MIXED_RANGE = 50, (800, 4000), (24, 120)
 VIDEO_FPS = 30
+# Sampled outputs against the engine's own picture: JPEG q95 and x264 crf 23 of a stylized frame
+# stay well above these, a wrong or unstylized output (the photo itself) falls far below.
+IMAGE_PSNR_DB, VIDEO_PSNR_DB = 30.0, 25.0
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,11 @@ class PipelineBenchConfig:
     video_decoder: str = "cpu"       # media.options.VIDEO_DECODERS, for every video row alike
     output: str = str(DEFAULT_OUTPUT)
     workdir: str | None = None       # where the synthetic data goes (default: a temp folder)
+    runs: int = 3                    # timed runs per provider; the row gives their median
+
+    def __post_init__(self):
+        if self.runs < 1:
+            raise ValueError(f"--pipeline-runs must be ≥ 1, got {self.runs}")
 
     def names(self) -> list[str]:
         names = [n.strip() for n in self.cases.split(",") if n.strip()] if self.cases else list(_CASES)
@@ -108,48 +122,102 @@ def _run_case(name, config, stylizer, options, folder: Path, log) -> list[Row]:
     if config.quick:
         count, sizes = _QUICK[name]
     folder.mkdir(parents=True)
+    workers = config.workers or _default_workers()
+    preset = config.video_preset or DEFAULT_PRESETS["h264"]
+    expect = _engine_picture(stylizer)
     if kind == "images":
         shapes = _image_sizes(name, count, sizes, config.quick)
         files = [_write_photo(folder / "in" / f"{i:04d}.jpg", w, h, i) for i, (w, h) in enumerate(shapes)]
-        measure = lambda engine: _time_images(files, folder / "out", engine, options, config)  # noqa: E731
-        warm = lambda engine: _time_images(files[:2], folder / "warm", engine, options, config)  # noqa: E731
+        runs = {"pipeline": lambda: _time_images(files, folder / "out", stylizer, options, config),
+                "floor": lambda: _timed(jpeg_floor, files, folder / "floor", options.quality, workers)}
+        checks = {"pipeline": lambda: check_images(files, folder / "out", expect, IMAGE_PSNR_DB),
+                  "floor": lambda: check_images(files, folder / "floor", _same, IMAGE_PSNR_DB)}
+        warm = lambda: _time_images(files[:2], folder / "warm", stylizer, options, config)  # noqa: E731
     else:
         (w, h), = sizes
         shapes = [(w, h)] * count
         clip = _write_clip(folder / "in.mp4", w, h, count)
-        measure = lambda engine: _time_video(clip, folder / "out.mp4", engine, options, config)  # noqa: E731
-        warm = lambda engine: _time_video(clip, folder / "warm.mp4", engine, options, config,  # noqa: E731
-                                          duration=2 / VIDEO_FPS)
+        out, floor, styled = folder / "out.mp4", folder / "floor.mp4", folder / "restyled.mp4"
+        runs = {"pipeline": lambda: _time_video(clip, out, stylizer, options, config),
+                "floor": lambda: _timed(video_floor, clip, floor, preset, config.video_crf),
+                # The plain transcode of the stylized output: painted frames cost the encoder more
+                # than the camera's (more texture, more bits), so this is the floor for this output.
+                "floor-styled": lambda: _timed(video_floor, out, styled, preset, config.video_crf)}
+        checks = {"pipeline": lambda: check_video(clip, out, expect, VIDEO_PSNR_DB),
+                  "floor": lambda: check_video(clip, floor, _same, VIDEO_PSNR_DB),
+                  "floor-styled": lambda: check_video(out, styled, _same, VIDEO_PSNR_DB)}
+        warm = lambda: _time_video(clip, folder / "warm.mp4", stylizer, options, config,  # noqa: E731
+                                   duration=2 / VIDEO_FPS)
     pixels = sum(w * h for w, h in shapes)
     label = "mixed" if len(set(shapes)) > 1 else f"{shapes[0][0]}x{shapes[0][1]}"
-    rows = []
     _warm(stylizer, shapes[0])
     # The codecs' one-time set-up (nvJPEG's handles and buffers, the encoder's first open, the
     # pipeline's streams) is paid before timing, as the engine's warm-up is: process start excluded.
-    warm(stylizer)
-    warm(_Identity(stylizer.device))
-    providers = [("pipeline", lambda: measure(stylizer)),
-                 ("engine", lambda: _time_engine(stylizer, shapes)),
-                 ("codec", lambda: measure(_Identity(stylizer.device)))]
-    if kind == "video":
-        # The same transcode of the stylized output: painted frames cost the encoder more than
-        # the camera's (more texture, more bits), so this is the codec floor for this output.
-        providers.append(("codec-styled", lambda: _time_video(folder / "out.mp4", folder / "restyled.mp4",
-                                                              _Identity(stylizer.device), options, config)))
-    for provider, run in providers:
-        log(f"{name}: {provider}")
+    warm()
+    engine_out: list = []
+    runs["engine"] = lambda: _time_engine(stylizer, shapes, engine_out)
+    checks["engine"] = lambda: _check_engine(engine_out, shapes)
+    rows = []
+    for provider in ("pipeline", "engine", "floor", "floor-styled"):
+        if provider not in runs:
+            continue
+        log(f"{name}: {provider} × {config.runs}")
         row = Row(kind="pipeline", provider=provider, op=name, size=label, batch=config.batch_size,
                   dtype=str(stylizer.dtype).replace("torch.", ""), reps=len(shapes), timer="wall")
         try:
-            seconds = run()
-            row.fps = len(shapes) / seconds
-            row.median_ms = 1000 * seconds / len(shapes)
-            row.notes = {"seconds": round(seconds, 4), "megapixels": round(pixels / 1e6, 2),
-                         "engine": stylizer.describe()}
+            seconds = sorted(runs[provider]() for _ in range(config.runs))
+            check = checks[provider]()      # what the last run wrote
+            median = float(np.median(seconds))
+            row.fps, row.median_ms = len(shapes) / median, 1000 * median / len(shapes)
+            row.notes = {"seconds": [round(t, 4) for t in seconds], "runs": config.runs,
+                         "megapixels": round(pixels / 1e6, 2), "engine": stylizer.describe(),
+                         "check": check.notes()}
+            if provider != "engine":
+                row.notes["workers"] = workers
+            if kind == "video":
+                row.notes.update(preset=preset, crf=config.video_crf)
+            if not check.ok:
+                row.status, row.error = "failed", f"output check: {check.problem()}"
         except Exception as exc:  # one provider failing must not hide the others' rows
             row.status, row.error = "failed", f"{type(exc).__name__}: {exc}"[:300]
         rows.append(row)
     return rows
+
+
+def _default_workers() -> int:
+    from ..media.pipeline import (
+        default_workers,  # the floor gets the pipeline's thread count
+    )
+    return default_workers()
+
+
+def _timed(fn, *args) -> float:
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
+
+
+def _same(pixels: np.ndarray) -> np.ndarray:
+    return pixels
+
+
+def _engine_picture(stylizer):
+    """HWC uint8 RGB → the engine's own stylized picture of it, as uint8: what a pipeline output
+    must be close to (its codecs' rounding apart)."""
+    def expect(pixels: np.ndarray) -> np.ndarray:
+        content = torch.from_numpy(np.ascontiguousarray(pixels)).permute(2, 0, 1)[None].float()
+        out = stylizer(content)[0].clamp(0, 255).round().to(torch.uint8)
+        return out.permute(1, 2, 0).numpy()
+    return expect
+
+
+def _check_engine(outputs: list, shapes: list[tuple[int, int]]) -> Check:
+    """The engine alone writes no file: its outputs' count and sizes, and that they are finite."""
+    check = Check(count=len(outputs), expected=len(shapes))
+    for got, (w, h) in zip(outputs, shapes):
+        if tuple(got) != (1, 3, h, w):
+            check.size_errors.append(f"{tuple(got)} for {w}x{h}")
+    return check
 
 
 def _image_sizes(name: str, count: int, sizes, quick: bool) -> list[tuple[int, int]]:
@@ -217,19 +285,6 @@ def _write_clip(path: Path, width: int, height: int, frames: int) -> Path:
     return path
 
 
-class _Identity:
-    """The network's place taken by nothing: what the pipeline's codecs alone can move."""
-
-    def __init__(self, device: torch.device):
-        self.device = device
-
-    def on_device(self, content: torch.Tensor) -> torch.Tensor:
-        return content
-
-    def __call__(self, content: torch.Tensor) -> torch.Tensor:
-        return content
-
-
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -240,16 +295,20 @@ def _warm(stylizer, size: tuple[int, int]) -> None:
     stylizer(torch.rand(1, 3, height, width) * 255)
 
 
-def _time_engine(stylizer, shapes: list[tuple[int, int]]) -> float:
-    """The engine alone: the same shapes in the same order, inputs already on the device."""
+def _time_engine(stylizer, shapes: list[tuple[int, int]], outputs: list) -> float:
+    """The engine alone: the same shapes in the same order, inputs already on the device; the
+    output shapes of the last run go to `outputs`."""
     inputs = {(w, h): torch.rand(1, 3, h, w, device=stylizer.device) * 255 for w, h in set(shapes)}
     run = getattr(stylizer, "on_device", stylizer)
     _sync(stylizer.device)
+    shapes_out = []
     start = time.perf_counter()
     for shape in shapes:
-        run(inputs[shape])
+        shapes_out.append(run(inputs[shape]).shape)
     _sync(stylizer.device)
-    return time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    outputs[:] = shapes_out
+    return seconds
 
 
 def _time_images(files: list[Path], out: Path, engine, options: StylizeOptions,
@@ -279,25 +338,25 @@ def _time_video(clip: Path, out: Path, engine, options: StylizeOptions,
 
 
 def _add_ratios(rows: list[Row]) -> None:
-    """pipeline ÷ the slower of engine and codec (bar ≥ 0.7); mixed ÷ its same-size twin (≥ 0.5)."""
+    """pipeline ÷ the slower of engine and floor (bar ≥ 0.7); mixed ÷ its same-size twin (≥ 0.5)."""
     by = {(r.op, r.provider): r for r in rows if r.status == "ok"}
     for (case, provider), row in by.items():
         if provider != "pipeline":
             continue
-        halves = [by[(case, p)].fps for p in ("engine", "codec") if (case, p) in by]
+        halves = [by[(case, p)].fps for p in ("engine", "floor") if (case, p) in by]
         if len(halves) == 2:
             row.notes["ratio_vs_slower"] = round(row.fps / min(halves), 3)
-        if (case, "codec-styled") in by:
-            row.notes["codec_styled_fps"] = round(by[(case, "codec-styled")].fps, 1)
-            row.notes["ratio_vs_styled_codec"] = round(row.fps / by[(case, "codec-styled")].fps, 3)
+        if (case, "floor-styled") in by:
+            row.notes["floor_styled_fps"] = round(by[(case, "floor-styled")].fps, 1)
+            row.notes["ratio_vs_styled_floor"] = round(row.fps / by[(case, "floor-styled")].fps, 3)
         if case == "jpeg-mixed" and ("jpeg-mixed-ref", "pipeline") in by:
             row.notes["ratio_vs_same_size"] = round(row.fps / by[("jpeg-mixed-ref", "pipeline")].fps, 3)
 
 
 def pipeline_table(rows: list[Row]):
     from rich.table import Table
-    table = Table(title="media pipeline (items/s; ratio = pipeline ÷ slower of engine, codec)")
-    for column in ("case", "size", "items", "pipeline/s", "engine/s", "codec/s", "ratio", "note"):
+    table = Table(title="media pipeline (items/s, median of the runs; ratio = pipeline ÷ slower of engine, floor)")
+    for column in ("case", "size", "items", "pipeline/s", "engine/s", "floor/s", "ratio", "note"):
         table.add_column(column, justify="left" if column in ("case", "size", "note") else "right")
     cases = list(dict.fromkeys(r.op for r in rows))
     for case in cases:
@@ -313,9 +372,9 @@ def pipeline_table(rows: list[Row]):
         notes = pipe.notes if pipe is not None else {}
         ratio = notes.get("ratio_vs_slower")
         extra = (f"mixed/same-size {notes['ratio_vs_same_size']:.2f}" if "ratio_vs_same_size" in notes
-                 else f"transcode of the styled output {notes['codec_styled_fps']:.1f}/s "
-                      f"(ratio {notes['ratio_vs_styled_codec']:.2f})" if "codec_styled_fps" in notes
+                 else f"plain transcode of the styled output {notes['floor_styled_fps']:.1f}/s "
+                      f"(ratio {notes['ratio_vs_styled_floor']:.2f})" if "floor_styled_fps" in notes
                  else "; ".join(r.error for r in got.values() if r.error))
-        table.add_row(case, first.size, str(first.reps), fps("pipeline"), fps("engine"), fps("codec"),
+        table.add_row(case, first.size, str(first.reps), fps("pipeline"), fps("engine"), fps("floor"),
                       "-" if ratio is None else f"{ratio:.2f}", extra)
     return table

@@ -166,7 +166,8 @@ def ops_summary(results: Path) -> str:
         base = min(others, key=_ms)
         lines.append(f"| {op} | {shape} | {dtype} | {_ms(ours):.4f} | {base['provider']} | {_ms(base):.4f} | "
                      f"{_ms(base) / _ms(ours):.2f} |")
-    return "\n".join(lines) + "\n\n" + provenance(rows, "Measured (L2 flushed between reps where the data fits in it)") + "\n"
+    where = provenance(rows, "Measured (L2 flushed between reps where the data fits in it)")
+    return "\n".join(lines) + "\n\n" + where + "\n"
 
 
 def pipeline_summary(results: Path) -> str:
@@ -246,13 +247,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m styleforge.bench.tables", description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a table is stale")
     parser.add_argument("--root", type=Path, default=REPO_ROOT, help="the repository (default: this checkout)")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="the rows (default: ROOT/benchmarks/results)")
+    parser.add_argument("--print", action="store_true", dest="show",
+                        help="print every table from the rows instead of rewriting files")
     args = parser.parse_args(argv)
+    if args.show:
+        for name, table in TABLES.items():
+            print(f"<!-- table:{name} -->\n{table(args.results or args.root / DEFAULT_OUTPUT)}<!-- /table:{name} -->\n")
+        return 0
     if args.check:
-        bad = stale(args.root)
+        bad = stale(args.root, args.results)
         for line in bad:
             print(f"stale: {line} (python -m styleforge.bench.tables regenerates it)")
         return 1 if bad else 0
-    for path in regenerate(args.root):
+    for path in regenerate(args.root, args.results):
         print(f"rewrote {path}")
     return 0
 

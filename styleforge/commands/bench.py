@@ -1,9 +1,9 @@
 """`styleforge bench`: end-to-end, per-op and training benchmarks, rows to CSV, plots.
 
 With no mode flag it runs the end-to-end table; `--pipeline` runs the media pipeline's table
-instead (`styleforge.bench.pipeline`, its own config); `--tables` / `--check-tables` regenerate or
-check the README and docs tables from stored rows (`styleforge.bench.tables`); `--ops`, `--training`, `--plot` and `--report`
-(re-print the latest stored tables) select those parts instead, and `--e2e` adds the end-to-end
+instead (`styleforge.bench.pipeline`, its own config); `--tables` / `--check-tables` regenerate
+or check the README and docs tables from stored rows (`styleforge.bench.tables`); `--ops`,
+`--training`, `--plot` and `--report` (re-print the latest stored tables) select those parts instead, and `--e2e` adds the end-to-end
 table back to them. Every flag is a field of `styleforge.bench.BenchConfig`; this module parses,
 calls `run_suite`, and prints the tables last.
 Exit status: 0 when nothing failed, 1 when any provider failed its gate or crashed, 2 for bad flags.
@@ -65,11 +65,14 @@ def register(subparsers) -> None:
                    help="print the tables of the latest stored run of each kind (nothing is measured)")
     p.add_argument("--pipeline", action="store_true",
                    help="the media pipeline end to end (JPEG folders, H.264 video) beside the engine "
-                        "alone and a plain decode+encode; generates its own data; rows to pipeline.csv")
+                        "alone and a plain Pillow / PyAV decode+encode; outputs checked; generates its "
+                        "own data; rows to pipeline.csv")
     p.add_argument("--pipeline-cases", default=None, metavar="LIST",
                    help="comma list of jpeg-1080p,jpeg-4k,jpeg-mixed,jpeg-mixed-ref,video-1080p,video-4k "
                         "(default: all)")
     p.add_argument("--workers", type=int, default=None, help="--pipeline: decode/encode threads each")
+    p.add_argument("--pipeline-runs", type=int, default=3, metavar="N",
+                   help="--pipeline: timed runs per provider; rows give the median and N (default 3)")
     p.add_argument("--codec", default="auto", choices=("auto", "pillow", "gpu"),
                    help="--pipeline: image codec")
     p.add_argument("--temporal", action="store_true",
@@ -109,7 +112,7 @@ def pipeline_config_from_args(args: argparse.Namespace):
     from ..bench.pipeline import PipelineBenchConfig
     return PipelineBenchConfig(device=args.device, style=args.style, cases=args.pipeline_cases,
                                quick=args.quick, batch_size=args.batch_size, workers=args.workers,
-                               codec=args.codec, output=args.output)
+                               codec=args.codec, output=args.output, runs=args.pipeline_runs)
 
 
 def run_pipeline(args: argparse.Namespace) -> int:
@@ -143,8 +146,8 @@ def announce_output(config, console) -> None:
 
 
 def run_temporal(args: argparse.Namespace) -> int:
-    from ..bench.temporal_options import config_from_args as temporal_config
     from ..bench.temporal import markdown, run_temporal_bench
+    from ..bench.temporal_options import config_from_args as temporal_config
     from ..models.checkpoint import CheckpointError
     console = make_console()
     try:
