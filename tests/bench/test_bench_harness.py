@@ -213,7 +213,8 @@ def test_bench_command_end_to_end_on_cpu(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_gpu_only_providers_are_skipped_on_cpu_with_a_reason(tmp_path, capsys):
-    code = main(["bench", "--device", "cpu", "--sizes", "32", "--providers", "compile-default-fp16,fused-bf16,fused-fp32",
+    code = main(["bench", "--device", "cpu", "--sizes", "32",
+                 "--providers", "compile-default-fp16,fused-bf16,fused-fp32",
                  "--reps", "1", "--output", str(tmp_path)])
     assert code == 0
     rows = results.read_rows(tmp_path, "e2e")
