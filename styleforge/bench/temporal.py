@@ -8,7 +8,8 @@ subject, rotation, a scene cut) written as H.264 + AAC at `size` (1080p by defau
 from the file as the video path decodes them, are stylized one by one and blended as the video
 path blends them (on CUDA `TorchTemporalBlender` with the flows of `FlowAhead`; on the CPU the
 OpenCV blender), then scored. Warping error: Lai et al. 2018 (`media/warping_error.py`) with
-DIS flow at full size on the inputs. Style ratio: the project's scoring (shared
+DIS flow at full size on the inputs, over the steps within shots (the step across a cut is
+left out). Style ratio: the project's scoring (shared
 `style_metrics.py`, re-implemented here on the library's VGG16): frames at 512 px on the longer
 side, Σ over relu1_2…relu4_3 of the summed squared Gram difference (Grams ÷ C·H·W) to the
 painting at 512 px, of the output divided by that of the input frame, averaged over every
@@ -54,6 +55,7 @@ class Clip:
     path: Path
     frames: list[np.ndarray]      # the first `frames` frames, decoded from `path`
     timed: bool                   # whether the video path is timed on it
+    cuts: tuple[int, ...] = ()    # frames that begin a new shot: the steps into them are not scored
 
 
 def make_clips(config: TemporalBenchConfig, folder: Path, log=print) -> list[Clip]:
@@ -66,7 +68,8 @@ def make_clips(config: TemporalBenchConfig, folder: Path, log=print) -> list[Cli
     clips = []
     for scene in config.scenes:
         path = write_clip(folder / f"{scene}.mp4", render_scene(scene, photos, size, count, cut_at=config.frames // 2))
-        clips.append(Clip(f"{scene}@{size[1]}x{size[0]}", path, read_clip(path, config.frames), config.speed_frames > 0))
+        clips.append(Clip(f"{scene}@{size[1]}x{size[0]}", path, read_clip(path, config.frames), config.speed_frames > 0,
+                          (config.frames // 2,) if scene == "cut" else ()))
         log(f"made {clips[-1].name}: {count} frames")
     if config.speed_4k and config.speed_frames:
         path = write_clip(folder / "pan-4k.mp4", render_scene("pan", photos, (2160, 3840), config.speed_frames))
@@ -126,6 +129,13 @@ def input_flows(frames: list[np.ndarray], workers: int) -> list:
         return estimator(frames[t - 1], frames[t]), estimator(frames[t], frames[t - 1])
     with ThreadPoolExecutor(workers) as pool:
         return list(pool.map(pair, range(1, len(frames))))
+
+
+def shot_error(outputs, flows, masks, cuts: tuple[int, ...]) -> float:
+    """The warping error's mean over the steps within shots: across a cut the inputs' flow
+    matches nothing and both methods show the new shot's frame, so that step says nothing."""
+    steps = warping_error(outputs, flows, masks).per_step
+    return float(np.mean([e for t, e in enumerate(steps, start=1) if t not in cuts]))
 
 
 def blend_frames(frames, styled, config: TemporalBenchConfig, device: torch.device) -> tuple[list[np.ndarray], float]:
@@ -234,7 +244,7 @@ def run_temporal_bench(config: TemporalBenchConfig, log=print) -> list[dict]:
                         clip_rows.append({
                             "clip": clip.name, "method": method, "frames": len(outputs),
                             "size": f"{outputs[0].shape[1]}x{outputs[0].shape[0]}",
-                            "warp_error": warping_error(outputs, flows, masks).mean,
+                            "warp_error": shot_error(outputs, flows, masks, clip.cuts),
                             "style_ratio": scorer.ratio(clip.frames, outputs, config.score_every) if scorer else None,
                             "stylize_ms": stylize_ms, "blend_ms": extra_ms,
                             "strength": config.strength if "temporal" in method else 0.0})

@@ -58,7 +58,7 @@ class TemporalSettings:
 
     def detail_size(self) -> int:
         """The detail blur's kernel size: cv2.GaussianBlur's rule for float images (±4σ)."""
-        return int(round(self.detail_sigma * 8 + 1)) | 1
+        return round(self.detail_sigma * 8 + 1) | 1
 
 
 @dataclass

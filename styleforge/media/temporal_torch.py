@@ -47,8 +47,9 @@ def resize_flow(flow: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
     if tuple(flow.shape[:2]) == (height, width):
         return flow
     out = F.interpolate(flow.permute(2, 0, 1)[None], size=(height, width), mode="bilinear",
-                        align_corners=False)[0].permute(1, 2, 0)
-    return out * torch.tensor([width / flow.shape[1], height / flow.shape[0]], device=flow.device)
+                        align_corners=False)[0]
+    # Python scalars, not a tensor of them: building one on the GPU would wait for the stream.
+    return torch.stack([out[0] * (width / flow.shape[1]), out[1] * (height / flow.shape[0])], -1)
 
 
 def _squared_norm(flow: torch.Tensor) -> torch.Tensor:
