@@ -201,9 +201,6 @@ def stylize_video(src: str | os.PathLike, dst: str | os.PathLike, style: str | o
     pipeline_fields = {name: fields.pop(name) for name in ("workers", "depth") if name in fields}
     opts = make_options(style, options, **fields)
     video = VideoOptions(**video_fields, pipeline=PipelineOptions(**pipeline_fields))
-    if frame_filter is None and video.temporal > 0:
-        from .media.temporal import TemporalBlender   # one blender per video, called in frame order
-        frame_filter = TemporalBlender(strength=video.temporal)
     return run_video(src, dst, get_stylizer(opts), opts, video, progress=progress,
                      frame_filter=frame_filter)
 

@@ -1,22 +1,33 @@
-"""Temporal-consistency benchmark: per-frame stylization vs `--temporal` (and a stability-trained
-style) side by side — warping error, style-loss ratio and cost — on synthetic camera clips and
-on real video files.
+"""Temporal-consistency benchmark, clip by clip: per-frame stylization against `--temporal` (and a
+stability-trained style, alone and with it) — warping error, style ratio and the video path's
+frames/s, each as a ratio to per-frame on the same clip.
 
-Warping error: Lai et al. 2018 (`media/warping_error.py`); on synthetic clips with the exact
-flow and with DIS flow on the inputs, on real clips with DIS. Style ratio: the project's scoring
-(shared `style_metrics.py`, re-implemented here on the library's VGG16): Σ over relu1_2…relu4_3
-of the summed squared Gram difference (Grams ÷ C·H·W) to the painting at 512 px, of the output
-divided by that of the input frame, averaged over frames; it needs the painting and VGG weights,
-else it is left out. Cost: ms per frame of stylization and of blending, on the same machine, same
-frames. Rows go to `OUTPUT/temporal.jsonl` with the environment; the table is printed.
+Clips: five scenes made from still photos at run time (`temporal_clips`: pan, zoom, a moving
+subject, rotation, a scene cut) written as H.264 + AAC at `size` (1080p by default; the pan at
+4K too with `speed_4k`), plus any real videos given. Per clip the first `frames` frames, decoded
+from the file as the video path decodes them, are stylized one by one and blended as the video
+path blends them (on CUDA `TorchTemporalBlender` with the flows of `FlowAhead`; on the CPU the
+OpenCV blender), then scored. Warping error: Lai et al. 2018 (`media/warping_error.py`) with
+DIS flow at full size on the inputs, over the steps within shots (the step across a cut is
+left out). Style ratio: the project's scoring (shared
+`style_metrics.py`, re-implemented here on the library's VGG16): frames at 512 px on the longer
+side, Σ over relu1_2…relu4_3 of the summed squared Gram difference (Grams ÷ C·H·W) to the
+painting at 512 px, of the output divided by that of the input frame, averaged over every
+`score_every`-th frame; it needs the painting and VGG weights, else it is left out. Speed: the
+whole clip through `media.video.stylize_video`, plain and `--temporal`, alternated, best of
+`repeats` each, after a warm-up of both at that size. Rows go to `OUTPUT/temporal.jsonl` with
+the environment; the table is printed.
 Run: `python -m styleforge.bench.temporal --help` or `styleforge bench --temporal`.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -24,71 +35,61 @@ import cv2
 import numpy as np
 import torch
 
-from ..media.synthetic import motion_clip
-from ..media.temporal import TemporalBlender
-from ..media.warping_error import input_flows, step_masks, warping_error
+from ..media.flow import FlowEstimator, to_gray
+from ..media.flow_ahead import FlowAhead
+from ..media.warping_error import step_masks, warping_error
+from .temporal_clips import read_clip, render_scene, write_clip
 from .temporal_options import TemporalBenchConfig, add_arguments, config_from_args
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
-DEFAULT_PHOTOS = ("chelsea.jpg", "coffee.jpg")
+DEFAULT_PHOTOS = ("chelsea.jpg", "coffee.jpg", "astronaut.jpg")
 STYLE_LAYERS = ("relu1_2", "relu2_2", "relu3_3", "relu4_3")
+SCORE_SIDE = 512
+BARS = {"warp": 0.6, "style": 0.10, "speed": 0.7}   # issue 40: ≤ 0.6× warping error, style ±10 %, ≥ 0.7× frames/s
+ABSENT = "absent: no style trained with --stability-weight (pass --stability-checkpoint)"
 
 
 @dataclass
 class Clip:
     name: str
-    frames: list[np.ndarray]
-    exact: list | None            # exact flow pairs (synthetic clips)
+    path: Path
+    frames: list[np.ndarray]      # the first `frames` frames, decoded from `path`
+    timed: bool                   # whether the video path is timed on it
+    cuts: tuple[int, ...] = ()    # frames that begin a new shot: the steps into them are not scored
 
 
-def read_video(path: str, frames: int, size: int, start: int = 0) -> list[np.ndarray]:
-    capture = cv2.VideoCapture(path)
-    for _ in range(start):
-        capture.grab()
-    out = []
-    while len(out) < frames:
-        ok, bgr = capture.read()
-        if not ok:
-            break
-        out.append(_resize(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), size))
-    capture.release()
-    if len(out) < 2:
-        raise ValueError(f"{path}: could not read 2 frames (OpenCV cannot decode it?)")
-    return out
-
-
-def _resize(rgb: np.ndarray, size: int) -> np.ndarray:
-    height, width = rgb.shape[:2]
-    scale = size / max(height, width)
-    return cv2.resize(rgb, (round(width * scale) // 4 * 4, round(height * scale) // 4 * 4),
-                      interpolation=cv2.INTER_AREA)
-
-
-def make_clips(config: TemporalBenchConfig) -> list[Clip]:
+def make_clips(config: TemporalBenchConfig, folder: Path, log=print) -> list[Clip]:
     from PIL import Image
+    photos = [np.asarray(Image.open(p).convert("RGB"))
+              for p in (config.photos or tuple(str(ASSETS / name) for name in DEFAULT_PHOTOS))]
+    width = config.size
+    size = (round(width * 9 / 16 / 2) * 2, width // 2 * 2)
+    count = max(config.frames, config.speed_frames)
     clips = []
-    photos = config.photos or tuple(str(ASSETS / name) for name in DEFAULT_PHOTOS)
-    height = config.size * 3 // 4 // 4 * 4
-    for photo_path in photos:
-        photo = np.asarray(Image.open(photo_path).convert("RGB"))
-        for motion in config.motions:
-            clip = motion_clip(photo, motion, (height, config.size), config.frames)
-            clips.append(Clip(f"{Path(photo_path).stem}/{motion}", clip.frames, clip.flows))
+    for scene in config.scenes:
+        path = write_clip(folder / f"{scene}.mp4", render_scene(scene, photos, size, count, cut_at=config.frames // 2))
+        clips.append(Clip(f"{scene}@{size[1]}x{size[0]}", path, read_clip(path, config.frames), config.speed_frames > 0,
+                          (config.frames // 2,) if scene == "cut" else ()))
+        log(f"made {clips[-1].name}: {count} frames")
+    if config.speed_4k and config.speed_frames:
+        path = write_clip(folder / "pan-4k.mp4", render_scene("pan", photos, (2160, 3840), config.speed_frames))
+        clips.append(Clip("pan@3840x2160", path, [], True))
     for video in config.videos:
-        clips.append(Clip(Path(video).name, read_video(video, config.frames, config.size, config.video_start), None))
+        clips.append(Clip(Path(video).name, Path(video), read_clip(video, config.frames), config.speed_frames > 0))
     return clips
 
 
 class StyleScorer:
     """The project's style ratio (see the module docstring) on the library's VGG16."""
 
-    def __init__(self, vgg_weights: str, painting: str):
+    def __init__(self, vgg_weights: str, painting: str, device: str | torch.device = "cpu"):
         from PIL import Image
 
         from ..models.vgg import load_vgg16
         from ..training.losses import gram
         self._gram = gram
-        self.vgg = load_vgg16(vgg_weights)
+        self.device = torch.device(device)
+        self.vgg = load_vgg16(vgg_weights).to(self.device)
         art = Image.open(painting).convert("RGB")
         scale = min(1.0, 512 / max(art.size))
         art = art.resize((round(art.width * scale), round(art.height * scale)), Image.BICUBIC)
@@ -96,14 +97,18 @@ class StyleScorer:
 
     @torch.no_grad()
     def _grams(self, rgb: np.ndarray) -> list[torch.Tensor]:
-        feats = self.vgg(torch.from_numpy(np.array(rgb)).permute(2, 0, 1)[None].float())
+        height, width = rgb.shape[:2]
+        scale = min(1.0, SCORE_SIDE / max(height, width))   # the project's scoring: longest side 512
+        if scale < 1.0:
+            rgb = cv2.resize(rgb, (round(width * scale), round(height * scale)), interpolation=cv2.INTER_AREA)
+        feats = self.vgg(torch.from_numpy(np.array(rgb)).permute(2, 0, 1)[None].float().to(self.device))
         return [self._gram(getattr(feats, name)) for name in STYLE_LAYERS]
 
     def loss(self, rgb: np.ndarray) -> float:
         return sum(float(((g - t) ** 2).sum()) for g, t in zip(self._grams(rgb), self.targets))
 
-    def ratio(self, inputs: list[np.ndarray], outputs: list[np.ndarray]) -> float:
-        return float(np.mean([self.loss(o) / self.loss(i) for i, o in zip(inputs, outputs)]))
+    def ratio(self, inputs: list[np.ndarray], outputs: list[np.ndarray], every: int = 1) -> float:
+        return float(np.mean([self.loss(o) / self.loss(i) for i, o in zip(inputs[::every], outputs[::every])]))
 
 
 def stylize_frames(stylizer, frames: list[np.ndarray]) -> tuple[list[np.ndarray], float]:
@@ -117,52 +122,190 @@ def stylize_frames(stylizer, frames: list[np.ndarray]) -> tuple[list[np.ndarray]
     return outputs, (time.perf_counter() - start) * 1e3 / len(frames)
 
 
-def blend_frames(frames, styled, strength: float, detail_sigma: float) -> tuple[list[np.ndarray], float]:
-    blender = TemporalBlender(strength=strength, detail_sigma=detail_sigma)
+def input_flows(frames: list[np.ndarray], workers: int) -> list:
+    """The metric's DIS flows (medium, full size) of each consecutive pair, pairs in parallel."""
+    def pair(t):
+        estimator = FlowEstimator("medium")
+        return estimator(frames[t - 1], frames[t]), estimator(frames[t], frames[t - 1])
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(pair, range(1, len(frames))))
+
+
+def shot_error(outputs, flows, masks, cuts: tuple[int, ...]) -> float:
+    """The warping error's mean over the steps within shots: across a cut the inputs' flow
+    matches nothing and both methods show the new shot's frame, so that step says nothing."""
+    steps = warping_error(outputs, flows, masks).per_step
+    return float(np.mean([e for t, e in enumerate(steps, start=1) if t not in cuts]))
+
+
+def blend_frames(frames, styled, config: TemporalBenchConfig, device: torch.device) -> tuple[list[np.ndarray], float]:
+    """The video path's blend of `styled` (its flows computed first, as the decode workers do)
+    → blended frames and ms per frame of the blend alone."""
+    ahead = FlowAhead()
+    flows = [ahead(i, to_gray(f)) for i, f in enumerate(frames)]
+    if device.type == "cuda":
+        from ..media.temporal_torch import TorchTemporalBlender
+        blender = TorchTemporalBlender(strength=config.strength, detail_sigma=config.detail_sigma, device=device)
+        upload = [(torch.from_numpy(c).to(device).permute(2, 0, 1).float(),
+                   torch.from_numpy(s).to(device).permute(2, 0, 1).float(),
+                   torch.from_numpy(f).to(device) if f is not None else None) for c, s, f in zip(frames, styled, flows)]
+        torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        outputs = [blender(c, s, f) for c, s, f in upload]
+        torch.cuda.synchronize(device)
+        ms = (time.perf_counter() - start) * 1e3 / len(frames)
+        return [o.permute(1, 2, 0).to(torch.uint8).cpu().numpy() for o in outputs], ms
+    from ..media.temporal import TemporalBlender
+    blender = TemporalBlender(strength=config.strength, detail_sigma=config.detail_sigma)
     start = time.perf_counter()
-    outputs = [blender(c, s) for c, s in zip(frames, styled)]
+    outputs = [blender.blend(c, s, f) for c, s, f in zip(frames, styled, flows)]
     return outputs, (time.perf_counter() - start) * 1e3 / len(frames)
+
+
+def video_speed(clip: Clip, stylizer, options, config: TemporalBenchConfig, folder: Path) -> dict:
+    """Frames/s of the whole clip through the video path, plain and --temporal, best of `repeats`."""
+    from ..media.options import VideoOptions
+    from ..media.video import stylize_video
+    best = {"plain": 0.0, "temporal": 0.0}
+    for _ in range(config.repeats):
+        for mode, strength in (("plain", 0.0), ("temporal", config.strength)):
+            result = stylize_video(clip.path, folder / f"out-{mode}.mp4", stylizer, options,
+                                   VideoOptions(temporal=strength))
+            best[mode] = max(best[mode], result.fps)
+    return {"fps_plain": best["plain"], "fps_temporal": best["temporal"],
+            "fps_ratio": best["temporal"] / best["plain"] if best["plain"] else None}
+
+
+def warm_up(clip: Clip, stylizer, options, config: TemporalBenchConfig, folder: Path) -> None:
+    """Both modes once on a short stretch: graph capture and plan timing stay out of the timings."""
+    from ..media.options import VideoOptions
+    from ..media.video import stylize_video
+    for strength in (0.0, config.strength):
+        stylize_video(clip.path, folder / "warm.mp4", stylizer, options, VideoOptions(temporal=strength, duration=0.4))
+
+
+def stability_style(style: str) -> str | None:
+    """A shipped style trained on the same painting with --stability-weight > 0, if there is one
+    (read from the files' metadata headers only)."""
+    from safetensors import safe_open
+
+    from ..models import registry
+
+    def training(path) -> dict:
+        try:
+            with safe_open(str(path), framework="pt") as f:
+                return json.loads((f.metadata() or {}).get("training", "{}"))
+        except Exception:   # a checkpoint of another format, or no training record: not a candidate
+            return {}
+    styles = registry.list_styles()
+    mine = next((info for info in styles if info.name == style or str(info.path) == style), None)
+    painting = training(mine.path if mine else style).get("style_image")
+    for info in styles:
+        t = training(info.path)
+        if info is not mine and painting and t.get("style_image") == painting and float(t.get("stability_weight") or 0) > 0:
+            return info.name
+    return None
 
 
 def run_temporal_bench(config: TemporalBenchConfig, log=print) -> list[dict]:
     from ..engine.options import StylizeOptions
     from ..engine.pipeline import Stylizer
 
-    def engine(style: str) -> Stylizer:
+    def engine(style: str) -> tuple[Stylizer, StylizeOptions]:
         key = "checkpoint" if Path(style).suffix in (".safetensors", ".pth", ".pt") else "style"
-        return Stylizer(StylizeOptions(**{key: style}, device=config.device, precision="fp32", backend="reference"))
+        options = StylizeOptions(**{key: style}, device=config.device, overwrite=True)
+        return Stylizer(options), options
 
     models = {"per-frame": engine(config.style)}
-    if config.stability_checkpoint:
-        models["stability"] = engine(config.stability_checkpoint)
-    scorer = StyleScorer(config.vgg_weights, config.painting) if config.vgg_weights and config.painting else None
+    stability = config.stability_checkpoint or stability_style(config.style)
+    if stability:
+        models["stability"] = engine(stability)
+    stylizer, options = models["per-frame"]
+    device = torch.device(getattr(stylizer, "device", "cpu"))
+    scorer = (StyleScorer(config.vgg_weights, config.painting, device)
+              if config.vgg_weights and config.painting else None)
     if scorer is None:
         log("style ratio left out: it needs --painting and --vgg-weights")
+    workers = max(1, min(16, os.cpu_count() or 1))
     rows = []
-    for clip in make_clips(config):
-        dis = input_flows(clip.frames)
-        dis_masks = step_masks(dis)
-        exact_masks = step_masks(clip.exact) if clip.exact else None
-        for model_name, stylizer in models.items():
-            styled, stylize_ms = stylize_frames(stylizer, clip.frames)
-            blended, blend_ms = blend_frames(clip.frames, styled, config.strength, config.detail_sigma)
-            variants = {model_name: (styled, 0.0),
-                        ("temporal" if model_name == "per-frame" else f"{model_name}+temporal"): (blended, blend_ms)}
-            for method, (outputs, extra_ms) in variants.items():
-                row = {"clip": clip.name, "method": method, "frames": len(outputs),
-                       "size": f"{outputs[0].shape[1]}x{outputs[0].shape[0]}",
-                       "warp_error_dis": warping_error(outputs, dis, dis_masks).mean,
-                       "warp_error_exact": (warping_error(outputs, clip.exact, exact_masks).mean
-                                            if clip.exact else None),
-                       "style_ratio": scorer.ratio(clip.frames, outputs) if scorer else None,
-                       "stylize_ms": stylize_ms, "blend_ms": extra_ms,
-                       "strength": config.strength if "temporal" in method else 0.0}
-                rows.append(row)
-                log(f"{clip.name:28s} {method:20s} warp {row['warp_error_dis']:.5f}"
-                    + (f"  style {row['style_ratio']:.3f}" if scorer else ""))
+    with tempfile.TemporaryDirectory(prefix="sf-temporal-") as tmp:
+        folder = Path(tmp)
+        warmed = set()
+        for clip in make_clips(config, folder, log):
+            clip_rows = []
+            if clip.frames:
+                flows = input_flows(clip.frames, workers)
+                masks = step_masks(flows)
+                for model_name, (model, _) in models.items():
+                    styled, stylize_ms = stylize_frames(model, clip.frames)
+                    blended, blend_ms = blend_frames(clip.frames, styled, config, device)
+                    both = "temporal" if model_name == "per-frame" else f"{model_name}+temporal"
+                    for method, outputs, extra_ms in ((model_name, styled, 0.0), (both, blended, blend_ms)):
+                        clip_rows.append({
+                            "clip": clip.name, "method": method, "frames": len(outputs),
+                            "size": f"{outputs[0].shape[1]}x{outputs[0].shape[0]}",
+                            "warp_error": shot_error(outputs, flows, masks, clip.cuts),
+                            "style_ratio": scorer.ratio(clip.frames, outputs, config.score_every) if scorer else None,
+                            "stylize_ms": stylize_ms, "blend_ms": extra_ms,
+                            "strength": config.strength if "temporal" in method else 0.0})
+                if "stability" not in models:
+                    clip_rows.append({"clip": clip.name, "method": "stability", "absent": ABSENT})
+                _relative(clip_rows)
+            if clip.timed:
+                shape = clip.name.split("@")[-1]
+                if shape not in warmed:
+                    warm_up(clip, stylizer, options, config, folder)
+                    warmed.add(shape)
+                speed = video_speed(clip, stylizer, options, config, folder)
+                if not clip_rows:
+                    clip_rows.append({"clip": clip.name, "method": "speed only"})
+                for row in clip_rows:
+                    if row["method"] in ("per-frame", "temporal", "speed only"):
+                        row.update(speed)
+            for row in clip_rows:
+                log(line(row))
+            rows += clip_rows
     if config.output:
         save_rows(rows, config)
     return rows
+
+
+def _relative(rows: list[dict]) -> None:
+    """Each row's warping error and style ratio as a multiple of per-frame's on its clip."""
+    base = next(r for r in rows if r["method"] == "per-frame")
+    for row in rows:
+        if "absent" in row:
+            continue
+        row["warp_vs_per_frame"] = row["warp_error"] / base["warp_error"] if base["warp_error"] else None
+        row["style_change"] = (row["style_ratio"] / base["style_ratio"] - 1.0
+                               if row["style_ratio"] is not None and base["style_ratio"] else None)
+
+
+def verdict(row: dict) -> str:
+    """The issue's bars this row meets (✓) or misses (✗): warping error, style, speed."""
+    if "temporal" not in row["method"] or "absent" in row:
+        return ""
+    marks = []
+    if row.get("warp_vs_per_frame") is not None:
+        marks.append(("warp", row["warp_vs_per_frame"] <= BARS["warp"]))
+    if row.get("style_change") is not None:
+        marks.append(("style", abs(row["style_change"]) <= BARS["style"]))
+    if row.get("fps_ratio") is not None:
+        marks.append(("speed", row["fps_ratio"] >= BARS["speed"]))
+    return " ".join(f"{name} {'ok' if good else 'MISS'}" for name, good in marks)
+
+
+def line(row: dict) -> str:
+    if "absent" in row:
+        return f"{row['clip']:22s} {row['method']:20s} {row['absent']}"
+    text = f"{row['clip']:22s} {row['method']:20s}"
+    if "warp_error" in row:
+        text += f" warp {row['warp_error']:.5f} ({row['warp_vs_per_frame']:.2f}x)"
+    if row.get("style_ratio") is not None:
+        text += f" style {row['style_ratio']:.3f} ({row['style_change']:+.1%})"
+    if row.get("fps_plain") is not None:
+        text += f" fps plain {row['fps_plain']:.1f} temporal {row['fps_temporal']:.1f} ({row['fps_ratio']:.2f}x)"
+    return text
 
 
 def save_rows(rows: list[dict], config: TemporalBenchConfig) -> Path:
@@ -178,47 +321,20 @@ def save_rows(rows: list[dict], config: TemporalBenchConfig) -> Path:
     return path
 
 
-def summarise(rows: list[dict]) -> list[dict]:
-    """Per method, means over clips, and each as a multiple of per-frame stylization."""
-    methods = list(dict.fromkeys(r["method"] for r in rows))
-    clips = list(dict.fromkeys(r["clip"] for r in rows))
-    by = {(r["clip"], r["method"]): r for r in rows}
-    out = []
-    for method in methods:
-        mine = [by[(c, method)] for c in clips if (c, method) in by]
-        base = [by[(c, "per-frame")] for c in clips if (c, method) in by]
-
-        def mean(key, rows_):
-            values = [r[key] for r in rows_ if r[key] is not None]
-            return float(np.mean(values)) if values else None
-
-        def ratio(key):
-            pairs = [(m[key], b[key]) for m, b in zip(mine, base) if m[key] is not None and b[key]]
-            return float(np.mean([m / b for m, b in pairs])) if pairs else None
-        out.append({"method": method, "warp_error_dis": mean("warp_error_dis", mine),
-                    "warp_vs_per_frame": ratio("warp_error_dis"),
-                    "warp_exact_vs_per_frame": ratio("warp_error_exact"),
-                    "style_ratio": mean("style_ratio", mine), "style_vs_per_frame": ratio("style_ratio"),
-                    "ms_per_frame": mean("stylize_ms", mine) + mean("blend_ms", mine),
-                    "blend_ms": mean("blend_ms", mine)})
-    return out
-
-
 def markdown(rows: list[dict]) -> str:
     def f(v, fmt):
         return "–" if v is None else format(v, fmt)
-    lines = ["| clip | method | warping error (DIS) | (exact flow) | style ratio | stylize ms | blend ms |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+    lines = ["| clip | method | warping error | × per-frame | style ratio | style change | "
+             "video frames/s plain | --temporal | × plain | bars (issue 40) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
-        lines.append(f"| {r['clip']} | {r['method']} | {f(r['warp_error_dis'], '.5f')} | "
-                     f"{f(r['warp_error_exact'], '.5f')} | {f(r['style_ratio'], '.3f')} | "
-                     f"{r['stylize_ms']:.1f} | {r['blend_ms']:.1f} |")
-    lines += ["", "| method | warping error (DIS) | × per-frame (DIS) | × per-frame (exact) | style ratio | "
-                  "× per-frame | ms/frame | of which blend |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for s in summarise(rows):
-        lines.append(f"| {s['method']} | {f(s['warp_error_dis'], '.5f')} | {f(s['warp_vs_per_frame'], '.3f')} | "
-                     f"{f(s['warp_exact_vs_per_frame'], '.3f')} | {f(s['style_ratio'], '.3f')} | "
-                     f"{f(s['style_vs_per_frame'], '.3f')} | {s['ms_per_frame']:.1f} | {s['blend_ms']:.1f} |")
+        if "absent" in r:
+            lines.append(f"| {r['clip']} | {r['method']} | {r['absent']} | | | | | | | |")
+            continue
+        lines.append(f"| {r['clip']} | {r['method']} | {f(r.get('warp_error'), '.5f')} | "
+                     f"{f(r.get('warp_vs_per_frame'), '.3f')} | {f(r.get('style_ratio'), '.3f')} | "
+                     f"{f(r.get('style_change'), '+.1%')} | {f(r.get('fps_plain'), '.1f')} | "
+                     f"{f(r.get('fps_temporal'), '.1f')} | {f(r.get('fps_ratio'), '.2f')} | {verdict(r)} |")
     return "\n".join(lines)
 
 

@@ -1,7 +1,7 @@
 """Settings of the temporal-consistency benchmark (`bench/temporal.py`) and their flags.
 
 Kept apart from the runner so that `styleforge bench` can add the flags without importing
-OpenCV or torch when its parser is built. Motion names are checked when the clips are made.
+OpenCV or torch when its parser is built. Scene names are checked when the clips are made.
 """
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-MOTION_NAMES = ("integer-pan", "subpixel-pan", "zoom", "pan-zoom")   # media/synthetic.py's MOTIONS
-DEFAULT_MOTIONS = ("subpixel-pan", "zoom")
+SCENE_NAMES = ("pan", "zoom", "subject", "rotation", "cut")   # bench/temporal_clips.py's SCENES
 
 
 @dataclass(frozen=True)
@@ -19,20 +18,25 @@ class TemporalBenchConfig:
     stability_checkpoint: str | None = None   # a style trained with --stability-weight, compared too
     painting: str | None = None               # the style's painting (for the style ratio)
     vgg_weights: str | None = None            # torchvision-key VGG16 file (for the style ratio)
-    videos: tuple[str, ...] = ()              # real clips
-    video_start: int = 0                      # frames of the real clips skipped first
-    photos: tuple[str, ...] = ()              # stills for the camera clips; empty = shipped assets
-    motions: tuple[str, ...] = DEFAULT_MOTIONS
-    size: int = 160                           # frames' longer side
-    frames: int = 12
+    videos: tuple[str, ...] = ()              # real clips, measured beside the generated ones
+    photos: tuple[str, ...] = ()              # stills for the generated clips; empty = shipped assets
+    scenes: tuple[str, ...] = SCENE_NAMES
+    size: int = 1920                          # generated frames' width (16:9)
+    frames: int = 24                          # frames scored per clip (the first ones)
+    speed_frames: int = 90                    # frames of each generated clip timed through `video`; 0: no timing
+    speed_4k: bool = False                    # also time the pan at 3840×2160
+    repeats: int = 2                          # timed runs of each mode per clip (the best is kept)
+    score_every: int = 4                      # style ratio on every n-th scored frame
     strength: float = 0.8
-    detail_sigma: float = 2.0                 # TemporalBlender.detail_sigma
+    detail_sigma: float = 2.0                 # TemporalSettings.detail_sigma
     device: str = "cpu"
     output: str | None = "benchmarks/results"
 
     def __post_init__(self):
-        if self.frames < 2 or self.size < 16 or self.video_start < 0:
-            raise ValueError("frames must be ≥ 2, size ≥ 16 and video_start ≥ 0")
+        if self.frames < 2 or self.size < 16 or self.repeats < 1 or self.score_every < 1:
+            raise ValueError("frames must be ≥ 2, size ≥ 16, repeats and score_every ≥ 1")
+        if self.speed_frames and self.speed_frames < self.frames:
+            raise ValueError(f"speed_frames ({self.speed_frames}) must be 0 or ≥ frames ({self.frames})")
         for path in (*self.videos, *self.photos, *(p for p in (self.painting, self.vgg_weights,
                                                                 self.stability_checkpoint) if p)):
             if not Path(path).is_file():
@@ -45,13 +49,17 @@ def add_arguments(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument("--stability-checkpoint", metavar="PATH", help="a style trained with --stability-weight")
     p.add_argument("--painting", metavar="PATH", help="the style's painting (for the style ratio)")
     p.add_argument("--video", dest="videos", action="append", default=[], metavar="FILE", help="a real clip (repeatable)")
-    p.add_argument("--video-start", type=int, default=d.video_start, metavar="N", help="skip N frames of each clip")
     p.add_argument("--photo", dest="photos", action="append", default=[], metavar="FILE",
-                   help="a still for the camera clips (repeatable; default: the shipped assets)")
-    p.add_argument(f"--{prefix}motions", dest="motions", default=",".join(d.motions),
-                   help=f"comma list of {','.join(MOTION_NAMES)}")
-    p.add_argument(f"--{prefix}size", dest="temporal_size", type=int, default=d.size, help="frames' longer side")
-    p.add_argument(f"--{prefix}frames", dest="frames", type=int, default=d.frames)
+                   help="a still for the generated clips (repeatable; default: the shipped assets)")
+    p.add_argument(f"--{prefix}scenes", dest="scenes", default=",".join(d.scenes),
+                   help=f"comma list of {','.join(SCENE_NAMES)}")
+    p.add_argument(f"--{prefix}size", dest="temporal_size", type=int, default=d.size,
+                   help="generated frames' width (16:9)")
+    p.add_argument(f"--{prefix}frames", dest="frames", type=int, default=d.frames, help="frames scored per clip")
+    p.add_argument(f"--{prefix}speed-frames", dest="speed_frames", type=int, default=d.speed_frames,
+                   help="frames per clip timed through the video path (0: no timing)")
+    p.add_argument(f"--{prefix}4k", dest="speed_4k", action="store_true", help="also time the pan at 3840x2160")
+    p.add_argument(f"--{prefix}repeats", dest="repeats", type=int, default=d.repeats)
     p.add_argument(f"--{prefix}strength", dest="strength", type=float, default=d.strength)
     p.add_argument(f"--{prefix}detail-sigma", dest="detail_sigma", type=float, default=d.detail_sigma,
                    help="px: finer detail stays the current frame's (0: blend everything)")
@@ -60,6 +68,7 @@ def add_arguments(p: argparse.ArgumentParser, prefix: str = "") -> None:
 def config_from_args(args: argparse.Namespace) -> TemporalBenchConfig:
     return TemporalBenchConfig(
         style=args.style or "candy", stability_checkpoint=args.stability_checkpoint, painting=args.painting,
-        vgg_weights=args.vgg_weights, videos=tuple(args.videos), video_start=args.video_start, photos=tuple(args.photos),
-        motions=tuple(m for m in args.motions.split(",") if m), size=args.temporal_size, frames=args.frames,
+        vgg_weights=args.vgg_weights, videos=tuple(args.videos), photos=tuple(args.photos),
+        scenes=tuple(s for s in args.scenes.split(",") if s), size=args.temporal_size, frames=args.frames,
+        speed_frames=args.speed_frames, speed_4k=args.speed_4k, repeats=args.repeats,
         strength=args.strength, detail_sigma=args.detail_sigma, device=args.device, output=args.output)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ from .arbitrary_fused import FusedArbitraryNet
 from .stroke import downscale, internal_size, upscale_styled
 from .backends import resolve_device, resolve_dtype
 from .blending import apply_strength, preserve_color
+from .capture import capturing, cuda_work
 from .options import StylizeOptions, check_fraction
 
 Painting = Union[str, os.PathLike, Image.Image]
@@ -95,6 +97,7 @@ class _GraphRunner:
     def __init__(self, fn):
         self.fn = fn
         self.graphs: OrderedDict = OrderedDict()
+        self.failures = 0
 
     def __call__(self, x: torch.Tensor, key: tuple, keep: object) -> torch.Tensor:
         """`keep` (the style codes) stays referenced by the graph: their memory is what it reads."""
@@ -107,18 +110,25 @@ class _GraphRunner:
                 self.fn(static_in)
             torch.cuda.current_stream().wait_stream(side)
             graph = torch.cuda.CUDAGraph()
-            # thread_local: the media pipeline's decode workers keep allocating pinned buffers
-            # and decoding on other streams while the engine thread captures.
-            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-                static_out = self.fn(static_in)
+            try:   # engine.capture: the media pipeline's workers wait while the engine thread captures
+                with capturing(graph):
+                    static_out = self.fn(static_in)
+            except RuntimeError as exc:
+                if not self.failures:
+                    warnings.warn(f"CUDA graph capture failed ({str(exc).strip()[:200]}); that call ran "
+                                  "eagerly", RuntimeWarning, stacklevel=3)
+                self.failures += 1
+                with cuda_work():
+                    return self.fn(x)
             self.graphs[key] = (graph, static_in, static_out, keep)
             while len(self.graphs) > GRAPH_CACHE_SIZE:
                 self.graphs.popitem(last=False)
         self.graphs.move_to_end(key)
         graph, static_in, static_out, _ = self.graphs[key]
-        static_in.copy_(x)
-        graph.replay()
-        return static_out.clone()
+        with cuda_work():
+            static_in.copy_(x)
+            graph.replay()
+            return static_out.clone()
 
 
 @dataclass

@@ -6,7 +6,9 @@ and runs them (`steps.run_steps`): cuDNN convolutions with StyleForge's Instance
 9×9 and fused 3×3 ops, chosen per shape (`autotune`; timed choices persist per GPU in
 `plan_cache`, and a shape close in size to a timed one takes its choice). One CUDA graph is captured per input shape
 and dtype (warm-up on a side stream first, as the `torch.cuda.graphs` docs prescribe) and
-replayed: where its first and last kernels are ours, each replay reads the caller's CUDA tensor
+replayed (captured through `engine.capture`: thread-local mode under the process's capture lock,
+so the media pipeline's other threads cannot invalidate it; a capture that fails anyway runs that
+call eagerly, with one warning per runner): where its first and last kernels are ours, each replay reads the caller's CUDA tensor
 where it is and writes a fresh output (`graph_io`); other inputs are copied into the graph's
 static input, those that live on the CPU through a pinned staging buffer. It follows the runner
 contract of `engine.backends`: float (N, 3, H, W) in 0–255, H and W multiples of 4 → the raw
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -28,6 +31,7 @@ from ..models.transformer_net import TransformerNet
 from ..switches import Switches, switches
 from . import autotune
 from .autotune import LayerChoice
+from .capture import capturing, cuda_work
 from .graph_io import GraphIO, new_graph
 from .memory import whole_frame_bytes
 from .plan import build_steps, describe
@@ -40,6 +44,7 @@ GRAPH_MEMORY_SHARE = 0.1   # … and their activations within this share of the 
 SIMILAR_PIXELS = 1.25      # a new shape takes the plan timed at a shape this close in pixels
 MAX_SEEN = 4096       # shapes remembered as seen once (a folder of many sizes)
 WARMUP_ITERS = 3
+MAX_CAPTURE_FAILURES = 3   # a shape whose capture failed this often stays eager
 PROVIDER_IMPL = {"styleforge": "conv9x9", "cudnn": "cudnn"}   # LayerChoice.provider → step impl
 
 
@@ -69,6 +74,7 @@ class FusedRunner:
         self.graph_budget = (int(torch.cuda.get_device_properties(device).total_memory * GRAPH_MEMORY_SHARE)
                              if device.type == "cuda" else 0)
         self.captures = 0     # input shapes captured (a shape may capture several plans and keep one)
+        self.capture_failures: dict[tuple, int] = {}   # shape key → failed captures (then eager calls)
         # Shapes run once, eagerly: timing plans and capturing a graph costs seconds at a large
         # shape, so a shape pays it only when it comes again (a folder of many sizes stays cheap).
         self._seen_once: OrderedDict[tuple, None] = OrderedDict()
@@ -148,16 +154,41 @@ class FusedRunner:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         self.check_input(x)
         if not self.use_graphs or torch.cuda.is_current_stream_capturing():
-            return self.forward(x.to(self.device, non_blocking=True))
+            with cuda_work():
+                return self.forward(x.to(self.device, non_blocking=True))
         key = (tuple(x.shape), x.dtype, x.device.type)
         if key not in self._graphs and key not in self._seen_once:
             self._seen_once[key] = None
             while len(self._seen_once) > MAX_SEEN:
                 self._seen_once.popitem(last=False)
-            with torch.cuda.device(self.device), self._cudnn_flags(benchmark=False):
-                return self.forward(x.to(self.device, non_blocking=True), self.default_plan())
+            return self._eager(x)
         self._seen_once.pop(key, None)
-        entry = self._graph_for(x)
+        entry = self._graph_or_none(x, key)   # outside cuda_work: a capture takes the lock's other side
+        if entry is None:
+            return self._eager(x)
+        with cuda_work():
+            return self._replay(entry, x)
+
+    def _eager(self, x: torch.Tensor) -> torch.Tensor:
+        with cuda_work(), torch.cuda.device(self.device), self._cudnn_flags(benchmark=False):
+            return self.forward(x.to(self.device, non_blocking=True), self.default_plan())
+
+    def _graph_or_none(self, x: torch.Tensor, key: tuple) -> _Graph | None:
+        """The shape's graph, captured now if new; None where the capture failed (this call runs
+        eagerly; the shape is tried again until MAX_CAPTURE_FAILURES)."""
+        if key not in self._graphs and self.capture_failures.get(key, 0) >= MAX_CAPTURE_FAILURES:
+            return None
+        try:
+            return self._graph_for(x)
+        except RuntimeError as exc:   # torch.AcceleratorError, a capture invalidated, out of memory
+            failures = self.capture_failures[key] = self.capture_failures.get(key, 0) + 1
+            if sum(self.capture_failures.values()) == 1:
+                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                warnings.warn(f"CUDA graph capture failed at {tuple(x.shape)} ({reason}); that call ran "
+                              f"eagerly (failures so far: {failures})", RuntimeWarning, stacklevel=4)
+            return None
+
+    def _replay(self, entry: _Graph, x: torch.Tensor) -> torch.Tensor:
         if entry.io is not None:
             if entry.io.accepts(x):
                 return entry.io.replay(x)
@@ -279,7 +310,7 @@ class FusedRunner:
                     self.forward(static_in, plan)
             torch.cuda.current_stream().wait_stream(side)
             graph, kept = new_graph(self.switches.graph_io)
-            with torch.cuda.graph(graph):
+            with capturing(graph):
                 static_out = self.forward(static_in, plan)
             if kept:
                 graph.instantiate()

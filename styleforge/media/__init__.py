@@ -2,7 +2,8 @@
 
 `stream` is the generic pipeline (bounded queues, ordered output, one bad item fails alone);
 `stylize_images` runs image files and stdin/stdout through it; `stylize_video` runs a video.
-`temporal`, `flow` and `warping_error` keep video steady; `camera` drives `styleforge webcam`.
+`temporal` (OpenCV), `temporal_torch` (GPU), `flow_ahead`, `flow` and `warping_error` keep video
+steady; `camera` drives `styleforge webcam`.
 Importing this package is cheap: PyAV loads only when a video is opened.
 """
 from __future__ import annotations

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 import torch
 from PIL import Image
 
+from ..engine.capture import cuda_work
 from .options import CODECS  # noqa: E402,F401  (re-exported)
+
 _JPEG_MAGIC = b"\xff\xd8\xff"
 _EXIF_ORIENTATION = 0x0112
 
@@ -89,7 +91,7 @@ def decode_jpeg_gpu(item: JpegData, device: torch.device, stream) -> DeviceImage
     decodes only, so no other work is pending on the memory the decoder's own stream writes)."""
     from torchvision.io import ImageReadMode, decode_jpeg
     raw = torch.frombuffer(bytearray(item.data), dtype=torch.uint8)
-    with torch.cuda.stream(stream):
+    with cuda_work(), torch.cuda.stream(stream):   # engine.capture: not while a graph is captured
         image, = decode_jpeg([raw], mode=ImageReadMode.RGB, device=device)
         ready = torch.cuda.Event()
         ready.record(stream)
@@ -100,6 +102,7 @@ def encode_jpeg_gpu(image: DeviceImage, quality: int) -> bytes:
     """nvJPEG on an encode worker. torchvision's encoder runs on a stream of its own that does not
     wait for the caller's, so the host waits for the pixels first (this worker, not the engine)."""
     from torchvision.io import encode_jpeg
-    image.ready.synchronize()
-    data, = encode_jpeg([image.tensor], quality=quality)
-    return bytes(data.cpu().numpy())
+    with cuda_work():
+        image.ready.synchronize()
+        data, = encode_jpeg([image.tensor], quality=quality)
+        return bytes(data.cpu().numpy())

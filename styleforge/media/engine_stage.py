@@ -9,8 +9,12 @@ the uint8 result into pinned memory, the compute stream runs the network, and ev
 them, so the download of batch k overlaps the upload and compute of batch k+1. Encode workers
 wait on their item's event (`host_pixels`, or nvJPEG's encode from the GPU). fp16's overflow
 check is read one batch late (`settle`, called by the pipeline before it hands a batch to the
-encoders), so the engine thread never stalls on it. This module does not read or write files,
-and batches only what the pipeline hands it.
+encoders), so the engine thread never stalls on it. With a `TorchTemporalBlender` (`--temporal`
+on CUDA) each item's pair flows (`item.meta.flow`, computed ahead by the decode workers and
+staged like the pixels) travel up with its frame and the blend runs on the compute stream right
+after the network, in item order. The workers' CUDA calls (staging, waits) hold the shared side
+of the capture lock (`engine.capture`), so a graph capture on the engine thread never races them.
+This module does not read or write files, and batches only what the pipeline hands it.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from ..engine.capture import cuda_work
 from ..engine.checks import non_finite_output, require_finite_output
 from .codecs import DeviceImage
 from .yuv import YuvFrame, rgb_to_yuv420, yuv420_to_rgb
@@ -39,7 +44,8 @@ class DeviceResult:
 def host_pixels(out: Any) -> np.ndarray:
     """The engine's result for one item as a uint8 (H, W, 3) array (waits for the copy)."""
     if isinstance(out, DeviceResult):
-        out.ready.synchronize()
+        with cuda_work():
+            out.ready.synchronize()
         return out.host.numpy()
     if isinstance(out, torch.Tensor):
         return out.cpu().numpy()
@@ -50,10 +56,13 @@ class EngineStage:
     """Callable on a list of pipeline items of one shape; sets each item's `out`."""
 
     def __init__(self, stylizer: Callable[[torch.Tensor], torch.Tensor], *,
-                 device: torch.device | None = None):
+                 device: torch.device | None = None, temporal: Any = None):
         self.stylizer = stylizer
         self.device = torch.device(device or getattr(stylizer, "device", "cpu"))
         self.cuda = self.device.type == "cuda"
+        if temporal is not None and not self.cuda:
+            raise ValueError("the engine stage blends on CUDA only; CPU runs use media.temporal as a frame filter")
+        self.temporal = temporal      # a TorchTemporalBlender on self.device, or None
         if self.cuda:
             self.compute = torch.cuda.Stream(self.device)
             self.copy = torch.cuda.Stream(self.device)
@@ -63,7 +72,9 @@ class EngineStage:
         """Called by decode workers: pixels into pinned memory on CUDA, as they are on CPU."""
         if not self.cuda:
             return pixels
-        pinned = torch.empty(pixels.shape, dtype=torch.uint8, pin_memory=True)
+        with cuda_work():   # a pinned allocation: never while a graph is captured
+            pinned = torch.empty(pixels.shape, dtype=torch.from_numpy(np.empty(0, pixels.dtype)).dtype,
+                                 pin_memory=True)
         pinned.numpy()[...] = pixels
         return pinned
 
@@ -85,6 +96,8 @@ class EngineStage:
             if getattr(self.stylizer, "dtype", None) != torch.float16:
                 raise non_finite_output(self._style_name())
             self.stylizer.fall_back_to_fp32()
+            if self.temporal is not None:   # the history holds the overflowed frames: restart it
+                self.temporal.reset()
             for item in batch:
                 item.out = None
             rerun = self._run_cuda(batch)
@@ -115,25 +128,9 @@ class EngineStage:
         """Issue the batch's work on the stage's streams; → (pinned finite flag, its event) where
         the network reports one."""
         with torch.inference_mode():
-            host = [i for i, item in enumerate(batch) if not isinstance(item.pixels, DeviceImage)]
-            inputs: list[Any] = [item.pixels.tensor if i not in host else None for i, item in enumerate(batch)]
-            if host:
-                with torch.cuda.stream(self.copy):
-                    for i in host:
-                        pixels = batch[i].pixels
-                        if isinstance(pixels, YuvFrame):   # planes as they are: converted on the GPU
-                            inputs[i] = pixels.planes.to(self.device, non_blocking=True)
-                            continue
-                        pixels = pixels if isinstance(pixels, torch.Tensor) else torch.from_numpy(pixels)
-                        inputs[i] = pixels.to(self.device, non_blocking=True).permute(2, 0, 1)
-                    uploaded = torch.cuda.Event()
-                    uploaded.record()
-                self.compute.wait_event(uploaded)
-            for item in batch:
-                if isinstance(item.pixels, DeviceImage):
-                    self.compute.wait_event(item.pixels.ready)
+            inputs, flows = self._upload(batch)
             with torch.cuda.stream(self.compute):
-                for tensor in inputs:
+                for tensor in (*inputs, *(f for f in flows if f is not None)):
                     tensor.record_stream(self.compute)
                 frames = [item.pixels for item in batch if isinstance(item.pixels, YuvFrame)]
                 if frames and len(frames) != len(batch):
@@ -144,6 +141,8 @@ class EngineStage:
                 else:
                     content = torch.stack(inputs).float()          # (N, 3, H, W), contiguous
                 out, finite = self._network(content)
+                if self.temporal is not None:   # in item order: each blend reads the one before
+                    out = torch.stack([self.temporal(content[i], out[i], flows[i]) for i in range(len(batch))])
                 if frames:   # back to planes: (N, H·3/2, W), downloaded as they are
                     out = torch.cat([rgb_to_yuv420(out[i:i + 1], f.matrix, f.full_range)
                                      for i, f in enumerate(frames)])
@@ -172,3 +171,32 @@ class EngineStage:
                 for k, i in enumerate(to_host):
                     batch[i].out = DeviceResult(pinned[k], ready)
         return (flag, computed) if flag is not None else None
+
+    def _upload(self, batch: list) -> tuple[list, list]:
+        """The items' pixels (and, blending, their pair flows) on the device, issued on the copy
+        stream; the compute stream waits for them (and for nvJPEG's decodes)."""
+        host = [i for i, item in enumerate(batch) if not isinstance(item.pixels, DeviceImage)]
+        inputs: list[Any] = [item.pixels.tensor if i not in host else None for i, item in enumerate(batch)]
+        flows: list[Any] = [None] * len(batch)
+        pairs = [i for i, item in enumerate(batch)
+                 if self.temporal is not None and getattr(item.meta, "flow", None) is not None]
+        if host or pairs:
+            with torch.cuda.stream(self.copy):
+                for i in host:
+                    pixels = batch[i].pixels
+                    if isinstance(pixels, YuvFrame):   # planes as they are: converted on the GPU
+                        inputs[i] = pixels.planes.to(self.device, non_blocking=True)
+                        continue
+                    pixels = pixels if isinstance(pixels, torch.Tensor) else torch.from_numpy(pixels)
+                    inputs[i] = pixels.to(self.device, non_blocking=True).permute(2, 0, 1)
+                for i in pairs:
+                    flow = batch[i].meta.flow
+                    flow = flow if isinstance(flow, torch.Tensor) else torch.from_numpy(flow)
+                    flows[i] = flow.to(self.device, non_blocking=True)
+                uploaded = torch.cuda.Event()
+                uploaded.record()
+            self.compute.wait_event(uploaded)
+        for item in batch:
+            if isinstance(item.pixels, DeviceImage):
+                self.compute.wait_event(item.pixels.ready)
+        return inputs, flows

@@ -36,33 +36,42 @@ def resize_flow(flow: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     return out
 
 
+def shrink(gray: np.ndarray, max_side: int | None) -> np.ndarray:
+    """uint8 (H, W) → a copy whose longer side is at most `max_side` (area-averaged), or itself."""
+    height, width = gray.shape
+    if not max_side or max(height, width) <= max_side:
+        return gray
+    scale = max_side / max(height, width)
+    small = (max(1, round(width * scale)), max(1, round(height * scale)))
+    return cv2.resize(gray, small, interpolation=cv2.INTER_AREA)
+
+
+def dis(preset: str) -> cv2.DISOpticalFlow:
+    if preset not in PRESETS:
+        raise ValueError(f"flow preset must be one of {tuple(PRESETS)}, got {preset!r}")
+    return cv2.DISOpticalFlow_create(PRESETS[preset])
+
+
 class FlowEstimator:
     """DIS flow between two frames. `max_side` computes it on a downscaled copy of larger frames
     (the cost grows with pixels; camera-scale motion survives a 2× downscale) and scales it back.
     One estimator holds OpenCV state: use one per thread."""
 
     def __init__(self, preset: str = "medium", max_side: int | None = None):
-        if preset not in PRESETS:
-            raise ValueError(f"flow preset must be one of {tuple(PRESETS)}, got {preset!r}")
         if max_side is not None and max_side < 16:
             raise ValueError(f"flow max_side must be ≥ 16, got {max_side}")
         self.preset, self.max_side = preset, max_side
-        self._dis = cv2.DISOpticalFlow_create(PRESETS[preset])
+        self._dis = dis(preset)
+
+    def small(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Flow from `a` to `b` at the downscaled size, in the downscaled copy's pixels."""
+        if a.shape[:2] != b.shape[:2]:
+            raise ValueError(f"flow needs frames of one size, got {a.shape[:2]} and {b.shape[:2]}")
+        return self._dis.calc(shrink(to_gray(a), self.max_side), shrink(to_gray(b), self.max_side), None)
 
     def __call__(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Flow from frame `a` to frame `b` (same size): a(x) ≈ b(x + flow(x))."""
-        if a.shape[:2] != b.shape[:2]:
-            raise ValueError(f"flow needs frames of one size, got {a.shape[:2]} and {b.shape[:2]}")
-        ga, gb = to_gray(a), to_gray(b)
-        height, width = ga.shape
-        scale = 1.0
-        if self.max_side and max(height, width) > self.max_side:
-            scale = self.max_side / max(height, width)
-            small = (max(1, round(width * scale)), max(1, round(height * scale)))
-            ga = cv2.resize(ga, small, interpolation=cv2.INTER_AREA)
-            gb = cv2.resize(gb, small, interpolation=cv2.INTER_AREA)
-        flow = self._dis.calc(ga, gb, None)
-        return resize_flow(flow, (height, width)) if scale != 1.0 else flow
+        return resize_flow(self.small(a, b), a.shape[:2])
 
 
 def sample_grid(flow: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

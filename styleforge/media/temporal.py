@@ -16,7 +16,13 @@ most of the measured flicker is coarser. A scene cut (most pixels untrusted) res
 history. The previous output is kept in float32 so that rounding does not accumulate, and warped
 bicubically so that repeated warps blur less. It is a post-process like Lai et al. 2018's, without their trained network: it
 cannot remove flicker the flow cannot see (e.g. a static camera over changing texture).
-`TemporalBlender(content, stylized)` fits the video pipeline's `frame_filter` argument.
+
+Two steps: the flows of a frame pair (DIS at reduced size, `flow_ahead.pair_flows`, which
+depends on the inputs only and so may run ahead, in parallel) and the blend, which is sequential.
+This module is the NumPy/OpenCV blend, for CPU runs: `TemporalBlender(content, stylized)` fits
+the video pipeline's `frame_filter` argument and computes the flows itself, or takes them
+(`blend`). `temporal_torch.TorchTemporalBlender` is the same blend in PyTorch, run on the
+engine's GPU output; a test holds the two equal.
 """
 from __future__ import annotations
 
@@ -27,9 +33,11 @@ import numpy as np
 
 from .flow import PRESETS, FlowEstimator, reliable, resize_flow, warp
 
+FEATHER_SIGMA = 0.0     # cv2's rule for the feather's kernel: σ from its size (binomial ≤ 7 taps)
+
 
 @dataclass
-class TemporalBlender:
+class TemporalSettings:
     strength: float = 0.8                 # α: weight of the warped previous output where trusted
     preset: str = "medium"                # DIS preset: ultrafast, fast, medium
     flow_max_side: int | None = 640       # flow on a copy downscaled to this (None: full size)
@@ -37,7 +45,6 @@ class TemporalBlender:
     scene_cut: float = 0.6                # restart when more than this share of pixels is untrusted
     feather: int = 2                      # px: the trust mask is blurred by this radius
     detail_sigma: float = 2.0             # px: finer detail than this Gaussian stays the current frame's; 0 = off
-    _estimator: FlowEstimator = field(init=False, repr=False)
 
     def __post_init__(self):
         if not 0.0 <= self.strength < 1.0:
@@ -48,6 +55,18 @@ class TemporalBlender:
             raise ValueError(f"scene_cut must be in (0, 1], got {self.scene_cut}")
         if self.feather < 0 or self.photometric_tolerance <= 0 or self.detail_sigma < 0:
             raise ValueError("feather and detail_sigma must be ≥ 0, photometric_tolerance > 0")
+
+    def detail_size(self) -> int:
+        """The detail blur's kernel size: cv2.GaussianBlur's rule for float images (±4σ)."""
+        return round(self.detail_sigma * 8 + 1) | 1
+
+
+@dataclass
+class TemporalBlender(TemporalSettings):
+    _estimator: FlowEstimator = field(init=False, repr=False)
+
+    def __post_init__(self):
+        super().__post_init__()
         self._estimator = FlowEstimator(self.preset, self.flow_max_side)
         self.reset()
 
@@ -58,10 +77,12 @@ class TemporalBlender:
         self.restarts = 0
         self.trusted_fraction = 0.0
 
-    def trust(self, content: np.ndarray, previous: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(backward flow t → t−1, float32 trust mask in [0, 1]) at the content's size."""
-        backward = self._estimator(content, previous)
-        forward = self._estimator(previous, content)
+    def trust(self, content: np.ndarray, previous: np.ndarray,
+              flows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(backward flow t → t−1, float32 trust mask in [0, 1]) at the content's size, from the
+        pair's flows at flow size (`pair_flows`: forward t−1 → t, backward t → t−1)."""
+        size = content.shape[:2]
+        forward, backward = resize_flow(flows[0].copy(), size), resize_flow(flows[1].copy(), size)
         trusted = reliable(forward, backward)
         difference = np.abs(content.astype(np.int16) - warp(previous, backward).astype(np.int16)).max(-1)
         trusted &= difference <= self.photometric_tolerance
@@ -70,20 +91,29 @@ class TemporalBlender:
             # Erode-then-blur: the blend fades out before an untrusted region instead of across it.
             size = 2 * self.feather + 1
             mask = cv2.erode(mask, np.ones((size, size), np.uint8))
-            mask = cv2.GaussianBlur(mask, (size, size), 0)
+            mask = cv2.GaussianBlur(mask, (size, size), FEATHER_SIGMA)
         return backward, mask
 
     def __call__(self, content: np.ndarray, stylized: np.ndarray) -> np.ndarray:
         """content: the input frame, stylized: its per-frame stylization, both uint8 (H, W, 3) RGB
         (stylized may have another size) → the blended frame, uint8 like `stylized`."""
+        flows = None
+        if self._content is not None and self._content.shape == content.shape and self.strength:
+            flows = np.stack([self._estimator.small(self._content, content),
+                              self._estimator.small(content, self._content)])
+        return self.blend(content, stylized, flows)
+
+    def blend(self, content: np.ndarray, stylized: np.ndarray, flows: np.ndarray | None) -> np.ndarray:
+        """As calling it, with the flows from the previous content frame to this one given:
+        float32 (2, h, w, 2) at flow size, [forward, backward]; None restarts the history."""
         for name, array in (("content", content), ("stylized", stylized)):
             if array.dtype != np.uint8 or array.ndim != 3 or array.shape[2] != 3:
                 raise ValueError(f"{name} must be uint8 (H, W, 3), got {array.dtype} {array.shape}")
         current = stylized.astype(np.float32)
-        if (self.strength == 0.0 or self._content is None or self._content.shape != content.shape
-                or self._output.shape != current.shape):
+        if (self.strength == 0.0 or flows is None or self._content is None
+                or self._content.shape != content.shape or self._output.shape != current.shape):
             return self._keep(content, current)
-        backward, mask = self.trust(content, self._content)
+        backward, mask = self.trust(content, self._content, flows)
         self.trusted_fraction = float(mask.mean())
         if 1.0 - self.trusted_fraction > self.scene_cut:
             self.restarts += 1
@@ -93,7 +123,8 @@ class TemporalBlender:
             mask = cv2.resize(mask, current.shape[1::-1], interpolation=cv2.INTER_LINEAR)
         change = warp(self._output, backward, cv2.INTER_CUBIC) - current
         if self.detail_sigma:
-            change = cv2.GaussianBlur(change, (0, 0), self.detail_sigma)
+            size = self.detail_size()
+            change = cv2.GaussianBlur(change, (size, size), self.detail_sigma)
         blended = current + (self.strength * mask)[..., None] * change
         return self._keep(content, np.clip(blended, 0.0, 255.0))
 
@@ -101,4 +132,3 @@ class TemporalBlender:
         self._content = content.copy()
         self._output = output
         return np.rint(output).astype(np.uint8)
-

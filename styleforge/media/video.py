@@ -9,6 +9,10 @@ frame's colour range), the engine stylizes and encode workers convert back to YU
 source's colour space and range. The caller's thread encodes (libx264 / libx265 / SVT-AV1 with
 `crf`/`preset`) and muxes; with no stylizer (a plain transcode) decoded frames go to the encoder
 as they are.
+`--temporal` (`video.temporal` > 0) on CUDA blends on the GPU inside the engine stage
+(`temporal_torch`), the decode workers computing each frame pair's flows ahead (`flow_ahead`,
+from the frame's luma), and frames keep travelling as YUV planes; on the CPU the OpenCV blender
+(`temporal`) runs as the frame filter.
 A second demuxer over the same file feeds audio and subtitle packets, remuxed untouched
 (bit-identical payloads) and interleaved by time behind the video, so no stream is buffered
 whole. Container and stream metadata, fps, time base and colour tags are copied; rotation
@@ -32,6 +36,8 @@ import numpy as np
 from ..engine.options import StylizeOptions
 from .engine_stage import EngineStage, host_pixels
 from .options import DEFAULT_PRESETS, VIDEO_CODECS, VideoOptions
+from .flow import to_gray
+from .flow_ahead import FlowAhead
 from .pipeline import Item, Stats, stream
 from .yuv import YuvFrame, frame_tags
 
@@ -70,6 +76,7 @@ class _FrameMeta:
     colorspace: int
     color_range: int
     content: np.ndarray | None     # kept only when a frame filter needs the input frame
+    flow: object = None            # pair flows from the frame before (GPU --temporal), staged
 
 
 def _open_input(av, src: Path, hwaccel=None):
@@ -187,6 +194,15 @@ def _transcode(av, reader, src: Path, tmp: Path, fmt: str, stylizer, options: St
         packets = _PacketFeed(av, src, copied, start, end, offset_s)
         total = _frame_count(vin, rate, start, end)
         engine = EngineStage(stylizer) if stylizer is not None else None
+        flows = None
+        if engine is not None and frame_filter is None and video.temporal > 0:
+            if engine.cuda:   # the blend on the engine's output, its flows ahead in the decode workers
+                from .temporal_torch import TorchTemporalBlender
+                engine.temporal = TorchTemporalBlender(strength=video.temporal, device=engine.device)
+                flows = FlowAhead(engine.temporal.preset, engine.temporal.flow_max_side)
+            else:             # one OpenCV blender per video, called in frame order
+                from .temporal import TemporalBlender
+                frame_filter = TemporalBlender(strength=video.temporal)
         offset_pts = round(offset_s / vin.time_base) if offset_s else 0
 
         # On CUDA without a frame filter, frames travel as yuv420p planes and the colour conversion
@@ -196,6 +212,18 @@ def _transcode(av, reader, src: Path, tmp: Path, fmt: str, stylizer, options: St
         passthrough = engine is None and frame_filter is None and (even_w, even_h) == (width, height)
 
         def decode(item: Item) -> None:
+            if flows is None:
+                return decode_frame(item)
+            luma = None
+            try:
+                decode_frame(item)
+                luma = (item.pixels.planes.numpy()[:height] if isinstance(item.pixels, YuvFrame)
+                        else to_gray(item.pixels.numpy() if hasattr(item.pixels, "numpy") else item.pixels))
+            finally:   # every frame reports, failed or not: the next one waits for it
+                flow = flows(item.index, luma)
+            item.meta.flow = engine.stage(flow) if flow is not None else None
+
+        def decode_frame(item: Item) -> None:
             frame = item.task
             item.task = f"{src} frame at {float(frame.time or 0):.3f} s"
             item.meta = _FrameMeta(frame.pts, frame.colorspace, frame.color_range, None)

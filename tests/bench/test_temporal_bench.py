@@ -1,5 +1,5 @@
-"""The temporal-consistency benchmark end to end at toy size: random-weight style, a narrow
-random VGG, 32-px camera clips and a generated video; rows, the table and the JSON lines."""
+"""The temporal-consistency benchmark end to end at toy size: random-weight styles, a narrow
+random VGG, 64-px generated clips and a real video file; rows per clip, the table, the JSON lines."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import pytest
 import torch
 from PIL import Image
 
-from styleforge.bench.temporal import markdown, run_temporal_bench, summarise
+from styleforge.bench.temporal import markdown, run_temporal_bench
 from styleforge.bench.temporal_options import TemporalBenchConfig
 from styleforge.cli import main
 from styleforge.models.vgg import VGG16Features
@@ -32,36 +32,43 @@ def inputs(tmp_path):
 
 
 @pytest.mark.slow
-def test_rows_table_and_file(styles_env, inputs):
+def test_rows_per_clip_table_and_file(styles_env, inputs):
     config = TemporalBenchConfig(style="alpha", stability_checkpoint=str(styles_env / "beta.safetensors"),
                                  painting=str(inputs / "painting.png"), vgg_weights=str(inputs / "vgg.pth"),
                                  videos=(str(inputs / "clip.avi"),), photos=(str(inputs / "photo.png"),),
-                                 motions=("integer-pan",), size=32, frames=3, output=str(inputs / "out"))
+                                 scenes=("pan", "cut"), size=64, frames=6, speed_frames=8, repeats=1,
+                                 score_every=2, output=str(inputs / "out"))
     rows = run_temporal_bench(config, log=lambda m: None)
-    methods = {r["method"] for r in rows}
-    assert methods == {"per-frame", "temporal", "stability", "stability+temporal"}
-    assert {r["clip"] for r in rows} == {"photo/integer-pan", "clip.avi"}
-    synthetic = [r for r in rows if r["clip"] == "photo/integer-pan"]
-    assert all(r["warp_error_exact"] is not None and r["style_ratio"] > 0 for r in synthetic)
-    summary = {s["method"]: s for s in summarise(rows)}
-    assert summary["per-frame"]["warp_vs_per_frame"] == pytest.approx(1.0)
-    assert summary["temporal"]["warp_vs_per_frame"] < 1.0
-    assert "| temporal |" in markdown(rows)
+    assert {r["clip"] for r in rows} == {"pan@64x36", "cut@64x36", "clip.avi"}
+    for clip in ("pan@64x36", "cut@64x36"):
+        by = {r["method"]: r for r in rows if r["clip"] == clip}
+        assert set(by) == {"per-frame", "temporal", "stability", "stability+temporal"}
+        assert by["per-frame"]["warp_vs_per_frame"] == pytest.approx(1.0)
+        assert by["temporal"]["warp_error"] < by["per-frame"]["warp_error"]
+        assert by["temporal"]["style_ratio"] > 0 and by["temporal"]["style_change"] is not None
+        # The video path timed on the same clip, plain and --temporal.
+        assert by["per-frame"]["fps_plain"] > 0 and by["temporal"]["fps_temporal"] > 0
+        assert by["temporal"]["fps_ratio"] == pytest.approx(by["temporal"]["fps_temporal"] / by["temporal"]["fps_plain"])
+    table = markdown(rows)
+    assert "| pan@64x36 | temporal |" in table and "| cut@64x36 | stability+temporal |" in table
     lines = (inputs / "out" / "temporal.jsonl").read_text().splitlines()
     assert len(lines) == len(rows) and "env" in json.loads(lines[0])
 
 
-def test_cli_temporal_without_style_ratio(styles_env, inputs, capsys):
+@pytest.mark.slow
+def test_cli_without_style_ratio_or_stability_style(styles_env, inputs, capsys):
     code = main(["bench", "--temporal", "--style", "alpha", "--photo", str(inputs / "photo.png"),
-                 "--temporal-motions", "zoom", "--temporal-size", "32", "--temporal-frames", "3",
-                 "--device", "cpu", "--output", str(inputs / "cli")])
+                 "--temporal-scenes", "zoom", "--temporal-size", "48", "--temporal-frames", "3",
+                 "--temporal-speed-frames", "0", "--device", "cpu", "--output", str(inputs / "cli")])
     out = capsys.readouterr().out
-    assert code == 0 and "style ratio left out" in out and "| photo/zoom | temporal |" in out
+    assert code == 0 and "style ratio left out" in out and "| zoom@48x28 | temporal |" in out
+    assert "| zoom@48x28 | stability | absent" in out
 
 
-def test_bad_motion_and_missing_file(styles_env, inputs):
-    with pytest.raises(ValueError, match="motion"):
+def test_bad_scene_and_missing_file(styles_env, inputs):
+    with pytest.raises(ValueError, match="scene"):
         run_temporal_bench(TemporalBenchConfig(style="alpha", photos=(str(inputs / "photo.png"),),
-                                               motions=("spin",), output=None), log=lambda m: None)
+                                               scenes=("spin",), size=32, frames=3, speed_frames=0, output=None),
+                           log=lambda m: None)
     with pytest.raises(FileNotFoundError, match="nope"):
         TemporalBenchConfig(videos=(str(inputs / "nope.mp4"),))

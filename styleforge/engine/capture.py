@@ -1,0 +1,104 @@
+"""CUDA-graph capture that no other thread's CUDA work can break, and the lock that ensures it.
+
+A stream capture records the launches on one stream. CUDA ends it with
+cudaErrorStreamCaptureInvalidated when, while it runs, a call the capture forbids is made: in
+the default "global" mode by ANY thread of the process (a pinned allocation in a decode worker,
+an event wait in an encode worker, a synchronous copy). Every capture in the package goes
+through `capturing`: "thread_local" mode, so only the capturing thread's calls count, and the
+exclusive side of one process-wide lock (`CAPTURE_LOCK`). Every other CUDA user in the package
+— the media pipeline's decode workers (pinned staging, nvJPEG), the engine stage's uploads of
+frames and flows, encode workers waiting on their pixels — holds the shared side around its CUDA
+calls (`cuda_work`), so none of them runs while a graph is captured. Shared holders run
+together; a capture waits for those inside and new ones wait for the capture (so a steady
+stream of workers cannot starve it). Both sides are re-entrant per thread, and a thread that
+holds the shared side may still capture (its own calls are in thread_local's scope anyway).
+
+Not here: what is captured (`engine.runner`, `engine.arbitrary`). A capture that fails anyway
+raises from `capturing`; the runners turn that into one eager call and one warning.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+
+import torch
+
+
+class CaptureLock:
+    """A readers–writer lock: `shared()` for CUDA work, `exclusive()` for a capture; writers first."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._readers: dict[int, int] = {}   # thread id → how deep it holds the shared side
+        self._writer: int | None = None
+        self._writer_depth = 0
+        self._writers_waiting = 0
+        self.captures = 0                    # exclusive sections entered (tests read it)
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        me = threading.get_ident()
+        with self._cond:
+            if self._writer != me and me not in self._readers:
+                while self._writer is not None or self._writers_waiting:
+                    self._cond.wait()
+            self._readers[me] = self._readers.get(me, 0) + 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers[me] -= 1
+                if not self._readers[me]:
+                    del self._readers[me]
+                    self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        me = threading.get_ident()
+        with self._cond:
+            if self._writer != me:
+                self._writers_waiting += 1
+                try:
+                    while self._writer is not None or any(t != me for t in self._readers):
+                        self._cond.wait()
+                finally:
+                    self._writers_waiting -= 1
+                self._writer = me
+            self._writer_depth += 1
+            self.captures += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writer_depth -= 1
+                if not self._writer_depth:
+                    self._writer = None
+                    self._cond.notify_all()
+
+    def busy(self) -> bool:
+        """Whether a capture holds the lock now (for tests and diagnostics)."""
+        with self._cond:
+            return self._writer is not None
+
+
+CAPTURE_LOCK = CaptureLock()
+
+
+def cuda_work() -> contextlib.AbstractContextManager:
+    """Held by every CUDA user other than a capture: no graph is captured while it is held."""
+    return CAPTURE_LOCK.shared()
+
+
+@contextlib.contextmanager
+def capturing(graph: torch.cuda.CUDAGraph, **kwargs) -> Iterator[None]:
+    """`torch.cuda.graph(graph, capture_error_mode="thread_local", **kwargs)` under the exclusive
+    lock. On failure the thread's current stream is put back (torch's context manager leaves the
+    capture stream current when `capture_end` raises) and the error propagates."""
+    stream = torch.cuda.current_stream()
+    with CAPTURE_LOCK.exclusive():
+        try:
+            with torch.cuda.graph(graph, capture_error_mode="thread_local", **kwargs):
+                yield
+        finally:
+            torch.cuda.set_stream(stream)

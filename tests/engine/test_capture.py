@@ -1,0 +1,225 @@
+"""engine.capture: the capture lock keeps CUDA work out of a capture (CPU threads check the lock);
+on the GPU a failed capture runs that call eagerly with one warning, and ≥ 200 captures of new
+shapes survive decode, copy and launch work in other threads (the stress test)."""
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from conftest import random_net, rel_error
+
+from styleforge.engine.capture import CAPTURE_LOCK, CaptureLock
+
+STRESS_CAPTURES = 200
+
+
+def test_shared_holders_run_together_and_a_capture_waits_for_them():
+    lock = CaptureLock()
+    inside, release, log = threading.Barrier(3), threading.Event(), []
+
+    def worker():
+        with lock.shared():
+            inside.wait()            # both workers are inside at once
+            release.wait()
+            log.append("worker out")
+
+    def capture():
+        with lock.exclusive():
+            log.append("captured")
+
+    workers = [threading.Thread(target=worker) for _ in range(2)]
+    for t in workers:
+        t.start()
+    inside.wait()
+    capturer = threading.Thread(target=capture)
+    capturer.start()
+    time.sleep(0.1)
+    assert log == []                 # the capture waits for the shared holders
+    release.set()
+    for t in (*workers, capturer):
+        t.join(5)
+    assert log == ["worker out", "worker out", "captured"]
+
+
+def test_workers_wait_while_a_capture_runs_and_a_waiting_capture_goes_first():
+    lock = CaptureLock()
+    log, captured, finish = [], threading.Event(), threading.Event()
+
+    def capture():
+        with lock.exclusive():
+            log.append("capture in")
+            captured.set()
+            finish.wait(5)
+            log.append("capture out")
+
+    def worker():
+        with lock.shared():
+            log.append("late worker")
+
+    capturer, late = threading.Thread(target=capture), threading.Thread(target=worker)
+    with lock.shared():               # a worker is inside; a capture queues behind it …
+        capturer.start()
+        time.sleep(0.05)
+        late.start()                  # … and a worker arriving now queues behind the capture
+        time.sleep(0.05)
+        assert log == []
+    assert captured.wait(5)
+    time.sleep(0.05)
+    assert log == ["capture in"] and lock.busy()
+    finish.set()
+    for t in (capturer, late):
+        t.join(5)
+    assert log == ["capture in", "capture out", "late worker"] and not lock.busy()
+
+
+def test_the_lock_is_reentrant_for_its_holder():
+    lock = CaptureLock()
+    with lock.exclusive():
+        with lock.shared(), lock.exclusive():   # the capturing thread's own CUDA work
+            assert lock.busy()
+    with lock.shared():
+        with lock.shared():
+            with lock.exclusive():                 # a worker's thread may still capture
+                assert lock.busy()
+    assert not lock.busy() and lock._readers == {}
+
+
+@pytest.mark.gpu
+def test_a_failed_capture_runs_eagerly_with_one_warning():
+    from styleforge.engine.runner import FusedRunner
+    from styleforge.switches import Switches
+    runner = FusedRunner(random_net(0), torch.device("cuda"), torch.float32,
+                         settings=Switches(conv3x3="off", plan_cache=False))
+    forward = runner.forward
+
+    def breaks_capture(x, plan=None):
+        if torch.cuda.is_current_stream_capturing():
+            torch.cuda.current_stream().synchronize()   # illegal in a capture: it is invalidated
+        return forward(x, plan)
+
+    runner.forward = breaks_capture
+    x = torch.rand(1, 3, 64, 96, device="cuda") * 255
+    expected = forward(x)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outs = [runner(x) for _ in range(3)]       # seen once, then two failed captures
+    assert [str(w.message).count("capture failed") for w in caught] == [1]
+    assert all(rel_error(out, expected) <= 1e-4 for out in outs)
+    assert runner.captures == 0 and sum(runner.capture_failures.values()) == 2
+    assert torch.cuda.current_stream() == torch.cuda.default_stream()   # the stream was put back
+    runner.forward = forward
+    out = runner(x)                                  # a later capture of the shape succeeds
+    assert runner.captures == 1 and rel_error(out, expected) <= 1e-4
+
+
+class Background:
+    """Other threads doing what the media pipeline's workers do while the main thread captures:
+    pinned staging and uploads (decode), launches with allocations (flow, blends), downloads
+    waited on (encode) — through the package's workers' own calls, and raw work on side streams;
+    with `clip`, one more thread runs `styleforge.stylize_video(--temporal)` on it over and over
+    (PyAV decode and encode workers, an engine thread of its own that captures too)."""
+
+    def __init__(self, threads_each: int = 2, clip=None):
+        from styleforge.media.engine_stage import EngineStage
+        self.stage = EngineStage(lambda x: x, device=torch.device("cuda"))
+        self.stop, self.errors, self.rounds, self.videos = threading.Event(), [], 0, 0
+        self.clip = clip
+        kinds = [self.decode, self.launch, self.encode]
+        self.threads = [threading.Thread(target=self.loop, args=(k, i)) for k in kinds for i in range(threads_each)]
+        if clip is not None:
+            self.threads.append(threading.Thread(target=self.loop, args=(self.video, 0)))
+
+    def loop(self, kind, seed):
+        rng = np.random.default_rng(seed)
+        stream = torch.cuda.Stream()
+        try:
+            while not self.stop.is_set():
+                kind(rng, stream)
+                self.rounds += 1
+        except Exception as exc:   # reported by the test, with its kind
+            self.errors.append(f"{kind.__name__}: {type(exc).__name__}: {exc}")
+
+    def decode(self, rng, stream):
+        pixels = rng.integers(0, 256, (rng.integers(64, 300), 320, 3), dtype=np.uint8)
+        pinned = self.stage.stage(pixels)
+        from styleforge.engine.capture import cuda_work
+        with cuda_work(), torch.cuda.stream(stream):
+            on_gpu = pinned.to("cuda", non_blocking=True)
+            back = on_gpu.float().mul_(1.0).to(torch.uint8).cpu()
+        if not np.array_equal(back.numpy(), pixels):
+            raise AssertionError("an upload and download did not round-trip")
+
+    def launch(self, rng, stream):
+        with torch.cuda.stream(stream):   # raw work: no lock, allocations, its own stream only
+            rows = int(rng.integers(64, 512))
+            a = torch.arange(rows * 256, device="cuda", dtype=torch.float32).view(rows, 256).mul_(1e-3).sin_()
+            b = (a @ a.T).relu_().sum()
+            stream.synchronize()
+        if not torch.isfinite(b):
+            raise AssertionError("a launch gave a non-finite value")
+
+    def encode(self, rng, stream):
+        from styleforge.media.engine_stage import DeviceResult, host_pixels
+        with torch.cuda.stream(stream):
+            image = torch.full((120, 160, 3), int(rng.integers(0, 256)), dtype=torch.uint8, device="cuda")
+            host = torch.empty(image.shape, dtype=torch.uint8, pin_memory=True)
+            host.copy_(image, non_blocking=True)
+            ready = torch.cuda.Event()
+            ready.record(stream)
+        pixels = host_pixels(DeviceResult(host, ready))
+        if not (pixels == pixels.flat[0]).all() or pixels.flat[0] != int(image[0, 0, 0]):
+            raise AssertionError("a download waited on did not hold the pixels")
+
+    def video(self, rng, stream):
+        import styleforge
+        result = styleforge.stylize_video(self.clip, self.clip.with_name("out.mp4"), "alpha", device="cuda",
+                                          temporal=0.8, overwrite=True)
+        if result.frames != 12:
+            raise AssertionError(f"the video kept {result.frames} of 12 frames")
+        self.videos += 1
+
+    def __enter__(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        for t in self.threads:
+            t.join(30)
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_stress_captures_of_new_shapes_beside_concurrent_cuda_work(styles_env, tmp_path):
+    pytest.importorskip("av")
+    from styleforge.bench.temporal_clips import render_scene, write_clip
+    from styleforge.engine.runner import FusedRunner
+    from styleforge.switches import Switches
+    model = random_net(3)
+    runner = FusedRunner(model, torch.device("cuda"), torch.float16, settings=Switches(plan_cache=False))
+    reference = FusedRunner(model, torch.device("cuda"), torch.float16, use_graphs=False,
+                            settings=Switches(plan_cache=False))
+    shapes = [(1, 3, 32 + 4 * (i % 20), 32 + 4 * (i // 20)) for i in range(STRESS_CAPTURES)]
+    locked_before = CAPTURE_LOCK.captures
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        photo = (np.indices((300, 400)).sum(0)[..., None] * [1, 2, 3] % 256).astype(np.uint8)
+        clip = write_clip(tmp_path / "clip.mp4", render_scene("pan", [photo], (96, 160), 12))
+        with Background(clip=clip) as background:
+            for i, shape in enumerate(shapes):
+                x = torch.rand(shape, device="cuda") * 255
+                runner(x)                           # seen once: eager
+                out = runner(x)                     # captured now, under the other threads' work
+                if i % 20 == 0:
+                    assert rel_error(out, reference(x)) <= 2e-2, shape
+                assert not background.errors, background.errors
+    torch.cuda.synchronize()
+    assert not [w for w in caught if "capture failed" in str(w.message)]   # here or in the video's engine
+    assert background.rounds > 0 and background.videos > 0 and not background.errors, background.errors
+    assert runner.captures == STRESS_CAPTURES and not runner.capture_failures
+    assert CAPTURE_LOCK.captures - locked_before >= STRESS_CAPTURES

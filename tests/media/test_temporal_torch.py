@@ -1,0 +1,124 @@
+"""The PyTorch temporal blend equals the OpenCV one (CPU tensors here, CUDA where there is one),
+scene cuts restart it without a ghost, and the flows computed ahead in threads equal the serial
+ones; on CUDA `video --temporal` blends in the engine stage and cuts the warping error."""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import cv2
+import numpy as np
+import pytest
+import torch
+from test_flow_warp import texture
+from test_temporal_blender import flickering_stylization
+
+from styleforge.media.flow import dis, to_gray
+from styleforge.media.flow_ahead import FlowAhead, pair_flows
+from styleforge.media.synthetic import camera_clip, motion_clip
+from styleforge.media.temporal import TemporalBlender
+from styleforge.media.temporal_torch import TorchTemporalBlender
+from styleforge.media.warping_error import warping_error
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+def serial_flows(frames, blender):
+    ahead = FlowAhead(blender.preset, blender.flow_max_side)
+    return [ahead(i, to_gray(f)) for i, f in enumerate(frames)]
+
+
+def chw(array, device="cpu"):
+    return torch.from_numpy(array).permute(2, 0, 1).float().to(device)
+
+
+def hwc(tensor):
+    return tensor.permute(1, 2, 0).to(torch.uint8).cpu().numpy()
+
+
+def run_both(frames, stylized, device="cpu", **settings):
+    cpu, torch_blender = TemporalBlender(**settings), TorchTemporalBlender(**settings, device=device)
+    flows = serial_flows(frames, cpu)
+    a = [cpu.blend(c, s, f) for c, s, f in zip(frames, stylized, flows)]
+    b = [hwc(torch_blender(chw(c, device), chw(s, device), f)) for c, s, f in zip(frames, stylized, flows)]
+    return a, b, cpu, torch_blender
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("motion", ["subpixel-pan", "zoom", "pan-zoom"])
+def test_torch_blend_equals_the_opencv_blend(motion, device):
+    clip = motion_clip(texture(), motion, (96, 128), 7)
+    stylized = flickering_stylization(clip.frames)
+    a, b, cpu, torch_blender = run_both(clip.frames, stylized, device)
+    for x, y in zip(a, b):
+        gap = np.abs(x.astype(int) - y.astype(int))
+        # OpenCV's remap rounds coordinates to 1/32 px; the rest is the same arithmetic.
+        assert gap.max() <= 2 and gap.mean() < 0.1
+    assert torch_blender.trusted_fraction == pytest.approx(cpu.trusted_fraction, abs=2e-3)
+    assert torch_blender.restarts == cpu.restarts == 0
+    # Both actually blend: the warping error falls well below the per-frame stylization's.
+    assert warping_error(b, clip.flows).mean < 0.4 * warping_error(stylized, clip.flows).mean
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_torch_blend_of_a_larger_stylization_and_options(device):
+    clip = motion_clip(texture(), "subpixel-pan", (48, 64), 4)
+    big = [cv2.resize(255 - f, (128, 96), interpolation=cv2.INTER_NEAREST) for f in clip.frames]
+    a, b, _, _ = run_both(clip.frames, big, device, strength=0.6, detail_sigma=0.0, feather=3)
+    assert b[-1].shape == (96, 128, 3)
+    assert max(np.abs(x.astype(int) - y.astype(int)).max() for x, y in zip(a, b)) <= 2
+
+
+def cut_clip(frames_each=4, size=(96, 128)):
+    """A pan over one picture, then (a cut) a pan over another: (frames, index of the first after the cut)."""
+    first = camera_clip(texture(seed=1), size, frames_each, (1.3, 0.4)).frames
+    second = camera_clip(texture(seed=7), size, frames_each, (-0.9, 0.6)).frames
+    return first + second, frames_each
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_scene_cut_restarts_without_a_ghost(device):
+    frames, cut = cut_clip()
+    stylized = flickering_stylization(frames)
+    a, b, cpu, torch_blender = run_both(frames, stylized, device)
+    assert cpu.restarts == torch_blender.restarts == 1
+    for blended in (a, b):
+        assert not np.array_equal(blended[cut - 1], stylized[cut - 1])   # blending before the cut
+        assert np.array_equal(blended[cut], stylized[cut])               # the cut frame: its own alone
+    # After the cut nothing of the first scene remains: the same as a blender started at the cut.
+    _, fresh, _, _ = run_both(frames[cut:], stylized[cut:], device)
+    for late, clean in zip(b[cut:], fresh):
+        assert np.abs(late.astype(int) - clean.astype(int)).max() <= 1
+
+
+def test_flows_ahead_from_threads_equal_serial_flows_and_skip_failed_frames():
+    frames = motion_clip(texture(), "pan-zoom", (72, 96), 7).frames
+    engine = dis("medium")
+    serial = [None] + [pair_flows(engine, to_gray(frames[t - 1]), to_gray(frames[t])) for t in range(1, 7)]
+    ahead = FlowAhead("medium", max_side=None)
+    with ThreadPoolExecutor(4) as pool:   # FIFO, as the pipeline's decode workers
+        threaded = list(pool.map(lambda t: ahead(t, to_gray(frames[t])), range(7)))
+    assert threaded[0] is None
+    assert all(np.allclose(s, t, atol=1e-4) for s, t in zip(serial[1:], threaded[1:]))
+    failed = FlowAhead("medium", max_side=32)
+    out = [failed(t, None if t == 3 else to_gray(frames[t])) for t in range(7)]
+    assert [o is None for o in out] == [True, False, False, True, True, False, False]
+    assert out[1].shape == (2, 24, 32, 2)   # at flow size: the longer side 32
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_video_temporal_on_cuda_blends_in_the_engine(styles_env, tmp_path):
+    pytest.importorskip("av")
+    from test_media_video import make_video, video_frames
+
+    import styleforge
+    from styleforge.media.warping_error import input_flows
+    clip = make_video(tmp_path / "pan.mp4", width=128, height=96, frames=10, pan=True)
+    plain = styleforge.stylize_video(clip, tmp_path / "plain.mp4", "alpha", device="cuda", crf=0)
+    steady = styleforge.stylize_video(clip, tmp_path / "steady.mp4", "alpha", device="cuda", crf=0, temporal=0.8)
+    assert plain.frames == steady.frames == 10
+    inputs = video_frames(clip)
+    flows = input_flows(inputs)
+    before = warping_error(video_frames(tmp_path / "plain.mp4"), flows).mean
+    after = warping_error(video_frames(tmp_path / "steady.mp4"), flows).mean
+    assert after < 0.9 * before
