@@ -13,6 +13,7 @@ rows' medians, and a ratio is the quotient of two medians of one run.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
@@ -147,14 +148,15 @@ def _same_precision(row: dict) -> bool:
     return row["provider"] != "styleforge.tf32" and "bf16-rounded" not in notes
 
 
-def ops_summary(results: Path) -> str:
-    """Per op case: StyleForge's median against the fastest baseline of the same precision."""
+def ops_summary(results: Path, prefix: str = "") -> str:
+    """Per op case (those whose op name starts with `prefix`): StyleForge's median against the
+    fastest baseline of the same precision."""
     rows = _cuda_run(results, "op")
     if not rows:
         return _no_rows("benchmarks/results/ops.csv", "styleforge bench --ops")
     cases: dict[tuple[str, str, str], dict[str, dict]] = {}
     for r in rows:
-        if _ms(r) is not None and _same_precision(r):
+        if _ms(r) is not None and _same_precision(r) and r["op"].startswith(prefix):
             cases.setdefault((r["op"], r["shape"], r["dtype"]), {})[r["provider"]] = r
     lines = ["| op | shape | dtype | StyleForge ms | fastest baseline | its ms | × baseline |",
              "|---|---|---|---:|---|---:|---:|"]
@@ -200,8 +202,40 @@ def pipeline_summary(results: Path) -> str:
             + f" Each rate is the median of {', '.join(runs)} runs.\n")
 
 
+HISTORY_SIZES = ("256", "512", "1080p", "4k")
+
+
+def e2e_history(results: Path) -> str:
+    """Every CUDA end-to-end run in the rows, oldest first: its commit and fused-bf16's ms per frame
+    at each size (eager fp32 at 512 beside it, the same baseline in every run)."""
+    runs: dict[str, list[dict]] = {}
+    for r in read_rows(results, "e2e"):
+        if r.get("device") == "cuda":
+            runs.setdefault(r["run_id"], []).append(r)
+    if not runs:
+        return _no_rows("benchmarks/results/e2e.csv", "styleforge bench --e2e")
+    lines = ["| date | commit | torch | " + " | ".join(f"fused-bf16 {s}" for s in HISTORY_SIZES)
+             + " | eager-fp32 512 |", "|---|---|---|" + "---:|" * (len(HISTORY_SIZES) + 1)]
+    for run_id, rows in sorted(runs.items()):
+        cells = {(r["provider"], r["size"]): r for r in rows}
+        first = rows[0]
+        dirty = {r.get("git_dirty", "") for r in rows}
+        commit = (first.get("commit", "")[:10] or "unknown") + (" (uncommitted changes)" if "true" in dirty else "")
+        times = [_cell(cells.get(("fused-bf16", s))) for s in (*HISTORY_SIZES,)]
+        lines.append(f"| {first.get('timestamp', run_id)[:10]} | {commit} | {first.get('torch', '?')} | "
+                     + " | ".join(times) + f" | {_cell(cells.get(('eager-fp32', '512')))} |")
+    devices = sorted({r.get("device_name", "?") for rows in runs.values() for r in rows})
+    return ("\n".join(lines) + f"\n\n_{len(runs)} runs of `styleforge bench --e2e` in "
+            f"`benchmarks/results/e2e.csv` ({', '.join(devices)}); ms per frame, median of each run._\n")
+
+
+# A kernel's page shows the ops table of its own op cases (`op` names start with the key).
+OP_PAGES = ("attention", "conv3x3", "conv9x9", "ffn", "instance_norm")
+
 TABLES: dict[str, Callable[[Path], str]] = {
-    "e2e": e2e_summary, "e2e-detail": e2e_detail, "ops": ops_summary, "pipeline": pipeline_summary}
+    "e2e": e2e_summary, "e2e-detail": e2e_detail, "e2e-history": e2e_history, "ops": ops_summary,
+    "pipeline": pipeline_summary,
+    **{f"ops-{op}": functools.partial(ops_summary, prefix=op) for op in OP_PAGES}}
 
 
 def documents(root: Path = REPO_ROOT) -> list[Path]:
