@@ -229,12 +229,68 @@ def e2e_history(results: Path) -> str:
             f"`benchmarks/results/e2e.csv` ({', '.join(devices)}); ms per frame, median of each run._\n")
 
 
+def _json_lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def tiling_summary(results: Path) -> str:
+    """The latest run of `python -m styleforge.bench.tiling` (the rows sharing the last row's commit,
+    device, precision and budget): per size and mode, seconds per call, peak GPU memory and PSNR of
+    the tiled output against the untiled one."""
+    rows = _json_lines(results / "tiling.jsonl")
+    if not rows:
+        return _no_rows("benchmarks/results/tiling.jsonl", "python -m styleforge.bench.tiling")
+    key = ("commit", "gpu", "torch", "precision", "budget_gib")
+    last = {k: rows[-1].get(k) for k in key}
+    rows = [r for r in rows if all(r.get(k) == v for k, v in last.items())]
+    latest = {(r["size"], r["tiling"]): r for r in rows}
+    lines = ["| size | mode | s per call | peak allocated / reserved GiB | PSNR vs untiled dB |",
+             "|---|---|---:|---|---:|"]
+    for r in latest.values():
+        if r.get("status") == "failed":
+            lines.append(f"| {r['size']} | {r['tiling']} | failed: {r.get('error', '')[:80].replace('|', '/')} | – | – |")
+            continue
+        peak = (f"{r['peak_allocated_gib']:.2f} / {r['peak_reserved_gib']:.2f}"
+                if "peak_allocated_gib" in r else "– (CPU)")
+        db = r.get("psnr_vs_untiled_db")
+        lines.append(f"| {r['size']} | {r['mode']} | {r['median_s']:.3f} | {peak} | "
+                     f"{'–' if db is None else '∞' if db == float('inf') else f'{db:.1f}'} |")
+    budget = last["budget_gib"]
+    return ("\n".join(lines) + f"\n\n_Measured: {last['gpu']} · torch {last['torch']} · commit {last['commit'] or 'unknown'}"
+            f" · {rows[-1].get('timestamp', 'date not recorded')[:10]} · {last['precision']}, `--stroke-scale 1`"
+            + (f", GPU budget {budget:.1f} GiB" if budget else "") + " · `benchmarks/results/tiling.jsonl`._\n")
+
+
+STROKE_BAR = 1.5
+
+
+def stroke_summary(results: Path) -> str:
+    """`dev/tiling/stroke_table.py`'s output: each built-in style's style ratio at 512 px and at the
+    larger sizes with the default stroke scale, and the 4K / 512 ratio against the bar."""
+    path = results / "stroke_scale.json"
+    if not path.exists():
+        return _no_rows("benchmarks/results/stroke_scale.json", "python dev/tiling/stroke_table.py")
+    data = json.loads(path.read_text())
+    scores: dict[str, dict[str, float]] = data["style_ratio"]
+    sizes = list(next(iter(scores.values())))
+    lines = ["| style | " + " | ".join(f"{s} px" if s.isdigit() else s for s in sizes)
+             + f" | 4K / 512 | bar (≤ {STROKE_BAR}×) |", "|---|" + "---:|" * (len(sizes) + 1) + "---|"]
+    for style, cells in scores.items():
+        ratio = cells["4K"] / cells["512"] if {"4K", "512"} <= cells.keys() else None
+        lines.append(f"| {style} | " + " | ".join(f"{cells[s]:.3f}" for s in sizes)
+                     + (f" | {ratio:.2f}× | {'met' if ratio <= STROKE_BAR else 'not met'} |" if ratio else " | – | – |"))
+    env = data["environment"]
+    return ("\n".join(lines) + f"\n\n_Measured: {env['device_name']} · torch {env['torch']} · "
+            f"commit {env['commit'][:10]} · precision {data['precision']} · photos {', '.join(data['photos'])}"
+            " · `benchmarks/results/stroke_scale.json`._\n")
+
+
 # A kernel's page shows the ops table of its own op cases (`op` names start with the key).
 OP_PAGES = ("attention", "conv3x3", "conv9x9", "ffn", "instance_norm")
 
 TABLES: dict[str, Callable[[Path], str]] = {
     "e2e": e2e_summary, "e2e-detail": e2e_detail, "e2e-history": e2e_history, "ops": ops_summary,
-    "pipeline": pipeline_summary,
+    "pipeline": pipeline_summary, "tiling": tiling_summary, "stroke-scale": stroke_summary,
     **{f"ops-{op}": functools.partial(ops_summary, prefix=op) for op in OP_PAGES}}
 
 
