@@ -4,7 +4,9 @@ outputs of the same photos, for every built-in style (`--device`, `--precision`)
 Not part of the package and not a test: it needs the project's metric tool and the paintings,
 which live outside the repository. Photos are resized to each size (Lanczos down, bicubic up).
 Usage: python dev/tiling/stroke_table.py --metrics PATH/style_metrics.py --paintings DIR
-       [--native] PHOTO... > table.json
+       [--native] PHOTO... > benchmarks/results/stroke_scale.json
+The JSON holds the environment (device, torch, commit), the photos and each style's mean style
+ratio per size; `python -m styleforge.bench.tables` makes docs/tiling.md's table from it.
 """
 import argparse
 import importlib.util
@@ -16,6 +18,7 @@ import tempfile
 from PIL import Image
 
 import styleforge
+from styleforge.bench.env import capture_environment
 from styleforge.models.registry import list_styles, load_style
 
 
@@ -60,7 +63,8 @@ def main():
                 scores[label].append(sr)
         rows[info.name] = {k: sum(v) / len(v) for k, v in scores.items()}
         print(info.name, rows[info.name], file=sys.stderr, flush=True)
-    json.dump(rows, sys.stdout, indent=1)
+    json.dump({"environment": capture_environment(args.device), "precision": args.precision,
+               "photos": [os.path.basename(p) for p in args.photos], "style_ratio": rows}, sys.stdout, indent=1)
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ def _self_time_us(event, device_side: bool) -> float:
 def top_kernels(prof, device_side: bool, top: int) -> list[KernelTime]:
     wanted = DeviceType.CUDA if device_side else DeviceType.CPU
     # On CUDA the profiler also reports our own range as a "gpu_user_annotation" spanning the
-    # whole frame (seen on an H200: 71% "share"); it is not a kernel, so it is left out.
+    # whole frame, with a large "share"; it is not a kernel, so it is left out.
     events = [e for e in prof.key_averages() if e.device_type == wanted and e.key != NVTX_RANGE]
     times = [(e, _self_time_us(e, device_side)) for e in events]
     total = sum(t for _, t in times) or 1.0

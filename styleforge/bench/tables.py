@@ -13,6 +13,7 @@ rows' medians, and a ratio is the quotient of two medians of one run.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
@@ -147,14 +148,15 @@ def _same_precision(row: dict) -> bool:
     return row["provider"] != "styleforge.tf32" and "bf16-rounded" not in notes
 
 
-def ops_summary(results: Path) -> str:
-    """Per op case: StyleForge's median against the fastest baseline of the same precision."""
+def ops_summary(results: Path, prefix: str = "") -> str:
+    """Per op case (those whose op name starts with `prefix`): StyleForge's median against the
+    fastest baseline of the same precision."""
     rows = _cuda_run(results, "op")
     if not rows:
         return _no_rows("benchmarks/results/ops.csv", "styleforge bench --ops")
     cases: dict[tuple[str, str, str], dict[str, dict]] = {}
     for r in rows:
-        if _ms(r) is not None and _same_precision(r):
+        if _ms(r) is not None and _same_precision(r) and r["op"].startswith(prefix):
             cases.setdefault((r["op"], r["shape"], r["dtype"]), {})[r["provider"]] = r
     lines = ["| op | shape | dtype | StyleForge ms | fastest baseline | its ms | × baseline |",
              "|---|---|---|---:|---|---:|---:|"]
@@ -200,8 +202,96 @@ def pipeline_summary(results: Path) -> str:
             + f" Each rate is the median of {', '.join(runs)} runs.\n")
 
 
+HISTORY_SIZES = ("256", "512", "1080p", "4k")
+
+
+def e2e_history(results: Path) -> str:
+    """Every CUDA end-to-end run in the rows, oldest first: its commit and fused-bf16's ms per frame
+    at each size (eager fp32 at 512 beside it, the same baseline in every run)."""
+    runs: dict[str, list[dict]] = {}
+    for r in read_rows(results, "e2e"):
+        if r.get("device") == "cuda":
+            runs.setdefault(r["run_id"], []).append(r)
+    if not runs:
+        return _no_rows("benchmarks/results/e2e.csv", "styleforge bench --e2e")
+    lines = ["| date | commit | torch | " + " | ".join(f"fused-bf16 {s}" for s in HISTORY_SIZES)
+             + " | eager-fp32 512 |", "|---|---|---|" + "---:|" * (len(HISTORY_SIZES) + 1)]
+    for run_id, rows in sorted(runs.items()):
+        cells = {(r["provider"], r["size"]): r for r in rows}
+        first = rows[0]
+        dirty = {r.get("git_dirty", "") for r in rows}
+        commit = (first.get("commit", "")[:10] or "unknown") + (" (uncommitted changes)" if "true" in dirty else "")
+        times = [_cell(cells.get(("fused-bf16", s))) for s in (*HISTORY_SIZES,)]
+        lines.append(f"| {first.get('timestamp', run_id)[:10]} | {commit} | {first.get('torch', '?')} | "
+                     + " | ".join(times) + f" | {_cell(cells.get(('eager-fp32', '512')))} |")
+    devices = sorted({r.get("device_name", "?") for rows in runs.values() for r in rows})
+    return ("\n".join(lines) + f"\n\n_{len(runs)} runs of `styleforge bench --e2e` in "
+            f"`benchmarks/results/e2e.csv` ({', '.join(devices)}); ms per frame, median of each run._\n")
+
+
+def _json_lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def tiling_summary(results: Path) -> str:
+    """The latest run of `python -m styleforge.bench.tiling` (the rows sharing the last row's commit,
+    device, precision and budget): per size and mode, seconds per call, peak GPU memory and PSNR of
+    the tiled output against the untiled one."""
+    rows = _json_lines(results / "tiling.jsonl")
+    if not rows:
+        return _no_rows("benchmarks/results/tiling.jsonl", "python -m styleforge.bench.tiling")
+    key = ("commit", "gpu", "torch", "precision", "budget_gib")
+    last = {k: rows[-1].get(k) for k in key}
+    rows = [r for r in rows if all(r.get(k) == v for k, v in last.items())]
+    latest = {(r["size"], r["tiling"]): r for r in rows}
+    lines = ["| size | mode | s per call | peak allocated / reserved GiB | PSNR vs untiled dB |",
+             "|---|---|---:|---|---:|"]
+    for r in latest.values():
+        if r.get("status") == "failed":
+            lines.append(f"| {r['size']} | {r['tiling']} | failed: {r.get('error', '')[:80].replace('|', '/')} | – | – |")
+            continue
+        peak = (f"{r['peak_allocated_gib']:.2f} / {r['peak_reserved_gib']:.2f}"
+                if "peak_allocated_gib" in r else "– (CPU)")
+        db = r.get("psnr_vs_untiled_db")
+        lines.append(f"| {r['size']} | {r['mode']} | {r['median_s']:.3f} | {peak} | "
+                     f"{'–' if db is None else '∞' if db == float('inf') else f'{db:.1f}'} |")
+    budget = last["budget_gib"]
+    return ("\n".join(lines) + f"\n\n_Measured: {last['gpu']} · torch {last['torch']} · commit {last['commit'] or 'unknown'}"
+            f" · {rows[-1].get('timestamp', 'date not recorded')[:10]} · {last['precision']}, `--stroke-scale 1`"
+            + (f", GPU budget {budget:.1f} GiB" if budget else "") + " · `benchmarks/results/tiling.jsonl`._\n")
+
+
+STROKE_BAR = 1.5
+
+
+def stroke_summary(results: Path) -> str:
+    """`dev/tiling/stroke_table.py`'s output: each built-in style's style ratio at 512 px and at the
+    larger sizes with the default stroke scale, and the 4K / 512 ratio against the bar."""
+    path = results / "stroke_scale.json"
+    if not path.exists():
+        return _no_rows("benchmarks/results/stroke_scale.json", "python dev/tiling/stroke_table.py")
+    data = json.loads(path.read_text())
+    scores: dict[str, dict[str, float]] = data["style_ratio"]
+    sizes = list(next(iter(scores.values())))
+    lines = ["| style | " + " | ".join(f"{s} px" if s.isdigit() else s for s in sizes)
+             + f" | 4K / 512 | bar (≤ {STROKE_BAR}×) |", "|---|" + "---:|" * (len(sizes) + 1) + "---|"]
+    for style, cells in scores.items():
+        ratio = cells["4K"] / cells["512"] if {"4K", "512"} <= cells.keys() else None
+        lines.append(f"| {style} | " + " | ".join(f"{cells[s]:.3f}" for s in sizes)
+                     + (f" | {ratio:.2f}× | {'met' if ratio <= STROKE_BAR else 'not met'} |" if ratio else " | – | – |"))
+    env = data["environment"]
+    return ("\n".join(lines) + f"\n\n_Measured: {env['device_name']} · torch {env['torch']} · "
+            f"commit {env['commit'][:10]} · precision {data['precision']} · photos {', '.join(data['photos'])}"
+            " · `benchmarks/results/stroke_scale.json`._\n")
+
+
+# A kernel's page shows the ops table of its own op cases (`op` names start with the key).
+OP_PAGES = ("attention", "conv3x3", "conv9x9", "ffn", "instance_norm")
+
 TABLES: dict[str, Callable[[Path], str]] = {
-    "e2e": e2e_summary, "e2e-detail": e2e_detail, "ops": ops_summary, "pipeline": pipeline_summary}
+    "e2e": e2e_summary, "e2e-detail": e2e_detail, "e2e-history": e2e_history, "ops": ops_summary,
+    "pipeline": pipeline_summary, "tiling": tiling_summary, "stroke-scale": stroke_summary,
+    **{f"ops-{op}": functools.partial(ops_summary, prefix=op) for op in OP_PAGES}}
 
 
 def documents(root: Path = REPO_ROOT) -> list[Path]:

@@ -244,7 +244,7 @@ class PaintingStylizer:
 
     def __post_init__(self):
         # Looked up once: a broken painting fails here, not per photo, and frames pay no hashing
-        # of the painting (0.6 ms of CPU a frame for a 512-px PIL image; a file read for a path).
+        # of the painting (a hash of every pixel for a PIL image; a file read for a path).
         self.styles = [(self.engine.style_code(painting), float(w)) for painting, w in self.paintings]
 
     @property

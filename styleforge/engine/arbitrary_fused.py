@@ -3,8 +3,8 @@ with everything between two convolutions in one pass over memory.
 
 The plain model pays, per convolution, a reflection pad, a ReLU, a bias add and often a pool or
 upsample as separate kernels, and per transfer level a dozen fp32 normalisation kernels on
-channels_last tensors: at the default stroke scale (the model at 512 px) that glue was 2.2 of
-2.6 ms a pass, the convolutions 0.36 ms (H200, docs/arbitrary.md). Here:
+channels_last tensors: at the default stroke scale (the model at 512 px) that glue took most
+of a pass, far more than the convolutions. Here:
 
 - every 3×3 convolution is cuDNN's with no padding, reading a buffer that `feature_pad` wrote
   already padded by reflection, with the previous layer's bias, ReLU, max-pool or ×2 upsample

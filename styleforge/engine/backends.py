@@ -53,7 +53,7 @@ def resolve_dtype(precision: str, device: torch.device) -> torch.dtype:
             # fp16 keeps 3 more mantissa bits than bf16, so it lands closer to fp32 (the bench's
             # PSNR column); the pipeline reruns in fp32 if fp16 ever overflows.
             return torch.float16
-        # bf16 stays ≥ 45 dB from fp32 on every shipped style (docs/reliability.md).
+        # bf16 where the CPU multiplies it natively (docs/reliability.md: the rule and its bar).
         return torch.bfloat16 if cpu_has_native_bf16() else torch.float32
     if precision == "fp16" and device.type == "cpu":
         warnings.warn("fp16 on the CPU is emulated and several times slower than fp32; "
@@ -76,7 +76,7 @@ def fused_available(device: torch.device) -> tuple[bool, str]:
 def resolve_backend(backend: str, device: torch.device, dtype: torch.dtype | None = None) -> str:
     if backend == "auto":
         # fp32 stays on the reference backend: the fused engine's fp32 is exact (no TF32) and
-        # 2× slower than PyTorch's TF32 convolutions; fp16/bf16 are where the fused engine wins.
+        # slower than PyTorch's TF32 convolutions (the e2e rows); fp16/bf16 are where the fused engine wins.
         if dtype == torch.float32:
             return "reference"
         ok, _ = fused_available(device)

@@ -1,7 +1,7 @@
 """The fused engine's timed choices, kept on disk per GPU so that a new process does not time again.
 
-`FusedRunner` times, per input shape, which plan's graph is fastest (four captures at 8K cost
-~3 s) and whether our 9×9 op or cuDNN runs each 9×9 layer. Those choices depend on the GPU,
+`FusedRunner` times, per input shape, which plan's graph is fastest (four captures and their
+timing: seconds at a large shape) and whether our 9×9 op or cuDNN runs each 9×9 layer. Those choices depend on the GPU,
 the kernels and cuDNN, never on the image, so they are written to
 `<kernel build folder>/plans-<gpu>-cudnn<version>.json` (the build folder's name already carries
 the kernels' sources, torch, CUDA and the architecture) and read back by the next runner on the

@@ -92,8 +92,8 @@ def precompensate(small_out: torch.Tensor, size: tuple[int, int]) -> torch.Tenso
     """The small stylized image sharpened so that, upsampled to `size` and seen downscaled again,
     it looks like `small_out` itself: Van Cittert iterations p ← p + (s − B p), B the up-down
     round trip (Irani & Peleg's back-projection, done at the small size). Plain bicubic
-    upsampling loses the fine strokes on that round trip: starry_night's style ratio at 4K was
-    2.7× its 512-px one, 1.06× with this (docs/tiling.md). float32, unclamped."""
+    upsampling loses the fine strokes on that round trip, and texture-heavy styles' Gram statistics
+    show it most (docs/tiling.md). float32, unclamped."""
     s = small_out.float()
     h, w = s.shape[-2:]
     factor = min(PRECOMPENSATE_FACTOR, size[0] / h, size[1] / w)
@@ -120,8 +120,8 @@ def round_trip_matrix(size: int, factor: float, device: torch.device) -> torch.T
 
 def precompensate_by_matrices(s: torch.Tensor, factor: float) -> torch.Tensor:
     """`precompensate`'s iterations with the round trip as two small matmuls per step: on a GPU
-    the bicubic resize kernels cost 40 µs each at 512 px (0.3 ms for the four steps, H200), the
-    matmuls a few µs. Same values to fp32 rounding (tests/engine/test_stroke_scale.py)."""
+    the bicubic resize kernels are launch- and gather-bound at this size, the matmuls are not.
+    Same values to fp32 rounding (tests/engine/test_stroke_scale.py)."""
     h, w = s.shape[-2:]
     rh = round_trip_matrix(h, factor, s.device)
     rw_t = round_trip_matrix(w, factor, s.device).t()

@@ -9,10 +9,9 @@ not fast — a backward kernel is future work). The entry `attention(...)` adds 
 does not do itself: zero-padding of other head dims up to 32/64/128 and the opt-in fp32 path
 (`fp32_via_bf16=True`: q, k, v rounded to bf16, fp32 softmax and accumulation, an fp32 result:
 the op's `fp32_out`, which the Hopper kernel writes straight from its accumulators and the
-mma.sync path converts from bf16). Measured relative L2 error against fp32: 3.3–3.4e-3 on the
-Hopper kernel (H200, the four anchor shapes), 3.7e-3 with the bf16 output (the kernel emulator,
-N=200, D=64, the same as SDPA in bf16); rounding the inputs alone costs 3.0e-3, so a split hi+lo
-bf16 scheme (~fp32 accuracy, 3× the mma work) is future work.
+mma.sync path converts from bf16). Its error against fp32 is that of SDPA in bf16 (the tests
+bound it): rounding the inputs to bf16 costs most of it, so a split hi+lo bf16 scheme (~fp32
+accuracy, 3× the mma work) is future work.
 """
 from __future__ import annotations
 

@@ -10,14 +10,12 @@ from dataclasses import dataclass
 CODECS = ("auto", "pillow", "gpu")   # image codecs (media.codecs); here so parsing needs no torch
 VIDEO_CODECS = {"h264": "libx264", "h265": "libx265", "av1": "libsvtav1"}
 # The preset when none is given. x264's own default (medium) encodes 1080p far below the
-# engine's rate; superfast keeps CABAC and deblocking (unlike ultrafast). Encode alone on the H200
-# machine's 16 cores: veryfast 190, superfast 225, ultrafast 334 frames/s at 1080p (57/70/110 at
-# 4K); through the whole transcode superfast and veryfast were within run-to-run noise.
+# engine's rate; superfast keeps CABAC and deblocking (unlike ultrafast), and through the whole
+# transcode it was no slower than veryfast.
 DEFAULT_PRESETS = {"h264": "superfast", "h265": "superfast"}
 # Video decoders: FFmpeg's CPU decoders, or NVIDIA's NVDEC through FFmpeg's CUDA hwaccel. cpu is the
-# default: on the 16-core H200 host NVDEC made every case slower (1080p pipeline 98-118 against
-# 120-140 frames/s, 4K 34 against 40; PyAV copies each frame to the host holding the GIL, one frame
-# at a time). cuda is there for hosts whose cores the encoder needs more.
+# default: on a 16-core host NVDEC made every case slower, because PyAV copies each frame to the
+# host holding the GIL, one frame at a time. cuda is there for hosts whose cores the encoder needs more.
 VIDEO_DECODERS = ("cpu", "cuda")
 
 

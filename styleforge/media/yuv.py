@@ -1,8 +1,8 @@
 """YUV 4:2:0 ↔ RGB on the engine's device, so video frames cross PCIe and the CPU as planes.
 
 A decoded H.264/H.265 frame is yuv420p: converting it to RGB on the CPU (swscale) and back
-before the encoder cost ~8 ms a 1080p frame each way on one core, ~37 ms at 4K, which took the
-cores the encoder needs. Here the planes go to the GPU as they are (1.5 bytes a pixel, not 3) and
+before the encoder costs a core's time per frame each way, which takes the cores the encoder
+needs. Here the planes go to the GPU as they are (1.5 bytes a pixel, not 3) and
 the conversion runs there: `yuv420_to_rgb` (bilinear chroma upsampling, BT.601 or BT.709
 matrix, limited or full range, the same arithmetic as swscale's to a grey level or so) and
 `rgb_to_yuv420` (2×2 chroma averaging). The layout is PyAV's `VideoFrame.to_ndarray()` of a

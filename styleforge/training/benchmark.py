@@ -3,8 +3,7 @@
 It times the real training step (same Trainer, same precision, channels_last and fused Adam as
 `styleforge train`) on random uint8 content and a random painting. VGG weights are random unless
 a file is given: speed does not depend on their values. Not a quality measure, and it writes no
-files. The reference figure it is compared with: ~430 images/s on an H200, PyTorch eager, batch 8,
-256² (issue 3).
+files. Its rows (`benchmarks/results/training.csv`) are what `docs/benchmarking.md` quotes.
 """
 from __future__ import annotations
 

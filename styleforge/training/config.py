@@ -6,10 +6,9 @@ checks settings; `trainer.py` acts on them.
 
 Default loss weights follow pytorch/examples fast_neural_style (content 1e5, style 1e10), which
 uses the same normalisation as ours: input /255 then ImageNet mean/std, Gram matrices divided by
-C·H·W, mean-squared errors, so its balance carries over unchanged. A CPU check with the real VGG
-and photos (candy, 96² crops, batch 4) gave weighted style ≈ 45× content at step 10, the style
-term falling steadily (4.0e7 → 1.8e7 by step 90) while the content term first rises (8.7e5 →
-1.5e6) as the network learns the painting's texture — the usual start of Johnson et al. training.
+C·H·W, mean-squared errors, so its balance carries over unchanged: at the start the weighted
+style term dominates and falls while the content term first rises as the network learns the
+painting's texture — the usual start of Johnson et al. training.
 `style_size=512`: the painting's longer side during training. Brush strokes come out at the scale
 they have in the painting at that size, so 512 on 256² crops gives visible strokes without
 turning a photo into pure texture; pytorch/examples' default (the painting's full size, often

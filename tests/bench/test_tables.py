@@ -64,6 +64,71 @@ def test_a_missing_row_file_gives_a_sentence_not_a_number(tmp_path):
     assert "No rows" in block and not any(ch.isdigit() for ch in block.replace("pipeline.csv", ""))
 
 
+def test_each_kernel_page_and_the_history_carry_their_generated_tables():
+    for op in tables.OP_PAGES:
+        text = (ROOT / "docs" / "kernels" / f"{op}.md").read_text()
+        assert f"<!-- table:ops-{op} -->" in text, op
+    assert "<!-- table:e2e-history -->" in (ROOT / "docs" / "perf-history.md").read_text()
+    tiling = (ROOT / "docs" / "tiling.md").read_text()
+    assert "<!-- table:tiling -->" in tiling and "<!-- table:stroke-scale -->" in tiling
+
+
+def _op_row(op: str, provider: str, ms: float, run: str = "run-1") -> Row:
+    row = Row("op", provider, op=op, shape="1x8", dtype="bfloat16", median_ms=ms, p20_ms=ms, p80_ms=ms, reps=5)
+    row.stamp(run, "cpu")
+    row.device, row.device_name, row.commit, row.git_dirty = "cuda", "GPU-X", "abc1234def", "false"
+    return row
+
+
+def test_a_kernel_page_shows_only_its_own_op_cases(tmp_path):
+    append_rows([_op_row("attention", "styleforge", 1.0), _op_row("attention", "sdpa", 1.5),
+                 _op_row("ffn", "styleforge", 2.0), _op_row("ffn", "torch", 1.0)], tmp_path)
+    block = tables.TABLES["ops-attention"](tmp_path)
+    assert "| attention | 1x8 | bfloat16 | 1.0000 | sdpa | 1.5000 | 1.50 |" in block
+    assert "ffn" not in block
+    assert "| ffn | 1x8 | bfloat16 | 2.0000 | torch | 1.0000 | 0.50 |" in tables.TABLES["ops-ffn"](tmp_path)
+
+
+def test_the_history_has_one_line_per_run_oldest_first(tmp_path):
+    rows = []
+    for run, ms in (("20260102T000000Z", 0.4), ("20260101T000000Z", 0.5)):
+        row = Row("e2e", "fused-bf16", size="512", batch=1, dtype="bf16", median_ms=ms, p20_ms=ms, p80_ms=ms, reps=3)
+        row.stamp(run, "cpu")
+        row.device, row.commit, row.git_dirty = "cuda", f"c{run[7]}", "true"
+        rows.append(row)
+    append_rows(rows, tmp_path)
+    lines = [line for line in tables.e2e_history(tmp_path).splitlines() if line.startswith("| 20")]
+    assert len(lines) == 2
+    assert "c1 (uncommitted changes)" in lines[0] and "| 0.500 |" in lines[0]
+    assert "c2 (uncommitted changes)" in lines[1] and "| 0.400 |" in lines[1]
+
+
+def test_tiling_rows_give_the_latest_run_of_each_size_and_mode(tmp_path):
+    import json
+    env_ = {"gpu": "GPU-X", "torch": "2.x", "precision": "bf16", "budget_gib": 8.0, "timestamp": "2026-01-02T00:00:00Z"}
+    rows = [{"size": "3840x2160", "tiling": "exact", "commit": "old", **env_, "median_s": 9.0, "mode": "exact tiling",
+             "peak_allocated_gib": 1.0, "peak_reserved_gib": 2.0, "psnr_vs_untiled_db": 40.0},
+            {"size": "3840x2160", "tiling": "off", "commit": "new", **env_, "median_s": 0.1, "mode": "whole frame",
+             "peak_allocated_gib": 5.0, "peak_reserved_gib": 6.0},
+            {"size": "3840x2160", "tiling": "exact", "commit": "new", **env_, "median_s": 0.2, "mode": "exact tiling",
+             "peak_allocated_gib": 1.5, "peak_reserved_gib": 2.5, "psnr_vs_untiled_db": 51.25}]
+    (tmp_path / "tiling.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    block = tables.tiling_summary(tmp_path)
+    assert "| 3840x2160 | exact tiling | 0.200 | 1.50 / 2.50 | 51.2 |" in block
+    assert "9.000" not in block and "commit new" in block and "GPU budget 8.0 GiB" in block
+
+
+def test_the_stroke_table_checks_each_style_against_the_bar(tmp_path):
+    import json
+    data = {"environment": {"device_name": "CPU-X", "torch": "2.x", "commit": "abc1234def0"}, "precision": "fp32",
+            "photos": ["a.jpg"], "style_ratio": {"candy": {"512": 0.1, "4K": 0.12}, "udnie": {"512": 0.1, "4K": 0.2}}}
+    (tmp_path / "stroke_scale.json").write_text(json.dumps(data))
+    block = tables.stroke_summary(tmp_path)
+    assert "| candy | 0.100 | 0.120 | 1.20× | met |" in block
+    assert "| udnie | 0.100 | 0.200 | 2.00× | not met |" in block
+    assert "No rows" in tables.stroke_summary(tmp_path / "missing") and "No rows" in tables.tiling_summary(tmp_path)
+
+
 def test_a_copy_without_git_is_checked_against_its_manifest(tmp_path):
     if shutil.which("git") is None:
         pytest.skip("needs git")

@@ -111,7 +111,7 @@ CONV1_PACKED_ELEMENTS = 5 * 32 * 64   # conv9x9_sm90.cu's B image: 5 ky-pair blo
 
 def pack_conv1_weight(weight: torch.Tensor) -> torch.Tensor:
     """conv1's (32, 3, 9, 9) weight as the Hopper kernel's B image in shared memory (conv9x9_sm90.cu),
-    so that each CTA copies it instead of rearranging the raw weight (~4 µs of conv1 at 512²): block
+    so that each CTA copies it instead of rearranging the raw weight (a divide per element, every CTA): block
     ky // 2 of 32 rows n × 64 k (k = 32·(ky % 2) + 3·kx + c; k ≥ 27 of each half zero), 128-byte
     rows with the 128-byte swizzle (16-byte chunk j of row n at slot j ^ (n % 8)). Same dtype and
     device, (5·32·64,) elements."""

@@ -768,13 +768,13 @@ cudaError_t dispatch_mask(const AttentionArgs& a, cudaStream_t stream) {
   return a.key_padding_mask ? launch<T, D, BN, kCons, true>(a, stream) : launch<T, D, BN, kCons, false>(a, stream);
 }
 
-// Kernel choice, from H200 timings (dev/kernels/attention_sm90/NOTES.md):
-//  * D = 128: the warp-specialised kernel (2 consumers, kBN = 128): 1.06–1.4× the one-warpgroup
-//    kernel (Nk = 197–4096), whose 64-key tiles at 2 CTAs/SM leave it at 0.7× SDPA.
+// Kernel choice, from timing both on Hopper (dev/kernels/attention_sm90/NOTES.md):
+//  * D = 128: the warp-specialised kernel (2 consumers, kBN = 128), faster than the one-warpgroup
+//    kernel at every Nk, whose 64-key tiles at 2 CTAs/SM leave it well behind SDPA.
 //  * D = 64, long key sequences (Nk ≥ 2048) where 256-row q blocks pad Nq by at most 1/16 more
-//    than 64-row ones: the warp-specialised kernel (4 consumers, kBN = 64), 14–18 % faster at
-//    1×8×4096 and 16×8 256←4096, 2.5 % at 4×12×2048. Otherwise the one-warpgroup kernel: at
-//    Nk = 577–1025 it is 10–24 % faster, because its 3–4 independent CTAs per SM overlap one CTA's
+//    than 64-row ones: the warp-specialised kernel (4 consumers, kBN = 64), the faster there.
+//    Otherwise the one-warpgroup kernel: at Nk of a few hundred to a thousand it is the faster,
+//    because its 3–4 independent CTAs per SM overlap one CTA's
 //    fill and drain with the others' loops, which a 1-CTA/SM kernel pays per q block, and it pads
 //    Nq to 64 rows only.
 bool use_ws(const AttentionArgs& a) {
