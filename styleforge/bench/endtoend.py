@@ -262,7 +262,8 @@ def add_speedups(rows: list[Row]) -> None:
         best = best_compile(rows, precision)
         if best is not None:
             best.notes["best_compile"] = True
-        eager = next((r for r in rows if r.provider == f"eager-{precision}" and r.status == "ok"), None)
+        eager = min((r for r in rows if r.provider in (f"eager-{precision}", f"eager-nchw-{precision}")
+                     and r.status == "ok"), key=lambda r: r.median_ms, default=None)
         for r in rows:
             if r.status != "ok" or r.dtype != precision:
                 continue

@@ -28,7 +28,7 @@ def _run(cmd: list[str], cwd: Path | None = None) -> str:
     return done.stdout.strip() if done.returncode == 0 else ""
 
 
-def git_commit() -> tuple[str, bool | None]:
+def git_commit(root: Path = REPO_ROOT) -> tuple[str, bool | None]:
     """(HEAD commit, whether tracked files differ from it; None where that is not known).
 
     A copy of the tree without `.git` (a GPU machine gets one) is checked against the manifest
@@ -36,13 +36,17 @@ def git_commit() -> tuple[str, bool | None]:
     and each tracked file's git blob hash, so the rows say whether the copy was that commit
     exactly. Without a manifest the commit is `STYLEFORGE_COMMIT` or "unknown", cleanliness unknown.
     """
-    commit = _run(["git", "rev-parse", "HEAD"], REPO_ROOT)
+    commit = _run(["git", "rev-parse", "HEAD"], root)
+    manifest = root / MANIFEST
+    if manifest.is_file():
+        # A copy may also carry a stale `.git` (the GPU machine's holds the session's first
+        # commit): a manifest the tree matches exactly names the commit better than that HEAD.
+        listed, dirty = check_manifest(root, manifest.read_text())
+        if not commit or (listed != commit and dirty is False):
+            return listed, dirty
     if not commit:
-        manifest = REPO_ROOT / MANIFEST
-        if manifest.is_file():
-            return check_manifest(REPO_ROOT, manifest.read_text())
         return switches().commit or "unknown", None
-    dirty = bool(_run(["git", "status", "--porcelain", "--untracked-files=no"], REPO_ROOT))
+    dirty = bool(_run(["git", "status", "--porcelain", "--untracked-files=no"], root))
     return commit, dirty
 
 

@@ -82,6 +82,18 @@ def _mode(row: dict) -> str:
     return notes.get("compile_mode") or ("reduce-overhead" if row["provider"] == "compile" else "?")
 
 
+def _eager_cell(cells: dict[str, dict], provider: str) -> str:
+    """An eager column: the faster of its channels_last and NCHW rows, NCHW named when it won."""
+    layouts = [cells.get(provider)]
+    if provider != "eager-fp32":
+        layouts.append(cells.get(provider.replace("eager-", "eager-nchw-")))
+    timed = [r for r in layouts if r is not None and _ms(r) is not None]
+    if not timed:
+        return _cell(cells.get(provider))
+    best = min(timed, key=_per_frame)
+    return _cell(best) + (" (NCHW)" if "nchw" in best["provider"] else "")
+
+
 def e2e_table(rows: list[dict]) -> str:
     """Sizes × providers, ms per frame: eager, the best compile per precision (its mode named),
     fused, and each fused precision over the best compile of the same precision."""
@@ -95,7 +107,7 @@ def e2e_table(rows: list[dict]) -> str:
               *(f"{f} × compile-{f[-4:]}" for f in fused)]
     lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
     for size, cells in by_size.items():
-        out = [size, *(_cell(cells.get(p)) for p in eager)]
+        out = [size, *(_eager_cell(cells, p) for p in eager)]
         for p in precisions:
             best = best_compile(cells, p)
             out.append(f"{_per_frame(best):.3f} ({_mode(best)})" if best else "–")
@@ -114,8 +126,9 @@ def e2e_summary(results: Path) -> str:
     rows = _cuda_run(results, "e2e")
     if not rows:
         return _no_rows("benchmarks/results/e2e.csv", "styleforge bench --e2e")
-    modes = sorted({_mode(r) for r in rows if r["provider"].startswith("compile")})
-    autotuner = sorted({r.get("cudnn_benchmark", "") or "?" for r in rows})
+    ran = [r for r in rows if r.get("status") == "ok"]
+    modes = sorted({_mode(r) for r in ran if r["provider"].startswith("compile")})
+    autotuner = sorted({r.get("cudnn_benchmark", "") or "?" for r in ran})
     reps = sorted({r.get("reps", "") for r in rows if r.get("status") == "ok"})
     return (e2e_table(rows) + "\n" + provenance(rows, "Measured") + f" Median of {', '.join(reps)} reps, "
             f"batch {rows[0].get('batch', '?')}; compile modes measured: {', '.join(modes) or 'none'}; "

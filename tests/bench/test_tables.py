@@ -150,3 +150,24 @@ def test_a_copy_without_git_is_checked_against_its_manifest(tmp_path):
     assert env.check_manifest(copy, manifest) == (head, True)
     (copy / "a.py").unlink()
     assert env.check_manifest(copy, manifest) == (head, True)
+
+
+def test_a_manifest_the_copy_matches_beats_a_stale_git_head(tmp_path):
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    (repo / "a.py").write_text("x = 1\n")
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "a.py"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "first"], check=True)
+    first = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    (repo / "a.py").write_text("x = 2\n")
+    subprocess.run([*git, "commit", "-q", "-am", "second"], check=True)
+    manifest = env.write_manifest(repo).read_text()
+    second = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run([*git, "reset", "-q", "--soft", first], check=True)   # HEAD stale, files as second
+    assert env.git_commit(repo) == (second, False)
+    (repo / "a.py").write_text("x = 3\n")                               # matches neither: git decides
+    assert env.git_commit(repo) == (first, True)

@@ -20,7 +20,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))   # run from a checkout, not installed
 from styleforge import kernels
-from styleforge.kernels import reference
+from styleforge.kernels.reference import instance_norm as reference
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 OP = torch.ops.styleforge.instance_norm.default
