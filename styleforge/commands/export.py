@@ -17,6 +17,7 @@ def register(subparsers) -> None:
         DEFAULT_OPSET,
         DEVICES,
         FORMATS,
+        ExportOptions,
     )
 
     p = subparsers.add_parser(
@@ -36,8 +37,9 @@ def register(subparsers) -> None:
                    help="--arbitrary: weights from `styleforge train-arbitrary` (default: the shipped ones)")
     p.add_argument("--style-size", type=int, default=ARBITRARY_PAINTING_SIZE, metavar="PX",
                    help=f"--arbitrary: the painting input is PX×PX (default {ARBITRARY_PAINTING_SIZE})")
-    p.add_argument("--passes", type=int, default=2, metavar="N",
-                   help="--arbitrary: apply the model N times, as `stylize --passes` (default 2)")
+    p.add_argument("--passes", type=int, default=ExportOptions.passes, metavar="N",
+                   help=f"--arbitrary: apply the model N times, as `stylize --passes` "
+                        f"(default {ExportOptions.passes})")
     p.add_argument("--opset", type=int, default=DEFAULT_OPSET, help=f"ONNX opset (default {DEFAULT_OPSET})")
     p.add_argument("--device", choices=DEVICES, default="cpu",
                    help="aoti: compile the package for this device (default cpu)")

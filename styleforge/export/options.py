@@ -10,15 +10,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..engine.options import MAX_PASSES, StylizeOptions
+
+_STYLIZE = StylizeOptions()   # the engine's defaults: the exported graph matches `stylize`'s
+
 FORMATS = ("onnx", "aoti")
 DEVICES = ("cpu", "cuda")
 SUFFIX = {"onnx": ".onnx", "aoti": ".pt2"}
-# 18: the first opset whose Pad takes `axes` and whose Resize has the antialias attribute the
-# exporter's translations emit; InstanceNormalization has been a native op since opset 1.
+# PyTorch's ONNX exporter writes opset-18 ops and converts other opsets with onnx's version
+# converter, which has no Pad adapter below 18 (asked for 17, the file silently stays 18). Later
+# opsets convert. InstanceNormalization is a native op in all of them.
 DEFAULT_OPSET = 18
 MIN_OPSET = 18
-ARBITRARY_PAINTING_SIZE = 512   # StylizeOptions.style_size: the engine encodes paintings at this size
-MAX_PASSES = 4
+ARBITRARY_PAINTING_SIZE = _STYLIZE.style_size   # the side the engine encodes paintings at
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,7 @@ class ExportOptions:
     arbitrary: bool = False             # export the arbitrary-style model (photo + painting) instead
     arbitrary_weights: str | None = None  # its weights (None: the shipped file)
     style_size: int = ARBITRARY_PAINTING_SIZE  # arbitrary: the painting input is style_size × style_size
-    passes: int = 2                     # arbitrary: times the model is applied (StylizeOptions.passes)
+    passes: int = _STYLIZE.passes       # arbitrary: times the model is applied
     opset: int = DEFAULT_OPSET          # ONNX opset
     device: str = "cpu"                 # aoti: the device kind the package is compiled for
     check: bool = True                  # run the written file and compare it with the engine's output
