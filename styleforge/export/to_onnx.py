@@ -53,7 +53,7 @@ def write_onnx(item: Exportable, path: str | os.PathLike, opset: int) -> Path:
 
 
 def onnx_runner(path: str | os.PathLike):
-    """(callable: float32 arrays in the file's input order → the output array), on the CPU."""
+    """(callable: CPU tensors in the file's input order → the output tensor), onnxruntime on the CPU."""
     import onnxruntime as ort
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]

@@ -3,9 +3,9 @@
 `prepare(options)` loads the weights the engine would load (a built-in style, a checkpoint path,
 or the arbitrary model's file), wraps them in `graphs.StyleGraph` / `graphs.ArbitraryGraph`, and
 says which axes stay free: batch, height and width of the photo; the painting's shape is fixed.
-`exported_program` runs `torch.export` (and `tracing()` any tracer) under `kernels.using("reference")`, so the attention and
-FFN entries take their pure-PyTorch twins and no `styleforge::` op reaches the graph. Not here:
-the ONNX and AOTInductor writers (`to_onnx.py`, `to_aoti.py`).
+`tracing()` (which `exported_program` and the ONNX writer trace under) switches the ops to
+`kernels.using("reference")`, so the attention and FFN entries take their pure-PyTorch twins and
+no `styleforge::` op reaches the graph. Not here: the writers (`to_onnx.py`, `to_aoti.py`).
 """
 from __future__ import annotations
 

@@ -26,3 +26,21 @@ def test_style_graph_is_the_engine(styles_env, batch, height, width):
     want = torch.cat([engine(item[None]) for item in x])
     assert got.shape == want.shape
     assert torch.allclose(got, want, atol=1e-3), psnr(got, want)
+
+
+@pytest.mark.slow
+def test_arbitrary_graph_is_the_engine():
+    """Two photos (the engine runs them one by one), one painting, the default two passes."""
+    from styleforge.export.check import reference_and_inputs
+    from styleforge.export.graphs import ArbitraryGraph
+    from styleforge.export.options import ExportOptions
+    from styleforge.models.arbitrary import load_arbitrary
+    options = ExportOptions(arbitrary=True, style_size=64)
+    reference, (painting,) = reference_and_inputs(options)
+    graph = ArbitraryGraph(load_arbitrary()[0], options.passes)
+    x = photos(2, 37, 50)
+    with torch.no_grad():
+        got = graph(x, painting)
+    want = reference(x)
+    assert got.shape == want.shape
+    assert torch.allclose(got, want, atol=1e-2), psnr(got, want)
