@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..io.atomic import unwritable_reason
 from .check import CheckResult, check_file
 from .options import ExportOptions
 from .trace import default_output, prepare
@@ -37,6 +38,9 @@ def export_model(options: ExportOptions) -> ExportReport:
     start = time.perf_counter()
     item = prepare(options)
     path = default_output(options, item)
+    reason = unwritable_reason(path)
+    if reason:                          # said before minutes of tracing and compiling, not after
+        raise OSError(f"cannot write {path}: {reason}")
     if options.format == "onnx":
         from .to_onnx import onnx_runner, write_onnx
         write_onnx(item, path, options.opset)

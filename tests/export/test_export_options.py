@@ -36,3 +36,10 @@ def test_unknown_style_fails_with_the_list(styles_env, tmp_path, capsys):
     assert main(["export", "no-such-style", "-o", str(tmp_path / "m.onnx")]) == 1
     assert "unknown style" in capsys.readouterr().out
     assert not list(tmp_path.iterdir())
+
+
+def test_unwritable_output_is_refused(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    assert main(["export", "candy", "-o", str(blocker / "m.onnx")]) == 1
+    assert "is a file, not a folder" in capsys.readouterr().out
