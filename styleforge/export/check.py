@@ -69,7 +69,8 @@ def photos(batch: int, height: int, width: int) -> torch.Tensor:
 
 def _engine_options(options: ExportOptions):
     from ..engine.options import StylizeOptions
-    common = dict(device="cpu", precision="fp32", backend="reference", stroke_scale=1.0, tiling="off")
+    common = {"device": "cpu", "precision": "fp32", "backend": "reference", "stroke_scale": 1.0,
+              "tiling": "off"}
     if options.arbitrary:
         return StylizeOptions(arbitrary_weights=options.arbitrary_weights, passes=options.passes,
                               style_size=options.style_size, **common)
