@@ -58,6 +58,10 @@ class Switches:
         "doc": "`--backend auto` on a CPU runs the built-in styles on OpenVINO INT8 where openvino and nncf "
                "are installed (`engine/openvino_runner.py`); `0` keeps it on PyTorch (an explicit "
                "`--backend openvino` or `--precision int8` still runs OpenVINO)"})
+    onednn_max_cpu_isa: str = field(default="", metadata={
+        "env": "ONEDNN_MAX_CPU_ISA", "values": "oneDNN's names, e.g. `AVX2_VNNI` (default: unset)",
+        "doc": "read by oneDNN itself (the ISA ceiling of PyTorch's CPU convolutions); StyleForge only "
+               "records it with `bench --cpu` rows, beside the ISA oneDNN reports"})
     cache_dir: Path | None = field(default=None, metadata={
         "env": "STYLEFORGE_CACHE_DIR", "values": "a folder (default: `$XDG_CACHE_HOME/styleforge` or "
                                                  "`~/.cache/styleforge`)",
@@ -87,6 +91,7 @@ class Switches:
             graph_io=env.get("STYLEFORGE_GRAPH_IO", "1").strip().lower() not in _OFF,
             plan_cache=env.get("STYLEFORGE_PLAN_CACHE", "1").strip().lower() not in _OFF,
             openvino=env.get("STYLEFORGE_OPENVINO", "1").strip().lower() not in _OFF,
+            onednn_max_cpu_isa=env.get("ONEDNN_MAX_CPU_ISA", "").strip(),
             cache_dir=_path(env, "STYLEFORGE_CACHE_DIR"),
             xdg_cache_home=_path(env, "XDG_CACHE_HOME"),
             styles_dir=_path(env, "STYLEFORGE_STYLES_DIR"),
