@@ -24,6 +24,7 @@ from pathlib import Path
 PRECISIONS = ("auto", "fp32", "bf16")
 MIN_IMAGE_SIZE = 16     # the network's reflection pads and VGG's three 2× poolings need 16×16
 DEVICES = ("auto", "cpu", "cuda")
+MODELS = ("full", "slim")   # models.transformer_net.MODEL_WIDTHS, named here without importing torch
 
 
 @dataclass
@@ -86,9 +87,8 @@ class TrainConfig:
         if self.image_size % 4 or self.image_size < MIN_IMAGE_SIZE:
             raise ValueError(f"image_size must be a multiple of 4 (the network's stride) and at least "
                              f"{MIN_IMAGE_SIZE}, got {self.image_size}; 256 is the usual size")
-        from ..models.transformer_net import MODEL_WIDTHS
-        if self.model not in MODEL_WIDTHS:
-            raise ValueError(f"model must be one of {tuple(MODEL_WIDTHS)}, got {self.model!r}")
+        if self.model not in MODELS:
+            raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
         if self.distill_weight and not self.teacher:
             raise ValueError("distill_weight needs a teacher: pass --teacher STYLE_OR_FILE")
         for name in ("content_weight", "style_weight", "tv_weight", "stability_weight", "stability_shift",
