@@ -58,6 +58,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--content-dir", default="data/content")
     p.add_argument("--paintings-dir", default="data/styles")
     p.add_argument("--out-dir", default="out/builtin", help="weights, samples and logs")
+    p.add_argument("--model", choices=("full", "slim"), default="full",
+                   help="slim: the half-width network, distilled from --teacher-dir's full one")
+    p.add_argument("--teacher-dir", default="styleforge/styles", help="full networks to distil (--model slim)")
+    p.add_argument("--distill-weight", type=float, default=1e8, help="(--model slim) weight of the distill term")
     p.add_argument("--pack-dir", default=None, help="where the tarballs go (e.g. $OUT)")
     p.add_argument("--concurrent", type=int, default=1, metavar="K", help="K worker processes")
     p.add_argument("--no-eval", dest="evaluate", action="store_false",
@@ -99,7 +103,7 @@ def train_styles(args: argparse.Namespace, names: list[str], out_dir: Path, on_d
             image_size=args.image_size, seed=args.seed, compile=args.compile,
             max_seconds=args.max_seconds_per_style, checkpoint_every=0, sample_every=0,
             checkpoint_dir=str(out_dir / "runs" / name), keep_checkpoints=1, log_every=250,
-            progress=False, device=device.type)
+            progress=False, device=device.type, **distillation(args, name))
         started = time.perf_counter()
         result = Trainer(config, vgg=vgg, content=content).run()
         sheet = max((out_dir / "runs" / name / "samples").glob("step_*.png"))
@@ -116,6 +120,11 @@ def train_styles(args: argparse.Namespace, names: list[str], out_dir: Path, on_d
             scores = evaluate_style(name, result.out, Path(args.paintings_dir) / style.painting_file,
                                     default_photos(), eval_vgg, device=device.type)
             row["heldout"] = summarise(scores)[0]
+            if args.model == "slim":     # the teacher's numbers on the same photos, for the comparison
+                teacher = evaluate_style(name, Path(args.teacher_dir) / f"{name}.safetensors",
+                                         Path(args.paintings_dir) / style.painting_file,
+                                         default_photos(), eval_vgg, device=device.type)
+                row["teacher_heldout"] = summarise(teacher)[0]
         rows = [r for r in rows if r["style"] != name] + [row]
         write_json(rows_path, rows)
         log.info("%s: %d steps in %.1f s, %.0f img/s, losses %s%s", name, result.steps, result.seconds,
@@ -123,6 +132,14 @@ def train_styles(args: argparse.Namespace, names: list[str], out_dir: Path, on_d
                  f", held-out ratio {row['heldout']['ratio']:.3f}" if "heldout" in row else "")
         if on_done is not None:
             on_done()
+
+
+def distillation(args: argparse.Namespace, name: str) -> dict:
+    """The TrainConfig fields that make a run distil a slim network from the shipped full one."""
+    if args.model != "slim":
+        return {}
+    return {"model": "slim", "teacher": str(Path(args.teacher_dir) / f"{name}.safetensors"),
+            "distill_weight": args.distill_weight}
 
 
 def merged_rows(out_dir: Path) -> list[dict]:

@@ -53,10 +53,20 @@ class Switches:
         "doc": "the fused engine keeps the plan and 9×9 choices it times per shape in "
                "`plans-<gpu>.json` beside the built kernels and reads them in the next process "
                "(`engine/plan_cache.py`); `0` times every shape afresh and writes nothing"})
+    openvino: bool = field(default=True, metadata={
+        "env": "STYLEFORGE_OPENVINO", "values": "`1` (default), `0`",
+        "doc": "`--backend auto` on a CPU runs the built-in styles on OpenVINO INT8 where openvino and nncf "
+               "are installed (`engine/openvino_runner.py`); `0` keeps it on PyTorch (an explicit "
+               "`--backend openvino` or `--precision int8` still runs OpenVINO)"})
+    onednn_max_cpu_isa: str = field(default="", metadata={
+        "env": "ONEDNN_MAX_CPU_ISA", "values": "oneDNN's names, e.g. `AVX2_VNNI` (default: unset)",
+        "doc": "read by oneDNN itself (the ISA ceiling of PyTorch's CPU convolutions); StyleForge only "
+               "records it with `bench --cpu` rows, beside the ISA oneDNN reports"})
     cache_dir: Path | None = field(default=None, metadata={
         "env": "STYLEFORGE_CACHE_DIR", "values": "a folder (default: `$XDG_CACHE_HOME/styleforge` or "
                                                  "`~/.cache/styleforge`)",
-        "doc": "where the JIT-built CUDA kernels (and the fused engine's timed plans) are cached (under `kernels/`)"})
+        "doc": "where the JIT-built CUDA kernels (and the fused engine's timed plans) are cached (under "
+               "`kernels/`), and the OpenVINO models exported per style (under `openvino/`)"})
     xdg_cache_home: Path | None = field(default=None, metadata={
         "env": "XDG_CACHE_HOME", "values": "a folder (default `~/.cache`)",
         "doc": "the cache base when `STYLEFORGE_CACHE_DIR` is unset"})
@@ -67,6 +77,11 @@ class Switches:
         "env": "STYLEFORGE_COMMIT", "values": "a commit id (default: asked of git)",
         "doc": "the commit recorded with benchmark rows where the tree is not a git checkout"})
 
+    @property
+    def cache_home(self) -> Path:
+        """StyleForge's cache folder: `STYLEFORGE_CACHE_DIR`, else `$XDG_CACHE_HOME/styleforge`."""
+        return self.cache_dir or (self.xdg_cache_home or Path.home() / ".cache") / "styleforge"
+
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Switches:
         return cls(
@@ -75,6 +90,8 @@ class Switches:
             conv9x9=_choice(env, "STYLEFORGE_CONV9X9", "auto", ("auto", "off"), {"0": "off", "cudnn": "off"}),
             graph_io=env.get("STYLEFORGE_GRAPH_IO", "1").strip().lower() not in _OFF,
             plan_cache=env.get("STYLEFORGE_PLAN_CACHE", "1").strip().lower() not in _OFF,
+            openvino=env.get("STYLEFORGE_OPENVINO", "1").strip().lower() not in _OFF,
+            onednn_max_cpu_isa=env.get("ONEDNN_MAX_CPU_ISA", "").strip(),
             cache_dir=_path(env, "STYLEFORGE_CACHE_DIR"),
             xdg_cache_home=_path(env, "XDG_CACHE_HOME"),
             styles_dir=_path(env, "STYLEFORGE_STYLES_DIR"),

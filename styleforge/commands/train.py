@@ -46,6 +46,13 @@ def register(subparsers) -> None:
                    help=f"largest ± zoom of the stability perturbation (default {_D.stability_zoom:g})")
     p.add_argument("--stability-noise", type=float, default=_D.stability_noise, metavar="STD",
                    help=f"noise std (0–255) of the stability perturbation (default {_D.stability_noise:g})")
+    p.add_argument("--model", choices=("full", "slim"), default=_D.model,
+                   help="full (default) or slim: the half-width network for CPUs (docs/cpu.md)")
+    p.add_argument("--teacher", metavar="STYLE|FILE", default=_D.teacher,
+                   help="a trained full network to distil from (a built-in name or weights file)")
+    p.add_argument("--distill-weight", type=float, default=_D.distill_weight, metavar="W",
+                   help="weight of (output − teacher's output)² in [0, 1] units (0 = off; "
+                        "dev/device/distill_slim.sh uses 1e7)")
     p.add_argument("--style-size", type=_style_size, default=_D.style_size, metavar="PX",
                    help=f"painting's longer side in training; 'none' = its own size (default {_D.style_size})")
     p.add_argument("--seed", type=int, default=_D.seed)
@@ -83,7 +90,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         image_size=args.image_size, lr=args.lr, content_weight=args.content_weight,
         style_weight=args.style_weight, tv_weight=args.tv_weight, stability_weight=args.stability_weight,
         stability_shift=args.stability_shift, stability_zoom=args.stability_zoom,
-        stability_noise=args.stability_noise, style_size=args.style_size,
+        stability_noise=args.stability_noise, model=args.model, teacher=args.teacher,
+        distill_weight=args.distill_weight, style_size=args.style_size,
         seed=args.seed, checkpoint_every=args.checkpoint_every, checkpoint_dir=args.checkpoint_dir,
         keep_checkpoints=args.keep_checkpoints, resume=args.resume, sample_every=args.sample_every,
         sample_photos=tuple(args.sample_photos), log_every=args.log_every, device=args.device,

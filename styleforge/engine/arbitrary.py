@@ -139,6 +139,9 @@ class ArbitraryStylizer:
     def __post_init__(self):
         opts = self.options
         self.device = resolve_device(opts.device)
+        if opts.precision == "int8" or opts.backend == "openvino":
+            raise RuntimeError("the arbitrary-style model (--style-image) runs on PyTorch; "
+                               "--precision int8 and --backend openvino apply to the built-in styles")
         self.dtype = torch.bfloat16 if (opts.precision == "auto" and self.device.type == "cuda") \
             else resolve_dtype(opts.precision, self.device)
         backend = opts.backend

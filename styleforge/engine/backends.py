@@ -3,7 +3,10 @@
 - reference: the plain PyTorch modules (any device, any precision).
 - compile:   `torch.compile(mode="reduce-overhead")` of the reference, channels_last (CUDA).
 - fused:     our CUDA kernels + cuDNN convolutions + CUDA graphs (`engine.runner`).
-`auto` picks fused on CUDA when the kernels are available, reference otherwise.
+- openvino:  the network exported to OpenVINO, INT8 by NNCF or fp32 (`engine.openvino_runner`; CPU).
+`auto` picks fused on CUDA when the kernels are available; on a CPU, for precision auto or int8,
+openvino INT8 where openvino and nncf are installed (faster than PyTorch on every CPU measured,
+docs/cpu.md) and `STYLEFORGE_OPENVINO` is not 0; reference otherwise. An explicit fp32/bf16 on a CPU stays on PyTorch.
 Precision `auto` is fp16 on CUDA, and on a CPU bf16 where the CPU multiplies bf16 natively
 (AVX512-BF16 or AMX-BF16: docs/reliability.md has the speeds and PSNR measured), fp32 elsewhere.
 fp16 asked for on a CPU runs (emulated, several times slower) with a warning.
@@ -17,7 +20,8 @@ from typing import Callable
 
 import torch
 
-from ..models.transformer_net import TransformerNet
+from ..models.transformer_net import FULL_WIDTH, TransformerNet
+from ..switches import switches
 
 Runner = Callable[[torch.Tensor], torch.Tensor]
 
@@ -73,7 +77,58 @@ def fused_available(device: torch.device) -> tuple[bool, str]:
     return dispatch.cuda_kernels_available()
 
 
+OPENVINO_PRECISIONS = {"auto": "int8", "int8": "int8", "fp32": "fp32"}
+
+
+def wants_openvino(backend: str, precision: str, device: torch.device) -> bool:
+    """Whether (backend, precision) on `device` runs on OpenVINO; raises where the pair cannot run."""
+    from .openvino_runner import openvino_available
+    if backend == "openvino":
+        if device.type != "cpu":
+            raise RuntimeError("--backend openvino runs on the CPU; use --device cpu")
+        if precision not in OPENVINO_PRECISIONS:
+            raise RuntimeError(f"--backend openvino runs int8 or fp32, not {precision}")
+        ok, reason = openvino_available(OPENVINO_PRECISIONS[precision])
+        if not ok:
+            raise RuntimeError(f"--backend openvino is unavailable: {reason}")
+        return True
+    if precision == "int8":
+        ok, reason = openvino_available("int8")
+        if backend != "auto" or device.type != "cpu" or not ok:
+            raise RuntimeError("--precision int8 runs on the OpenVINO backend (CPU): "
+                               + (reason or f"not on --backend {backend} / --device {device.type}"))
+        return True
+    return (backend == "auto" and precision == "auto" and device.type == "cpu" and switches().openvino
+            and openvino_available("int8")[0])
+
+
+def resolve_engine(backend: str, precision: str, device: torch.device) -> tuple[str, torch.dtype, str]:
+    """(backend, dtype, precision name) for the options' backend and precision on `device`.
+
+    For openvino the dtype is the runner's input and output (float32) and the name says what it
+    computes in (int8 or fp32); for the PyTorch backends the name is the dtype (`torch.float16`).
+    """
+    if wants_openvino(backend, precision, device):
+        return "openvino", torch.float32, OPENVINO_PRECISIONS[precision]
+    dtype = resolve_dtype(precision, device)
+    return resolve_backend(backend, device, dtype), dtype, str(dtype)
+
+
+def backend_for_width(backend: str, requested: str, width: int) -> str:
+    """The fused engine's kernels are built for the full network's channel counts: a slim network
+    runs on the reference backend under `auto`, and an explicit `fused` says why it cannot."""
+    if backend != "fused" or width == FULL_WIDTH:
+        return backend
+    if requested == "auto":
+        return "reference"
+    raise RuntimeError(f"--backend fused runs the full network only (this one has width {width}); "
+                       "use --backend reference or auto")
+
+
 def resolve_backend(backend: str, device: torch.device, dtype: torch.dtype | None = None) -> str:
+    if backend == "openvino":
+        wants_openvino(backend, "fp32" if dtype == torch.float32 else "int8", device)
+        return backend
     if backend == "auto":
         # fp32 stays on the reference backend: the fused engine's fp32 is exact (no TF32) and
         # slower than PyTorch's TF32 convolutions (the e2e rows); fp16/bf16 are where the fused engine wins.
@@ -90,8 +145,13 @@ def resolve_backend(backend: str, device: torch.device, dtype: torch.dtype | Non
     return backend
 
 
-def make_runner(model: TransformerNet, device: torch.device, dtype: torch.dtype, backend: str) -> Runner:
+def make_runner(model: TransformerNet, device: torch.device, dtype: torch.dtype, backend: str,
+                precision: str = "int8") -> Runner:
+    """`precision`: what the openvino backend computes in (int8 or fp32); other backends use `dtype`."""
     model = model.eval().requires_grad_(False)
+    if backend == "openvino":
+        from .openvino_runner import OpenVINORunner
+        return OpenVINORunner(model, precision)
     if backend == "fused":
         from .runner import FusedRunner
         return FusedRunner(model, device, dtype)

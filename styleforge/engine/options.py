@@ -9,8 +9,9 @@ import math
 from dataclasses import dataclass
 
 DEVICES = ("auto", "cpu", "cuda")
-PRECISIONS = ("auto", "fp32", "fp16", "bf16")
-BACKENDS = ("auto", "reference", "fused", "compile")
+PRECISIONS = ("auto", "fp32", "fp16", "bf16", "int8")
+BACKENDS = ("auto", "reference", "fused", "compile", "openvino")
+MODELS = ("full", "slim")
 TILINGS = ("auto", "off", "exact", "fast")
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
@@ -130,6 +131,7 @@ class StylizeOptions:
     device: str = "auto"
     precision: str = "auto"
     backend: str = "auto"
+    model: str = "full"               # full | slim (half width, distilled; built-in styles' slim/ files)
     batch_size: int = 1
     overwrite: bool = False
     quality: int = 95                 # JPEG/WebP quality of written files
@@ -153,6 +155,8 @@ class StylizeOptions:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.model not in MODELS:
+            raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be ≥ 1, got {self.batch_size}")
         if self.max_side is not None and self.max_side < 1:

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from ..models.checkpoint import Checkpoint, build_model, load_checkpoint
 from ..models.registry import default_style, load_style
-from .backends import make_runner, resolve_backend, resolve_device, resolve_dtype
+from .backends import backend_for_width, make_runner, resolve_device, resolve_engine
 from .blending import apply_strength, blend_state_dicts, preserve_color
 from .memory import IO_BYTES_PER_PIXEL, Execution, choose_execution, default_gpu_budget, default_ram_budget, scratch_free
 from .options import StylizeOptions
@@ -47,13 +47,13 @@ def pad_for_network(x: torch.Tensor) -> torch.Tensor:
 
 def load_weights(options: StylizeOptions) -> Checkpoint:
     if options.blend:
-        parts = [(load_style(name), weight) for name, weight in options.blend]
+        parts = [(load_style(name, model=options.model), weight) for name, weight in options.blend]
         state = blend_state_dicts([(ck.state_dict, w) for ck, w in parts])
         names = ",".join(f"{name}:{weight:g}" for name, weight in options.blend)
         return Checkpoint(state, {"style": f"blend({names})"})
     if options.checkpoint:  # a path, never looked up among the built-in names
         return load_checkpoint(options.checkpoint)
-    return load_style(options.style or default_style())
+    return load_style(options.style or default_style(), model=options.model)
 
 
 @dataclass
@@ -62,10 +62,12 @@ class Stylizer:
 
     def __post_init__(self):
         self.device = resolve_device(self.options.device)
-        self.dtype = resolve_dtype(self.options.precision, self.device)
-        self.backend = resolve_backend(self.options.backend, self.device, self.dtype)
+        self.backend, self.dtype, self.precision = resolve_engine(
+            self.options.backend, self.options.precision, self.device)
         self.checkpoint = load_weights(self.options)
-        self.runner = make_runner(build_model(self.checkpoint), self.device, self.dtype, self.backend)
+        model = build_model(self.checkpoint)
+        self.backend = backend_for_width(self.backend, self.options.backend, model.width)
+        self.runner = make_runner(model, self.device, self.dtype, self.backend, self.precision)
         self._tiling_model = None           # built on first tiled use
         self.last_execution: Execution | None = None
         # Shapes that already ran whole-frame: their memory is now held by the runner (graphs,
@@ -78,7 +80,7 @@ class Stylizer:
         return self.checkpoint.metadata.get("style", "custom")
 
     def describe(self) -> str:
-        return f"{self.style_name} on {self.device} ({self.dtype}, {self.backend})"
+        return f"{self.style_name} on {self.device} ({self.precision}, {self.backend})"
 
     def _run(self, padded: torch.Tensor) -> torch.Tensor:
         out = self.runner(padded)
@@ -91,7 +93,7 @@ class Stylizer:
         """fp16 tops out at 65504; a checkpoint with unusually large activations can reach it.
         Switch this Stylizer to fp32 for good rather than return garbage."""
         warnings.warn(f"{self.style_name}: fp16 overflowed; running in fp32 from now on", stacklevel=3)
-        self.dtype = torch.float32
+        self.dtype, self.precision = torch.float32, str(torch.float32)
         self.runner = make_runner(build_model(self.checkpoint), self.device, self.dtype, self.backend)
 
     def execution_for(self, height: int, width: int, batch: int = 1) -> Execution:

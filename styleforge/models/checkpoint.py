@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from .transformer_net import TransformerNet
+from .transformer_net import FULL_WIDTH, MODEL_WIDTHS, TransformerNet, width_of
 
 LEGACY_KEY = re.compile(r"(^|\.)in\d+\.(running_mean|running_var|num_batches_tracked)$")
 
@@ -41,8 +41,8 @@ class Checkpoint:
         return json.loads(raw) if raw else {}
 
 
-def expected_shapes() -> dict[str, tuple[int, ...]]:
-    return {k: tuple(v.shape) for k, v in TransformerNet().state_dict().items()}
+def expected_shapes(width: int = FULL_WIDTH) -> dict[str, tuple[int, ...]]:
+    return {k: tuple(v.shape) for k, v in TransformerNet(width).state_dict().items()}
 
 
 def _network_key(key: str) -> str | None:
@@ -52,8 +52,10 @@ def _network_key(key: str) -> str | None:
 
 
 def check_layout(shapes: dict[str, tuple[int, ...]], source: str) -> None:
-    """Names (already mapped) and shapes must be exactly the network's; else CheckpointError."""
-    want = expected_shapes()
+    """Names (already mapped) and shapes must be exactly one network's (full or slim, told by
+    conv1's shape); else CheckpointError."""
+    width = width_of(shapes)
+    want = expected_shapes(width if width in MODEL_WIDTHS.values() else FULL_WIDTH)
     missing = sorted(set(want) - set(shapes))
     unexpected = sorted(set(shapes) - set(want))
     if missing or unexpected:
@@ -192,6 +194,7 @@ def save_checkpoint(path: str | os.PathLike, state_dict: dict[str, torch.Tensor]
 
 
 def build_model(checkpoint: Checkpoint) -> TransformerNet:
-    model = TransformerNet()
+    """The network (full or slim, as the weights' shapes say) holding the checkpoint's weights."""
+    model = TransformerNet(width_of({k: tuple(v.shape) for k, v in checkpoint.state_dict.items()}))
     model.load_state_dict(checkpoint.state_dict, strict=True)
     return model.eval()

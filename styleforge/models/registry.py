@@ -4,6 +4,8 @@ A style is found by its file stem (`candy` → `styles/candy.safetensors`); its 
 (painting, artist, licence status, training settings) is read from the file itself, so the
 weights and what is said about them cannot drift apart. `STYLEFORGE_STYLES_DIR` points the
 registry at another folder (tests, private style collections; `styleforge.switches`).
+A style's slim network (`--model slim`, half width, distilled from the full one for CPUs) lives
+in the `slim/` subfolder under the same stem.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from .checkpoint import (
 STYLES_DIR = Path(__file__).resolve().parent.parent / "styles"
 DEFAULT_STYLE = "candy"
 STYLES_DIR_ENV = "STYLEFORGE_STYLES_DIR"
+MODELS = ("full", "slim")
 
 
 def current_styles_dir() -> Path:
@@ -66,10 +69,21 @@ def default_style(styles_dir: Path | None = None) -> str:
     return DEFAULT_STYLE if DEFAULT_STYLE in names else names[0]
 
 
-def resolve_style(name_or_path: str, styles_dir: Path | None = None) -> Path:
-    """A built-in name, or a path to a .safetensors/.pth checkpoint."""
+def resolve_style(name_or_path: str, styles_dir: Path | None = None, model: str = "full") -> Path:
+    """A built-in name (its `model` network: full or slim), or a path to a .safetensors/.pth
+    checkpoint (whose shapes say which network it is)."""
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
     styles_dir = styles_dir or current_styles_dir()
     candidate = styles_dir / f"{name_or_path}.safetensors"
+    if model == "slim" and candidate.is_file():
+        slim = styles_dir / "slim" / candidate.name
+        if not slim.is_file():
+            shipped = ", ".join(s.name for s in list_styles(styles_dir / "slim")) if (styles_dir / "slim").is_dir() else ""
+            raise CheckpointError(f"style {name_or_path!r} has no slim network (slim styles: "
+                                  f"{shipped or 'none installed'}); use --model full, or distil one "
+                                  "with `styleforge train --teacher` (docs/cpu.md)")
+        return slim
     if candidate.is_file():
         return candidate
     path = Path(name_or_path).expanduser()
@@ -82,5 +96,5 @@ def resolve_style(name_or_path: str, styles_dir: Path | None = None) -> Path:
                           "or give the path of a checkpoint file)")
 
 
-def load_style(name_or_path: str, styles_dir: Path | None = None) -> Checkpoint:
-    return load_checkpoint(resolve_style(name_or_path, styles_dir))
+def load_style(name_or_path: str, styles_dir: Path | None = None, model: str = "full") -> Checkpoint:
+    return load_checkpoint(resolve_style(name_or_path, styles_dir, model))

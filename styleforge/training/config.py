@@ -23,6 +23,7 @@ from pathlib import Path
 PRECISIONS = ("auto", "fp32", "bf16")
 MIN_IMAGE_SIZE = 16     # the network's reflection pads and VGG's three 2× poolings need 16×16
 DEVICES = ("auto", "cpu", "cuda")
+MODELS = ("full", "slim")   # models.transformer_net.MODEL_WIDTHS, named here without importing torch
 
 
 @dataclass
@@ -43,6 +44,9 @@ class TrainConfig:
     stability_shift: float = 2.0            # px: largest random shift of the stability perturbation
     stability_zoom: float = 0.02            # largest random zoom (±) of the stability perturbation
     stability_noise: float = 4.0            # std of its Gaussian noise, 0–255 units
+    model: str = "full"                     # full | slim (half width: models.transformer_net)
+    teacher: str | None = None              # a full network (style name or weights file) to distil
+    distill_weight: float = 0.0             # (output − teacher's output)² in [0, 1]; 0 = off
     style_size: int | None = 512            # painting's longer side; None = its own size
     seed: int = 42
     checkpoint_every: int = 1000            # 0 = only at the end
@@ -65,7 +69,8 @@ class TrainConfig:
 
     def __post_init__(self):
         self.sample_photos = tuple(self.sample_photos)
-        for name in ("lr", "content_weight", "style_weight", "tv_weight", "epochs", "max_seconds"):
+        for name in ("lr", "content_weight", "style_weight", "tv_weight", "epochs", "max_seconds",
+                     "distill_weight"):
             value = getattr(self, name)
             if value is not None and not math.isfinite(value):   # NaN passes every < and > test
                 raise ValueError(f"{name} must be a finite number, got {value}")
@@ -81,8 +86,12 @@ class TrainConfig:
         if self.image_size % 4 or self.image_size < MIN_IMAGE_SIZE:
             raise ValueError(f"image_size must be a multiple of 4 (the network's stride) and at least "
                              f"{MIN_IMAGE_SIZE}, got {self.image_size}; 256 is the usual size")
+        if self.model not in MODELS:
+            raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
+        if self.distill_weight and not self.teacher:
+            raise ValueError("distill_weight needs a teacher: pass --teacher STYLE_OR_FILE")
         for name in ("content_weight", "style_weight", "tv_weight", "stability_weight", "stability_shift",
-                     "stability_zoom", "stability_noise", "checkpoint_every", "sample_every"):
+                     "stability_zoom", "stability_noise", "checkpoint_every", "sample_every", "distill_weight"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be ≥ 0, got {getattr(self, name)}")
         if self.style_size is not None and self.style_size < 16:
@@ -138,7 +147,7 @@ class TrainConfig:
         skip = {"out", "checkpoint_dir", "keep_checkpoints", "resume", "sample_every", "sample_photos",
                 "log_every", "progress", "metadata", "checkpoint_every", "overwrite"}
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
-        for key in ("style_image", "content_dir", "vgg_weights"):
+        for key in ("style_image", "content_dir", "vgg_weights", "teacher"):
             if out[key]:
                 out[key] = Path(out[key]).name
         return out

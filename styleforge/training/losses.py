@@ -7,7 +7,10 @@ style:   Σ over relu1_2, relu2_2, relu3_3, relu4_3 of the MSE between the outpu
 tv:      total variation of the output scaled to [0, 1] (mean squared neighbour difference).
 stability: output of a perturbed photo vs the perturbed output, f(T(x) + n) ≈ T(f(x)), with T a
          small random shift and zoom (a camera's motion between frames) and n Gaussian noise;
-         mean squared difference in [0, 1] over the pixels T keeps inside the frame. Gupta et al.
+         mean squared difference in [0, 1] over the pixels T keeps inside the frame.
+distill: mean squared difference in [0, 1] between the output and a frozen teacher network's
+         output on the same photos (Hinton et al. 2015's knowledge distillation, on the image):
+         how a slim network learns what the full one draws, beside the perceptual terms. Gupta et al.
          2017 ("Characterizing and Improving Stability in Neural Style Transfer") use the noise,
          Huang et al. 2017 ("Real-Time Neural Style Transfer for Videos") the warp.
 The VGG may run in bf16; Gram matrices and every loss are computed in fp32 with autocast off,
@@ -32,6 +35,7 @@ class LossTerms(NamedTuple):
     style: torch.Tensor
     tv: torch.Tensor
     stability: torch.Tensor
+    distill: torch.Tensor
 
 
 class Perturbation(NamedTuple):
@@ -110,12 +114,14 @@ def stability_loss(model: torch.nn.Module, content: torch.Tensor, stylized: torc
 
 def loss_terms(model: torch.nn.Module, vgg: VGG16Features, content: torch.Tensor,
                targets: tuple[torch.Tensor, ...], with_tv: bool,
-               perturbation: Perturbation | None = None) -> LossTerms:
-    """One forward pass: photos (B, 3, S, S) float 0–255 → stylized → the four unweighted terms.
+               perturbation: Perturbation | None = None,
+               teacher: torch.nn.Module | None = None) -> LossTerms:
+    """One forward pass: photos (B, 3, S, S) float 0–255 → stylized → the five unweighted terms.
 
     Runs under the caller's autocast. The photo's features are needed only up to relu2_2 and
     carry no gradient. `perturbation` (None: the stability term is 0 and costs nothing) adds a
-    second pass of the style network on the perturbed photos.
+    second pass of the style network on the perturbed photos; `teacher` (None: the distill term
+    is 0) one pass of the frozen teacher, without gradients.
     """
     stylized = model(content)
     with torch.no_grad():
@@ -129,7 +135,13 @@ def loss_terms(model: torch.nn.Module, vgg: VGG16Features, content: torch.Tensor
         tv = total_variation(stylized) if with_tv else torch.zeros((), device=content.device)
     stability = (stability_loss(model, content, stylized, perturbation) if perturbation is not None
                  else torch.zeros((), device=content.device))
-    return LossTerms(content_loss, style_loss, tv, stability)
+    distill = torch.zeros((), device=content.device)
+    if teacher is not None:
+        with torch.no_grad():
+            drawn = teacher(content)
+        with torch.autocast(content.device.type, enabled=False):
+            distill = F.mse_loss(stylized.float() / 255.0, drawn.float().clamp(0, 255) / 255.0)
+    return LossTerms(content_loss, style_loss, tv, stability, distill)
 
 
 def style_distance(vgg: VGG16Features, image: torch.Tensor, targets: tuple[torch.Tensor, ...]) -> torch.Tensor:

@@ -32,7 +32,7 @@ import torch
 from ..engine.backends import resolve_device
 from ..io.atomic import atomic_write
 from ..models.checkpoint import save_checkpoint, torch_load_reason
-from ..models.transformer_net import TransformerNet
+from ..models.transformer_net import FULL_WIDTH, MODEL_WIDTHS, TransformerNet
 from ..models.vgg import VGG16Features, load_vgg16
 from . import samples
 from .config import TrainConfig
@@ -47,8 +47,9 @@ ESTIMATE_AFTER = 3      # steps timed before the whole run's duration is estimat
 _STEP_FILE = re.compile(r"^step_(\d+)\.pt$")
 RESUME_KEYS = ("style_image", "content_dir", "batch_size", "image_size", "lr", "content_weight",
                "style_weight", "tv_weight", "stability_weight", "stability_shift", "stability_zoom",
-               "stability_noise", "style_size", "seed", "max_content", "precision")
-TERMS = ("content", "style", "tv", "stability")
+               "stability_noise", "style_size", "seed", "max_content", "precision", "model", "teacher",
+               "distill_weight")
+TERMS = ("content", "style", "tv", "stability", "distill")
 
 
 @dataclass
@@ -62,11 +63,19 @@ class TrainResult:
     history: list[dict] = field(default_factory=list)
 
 
-def fresh_model(seed: int) -> TransformerNet:
+def fresh_model(seed: int, width: int = FULL_WIDTH) -> TransformerNet:
     """PyTorch's default init drawn from `seed` without touching the global RNG stream."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return TransformerNet()
+        return TransformerNet(width)
+
+
+def load_teacher(name_or_path: str, device: torch.device, memory_format) -> TransformerNet:
+    """The frozen network a slim one is distilled from: a built-in style name or a weights file."""
+    from ..models.checkpoint import build_model
+    from ..models.registry import load_style
+    teacher = build_model(load_style(name_or_path))
+    return teacher.to(device, memory_format=memory_format).requires_grad_(False).eval()
 
 
 def amp_dtype_for(precision: str, device: torch.device) -> torch.dtype | None:
@@ -142,7 +151,9 @@ class Trainer:
             painting = load_style_image(cfg.style_image, cfg.style_size)
         self.targets = style_targets(self.vgg, painting)
 
-        self.model = fresh_model(cfg.seed).to(self.device, memory_format=self.memory_format).train()
+        self.model = fresh_model(cfg.seed, MODEL_WIDTHS[cfg.model]).to(
+            self.device, memory_format=self.memory_format).train()
+        self.teacher = load_teacher(cfg.teacher, self.device, self.memory_format) if cfg.teacher else None
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, fused=cuda)
         self.total_steps = (math.ceil(cfg.epochs * self.data.steps_per_epoch)
                             if cfg.epochs is not None else cfg.steps)
@@ -150,7 +161,8 @@ class Trainer:
         self.history: list[dict] = []
         use_compile = cfg.compile if cfg.compile is not None else cuda
         self._loss_fn = compiled_loss_terms() if use_compile else loss_terms
-        self._weights = (cfg.content_weight, cfg.style_weight, cfg.tv_weight, cfg.stability_weight)
+        self._weights = (cfg.content_weight, cfg.style_weight, cfg.tv_weight, cfg.stability_weight,
+                         cfg.distill_weight)
         self._window = torch.zeros(len(TERMS), device=self.device)   # Σ weighted terms since last log
         self._window_steps = 0
         self._window_start = time.perf_counter()
@@ -173,7 +185,8 @@ class Trainer:
         x = content.float().contiguous(memory_format=self.memory_format)
         perturbation = self.perturbation(len(x))
         with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None):
-            return self._loss_fn(self.model, self.vgg, x, self.targets, self._weights[2] > 0, perturbation)
+            return self._loss_fn(self.model, self.vgg, x, self.targets, self._weights[2] > 0, perturbation,
+                                 self.teacher if self._weights[4] > 0 else None)
 
     def step(self) -> None:
         """One Adam step on the batch of the current step number. No host sync."""
@@ -201,8 +214,9 @@ class Trainer:
         self.history.append(row)
         self._window.zero_()
         self._window_steps, self._window_start = 0, now
-        log.info("step %d/%d  content %.4g  style %.4g  tv %.3g  stability %.3g  %.0f img/s", row["step"],
-                 self.total_steps, content, style, tv, terms["stability"], row["images_per_s"])
+        log.info("step %d/%d  content %.4g  style %.4g  tv %.3g  stability %.3g  distill %.3g  %.0f img/s",
+                 row["step"], self.total_steps, content, style, tv, terms["stability"], terms["distill"],
+                 row["images_per_s"])
         return row
 
     # -- state --------------------------------------------------------------------------------

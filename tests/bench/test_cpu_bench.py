@@ -1,0 +1,33 @@
+"""`styleforge bench --cpu` helpers: the ISA oneDNN reports, the photos, the timing loop, and the
+shared metrics module loaded from a path (or its absence reported as None)."""
+from __future__ import annotations
+
+import pytest
+
+from styleforge.bench.cpu import load_metrics, onednn_isa, photos, time_calls
+
+
+def test_photos_have_the_asked_longer_side():
+    images = photos(128)
+    assert len(images) == 3 and all(max(p.shape[:2]) == 128 and p.shape[2] == 3 for p in images)
+
+
+def test_time_calls_warms_each_input_then_times_every_round():
+    calls = []
+    outputs, samples = time_calls(lambda x: calls.append(x) or x * 2, [1, 2], reps=3)
+    assert outputs == [2, 4] and len(samples) == 6 and calls == [1, 2] * 4
+
+
+def test_metrics_module_is_loaded_from_its_path(tmp_path):
+    module = tmp_path / "style_metrics.py"
+    module.write_text("DATA = 'somewhere'\ndef metrics(photo, out, style):\n    return 0.5, 0.1\n")
+    assert load_metrics(str(module)).metrics(None, None, None) == (0.5, 0.1)
+    assert load_metrics(str(tmp_path / "absent.py")) is None
+
+
+@pytest.mark.slow
+def test_onednn_isa_follows_the_cap(monkeypatch):
+    native = onednn_isa()
+    assert not native.startswith("unknown"), native
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "SSE41")
+    assert onednn_isa() == "Intel SSE4.1"

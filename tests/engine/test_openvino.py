@@ -1,0 +1,118 @@
+"""The OpenVINO CPU backend: choice rules, calibration data, fp32 equal to the reference, INT8
+close to it and cached on disk, and the tiling and stroke-scale paths on it.
+
+Export and INT8 calibration cost seconds to a minute on a 2-core machine, so those tests are
+`slow`; they are skipped where openvino/nncf are not installed (the CI installs `.[test]` only).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from styleforge.engine.backends import resolve_engine
+from styleforge.engine.openvino_runner import CALIBRATION_SIDES, calibration_images, openvino_available
+from tests.conftest import psnr, random_net, rel_error
+
+CPU = torch.device("cpu")
+needs_openvino = pytest.mark.skipif(not openvino_available("int8")[0], reason="openvino/nncf not installed")
+
+
+@needs_openvino
+def test_auto_picks_openvino_int8_on_a_cpu_unless_switched_off(monkeypatch):
+    monkeypatch.setenv("STYLEFORGE_OPENVINO", "1")
+    assert resolve_engine("auto", "auto", CPU) == ("openvino", torch.float32, "int8")
+    assert resolve_engine("auto", "int8", CPU) == ("openvino", torch.float32, "int8")
+    assert resolve_engine("openvino", "fp32", CPU) == ("openvino", torch.float32, "fp32")
+    # An explicit PyTorch precision stays on PyTorch.
+    assert resolve_engine("auto", "fp32", CPU)[0] == "reference"
+    from styleforge import switches
+    monkeypatch.setenv("STYLEFORGE_OPENVINO", "0")
+    switches.reset()
+    assert resolve_engine("auto", "auto", CPU)[0] == "reference"
+    assert resolve_engine("auto", "int8", CPU)[0] == "openvino"   # asked for by name
+
+
+def test_impossible_pairs_say_why():
+    with pytest.raises(RuntimeError, match="OpenVINO backend"):
+        resolve_engine("reference", "int8", CPU)
+    with pytest.raises(RuntimeError, match="runs on the CPU"):
+        resolve_engine("openvino", "auto", torch.device("cuda"))
+    with pytest.raises(RuntimeError, match="int8 or fp32"):
+        resolve_engine("openvino", "bf16", CPU)
+
+
+def test_calibration_set_is_the_shipped_photos_varied_deterministically():
+    images = calibration_images()
+    assert len(images) == 3 * len(CALIBRATION_SIDES) * 4          # 3 assets × sizes × 4 variants
+    for image in images:
+        assert image.dtype.name == "float32" and image.shape[:2] == (1, 3)
+        assert image.shape[2] % 4 == 0 and image.shape[3] % 4 == 0
+        assert max(image.shape[2:]) in CALIBRATION_SIDES
+        assert 0 <= image.min() and image.max() <= 255
+    again = calibration_images()
+    assert all((a == b).all() for a, b in zip(images, again))
+    assert not (images[0] == images[3]).all()                    # the jitter changed the photo
+
+
+@pytest.mark.slow
+@needs_openvino
+def test_fp32_equals_the_reference_at_odd_sizes_and_batch(tmp_path, monkeypatch):
+    from styleforge.engine.openvino_runner import OpenVINORunner
+    monkeypatch.setenv("STYLEFORGE_CACHE_DIR", str(tmp_path))
+    model = random_net(3)
+    runner = OpenVINORunner(model, "fp32", threads=2)
+    for shape in [(1, 3, 36, 52), (2, 3, 64, 20)]:                 # one model, any size and batch
+        x = torch.rand(shape) * 255
+        with torch.no_grad():
+            want = model(x)
+        assert rel_error(runner(x), want) < 1e-4
+    assert list((tmp_path / "openvino").glob("*-fp32-*.xml"))
+
+
+@pytest.mark.slow
+@needs_openvino
+def test_int8_stays_close_to_fp32_and_is_read_back_from_the_cache(tmp_path, monkeypatch):
+    from styleforge.engine import openvino_runner
+    from styleforge.models.checkpoint import build_model
+    from styleforge.models.registry import load_style
+    monkeypatch.setenv("STYLEFORGE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(openvino_runner, "CALIBRATION_SIDES", (128,))   # fewer, smaller: faster
+    model = build_model(load_style("candy"))
+    runner = openvino_runner.OpenVINORunner(model, "int8", threads=2)
+    from styleforge.io.image import load_image
+    photo = load_image(openvino_runner.ASSETS / "chelsea.jpg").rgb.resize((200, 132))
+    x = torch.from_numpy(np.array(photo)).permute(2, 0, 1)[None].float()
+    with torch.no_grad():
+        want = model(x).clamp(0, 255)
+    got = runner(x).clamp(0, 255)
+    assert psnr(got, want) > 25          # INT8 of a real style; docs/cpu.md has the full-size numbers
+
+    def fail(*_args, **_kwargs):
+        raise AssertionError("the cached INT8 model was rebuilt")
+    monkeypatch.setattr(openvino_runner, "quantize", fail)
+    monkeypatch.setattr(openvino_runner, "export", fail)
+    again = openvino_runner.OpenVINORunner(model, "int8", threads=2)
+    assert torch.equal(again(x), runner(x))
+
+
+@pytest.mark.slow
+@needs_openvino
+def test_stylizer_on_openvino_runs_the_tiling_and_stroke_scale_paths(styles_env, tmp_path, monkeypatch):
+    from styleforge.engine.options import StylizeOptions
+    from styleforge.engine.pipeline import Stylizer
+    monkeypatch.setenv("STYLEFORGE_CACHE_DIR", str(tmp_path))
+    x = torch.rand(1, 3, 90, 70) * 255
+    ref = Stylizer(StylizeOptions(style="alpha", device="cpu", backend="reference", precision="fp32"))
+    base = dict(style="alpha", device="cpu", backend="openvino", precision="fp32")
+    whole = Stylizer(StylizeOptions(**base))
+    assert whole.describe().endswith("(fp32, openvino)")
+    assert psnr(whole(x), ref(x)) > 60
+    scaled = Stylizer(StylizeOptions(**base, stroke_scale=2.0))
+    ref_scaled = Stylizer(StylizeOptions(style="alpha", device="cpu", backend="reference",
+                                         precision="fp32", stroke_scale=2.0))
+    assert psnr(scaled(x), ref_scaled(x)) > 60
+    tiled = Stylizer(StylizeOptions(**base, tiling="fast"))
+    out = tiled(x)
+    assert tiled.last_execution.mode == "fast"
+    assert out.shape == x.shape and psnr(out, ref(x)) > 20
