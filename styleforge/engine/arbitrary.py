@@ -30,7 +30,7 @@ from .arbitrary_fused import FusedArbitraryNet
 from .stroke import downscale, internal_size, upscale_styled
 from .backends import resolve_device, resolve_dtype
 from .blending import apply_strength, preserve_color
-from .options import StylizeOptions, check_fraction
+from .options import StylizeOptions, check_fraction, check_style_weight, check_style_weights
 
 Painting = Union[str, os.PathLike, Image.Image]
 MIN_STYLE_SIDE = 64
@@ -56,6 +56,10 @@ def painting_image(painting: Painting, max_pixels: int | None = None) -> Image.I
         white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
         return Image.alpha_composite(white, rgba).convert("RGB")
     return image.convert("RGB")
+
+
+def painting_label(painting: Painting) -> str:
+    return "image" if isinstance(painting, Image.Image) else Path(painting).name
 
 
 def painting_key(painting: Painting) -> str:
@@ -233,13 +237,17 @@ class PaintingStylizer:
     preserve: bool | None = None
 
     def __post_init__(self):
+        # Checked before any painting is read: the API binds (painting, weight) pairs directly.
+        weights = [check_style_weight(painting_label(p), w) for p, w in self.paintings]
+        check_style_weights(weights)
+        self.paintings = [(p, w) for (p, _), w in zip(self.paintings, weights)]
         # Looked up once: a broken painting fails here, not per photo, and frames pay no hashing
         # of the painting (0.6 ms of CPU a frame for a 512-px PIL image; a file read for a path).
         self.styles = [(self.engine.style_code(painting), float(w)) for painting, w in self.paintings]
 
     @property
     def style_name(self) -> str:
-        return ", ".join(Path(p).name if not isinstance(p, Image.Image) else "image" for p, _ in self.paintings)
+        return ", ".join(painting_label(p) for p, _ in self.paintings)
 
     def describe(self) -> str:
         return f"{self.style_name} ({self.engine.describe()})"

@@ -105,6 +105,26 @@ def parse_blend(spec: str) -> tuple[tuple[str, float], ...]:
     return check_blend(items)
 
 
+def check_style_weight(name: str, weight) -> float:
+    """A painting's weight as a float, or ValueError: a finite number ≥ 0 (weights are relative;
+    a negative one would extrapolate past the paintings, a NaN or inf would wash the image out)."""
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+        raise ValueError(f"--style-image: weight of {name!r} must be a number, got {weight!r}")
+    weight = float(weight)
+    if not math.isfinite(weight):
+        raise ValueError(f"--style-image: weight of {name!r} is {weight}; use a finite number, e.g. {name}:0.5")
+    if weight < 0:
+        raise ValueError(f"--style-image: weight of {name!r} is negative ({weight:g}); weights are ≥ 0")
+    return weight
+
+
+def check_style_weights(weights) -> None:
+    """ValueError unless the (already checked) weights have a positive total."""
+    if not any(w > 0 for w in weights):
+        raise ValueError("--style-image needs at least one painting with a positive weight, "
+                         "e.g. a.jpg:0.7 --style-image b.jpg:0.3")
+
+
 def parse_style_image(spec: str) -> tuple[str, float]:
     """'painting.jpg' → ('painting.jpg', 1.0); 'painting.jpg:0.3' → ('painting.jpg', 0.3)."""
     path, sep, weight = spec.rpartition(":")
@@ -114,9 +134,7 @@ def parse_style_image(spec: str) -> tuple[str, float]:
         value = float(weight)
     except ValueError:
         return spec, 1.0          # a colon inside the file name
-    if value < 0:
-        raise ValueError(f"--style-image: weight of {path!r} is negative")
-    return path, value
+    return path, check_style_weight(path, value)
 
 
 @dataclass(frozen=True)
@@ -170,8 +188,10 @@ class StylizeOptions:
             object.__setattr__(self, "style_images", (parse_style_image(self.style_images),))
         elif isinstance(self.style_images, list):
             object.__setattr__(self, "style_images", tuple(tuple(item) for item in self.style_images))
-        if self.style_images and sum(w for _, w in self.style_images) <= 0:
-            raise ValueError("style images need a positive total weight")
+        if self.style_images:
+            object.__setattr__(self, "style_images", tuple(
+                (path, check_style_weight(str(path), w)) for path, w in self.style_images))
+            check_style_weights([w for _, w in self.style_images])
         if self.tiling not in TILINGS:
             raise ValueError(f"tiling must be one of {TILINGS}, got {self.tiling!r}")
         for name in ("max_memory", "max_gpu_memory"):
