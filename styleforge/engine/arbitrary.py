@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from ..io.image import ImageError, load_image
+from ..io.image import ImageError, load_image, open_image_file
 from ..models.arbitrary import ArbitraryStyleNet, StyleCode, load_arbitrary
 from .arbitrary_fused import FusedArbitraryNet
 from .stroke import downscale, internal_size, upscale_styled
@@ -70,7 +70,7 @@ def painting_key(painting: Painting) -> str:
         h.update(painting.tobytes())
     else:
         try:
-            with open(painting, "rb") as f:
+            with open_image_file(Path(painting)) as f:   # refuses a FIFO or /dev/zero first
                 for block in iter(lambda: f.read(1 << 20), b""):
                     h.update(block)
         except OSError as exc:

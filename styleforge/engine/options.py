@@ -6,6 +6,7 @@ before any weights load (a NaN blend weight once gave an all-black image with ex
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -197,6 +198,11 @@ class StylizeOptions:
         for name in ("max_memory", "max_gpu_memory"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be ≥ 1 byte, got {getattr(self, name)}")
+        if self.scratch_dir is not None:   # else every image would fail later, as if corrupt
+            if not os.path.isdir(self.scratch_dir):
+                raise ValueError(f"--scratch-dir {self.scratch_dir}: no such folder; create it first")
+            if not os.access(self.scratch_dir, os.W_OK | os.X_OK):
+                raise ValueError(f"--scratch-dir {self.scratch_dir}: the folder is not writable")
         if self.stroke_scale is not None and not 1 <= self.stroke_scale <= 1024:
             raise ValueError(f"stroke_scale must be in 1..1024 or None (auto), got {self.stroke_scale}")
         if isinstance(self.blend, str):
