@@ -50,14 +50,23 @@ def run(args: argparse.Namespace) -> int:
     from ..models.checkpoint import CheckpointError
     from .stylize import options_from_args
     from pathlib import Path
+
+    from rich.markup import escape
+
+    from .extras import missing_extra
     console = Console(stderr=True, highlight=False, soft_wrap=True)
+    why = missing_extra("av", "styleforge video")
+    if why:
+        console.print(f"[bold red]error:[/] {escape(why)}")
+        return 2
     try:
         options = options_from_args(args)
     except (CheckpointError, ValueError) as exc:
-        console.print(f"[bold red]error:[/] {exc}")
+        console.print(f"[bold red]error:[/] {escape(str(exc))}")
         return 2
     if Path(args.output).exists() and not options.overwrite:   # the rule `stylize` follows
-        console.print(f"[yellow]skipped {args.input}: {args.output} exists (--overwrite to replace it)[/]")
+        console.print(f"[yellow]skipped {escape(args.input)}: {escape(args.output)} exists "
+                      "(--overwrite to replace it)[/]")
         return 0
     progress = Progress(TextColumn("stylizing"), BarColumn(), TextColumn("{task.completed} frames"),
                         TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), console=console,
@@ -78,13 +87,13 @@ def run(args: argparse.Namespace) -> int:
                                    workers=args.workers,
                                    depth=args.queue_depth)
     except VideoError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
+        console.print(f"[bold red]error:[/] {escape(str(exc))}")
         return 1
     except (CheckpointError, RuntimeError, ValueError) as exc:
-        console.print(f"[bold red]error:[/] {exc}")
+        console.print(f"[bold red]error:[/] {escape(str(exc))}")
         return 2
     for note in result.notes:
-        console.print(f"[yellow]note:[/] {note}")
+        console.print(f"[yellow]note:[/] {escape(note)}")
     console.print(f"{result.frames} frames in {result.seconds:.1f} s ({result.fps:.1f} frames/s) "
                   f"→ {result.output}")
     return 0

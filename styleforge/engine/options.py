@@ -154,8 +154,8 @@ class StylizeOptions:
     quality: int = 95                 # JPEG/WebP quality of written files
     max_pixels: int = 200_000_000     # refuse larger images before decoding them (--max-pixels)
     tiling: str = "auto"              # auto | off | exact | fast (engine.memory picks for auto)
-    max_memory: int | None = None     # CPU RAM budget in bytes; None: a share of the free RAM
-    max_gpu_memory: int | None = None  # GPU budget in bytes; None: what the device has free
+    max_memory: int | str | None = None  # CPU RAM budget in bytes or "8G"; None: a share of the free RAM
+    max_gpu_memory: int | str | None = None  # GPU budget in bytes or "8G"; None: what the device has free
     stroke_scale: float | None = None  # ≥ 1: strokes that many times larger; None: auto (engine.stroke)
     scratch_dir: str | None = None    # where exact tiling spills activations; None: the temp dir
     style_images: tuple[tuple[str, float], ...] = ()  # paintings (path, weight): the arbitrary model
@@ -196,6 +196,11 @@ class StylizeOptions:
         if self.tiling not in TILINGS:
             raise ValueError(f"tiling must be one of {TILINGS}, got {self.tiling!r}")
         for name in ("max_memory", "max_gpu_memory"):
+            if isinstance(getattr(self, name), str):     # "8G" as the flag takes it
+                try:
+                    object.__setattr__(self, name, parse_bytes(getattr(self, name)))
+                except ValueError as exc:
+                    raise ValueError(f"{name}: {exc}") from None
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be ≥ 1 byte, got {getattr(self, name)}")
         if self.scratch_dir is not None:   # else every image would fail later, as if corrupt

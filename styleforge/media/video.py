@@ -128,7 +128,10 @@ def stylize_video(src: str | os.PathLike, dst: str | os.PathLike, stylizer, opti
 
     `stylizer` is an engine callable (a `Stylizer`) or None for a plain transcode; `frame_filter`
     (content, stylized) → uint8 (H, W, 3) runs on each frame in order before it is encoded."""
-    import av
+    try:
+        import av
+    except ImportError:
+        raise ModuleNotFoundError('video needs PyAV: pip install "styleforge[video]"', name="av") from None
     src, dst = Path(src), Path(dst)
     fmt = CONTAINERS.get(dst.suffix.lower())
     if fmt is None:
