@@ -15,8 +15,8 @@ does not collide with the first (`--keep-names` keeps the input names). Any othe
 is refused rather than made into a folder. An input whose suffix Pillow cannot write (e.g.
 `.psd`) is written as `.png`. Files inside the output folder, and files that are outputs of this
 same plan, are never inputs, so running `stylize dir -r -o dir/styled` twice does not stylize
-its own outputs; every output folder also gets a `.styleforge-output` mark, and a scan skips
-marked sub-folders, so a later `stylize dir -r` (another style, no -o) does not stylize
+its own outputs; every output folder a run creates also gets a `.styleforge-output` mark (a
+folder that existed is left alone), and a scan skips marked sub-folders, so a later `stylize dir -r` (another style, no -o) does not stylize
 `dir/styled` either. Outputs that cannot be written (a folder that is a file, no write
 permission) are found here, before any work; an output that appears after planning (a second
 run over the same files) is kept, not replaced (`media.images`).
@@ -499,10 +499,13 @@ def pipeline_options_from_args(args: argparse.Namespace):
 
 
 def mark_output_folders(jobs: list[Job]) -> None:
-    """Leave OUTPUT_MARK in each output folder (created if needed) so later scans skip it."""
+    """Create each output folder this plan makes, with OUTPUT_MARK in it, so later scans skip
+    it. A folder that exists already is the user's (it may hold the inputs) and is not marked."""
     for folder in {job.out_root for job in jobs if job.out_root is not None}:
+        if folder.exists():
+            continue
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            folder.mkdir(parents=True)
             (folder / OUTPUT_MARK).touch()
         except OSError:
             pass   # the write itself will say what is wrong with the folder

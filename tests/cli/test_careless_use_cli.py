@@ -112,3 +112,30 @@ def test_a_recursive_run_skips_an_earlier_runs_output_folder(styles_env, tmp_pat
     assert code == 0 and counts == (2, 0, 0)                 # a.png and sub/b.png, not styled/*
     assert sorted(str(p.relative_to(tmp_path / "d_beta")) for p in (tmp_path / "d_beta").rglob("*.png")) == [
         "a.png", "sub/b.png"]
+
+
+@pytest.mark.slow
+def test_ctrl_c_says_what_was_done_and_what_was_not_started(tiny_styles, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+    for i in range(60):
+        write(tmp_path / "in" / f"{i:02d}.png", size=(384, 288), seed=i)
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root), STYLEFORGE_STYLES_DIR=str(tiny_styles))
+    proc = subprocess.Popen([sys.executable, "-m", "styleforge", "stylize", str(tmp_path / "in"), "--style",
+                             "alpha", "--device", "cpu", "--workers", "1", "-o", str(tmp_path / "out")],
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=root)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list((tmp_path / "out").glob("*.png")):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    match = re.search(r"interrupted: (\d+) done, 0 skipped, 0 failed, (\d+) not started", err)
+    assert match, err[-2000:]
+    done, not_started = map(int, match.groups())
+    assert done >= 1 and not_started >= 1 and done + not_started <= 60
+    assert "Traceback" not in err
