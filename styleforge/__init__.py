@@ -12,7 +12,13 @@ _HOMES = {"stylize": "api", "stylize_video": "api", "load_style": "api", "list_s
 
 
 def __getattr__(name: str):
+    import importlib
     if name in _HOMES:
-        import importlib
         return getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)
+    if not name.startswith("_"):   # a submodule, e.g. help(styleforge.api) after `import styleforge`
+        try:
+            return importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

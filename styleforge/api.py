@@ -97,7 +97,7 @@ def _painting_list(style: Any) -> list | None:
         return [(style, 1.0)]
     if isinstance(style, (list, tuple)) and style and all(
             isinstance(item, tuple) and len(item) == 2 and is_painting(item[0]) for item in style):
-        return [(p, float(w)) for p, w in style]
+        return [(p, w) for p, w in style]   # weights checked when bound (engine.arbitrary)
     return None
 
 

@@ -11,6 +11,7 @@ styles, since the library would also take them as file paths.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from ..models.registry import list_styles
 from ..regions import Look, stylize_regions
 from ..training import TrainConfig
 from .files import AppFiles, UploadError, safe_stem
+from .inflight import InFlight
 from .options import ServeOptions
 from .painting import PaintingEngine
 from .training_job import TrainingJob
@@ -30,6 +32,13 @@ from .training_job import TrainingJob
 WHOLE, INSIDE, TWO_STYLES = "Whole image", "Only the painted region", "Style A inside, B outside"
 REGION_MODES = (WHOLE, INSIDE, TWO_STYLES)
 BROWSER_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".gif"})
+
+
+def refuse(message: str) -> gr.Error:
+    """The error a client is shown for a request that is wrong (or a server that is stopping):
+    one line in the server's log, not a traceback per rejected request."""
+    print(f"refused: {message}", file=sys.stderr, flush=True)
+    return gr.Error(message, print_exception=False)
 
 
 class Handlers:
@@ -41,11 +50,16 @@ class Handlers:
         self.job = TrainingJob()
         self.painting = PaintingEngine(options.device, options.precision, options.backend,
                                        options.max_pixels)
+        # The engine requests, tracked so that a shutdown answers each waiting client.
+        self.inflight = InFlight(refuse)
+        self.stylize = self.inflight.wrap(self.stylize)
+        self.video = self.inflight.wrap(self.video)
+        self.webcam = self.inflight.wrap(self.webcam)
 
     # -- shared checks ------------------------------------------------------------------------
     def _style(self, name: Any, role: str = "style") -> str:
         if name not in self.style_names:
-            raise gr.Error(f"unknown {role} {name!r}; pick one of: {', '.join(self.style_names)}")
+            raise refuse(f"unknown {role} {name!r}; pick one of: {', '.join(self.style_names)}")
         return name
 
     def _engine_kwargs(self) -> dict:
@@ -57,9 +71,9 @@ class Handlers:
             path, display = self.files.upload(payload, self.options.max_upload_bytes)
             loaded = load_image(path, self.options.max_pixels)
         except UploadError as exc:
-            raise gr.Error(str(exc)) from None
+            raise refuse(str(exc)) from None
         except ImageError as exc:
-            raise gr.Error(str(exc).replace(str(path), display) +
+            raise refuse(str(exc).replace(str(path), display) +
                            " — upload a JPEG, PNG or WebP photo") from None
         return loaded.merged(loaded.rgb), display, path
 
@@ -73,7 +87,7 @@ class Handlers:
                 with Image.open(path) as image:
                     alpha = np.asarray(image.convert("RGBA"))[..., 3] > 0
             except (UploadError, OSError, ValueError):
-                raise gr.Error("the painted mask could not be read; clear it and paint again") from None
+                raise refuse("the painted mask could not be read; clear it and paint again") from None
             mask = alpha if mask is None else mask | (alpha if alpha.shape == mask.shape else False)
         if mask is None or not mask.any():
             return None
@@ -85,12 +99,12 @@ class Handlers:
         try:
             if mode == TWO_STYLES:
                 if b is None:
-                    raise gr.Error("pick a second style (B) for outside the painted region")
+                    raise refuse("pick a second style (B) for outside the painted region")
                 return (Look(a, strength=float(strength), preserve_color=bool(preserve)),
                         Look(b, strength=float(strength), preserve_color=bool(preserve)))
             return Look(a, b, float(blend or 0.0), float(strength), bool(preserve)), None
         except ValueError as exc:
-            raise gr.Error(str(exc)) from None
+            raise refuse(str(exc)) from None
 
     # -- image tab ----------------------------------------------------------------------------
     def editor_background(self, payload: Any) -> Any:
@@ -108,14 +122,14 @@ class Handlers:
         try:
             path, display = self.files.upload(payload, self.options.max_upload_bytes, "painting")
         except UploadError as exc:
-            raise gr.Error(str(exc)) from None
+            raise refuse(str(exc)) from None
         try:
             result = self.painting.stylize(photo, path, float(strength), bool(preserve))
         except ImageError as exc:
-            raise gr.Error(str(exc).replace(str(path), display) +
+            raise refuse(str(exc).replace(str(path), display) +
                            " — upload a JPEG, PNG or WebP painting") from None
         except ValueError as exc:               # strength outside [0, 1]
-            raise gr.Error(str(exc)) from None
+            raise refuse(str(exc)) from None
         result.engine = f"painting {display}: {result.engine}"
         return result, safe_stem(display, "painting")
 
@@ -124,9 +138,9 @@ class Handlers:
         when given, replaces the built-in style(s)."""
         photo, display, source = self._load(image)
         if mode not in REGION_MODES:
-            raise gr.Error(f"unknown region mode {mode!r}")
+            raise refuse(f"unknown region mode {mode!r}")
         if painting and mode != WHOLE:
-            raise gr.Error("a painting as the style works on the whole image only: choose "
+            raise refuse("a painting as the style works on the whole image only: choose "
                            "'Whole image', or clear the painting to use the built-in styles")
         if painting:
             result, suffix = self._painted(photo, painting, strength, preserve)
@@ -149,7 +163,7 @@ class Handlers:
         if mode != WHOLE:
             mask = self._mask(editor)
             if mask is None:
-                raise gr.Error("paint the region first (Region tab: brush over the photo), "
+                raise refuse("paint the region first (Region tab: brush over the photo), "
                                "or choose 'Whole image'")
         result = stylize_regions(photo, inside, mask=mask, outside=outside, **self._engine_kwargs())
         return result, inside.style
@@ -170,19 +184,19 @@ class Handlers:
         try:
             from styleforge import stylize_video
         except ImportError:
-            raise gr.Error("video needs styleforge.stylize_video, which this install lacks; "
+            raise refuse("video needs styleforge.stylize_video, which this install lacks; "
                            "update styleforge") from None
         if isinstance(payload, dict) and "video" in payload:
             payload = payload["video"]
         try:
             path, display = self.files.upload(payload, self.options.max_upload_bytes, "video")
         except UploadError as exc:
-            raise gr.Error(str(exc)) from None
+            raise refuse(str(exc)) from None
         seconds = video_seconds(path)
         if seconds is None:
-            raise gr.Error(f"{display}: not a video file that can be read — upload an MP4, WebM or MOV")
+            raise refuse(f"{display}: not a video file that can be read — upload an MP4, WebM or MOV")
         if seconds > self.options.max_video_seconds:
-            raise gr.Error(f"{display}: {seconds:.1f} s is over this server's limit of "
+            raise refuse(f"{display}: {seconds:.1f} s is over this server's limit of "
                            f"{self.options.max_video_seconds:g} s; trim it first")
         look, _ = self._looks(style, style_b, blend, strength, preserve, WHOLE)
         options = look.weights_options(**self._engine_kwargs())
@@ -191,11 +205,12 @@ class Handlers:
         def report(done: int, total: int | None) -> None:
             progress((done, total), desc="stylizing frames", unit="frames")
 
-        try:
+        try:   # the limits again while decoding: the header's duration and size may lie
             stylize_video(str(path), str(dst), options=options, progress=report,
-                          strength=look.strength, preserve_color=look.preserve_color)
+                          strength=look.strength, preserve_color=look.preserve_color,
+                          max_pixels=self.options.max_pixels, max_seconds=self.options.max_video_seconds)
         except (ValueError, OSError) as exc:
-            raise gr.Error(f"{display}: {exc}".replace(str(path), display)) from None
+            raise refuse(f"{display}: {exc}".replace(str(path), display)) from None
         return str(dst)
 
     # -- training -----------------------------------------------------------------------------
@@ -212,14 +227,14 @@ class Handlers:
     def train_start(self, painting, name, steps):
         why = self.training_ready()
         if why:
-            raise gr.Error(why)
+            raise refuse(why)
         try:
             path, display = self.files.upload(painting, self.options.max_upload_bytes, "painting")
             load_image(path, self.options.max_pixels)
         except UploadError as exc:
-            raise gr.Error(str(exc)) from None
+            raise refuse(str(exc)) from None
         except ImageError as exc:
-            raise gr.Error(str(exc).replace(str(path), display)) from None
+            raise refuse(str(exc).replace(str(path), display)) from None
         stem = safe_stem(name or display, "my_style")
         folder = self.files.new_output(stem, "").parent
         config = TrainConfig(style_image=str(path), content_dir=self.options.train_content_dir,
@@ -230,7 +245,7 @@ class Handlers:
         try:
             self.job.start(config)
         except (RuntimeError, FileNotFoundError, ValueError) as exc:
-            raise gr.Error(str(exc)) from None
+            raise refuse(str(exc)) from None
         return self.train_poll()
 
     def train_poll(self):
@@ -251,7 +266,7 @@ def video_seconds(path: str | os.PathLike) -> float | None:
     try:
         import av
     except ImportError:
-        raise gr.Error("video needs PyAV: pip install 'styleforge[web]'") from None
+        raise refuse("video needs PyAV: pip install 'styleforge[web]'") from None
     try:
         with av.open(str(path)) as container:
             if not container.streams.video:

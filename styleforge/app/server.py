@@ -3,8 +3,11 @@
 `serve(options)` makes the app's temp folder, points Gradio's upload cache into it (Gradio
 takes that folder only from `GRADIO_TEMP_DIR`, read when gradio is imported, so it is set
 before the import), draws the gallery, warms the default style into the shared engine, and
-launches with a bounded request queue. On a signal it stops accepting requests, cancels a
-running training job and removes the folder it created. With `exit_watchdog` (the CLI passes
+launches with a bounded request queue. On a signal it stops accepting requests, answers every
+request still waiting with "the server is shutting down" (`inflight.py`), cancels a running
+training job and removes the folder it created; with `exit_watchdog`, engine work abandoned
+mid-call ends the process at once with status 0 (a thread left inside PyTorch at interpreter
+exit aborts it). With `exit_watchdog` (the CLI passes
 it) shutdown is bounded: if the process is still alive `SHUTDOWN_GRACE_S` after serving ends,
 every thread's stack goes to stderr and it exits with status 1 (a hung exit is a bug to see, not
 a server to kill -9 by hand); in-process callers such as tests leave it off, since it would kill
@@ -13,11 +16,14 @@ their process. Not here: the layout (`layout.py`).
 from __future__ import annotations
 
 import faulthandler
+import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 
 from .files import AppFiles
+from .inflight import drain
 from .options import ServeOptions, engine_concurrency
 
 SHUTDOWN_GRACE_S = 60   # > the training job's 30 s cancel wait
@@ -90,7 +96,14 @@ def serve(options: ServeOptions, on_ready: Callable[[str], None] | None = None,
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         if handlers is not None:
+            handlers.inflight.shutdown()          # each waiting client gets its answer now
+            if demo is not None:
+                drain(handlers.inflight, demo)
             handlers.job.cancel(wait=30)
         if demo is not None:
             demo.close()
         files.remove()
+    if exit_watchdog and handlers.inflight.busy():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)   # abandoned engine work: no interpreter teardown under a running PyTorch call

@@ -15,8 +15,11 @@ does not collide with the first (`--keep-names` keeps the input names). Any othe
 is refused rather than made into a folder. An input whose suffix Pillow cannot write (e.g.
 `.psd`) is written as `.png`. Files inside the output folder, and files that are outputs of this
 same plan, are never inputs, so running `stylize dir -r -o dir/styled` twice does not stylize
-its own outputs. Outputs that cannot be written (a folder that is a file, no write permission)
-are found here, before any work.
+its own outputs; every output folder a run creates also gets a `.styleforge-output` mark (a
+folder that existed is left alone), and a scan skips marked sub-folders, so a later `stylize dir -r` (another style, no -o) does not stylize
+`dir/styled` either. Outputs that cannot be written (a folder that is a file, no write
+permission) are found here, before any work; an output that appears after planning (a second
+run over the same files) is kept, not replaced (`media.images`).
 """
 from __future__ import annotations
 
@@ -44,12 +47,14 @@ from ..engine.options import (
 
 _DEFAULTS = StylizeOptions()
 _GLOB_MAGIC = re.compile(r"[*?[]")
+OUTPUT_MARK = ".styleforge-output"    # in each output folder; scans skip folders holding one
 
 
 @dataclass
 class Job:
     source: Path
     target: Path
+    out_root: Path | None = None      # the output folder this plan made (gets OUTPUT_MARK)
 
 
 def _checked(convert, rule: str):
@@ -95,8 +100,10 @@ def register(subparsers) -> None:
                    help="with -o FOLDER, keep the input file names (default: NAME_<style>.EXT)")
     add_pipeline_arguments(p)
     p.add_argument("--json", action="store_true",
-                   help="print one JSON record per item (input, output, size, seconds, error) on "
-                        "stdout (on stderr when the image itself goes to stdout)")
+                   help="print one JSON record per item on stdout (on stderr when the image itself "
+                        "goes to stdout): input, output, size [w, h] stylized, seconds (from the item "
+                        "entering the pipeline to its output written, so waits in the queue behind "
+                        "other items count), error, notes (warnings), skipped")
 
 
 def add_pipeline_arguments(p, image_codec: bool = True) -> None:
@@ -167,10 +174,22 @@ def register_engine_arguments(p) -> None:
                            "(default: the temp folder)")
 
 
+_PAINTING_ONLY = ("alpha", "passes", "style_size", "arbitrary_weights")
+
+
 def options_from_args(args: argparse.Namespace) -> StylizeOptions:
-    """The command's flags as options; a field a command has no flag for keeps its default."""
-    return StylizeOptions(**{f.name: getattr(args, f.name, getattr(_DEFAULTS, f.name))
-                             for f in dataclasses.fields(StylizeOptions)})
+    """The command's flags as options; a field a command has no flag for keeps its default.
+    The arbitrary model's flags without --style-image are an error, not silently ignored."""
+    options = StylizeOptions(**{f.name: getattr(args, f.name, getattr(_DEFAULTS, f.name))
+                                for f in dataclasses.fields(StylizeOptions)})
+    if not options.style_images:
+        given = [name for name in _PAINTING_ONLY if getattr(options, name) != getattr(_DEFAULTS, name)]
+        if given:
+            flags = ", ".join("--" + name.replace("_", "-") for name in given)
+            verb = "is" if len(given) == 1 else "are"
+            raise ValueError(f"{flags} {verb} for --style-image PAINTING (the arbitrary-style model) "
+                             "only; a built-in style takes --strength")
+    return options
 
 
 def expand_inputs(inputs: list[str], recursive: bool) -> tuple[list[tuple[Path, Path | None]], list[str]]:
@@ -178,9 +197,14 @@ def expand_inputs(inputs: list[str], recursive: bool) -> tuple[list[tuple[Path, 
     from ..io.image import SCAN_SUFFIXES
 
     def scan(folder: Path) -> list[Path]:
-        found = folder.rglob("*") if recursive else folder.iterdir()
-        return sorted(p for p in found if p.is_file() and p.suffix.lower() in SCAN_SUFFIXES
-                      and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+        found: list[Path] = []
+        for dirpath, dirnames, filenames in os.walk(folder):
+            # Hidden folders and earlier runs' output folders are not inputs.
+            dirnames[:] = [d for d in dirnames if recursive and not d.startswith(".")
+                           and not os.path.exists(os.path.join(dirpath, d, OUTPUT_MARK))]
+            found += [Path(dirpath, name) for name in filenames if not name.startswith(".")
+                      and Path(name).suffix.lower() in SCAN_SUFFIXES and os.path.isfile(os.path.join(dirpath, name))]
+        return sorted(found)
 
     files: list[tuple[Path, Path | None]] = []
     errors: list[str] = []
@@ -288,23 +312,25 @@ def plan_outputs(files: list[tuple[Path, Path | None]], output: str | None,
                          "give a folder for several inputs")
     out_dir = Path(output).resolve() if kind == "folder" else None
 
-    def target_of(source: Path, root: Path | None) -> Path:
+    def target_of(source: Path, root: Path | None) -> tuple[Path, Path | None]:
+        """(output path, the output folder this plan owns, if any)."""
         relative = source.relative_to(root) if root is not None else Path(source.name)
         if kind == "file":
-            return Path(output)
+            return Path(output), None
         if kind == "folder":
             name = _writable_name(str(relative)) if keep_names else _styled_name(relative, label)
-            return Path(output) / name
+            return Path(output) / name, Path(output)
         if root is not None:
             base = root.resolve()
-            return base.parent / f"{base.name}_{label}" / _writable_name(str(relative))
-        return source.parent / _styled_name(Path(source.name), label)
+            folder = base.parent / f"{base.name}_{label}"
+            return folder / _writable_name(str(relative)), folder
+        return source.parent / _styled_name(Path(source.name), label), None
 
-    planned = [(source, root, target_of(source, root)) for source, root in files]
-    own_outputs = {target.resolve() for _, _, target in planned}
+    planned = [(source, root, *target_of(source, root)) for source, root in files]
+    own_outputs = {target.resolve() for _, _, target, _ in planned}
     jobs, errors, owner = [], [], {}
     sources = set()
-    for source, root, target in planned:
+    for source, root, target, _ in planned:
         resolved = source.resolve()
         if root is not None:   # found by scanning, not named by the user
             inside_output = (out_dir is not None and out_dir != root.resolve()
@@ -312,7 +338,7 @@ def plan_outputs(files: list[tuple[Path, Path | None]], output: str | None,
             if inside_output or resolved in own_outputs:
                 continue
         sources.add(resolved)
-    for source, root, target in planned:
+    for source, root, target, out_root in planned:
         if source.resolve() not in sources:
             continue
         key = target.resolve()
@@ -325,7 +351,7 @@ def plan_outputs(files: list[tuple[Path, Path | None]], output: str | None,
             errors.append(f"{source}: cannot write {target}: {why}; choose another -o")
         else:
             owner[key] = source
-            jobs.append(Job(source, target))
+            jobs.append(Job(source, target, out_root))
     return jobs, errors
 
 
@@ -369,6 +395,12 @@ class _Report:
 
     def item(self, record) -> None:
         """One finished item from the pipeline: count it, say what went wrong, advance the bar."""
+        if record.skipped:      # another run wrote the output after this one was planned
+            self.skipped += 1
+            self.say(f"skipped {record.input}: {record.notes[0] if record.notes else 'output exists'}", "yellow")
+            self.emit(record)
+            self.progress.advance(self.task)
+            return
         for note in record.notes:
             self.say(f"note: {note}", "yellow")
         if record.error is not None:
@@ -381,9 +413,12 @@ class _Report:
         finished = self.done + self.failed
         self.progress.update(self.task, rate=f"{finished / (time.perf_counter() - self.start):.1f} images/s")
 
-    def summary(self) -> str:
-        return (f"{self.done} done, {self.skipped} skipped, {self.failed} failed "
-                f"in {time.perf_counter() - self.start:.1f} s")
+    def summary(self, planned: int | None = None) -> str:
+        """The counts; with `planned` (an interrupted run) also how many were never reached."""
+        counts = f"{self.done} done, {self.skipped} skipped, {self.failed} failed"
+        if planned is not None:
+            counts += f", {max(0, planned - self.done - self.skipped - self.failed)} not started"
+        return f"{counts} in {time.perf_counter() - self.start:.1f} s"
 
 
 def _split_stdio(args: argparse.Namespace, label: str):
@@ -424,7 +459,7 @@ def run(args: argparse.Namespace) -> int:
         label = style_label(options)
         jobs, input_errors, plan_errors = _split_stdio(args, label)
     except (CheckpointError, ValueError) as exc:
-        _Report(0).say(f"error: {exc}", "bold red")
+        _Report(0, json_to).error(str(exc))
         return 2
     report = _Report(len(jobs), json_to)
     for message in input_errors + plan_errors:
@@ -443,8 +478,11 @@ def run(args: argparse.Namespace) -> int:
         try:
             stylizer = get_stylizer(options)
         except (CheckpointError, RuntimeError, ValueError) as exc:  # unusable style or device
-            report.failed += len(todo)
             report.say(f"error: {exc}", "bold red")
+            from ..media.records import Record
+            for job in todo:   # --json: one record per input, each saying why nothing was written
+                report.emit(Record(-1, str(job.source), error=str(exc)))
+            report.failed += len(todo)
             report.say(report.summary())
             return 2
         report.say(f"style {stylizer.describe()}", "dim")
@@ -453,6 +491,9 @@ def run(args: argparse.Namespace) -> int:
         except RuntimeError as exc:  # e.g. --codec gpu where nvJPEG is unusable
             report.say(f"error: {exc}", "bold red")
             return 2
+        except KeyboardInterrupt:
+            report.say(f"interrupted: {report.summary(planned=len(jobs))}", "bold red")
+            return 130
     report.say(report.summary())
     return 1 if report.failed else 0
 
@@ -462,11 +503,25 @@ def pipeline_options_from_args(args: argparse.Namespace):
     return PipelineOptions(workers=args.workers, depth=args.queue_depth, codec=args.codec)
 
 
+def mark_output_folders(jobs: list[Job]) -> None:
+    """Create each output folder this plan makes, with OUTPUT_MARK in it, so later scans skip
+    it. A folder that exists already is the user's (it may hold the inputs) and is not marked."""
+    for folder in {job.out_root for job in jobs if job.out_root is not None}:
+        if folder.exists():
+            continue
+        try:
+            folder.mkdir(parents=True)
+            (folder / OUTPUT_MARK).touch()
+        except OSError:
+            pass   # the write itself will say what is wrong with the folder
+
+
 def _stylize_jobs(todo: list[Job], stylizer, options: StylizeOptions, pipeline, report: _Report) -> None:
     """Stream the jobs through the library's media pipeline; a bad file fails alone."""
     import sys
 
     from ..media.images import ImageJob, stylize_images
+    mark_output_folders(todo)
     jobs = (ImageJob(job.source, job.target) for job in todo)
     with report.progress:
         for record in stylize_images(jobs, stylizer, options, pipeline, stdin=sys.stdin.buffer,

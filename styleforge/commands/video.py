@@ -2,7 +2,8 @@
 
 Parses flags into `StylizeOptions` and `VideoOptions` and calls `styleforge.api.stylize_video`,
 showing frames/s on a progress bar. Not here: demuxing, encoding, audio (`styleforge.media.video`).
-Exit status: 0 done, 1 the video failed, 2 bad flags or an unusable style/device.
+Exit status: 0 done (or the output exists and is kept, as `stylize` does), 1 the video failed,
+2 bad flags or an unusable style/device.
 """
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ def register(subparsers) -> None:
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="output video (.mp4, .mov, .mkv, .webm, .avi); written only when complete")
     register_engine_arguments(p)
-    p.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    p.add_argument("--video-codec", dest="video_codec", choices=tuple(VIDEO_CODECS), default="h264")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output (default: keep it)")
+    p.add_argument("--video-codec", dest="video_codec", choices=("auto", *VIDEO_CODECS), default="auto",
+                   help="auto (default): h264, or for .webm av1 (else vp9)")
     p.add_argument("--crf", type=_checked(_number_in(0, 63, int), "integer in 0..63"), default=None,
                    help="encoder quality (lower is better; default: the encoder's)")
     p.add_argument("--preset", default=None, help="encoder speed preset, e.g. veryfast, medium (default: superfast for h264/h265)")
@@ -47,12 +49,25 @@ def run(args: argparse.Namespace) -> int:
     from ..media.video import VideoError
     from ..models.checkpoint import CheckpointError
     from .stylize import options_from_args
+    from pathlib import Path
+
+    from rich.markup import escape
+
+    from .extras import missing_extra
     console = Console(stderr=True, highlight=False, soft_wrap=True)
+    why = missing_extra("av", "styleforge video")
+    if why:
+        console.print(f"[bold red]error:[/] {escape(why)}")
+        return 2
     try:
         options = options_from_args(args)
     except (CheckpointError, ValueError) as exc:
-        console.print(f"[bold red]error:[/] {exc}")
+        console.print(f"[bold red]error:[/] {escape(str(exc))}")
         return 2
+    if Path(args.output).exists() and not options.overwrite:   # the rule `stylize` follows
+        console.print(f"[yellow]skipped {escape(args.input)}: {escape(args.output)} exists "
+                      "(--overwrite to replace it)[/]")
+        return 0
     progress = Progress(TextColumn("stylizing"), BarColumn(), TextColumn("{task.completed} frames"),
                         TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), console=console,
                         transient=True)
@@ -72,13 +87,13 @@ def run(args: argparse.Namespace) -> int:
                                    workers=args.workers,
                                    depth=args.queue_depth)
     except VideoError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
+        console.print(f"[bold red]error:[/] {escape(str(exc))}")
         return 1
     except (CheckpointError, RuntimeError, ValueError) as exc:
-        console.print(f"[bold red]error:[/] {exc}")
+        console.print(f"[bold red]error:[/] {escape(str(exc))}")
         return 2
     for note in result.notes:
-        console.print(f"[yellow]note:[/] {note}")
+        console.print(f"[yellow]note:[/] {escape(note)}")
     console.print(f"{result.frames} frames in {result.seconds:.1f} s ({result.fps:.1f} frames/s) "
                   f"→ {result.output}")
     return 0

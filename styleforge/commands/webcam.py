@@ -32,7 +32,9 @@ def register(subparsers) -> None:
     p.add_argument("--device", choices=DEVICES, default="auto")
     p.add_argument("--precision", choices=PRECISIONS, default="auto")
     p.add_argument("--backend", choices=BACKENDS, default="auto")
-    p.add_argument("--no-window", dest="window", action="store_false", help="no window (headless)")
+    p.add_argument("--no-window", dest="window", action="store_false",
+                   help="no window (headless); the window needs opencv-python, not the -headless "
+                        "build the extras install")
     p.add_argument("--virtual-camera", action="store_true", help="also send the frames to a virtual camera")
     p.add_argument("--output", metavar="FILE.mp4", help="also write the styled frames to a video file")
     p.add_argument("--every-frame", dest="realtime", action="store_false",
@@ -64,11 +66,17 @@ def options_from_args(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
+
+    from .extras import missing_extra
+    console = Console(stderr=True, highlight=False, soft_wrap=True)  # one error = one line
+    why = missing_extra("cv2", "styleforge webcam")
+    if why:
+        console.print(f"[red]error:[/] {escape(why)} (for the window: pip install opencv-python instead)")
+        return 2
 
     from ..media.camera import CameraError, run_camera
     from ..models.checkpoint import CheckpointError
-
-    console = Console(stderr=True, highlight=False, soft_wrap=True)  # one error = one line
     try:
         options = options_from_args(args)
         stats = run_camera(options)

@@ -25,14 +25,14 @@ import numpy as np
 import torch
 from PIL import Image
 
-from ..io.image import ImageError, load_image
+from ..io.image import ImageError, load_image, open_image_file
 from ..models.arbitrary import ArbitraryStyleNet, StyleCode, load_arbitrary
 from .arbitrary_fused import FusedArbitraryNet
 from .stroke import downscale, internal_size, upscale_styled
 from .backends import resolve_device, resolve_dtype
 from .blending import apply_strength, preserve_color
 from .capture import capturing, cuda_work
-from .options import StylizeOptions, check_fraction
+from .options import StylizeOptions, check_fraction, check_style_weight, check_style_weights
 
 Painting = Union[str, os.PathLike, Image.Image]
 MIN_STYLE_SIDE = 64
@@ -60,6 +60,10 @@ def painting_image(painting: Painting, max_pixels: int | None = None) -> Image.I
     return image.convert("RGB")
 
 
+def painting_label(painting: Painting) -> str:
+    return "image" if isinstance(painting, Image.Image) else Path(painting).name
+
+
 def painting_key(painting: Painting) -> str:
     """SHA-256 of the file's bytes, or of a PIL image's mode, size and pixels."""
     h = hashlib.sha256()
@@ -68,7 +72,7 @@ def painting_key(painting: Painting) -> str:
         h.update(painting.tobytes())
     else:
         try:
-            with open(painting, "rb") as f:
+            with open_image_file(Path(painting)) as f:   # refuses a FIFO or /dev/zero first
                 for block in iter(lambda: f.read(1 << 20), b""):
                     h.update(block)
         except OSError as exc:
@@ -246,13 +250,17 @@ class PaintingStylizer:
     preserve: bool | None = None
 
     def __post_init__(self):
+        # Checked before any painting is read: the API binds (painting, weight) pairs directly.
+        weights = [check_style_weight(painting_label(p), w) for p, w in self.paintings]
+        check_style_weights(weights)
+        self.paintings = [(p, w) for (p, _), w in zip(self.paintings, weights)]
         # Looked up once: a broken painting fails here, not per photo, and frames pay no hashing
         # of the painting (a hash of every pixel for a PIL image; a file read for a path).
         self.styles = [(self.engine.style_code(painting), float(w)) for painting, w in self.paintings]
 
     @property
     def style_name(self) -> str:
-        return ", ".join(Path(p).name if not isinstance(p, Image.Image) else "image" for p, _ in self.paintings)
+        return ", ".join(painting_label(p) for p, _ in self.paintings)
 
     def describe(self) -> str:
         return f"{self.style_name} ({self.engine.describe()})"

@@ -35,7 +35,7 @@ from ..kernels import adaattn_stats, attention, feature_pad, ffn, norm_affine
 from ..models.arbitrary import ArbitraryStyleNet, StyleCode
 from ..models.arbitrary.config import LEVEL_ENDS
 from ..models.arbitrary.decoder import Upsample
-from ..models.arbitrary.model import pad_to_multiple
+from ..models.arbitrary.model import pad_to_multiple, style_shares
 from ..models.arbitrary.transfer import EPS
 
 CL = torch.channels_last
@@ -187,17 +187,15 @@ class FusedArbitraryNet:
         return ffn(y_ln, w1, b1, w2, b2, residual=y, gelu="tanh")
 
     def transfer(self, feats, pooled, styles: list[tuple[StyleCode, float]], alpha: float) -> dict:
-        total = sum(w for _, w in styles)
-        if total <= 0:
-            raise ValueError("style weights must sum to a positive number")
+        shares = style_shares([w for _, w in styles])
         out = {}
         for level in self.levels:
             lw, fc = self.level_weights[level], feats[level]
             q, affine = self._query(lw, fc, pooled[ArbitraryStyleNet._above(level)])
             mixed = None
-            for code, w in styles:
+            for (code, _), share in zip(styles, shares):
                 t = self._block(lw, fc, q, affine, code[level])
-                t = t if len(styles) == 1 and w == total else t * (w / total)
+                t = t if share == 1.0 else t * share
                 mixed = t if mixed is None else mixed + t
             b, c, h, wdt = fc.shape
             if alpha < 1.0:

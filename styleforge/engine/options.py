@@ -6,6 +6,7 @@ before any weights load (a NaN blend weight once gave an all-black image with ex
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -106,6 +107,26 @@ def parse_blend(spec: str) -> tuple[tuple[str, float], ...]:
     return check_blend(items)
 
 
+def check_style_weight(name: str, weight) -> float:
+    """A painting's weight as a float, or ValueError: a finite number ≥ 0 (weights are relative;
+    a negative one would extrapolate past the paintings, a NaN or inf would wash the image out)."""
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+        raise ValueError(f"--style-image: weight of {name!r} must be a number, got {weight!r}")
+    weight = float(weight)
+    if not math.isfinite(weight):
+        raise ValueError(f"--style-image: weight of {name!r} is {weight}; use a finite number, e.g. {name}:0.5")
+    if weight < 0:
+        raise ValueError(f"--style-image: weight of {name!r} is negative ({weight:g}); weights are ≥ 0")
+    return weight
+
+
+def check_style_weights(weights) -> None:
+    """ValueError unless the (already checked) weights have a positive total."""
+    if not any(w > 0 for w in weights):
+        raise ValueError("--style-image needs at least one painting with a positive weight, "
+                         "e.g. a.jpg:0.7 --style-image b.jpg:0.3")
+
+
 def parse_style_image(spec: str) -> tuple[str, float]:
     """'painting.jpg' → ('painting.jpg', 1.0); 'painting.jpg:0.3' → ('painting.jpg', 0.3)."""
     path, sep, weight = spec.rpartition(":")
@@ -115,9 +136,7 @@ def parse_style_image(spec: str) -> tuple[str, float]:
         value = float(weight)
     except ValueError:
         return spec, 1.0          # a colon inside the file name
-    if value < 0:
-        raise ValueError(f"--style-image: weight of {path!r} is negative")
-    return path, value
+    return path, check_style_weight(path, value)
 
 
 @dataclass(frozen=True)
@@ -137,8 +156,8 @@ class StylizeOptions:
     quality: int = 95                 # JPEG/WebP quality of written files
     max_pixels: int = 200_000_000     # refuse larger images before decoding them (--max-pixels)
     tiling: str = "auto"              # auto | off | exact | fast (engine.memory picks for auto)
-    max_memory: int | None = None     # CPU RAM budget in bytes; None: a share of the free RAM
-    max_gpu_memory: int | None = None  # GPU budget in bytes; None: what the device has free
+    max_memory: int | str | None = None  # CPU RAM budget in bytes or "8G"; None: a share of the free RAM
+    max_gpu_memory: int | str | None = None  # GPU budget in bytes or "8G"; None: what the device has free
     stroke_scale: float | None = None  # ≥ 1: strokes that many times larger; None: auto (engine.stroke)
     scratch_dir: str | None = None    # where exact tiling spills activations; None: the temp dir
     style_images: tuple[tuple[str, float], ...] = ()  # paintings (path, weight): the arbitrary model
@@ -174,13 +193,25 @@ class StylizeOptions:
             object.__setattr__(self, "style_images", (parse_style_image(self.style_images),))
         elif isinstance(self.style_images, list):
             object.__setattr__(self, "style_images", tuple(tuple(item) for item in self.style_images))
-        if self.style_images and sum(w for _, w in self.style_images) <= 0:
-            raise ValueError("style images need a positive total weight")
+        if self.style_images:
+            object.__setattr__(self, "style_images", tuple(
+                (path, check_style_weight(str(path), w)) for path, w in self.style_images))
+            check_style_weights([w for _, w in self.style_images])
         if self.tiling not in TILINGS:
             raise ValueError(f"tiling must be one of {TILINGS}, got {self.tiling!r}")
         for name in ("max_memory", "max_gpu_memory"):
+            if isinstance(getattr(self, name), str):     # "8G" as the flag takes it
+                try:
+                    object.__setattr__(self, name, parse_bytes(getattr(self, name)))
+                except ValueError as exc:
+                    raise ValueError(f"{name}: {exc}") from None
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be ≥ 1 byte, got {getattr(self, name)}")
+        if self.scratch_dir is not None:   # else every image would fail later, as if corrupt
+            if not os.path.isdir(self.scratch_dir):
+                raise ValueError(f"--scratch-dir {self.scratch_dir}: no such folder; create it first")
+            if not os.access(self.scratch_dir, os.W_OK | os.X_OK):
+                raise ValueError(f"--scratch-dir {self.scratch_dir}: the folder is not writable")
         if self.stroke_scale is not None and not 1 <= self.stroke_scale <= 1024:
             raise ValueError(f"stroke_scale must be in 1..1024 or None (auto), got {self.stroke_scale}")
         if isinstance(self.blend, str):

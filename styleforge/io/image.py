@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,10 @@ class MultiFrameWarning(UserWarning):
 
 class ImageError(ValueError):
     """An input or output image that cannot be used; the message names the file and the reason."""
+
+
+class OutputExists(ImageError):
+    """The output appeared after the run was planned (another run wrote it) and is kept."""
 
 
 @dataclass
@@ -93,8 +98,30 @@ def fitted_size(width: int, height: int, max_side: int | None) -> tuple[int, int
     return max(1, round(width * scale)), max(1, round(height * scale))
 
 
+def open_image_file(path: Path) -> BinaryIO:
+    """The file opened for reading, or ImageError naming the real cause: missing, no
+    permission, a folder, or not a regular file (a FIFO or device never ends or blocks)."""
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise ImageError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise ImageError(f"{path}: is a folder, not an image file")
+    if not stat.S_ISREG(info.st_mode):
+        kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(info.st_mode) else
+                "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else
+                "a socket" if stat.S_ISSOCK(info.st_mode) else "not a regular file")
+        raise ImageError(f"{path}: is {kind}, not an image file; pipe an image in with '-' instead")
+    if info.st_size == 0:
+        raise ImageError(f"{path}: empty file")
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise ImageError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
 def load_image(path: str | os.PathLike, max_pixels: int | None = None, max_side: int | None = None,
-               check=None, data: bytes | None = None) -> LoadedImage:
+               check=None, data: bytes | None = None, warn_frames: bool = True) -> LoadedImage:
     """Decode `path` (or `data`, the file's bytes, named `path` in errors, e.g. "stdin") safely;
     every failure is an `ImageError` naming the file.
 
@@ -102,19 +129,18 @@ def load_image(path: str | os.PathLike, max_pixels: int | None = None, max_side:
     scale (1/2, 1/4, 1/8) that is still at least that big (Pillow's `draft`), which saves
     memory and time on large photos. `check(width, height)`, called with the size the caller
     will get before anything is decoded, may refuse the image by raising (e.g. the engine's
-    memory budget); its message becomes the `ImageError`'s.
+    memory budget); its message becomes the `ImageError`'s. `warn_frames=False`: a file of
+    several frames gives no `MultiFrameWarning` (the caller reports `frames` itself).
     """
     path = Path(path)
+    if data is not None and len(data) == 0:
+        raise ImageError(f"{path}: empty file")
+    source = io.BytesIO(data) if data is not None else open_image_file(path)
     try:
-        if (len(data) if data is not None else path.stat().st_size) == 0:
-            raise ImageError(f"{path}: empty file")
-    except OSError as exc:
-        raise ImageError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    try:
-        with warnings.catch_warnings():
+        with source, warnings.catch_warnings():
             # We enforce our own pixel limit below; Pillow's warning would only be noise.
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data) if data is not None else path) as image:  # lazy: reads the header only
+            with Image.open(source) as image:  # lazy: reads the header only
                 width, height = image.size
                 if width < 1 or height < 1:
                     raise ImageError(f"{path}: image has no pixels ({width}×{height})")
@@ -144,11 +170,14 @@ def load_image(path: str | os.PathLike, max_pixels: int | None = None, max_side:
         raise ImageError(f"{path}: not enough memory to decode this image") from None
     except Exception as exc:  # Pillow's decoders raise OSError, SyntaxError, ValueError, EOFError…
         raise ImageError(f"{path}: truncated or corrupt image ({type(exc).__name__}: {exc})") from None
-    if frames > 1:
-        warnings.warn(f"{path}: has {frames} frames or pages; only the first is used "
-                      "(split it into single images to stylize every frame)", MultiFrameWarning,
-                      stacklevel=2)
+    if frames > 1 and warn_frames:
+        warnings.warn(multi_frame_message(path, frames), MultiFrameWarning, stacklevel=2)
     return LoadedImage(rgb, alpha, source_mode, icc, frames)
+
+
+def multi_frame_message(path: str | os.PathLike, frames: int) -> str:
+    return (f"{path}: has {frames} frames or pages; only the first is used "
+            "(split it into single images to stylize every frame)")
 
 
 def format_for(path: str | os.PathLike) -> str:
@@ -165,10 +194,11 @@ def holds_alpha(fmt: str) -> bool:
 
 
 def save_image(image: Image.Image, path: str | os.PathLike, quality: int = 95,
-               icc_profile: bytes | None = None) -> Path:
+               icc_profile: bytes | None = None, replace: bool = True) -> Path:
     """Write atomically in the format of the suffix; alpha is dropped where the format has none.
 
-    Returns the path written. Raises `ImageError` (unknown suffix, encoder failure, disk full)
+    Returns the path written. Raises `ImageError` (unknown suffix, encoder failure, disk full),
+    or `OutputExists` when `replace` is False and `path` exists by the time the file is written,
     and leaves neither a partial file nor a temp file behind.
     """
     path = Path(path)
@@ -180,10 +210,10 @@ def save_image(image: Image.Image, path: str | os.PathLike, quality: int = 95,
         params["quality"] = quality
     if icc_profile:
         params["icc_profile"] = icc_profile
-    return atomic_write(path, lambda handle: image.save(handle, format=fmt, **params))
+    return atomic_write(path, lambda handle: image.save(handle, format=fmt, **params), replace)
 
 
-def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> Path:
+def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None], replace: bool = True) -> Path:
     """Call `write(handle)` on a temp file beside `path`, fsync it and rename it to `path`
     (`io.atomic`); on any failure raise `ImageError` naming `path` and leave no partial file."""
     from .atomic import atomic_write as durable_write
@@ -192,7 +222,9 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> 
         with open(tmp, "wb") as handle:
             write(handle)
     try:
-        return durable_write(path, fill)
+        return durable_write(path, fill, replace=replace)
+    except FileExistsError as exc:
+        raise OutputExists(str(exc.strerror or exc)) from None
     except OSError as exc:  # already "<path>: cannot write (<reason>)", no temp name
         raise ImageError(str(exc.strerror or exc)) from None
     except Exception as exc:  # the encoder's own errors

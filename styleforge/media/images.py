@@ -21,10 +21,12 @@ from ..engine.options import StylizeOptions
 from ..io.image import (
     ImageError,
     LoadedImage,
+    OutputExists,
     atomic_write,
     format_for,
     holds_alpha,
     load_image,
+    multi_frame_message,
     save_image,
 )
 from .codecs import DeviceImage, decode_jpeg_gpu, encode_jpeg_gpu, gpu_decodable, resolve_codec
@@ -53,6 +55,9 @@ class _Meta:
     stdout_format: str | None
 
 
+_SKIPPED = "skipped"    # item.meta of a job whose output another run wrote meanwhile
+
+
 def stylize_images(jobs: Iterable[ImageJob], stylizer, options: StylizeOptions,
                    pipeline: PipelineOptions = PipelineOptions(), *, stdin: BinaryIO | None = None,
                    stdout: BinaryIO | None = None, stats: Stats | None = None) -> Iterator[Record]:
@@ -63,6 +68,11 @@ def stylize_images(jobs: Iterable[ImageJob], stylizer, options: StylizeOptions,
 
     def decode(item: Item) -> None:
         job: ImageJob = item.task
+        # Checked again here, not only when the run was planned: a second run over the same
+        # files may have written this output since (the write itself does not clobber either).
+        if not options.overwrite and str(job.target) != STDIO and Path(job.target).exists():
+            raise OutputExists(f"{job.target}: exists (written meanwhile by another run; "
+                               "--overwrite to replace it)")
         data = None
         if str(job.source) == STDIO:
             data = (stdin.read() if stdin is not None else b"")
@@ -80,7 +90,8 @@ def stylize_images(jobs: Iterable[ImageJob], stylizer, options: StylizeOptions,
             return
         name = "stdin" if str(job.source) == STDIO else job.source
         check = getattr(stylizer, "check_size", None)   # the memory budget refuses from the header
-        loaded = load_image(name, options.max_pixels, options.max_side, check=check, data=data).resized(options.max_side)
+        loaded = load_image(name, options.max_pixels, options.max_side, check=check, data=data,
+                            warn_frames=False).resized(options.max_side)
         pixels = np.asarray(loaded.rgb)
         item.pixels = engine.stage(pixels) if engine is not None else pixels
         item.meta = _Meta(loaded, gpu and loaded.alpha is None and loaded.icc_profile is None
@@ -92,13 +103,16 @@ def stylize_images(jobs: Iterable[ImageJob], stylizer, options: StylizeOptions,
         if isinstance(item.out, DeviceImage):
             data = encode_jpeg_gpu(item.out, options.quality)
             item.out = None
-            item.result = atomic_write(job.target, lambda handle: handle.write(data))
+            item.result = atomic_write(job.target, lambda handle: handle.write(data), options.overwrite)
+            item.meta = []
             return
         rgb = Image.fromarray(np.ascontiguousarray(host_pixels(item.out)))
         loaded = meta.loaded
         image = loaded.merged(rgb) if loaded is not None else rgb
         fmt = meta.stdout_format or format_for(job.target)
         notes = []
+        if loaded is not None and loaded.frames > 1:   # a note in the record, so --json has it too
+            notes.append(multi_frame_message(job, loaded.frames))
         if loaded is not None and loaded.alpha is not None and not holds_alpha(fmt):
             name = "stdout" if meta.stdout_format else Path(job.target).name
             notes.append(f"{name}: {fmt} has no alpha channel, transparency dropped")
@@ -110,10 +124,18 @@ def stylize_images(jobs: Iterable[ImageJob], stylizer, options: StylizeOptions,
             image.save(buffer, format=fmt, **_save_params(fmt, options.quality, icc))
             item.result = buffer.getvalue()
         else:
-            item.result = save_image(image, job.target, options.quality, icc)
+            item.result = save_image(image, job.target, options.quality, icc, replace=options.overwrite)
         item.meta = notes
 
-    items = stream(jobs, decode, engine, encode, decode_workers=pipeline.workers,
+    def guarded(stage):
+        def run(item: Item) -> None:
+            try:
+                stage(item)
+            except OutputExists as exc:   # the error only routes the item past the engine
+                item.meta, item.out, item.pixels, item.error = _SKIPPED, None, None, str(exc)
+        return run
+
+    items = stream(jobs, guarded(decode), engine, guarded(encode), decode_workers=pipeline.workers,
                    encode_workers=pipeline.workers, depth=pipeline.depth,
                    max_batch=options.batch_size, stats=stats)
     for item in items:
@@ -125,6 +147,10 @@ def _record(item: Item, stdout: BinaryIO | None) -> Record:
     shape = item.shape
     record = Record(item.index, str(job.source), None, shape[1] if shape else None,
                     shape[0] if shape else None, item.seconds, item.error)
+    if item.meta == _SKIPPED:
+        record.output, record.skipped, record.error = str(job.target), True, None
+        record.notes = [item.error]
+        return record
     if item.error is not None:
         return record
     record.notes = item.meta if isinstance(item.meta, list) else []

@@ -8,7 +8,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 CODECS = ("auto", "pillow", "gpu")   # image codecs (media.codecs); here so parsing needs no torch
-VIDEO_CODECS = {"h264": "libx264", "h265": "libx265", "av1": "libsvtav1"}
+VIDEO_CODECS = {"h264": "libx264", "h265": "libx265", "av1": "libsvtav1", "vp9": "libvpx-vp9"}
+# What each container takes (FFmpeg's muxers refuse the rest only after the encoder is open), and
+# what "auto" picks there: the first of these that this PyAV build can encode.
+CONTAINER_CODECS = {"mp4": ("h264", "h265", "av1", "vp9"), "mov": ("h264", "h265"),
+                    "matroska": ("h264", "h265", "av1", "vp9"), "webm": ("av1", "vp9"),
+                    "avi": ("h264", "av1", "vp9")}
+X264_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",
+                "veryslow", "placebo")
+SVTAV1_PRESETS = tuple(str(n) for n in range(-1, 14))
+PRESETS = {"h264": X264_PRESETS, "h265": X264_PRESETS, "av1": SVTAV1_PRESETS, "vp9": ()}
 # The preset when none is given. x264's own default (medium) encodes 1080p far below the
 # engine's rate; superfast keeps CABAC and deblocking (unlike ultrafast), and through the whole
 # transcode it was no slower than veryfast.
@@ -36,18 +45,23 @@ class PipelineOptions:
 
 @dataclass(frozen=True)
 class VideoOptions:
-    codec: str = "h264"            # h264, h265 or av1 (libx264, libx265, libsvtav1)
+    codec: str = "auto"            # VIDEO_CODECS, or auto: h264, or what the container takes
     crf: int | None = None         # the encoder's quality scale; None: its default
     preset: str | None = None      # the encoder's speed preset, e.g. "fast"; None: DEFAULT_PRESETS
     start: float = 0.0             # seconds into the input to begin
     duration: float | None = None  # seconds to keep; None: to the end
     temporal: float = 0.0          # flow-warped blend of the previous output (media.temporal); 0: off
     decoder: str = "cpu"           # VIDEO_DECODERS
+    max_seconds: float | None = None  # refuse inputs longer than this, counted while decoding
     pipeline: PipelineOptions = PipelineOptions()
 
     def __post_init__(self):
-        if self.codec not in VIDEO_CODECS:
-            raise ValueError(f"video codec must be one of {tuple(VIDEO_CODECS)}, got {self.codec!r}")
+        if self.codec != "auto" and self.codec not in VIDEO_CODECS:
+            raise ValueError(f"video codec must be auto or one of {tuple(VIDEO_CODECS)}, got {self.codec!r}")
+        if self.preset is not None and self.codec != "auto":
+            check_preset(self.codec, self.preset)
+        if self.max_seconds is not None and not self.max_seconds > 0:
+            raise ValueError(f"max_seconds must be > 0, got {self.max_seconds}")
         if self.crf is not None and not 0 <= self.crf <= 63:
             raise ValueError(f"crf must be in 0..63, got {self.crf}")
         if self.start < 0:
@@ -58,3 +72,13 @@ class VideoOptions:
             raise ValueError(f"video decoder must be one of {VIDEO_DECODERS}, got {self.decoder!r}")
         if not 0.0 <= self.temporal < 1.0:
             raise ValueError(f"temporal strength must be in [0, 1), got {self.temporal}")
+
+
+def check_preset(codec: str, preset: str) -> None:
+    """ValueError unless the encoder of `codec` knows `preset` (FFmpeg would fail mid-open
+    with "Invalid argument", which reads like a broken input)."""
+    known = PRESETS[codec]
+    if not known:
+        raise ValueError(f"--preset: the {codec} encoder takes no preset; leave it out")
+    if preset not in known:
+        raise ValueError(f"--preset {preset!r} is not a {codec} preset; use one of {', '.join(known)}")

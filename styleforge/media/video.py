@@ -13,18 +13,22 @@ as they are.
 (`temporal_torch`), the decode workers computing each frame pair's flows ahead (`flow_ahead`,
 from the frame's luma), and frames keep travelling as YUV planes; on the CPU the OpenCV blender
 (`temporal`) runs as the frame filter.
+The codec follows the container when not named (`resolve_codec`: vp9/av1 for
+WebM), and a codec or preset the container or encoder refuses is refused before any work.
 A second demuxer over the same file feeds audio and subtitle packets, remuxed untouched
 (bit-identical payloads) and interleaved by time behind the video, so no stream is buffered
 whole. Container and stream metadata, fps, time base and colour tags are copied; rotation
 travels as the stream's metadata where the container keeps it that way. The output is written
-to a temp file beside `dst` and renamed only when complete; a broken stream raises `VideoError`
-(one line naming the file) and leaves nothing behind. Not here: the frame filter's logic
+to a temp file beside `dst` (`io.atomic`: the images' mode, no clobbering without `overwrite`)
+and renamed only when complete; a broken stream raises `VideoError` (one line naming the file,
+or naming `dst` when writing failed) and leaves nothing behind. `video.max_seconds` and
+`options.max_pixels` are enforced on the frames as decoded, not on what the header claims. Not here: the frame filter's logic
 (temporal blending lives with its own module) and images (`media.images`).
 """
 from __future__ import annotations
 
+import errno
 import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -34,8 +38,9 @@ from typing import Callable, Iterator
 import numpy as np
 
 from ..engine.options import StylizeOptions
+from ..io.atomic import atomic_write, unwritable_reason
 from .engine_stage import EngineStage, host_pixels
-from .options import DEFAULT_PRESETS, VIDEO_CODECS, VideoOptions
+from .options import CONTAINER_CODECS, DEFAULT_PRESETS, VIDEO_CODECS, VideoOptions, check_preset
 from .flow import to_gray
 from .flow_ahead import FlowAhead
 from .pipeline import Item, Stats, stream
@@ -49,6 +54,13 @@ _PRESET_KEYS = {"libx264": "preset", "libx265": "preset", "libsvtav1": "preset"}
 ENCODER_THREADING = {"libx264": "FRAME", "libx265": "FRAME"}
 # NVDEC does the decoding; FFmpeg's frame threads would only add CPU threads that parse headers.
 HW_DECODE_THREAD_TYPE = "SLICE"
+
+# libvpx-vp9's own defaults run at a few frames/s; row threads and speed 4 are its usual good trade.
+_CODEC_DEFAULTS = {"vp9": {"row-mt": "1", "cpu-used": "4", "deadline": "good"}}
+# An FFmpeg error with one of these errnos is the output's fault (disk full, read-only), not the input's.
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM})
+# A stream that ends before this share of the frames its header promises is called out.
+_SHORT_STREAM = 0.98
 
 FrameFilter = Callable[[np.ndarray, np.ndarray], np.ndarray]
 Progress = Callable[[int, "int | None"], None]
@@ -124,46 +136,85 @@ def stylize_video(src: str | os.PathLike, dst: str | os.PathLike, stylizer, opti
 
     `stylizer` is an engine callable (a `Stylizer`) or None for a plain transcode; `frame_filter`
     (content, stylized) → uint8 (H, W, 3) runs on each frame in order before it is encoded."""
-    import av
+    try:
+        import av
+    except ImportError:
+        raise ModuleNotFoundError('video needs PyAV: pip install "styleforge[video]"', name="av") from None
     src, dst = Path(src), Path(dst)
     fmt = CONTAINERS.get(dst.suffix.lower())
     if fmt is None:
         raise VideoError(f"{dst}: cannot write videos with suffix {dst.suffix!r}; "
                          f"use one of {', '.join(sorted(CONTAINERS))}")
+    codec = resolve_codec(video.codec, fmt, dst)
+    if video.preset is not None:
+        try:
+            check_preset(codec, video.preset)
+        except ValueError as exc:
+            raise VideoError(str(exc)) from None
     if dst.exists() and not options.overwrite:
         raise VideoError(f"{dst}: exists (--overwrite to replace it)")
     if not src.is_file():
         raise VideoError(f"{src}: no such file")
     if src.resolve() == dst.resolve():
         raise VideoError(f"{dst}: the output would replace the input; choose another name")
+    why = unwritable_reason(dst)
+    if why:
+        raise VideoError(f"{dst}: cannot write ({why}); choose another -o")
     reader = _open_input(av, src, _hwaccel(video.decoder, stylizer))
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
-    os.close(fd)
     started = time.perf_counter()
+    results = []
+
+    def write(tmp: str) -> None:
+        try:
+            with reader:
+                results.append(_transcode(av, reader, src, Path(tmp), fmt, codec, stylizer, options,
+                                          video, progress, frame_filter, stats))
+        except (av.FFmpegError, OSError) as exc:
+            if getattr(exc, "errno", None) in _WRITE_ERRNOS:
+                raise OSError(exc.errno, _reason(exc)) from None   # atomic_write names dst
+            raise VideoError(f"{src}: broken or unreadable stream ({_reason(exc)})") from None
+
     try:
-        with reader:
-            result = _transcode(av, reader, src, Path(tmp), fmt, stylizer, options, video,
-                                progress, frame_filter, stats)
-        os.replace(tmp, dst)
-    except VideoError:
-        raise
-    except (av.FFmpegError, OSError) as exc:
-        raise VideoError(f"{src}: broken or unreadable stream ({_reason(exc)})") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        atomic_write(dst, write, replace=options.overwrite)
+    except OSError as exc:       # "<dst>: cannot write (<reason>)" or "<dst>: exists (…)"
+        raise VideoError(str(exc.strerror or exc)) from None
+    result = results[0]
     result.output, result.seconds = dst, time.perf_counter() - started
     return result
 
 
-def _transcode(av, reader, src: Path, tmp: Path, fmt: str, stylizer, options: StylizeOptions,
+def resolve_codec(codec: str, fmt: str, dst: Path) -> str:
+    """The codec name (VIDEO_CODECS key) to write `fmt` with; VideoError when it cannot hold it."""
+    takes = CONTAINER_CODECS[fmt]
+    if codec != "auto":
+        if codec not in takes:
+            raise VideoError(f"{dst}: a {dst.suffix} file cannot hold {codec} video; "
+                             f"use --video-codec {' or '.join(takes)}, or another suffix")
+        return codec
+    import av
+    for name in takes:
+        try:
+            av.codec.Codec(VIDEO_CODECS[name], "w")
+        except (av.FFmpegError, ValueError):
+            continue
+        return name
+    raise VideoError(f"{dst}: this PyAV build has no encoder for {dst.suffix} "
+                     f"({', '.join(takes)}); use .mp4 or .mkv")
+
+
+def _transcode(av, reader, src: Path, tmp: Path, fmt: str, codec: str, stylizer, options: StylizeOptions,
                video: VideoOptions, progress, frame_filter, stats) -> VideoResult:
     if not reader.streams.video:
         raise VideoError(f"{src}: has no video stream")
     vin = reader.streams.video[0]
     vin.thread_type = HW_DECODE_THREAD_TYPE if vin.codec_context.is_hwaccel else "AUTO"
     notes: list[str] = []
+    for extra in reader.streams.video[1:]:
+        notes.append(f"{src}: video stream {extra.index} not kept (only the first video stream is stylized)")
+    pixels = vin.codec_context.width * vin.codec_context.height
+    if pixels > options.max_pixels:
+        raise VideoError(f"{src}: {vin.codec_context.width}×{vin.codec_context.height} = {pixels:,} pixels "
+                         f"a frame is over the limit of {options.max_pixels:,}")
     start, end = video.start, (video.start + video.duration if video.duration is not None else None)
     offset_s = start  # every stream shifts by the same time, so sync is kept
     rate = vin.average_rate or vin.guessed_rate or Fraction(30)
@@ -173,7 +224,7 @@ def _transcode(av, reader, src: Path, tmp: Path, fmt: str, stylizer, options: St
         notes.append(f"{src}: {width}×{height} cropped to {even_w}×{even_h} (4:2:0 needs even sides)")
     with av.open(str(tmp), "w", format=fmt) as writer:
         writer.metadata.update(reader.metadata)
-        vout = writer.add_stream(VIDEO_CODECS[video.codec], rate=rate)
+        vout = writer.add_stream(VIDEO_CODECS[codec], rate=rate)
         vout.width, vout.height, vout.pix_fmt = even_w, even_h, "yuv420p"
         vout.time_base = vin.time_base
         vout.codec_context.time_base = vin.time_base
@@ -183,13 +234,15 @@ def _transcode(av, reader, src: Path, tmp: Path, fmt: str, stylizer, options: St
                 setattr(vout.codec_context, name, getattr(vin.codec_context, name))
             except (AttributeError, TypeError, ValueError):
                 pass
-        codec_options = {"crf": str(video.crf)} if video.crf is not None else {}
-        preset = video.preset if video.preset is not None else DEFAULT_PRESETS.get(video.codec)
+        codec_options = dict(_CODEC_DEFAULTS.get(codec, {}))
+        if video.crf is not None:
+            codec_options["crf"] = str(video.crf)
+        preset = video.preset if video.preset is not None else DEFAULT_PRESETS.get(codec)
         if preset is not None:
-            codec_options[_PRESET_KEYS[VIDEO_CODECS[video.codec]]] = preset
+            codec_options[_PRESET_KEYS[VIDEO_CODECS[codec]]] = preset
         vout.options = codec_options
-        if VIDEO_CODECS[video.codec] in ENCODER_THREADING:
-            vout.codec_context.thread_type = ENCODER_THREADING[VIDEO_CODECS[video.codec]]
+        if VIDEO_CODECS[codec] in ENCODER_THREADING:
+            vout.codec_context.thread_type = ENCODER_THREADING[VIDEO_CODECS[codec]]
         copied = _copy_streams(reader, writer, notes)
         packets = _PacketFeed(av, src, copied, start, end, offset_s)
         total = _frame_count(vin, rate, start, end)
@@ -263,7 +316,7 @@ def _transcode(av, reader, src: Path, tmp: Path, fmt: str, stylizer, options: St
                                          dst_color_range=meta.color_range or None)
 
         done = 0
-        frames = _frames(av, reader, vin, src, start, end)
+        frames = _frames(av, reader, vin, src, start, end, _limit(video.max_seconds, rate, vin, src, options))
         pipeline = video.pipeline
         # Frames must stay in order through a stateful filter: it sees them one by one, so the
         # encode workers (which apply it) are one thread then.
@@ -288,7 +341,29 @@ def _transcode(av, reader, src: Path, tmp: Path, fmt: str, stylizer, options: St
         packets.close()
     if done == 0:
         raise VideoError(f"{src}: no video frames in the range asked for")
+    if end is None and total is not None and done < _SHORT_STREAM * total - 1:
+        notes.append(f"{src}: the video stream ends after {done} of the {total} frames its header "
+                     f"gives (a truncated file?); the output is {done / float(rate):.1f} s long")
     return VideoResult(tmp, done, 0.0, notes)
+
+
+def _limit(max_seconds: float | None, rate: Fraction, vin, src: Path, options: StylizeOptions):
+    """check(frame, count) → None, raising VideoError once the decoded stream passes
+    `max_seconds` by its timestamps or its frame count (the header's duration may lie), or
+    a frame passes `options.max_pixels` (a stream may change size midway)."""
+    most_frames = None if max_seconds is None else max_seconds * float(rate) + 1
+
+    def check(frame, count: int, first_time: float | None) -> None:
+        if frame.width * frame.height > options.max_pixels:
+            raise VideoError(f"{src}: a {frame.width}×{frame.height} frame is over the limit of "
+                             f"{options.max_pixels:,} pixels")
+        if max_seconds is None:
+            return
+        t = frame.time
+        if count > most_frames or (t is not None and first_time is not None and t - first_time > max_seconds):
+            raise VideoError(f"{src}: longer than the limit of {max_seconds:g} s (stopped at frame "
+                             f"{count}); trim it first")
+    return check
 
 
 def _filtered(frame_filter: FrameFilter, content: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -299,9 +374,10 @@ def _filtered(frame_filter: FrameFilter, content: np.ndarray, out: np.ndarray) -
     return filtered
 
 
-def _frames(av, reader, vin, src: Path, start: float, end: float | None) -> Iterator:
+def _frames(av, reader, vin, src: Path, start: float, end: float | None, check) -> Iterator:
     if start > 0:
         reader.seek(int(start * av.time_base), backward=True, any_frame=False)
+    count, first_time = 0, None
     try:
         for frame in reader.decode(vin):
             t = frame.time
@@ -309,6 +385,9 @@ def _frames(av, reader, vin, src: Path, start: float, end: float | None) -> Iter
                 continue
             if end is not None and t is not None and t >= end - 1e-6:
                 return
+            count += 1
+            first_time = t if first_time is None else first_time
+            check(frame, count, first_time)
             yield frame
     except av.FFmpegError as exc:
         raise VideoError(f"{src}: broken video stream ({_reason(exc)})") from None

@@ -122,9 +122,27 @@ def torch_load_reason(exc: Exception) -> str:
 
 def image_not_style_message(path: Path) -> str:
     return (f"{path} is an image, not a style: a style is a built-in name (styleforge styles "
-            "lists them) or a trained .safetensors/.pth checkpoint. To use a painting, train a "
-            f"style from it (styleforge train --style-image {path} …); arbitrary-style transfer "
-            "from an image will take --style-image (coming)")
+            "lists them) or a trained .safetensors/.pth checkpoint. To use a painting as the "
+            f"style, give --style-image {path} (any painting, no training), or train a style "
+            f"from it (styleforge train --style-image {path} …)")
+
+
+def load_torch_file(path: str | os.PathLike, what: str):
+    """torch.load(path, weights_only=True), or ValueError with one line: an image, a pickle of
+    Python objects (refused: loading it could run code) or a damaged file, named as such.
+    `what` names the expected content, e.g. "VGG16 weights"."""
+    path = Path(path)
+    try:
+        kind = file_kind(path)
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if kind == "image":
+        raise ValueError(f"{path}: is an image, not {what}")
+    try:
+        with open(path, "rb") as handle:   # a handle: torch would judge a path by its suffix
+            return torch.load(handle, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many types for a bad pickle; all mean the same
+        raise ValueError(f"{path}: not loadable as {what} ({torch_load_reason(exc)})") from None
 
 
 def _read_safetensors(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]:

@@ -106,10 +106,11 @@ def vgg16_state_from_file(path: str | os.PathLike,
     path = Path(path).expanduser()
     if not path.is_file():
         raise VGGWeightsError(f"VGG weights file {str(path)!r} does not exist. {WHERE_TO_GET}")
+    from .checkpoint import load_torch_file
     try:
-        raw = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises many types for a bad pickle; all mean the same
-        raise VGGWeightsError(f"{path}: not a loadable PyTorch file ({exc}). {WHERE_TO_GET}") from None
+        raw = load_torch_file(path, "VGG16 weights")
+    except ValueError as exc:   # one line of our own, not torch's advice to load unsafely
+        raise VGGWeightsError(f"{exc}. {WHERE_TO_GET}") from None
     return _torchvision_key_state(raw, str(path), conv_indices)
 
 

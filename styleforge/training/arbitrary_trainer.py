@@ -240,7 +240,8 @@ class ArbitraryTrainer:
         return found[-1] if found else None
 
     def load_state(self, path: str | Path) -> None:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        from ..models.checkpoint import load_torch_file
+        state = load_torch_file(path, "a training checkpoint")   # ValueError: one line
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             raise ValueError(f"{path}: not a styleforge arbitrary-style training checkpoint")
         missing, unexpected = self.model.load_state_dict(state["model"], strict=False)

@@ -31,7 +31,7 @@ import torch
 
 from ..engine.backends import resolve_device
 from ..io.atomic import atomic_write
-from ..models.checkpoint import save_checkpoint, torch_load_reason
+from ..models.checkpoint import load_torch_file, save_checkpoint
 from ..models.transformer_net import FULL_WIDTH, MODEL_WIDTHS, TransformerNet
 from ..models.vgg import VGG16Features, load_vgg16
 from . import samples
@@ -242,10 +242,9 @@ class Trainer:
 
     def load_state(self, path: str | Path) -> None:
         try:
-            state = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as exc:  # torch raises many types for a bad file; all mean the same
-            raise ValueError(f"--resume {path}: not a loadable training checkpoint "
-                             f"({torch_load_reason(exc)})") from None
+            state = load_torch_file(path, "a training checkpoint")
+        except ValueError as exc:
+            raise ValueError(f"--resume {exc}") from None
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             raise ValueError(f"--resume {path}: not a styleforge training checkpoint (resume from "
                              "a step_*.pt file of the run's checkpoint folder)")

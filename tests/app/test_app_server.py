@@ -29,7 +29,9 @@ class FakeJob:
 
 class FakeHandlers:
     def __init__(self):
+        from styleforge.app.inflight import InFlight
         self.job = FakeJob()
+        self.inflight = InFlight(RuntimeError)
 
 
 class FakeDemo:

@@ -106,7 +106,7 @@ def test_surprises_are_warned_on_one_line(styles_env, tmp_path, capsys):
     frames[0].save(tmp_path / "anim.gif", save_all=True, append_images=frames[1:])
     code, text, counts = cli(capsys, tmp_path / "anim.gif")
     assert code == 0 and counts == (1, 0, 0)
-    assert re.search(r"^warning: .*anim.gif: has 2 frames or pages; only the first is used", text, re.M)
+    assert re.search(r"^note: .*anim.gif: has 2 frames or pages; only the first is used", text, re.M)
     code = main(["stylize", str(tmp_path / "anim.gif"), "-o", str(tmp_path / "h.png"), "--device", "cpu",
                  "--precision", "fp16"])
     assert code == 0 and "warning: fp16 on the CPU is emulated" in capsys.readouterr().err

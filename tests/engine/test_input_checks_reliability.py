@@ -69,3 +69,11 @@ def test_fp16_on_cpu_warns_and_auto_follows_the_cpu():
     with pytest.warns(SlowPrecisionWarning, match="fp16 on the CPU is emulated"):
         assert resolve_dtype("fp16", torch.device("cpu")) == torch.float16
     assert resolve_dtype("auto", torch.device("cpu")) == (torch.bfloat16 if cpu_has_native_bf16() else torch.float32)
+
+
+def test_memory_budgets_take_the_strings_the_flags_take():
+    options = StylizeOptions(max_memory="8G", max_gpu_memory="512MiB")
+    assert options.max_memory == 8 << 30 and options.max_gpu_memory == 512 << 20
+    assert StylizeOptions(max_memory=1000).max_memory == 1000
+    with pytest.raises(ValueError, match="max_memory: 'lots' is not a size"):
+        StylizeOptions(max_memory="lots")

@@ -124,8 +124,8 @@ def test_video_command(styles_env, clip, tmp_path, capsys):
     assert main(["video", str(clip), "-o", str(tmp_path / "o.mp4"), "--device", "cpu",
                  "--crf", "30", "--preset", "veryfast"]) == 0
     assert "12 frames" in capsys.readouterr().err
-    assert main(["video", str(clip), "-o", str(tmp_path / "o.mp4"), "--device", "cpu"]) == 1
-    assert "exists (--overwrite" in capsys.readouterr().err
+    assert main(["video", str(clip), "-o", str(tmp_path / "o.mp4"), "--device", "cpu"]) == 0   # as stylize
+    assert "o.mp4 exists (--overwrite" in capsys.readouterr().err
     (tmp_path / "bad.mp4").write_bytes(b"nope")
     assert main(["video", str(tmp_path / "bad.mp4"), "-o", str(tmp_path / "p.mp4"), "--device", "cpu"]) == 1
     err = capsys.readouterr().err

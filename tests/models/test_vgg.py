@@ -77,6 +77,17 @@ def test_missing_key_is_named(tmp_path):
         load_vgg16(tmp_path / "cut.pth")
 
 
+def test_a_pickle_of_objects_or_an_image_is_our_own_one_line(tmp_path):
+    from PIL import Image
+    torch.save({"features.0.weight": torch.zeros(1), "evil": Image.new("RGB", (1, 1))}, tmp_path / "evil.pth")
+    Image.new("RGB", (4, 4)).save(tmp_path / "vgg.jpg")
+    for name, reason in (("evil.pth", "could run code"), ("vgg.jpg", "is an image, not VGG16 weights")):
+        with pytest.raises(VGGWeightsError) as info:
+            load_vgg16(tmp_path / name)
+        text = str(info.value)
+        assert reason in text and "weights_only" not in text and "\n" not in text
+
+
 def test_missing_file_says_where_to_get_weights(tmp_path):
     with pytest.raises(VGGWeightsError, match="does not exist.*--vgg-weights"):
         load_vgg16(tmp_path / "nope.pth")

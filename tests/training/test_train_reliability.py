@@ -99,7 +99,9 @@ def test_bad_resume_files_are_one_line(toy, tmp_path, capsys):
     (tmp_path / "cut.pt").write_bytes(good.read_bytes()[:40])
     torch.save({"format": "x", "payload": Image.new("RGB", (1, 1))}, tmp_path / "hostile.pt")
     torch.save({"just": torch.zeros(1)}, tmp_path / "foreign.pt")
+    Image.new("RGB", (4, 4)).save(tmp_path / "ok.jpg")
     for name, reason in (("cut.pt", "truncated or damaged"), ("hostile.pt", "could run code"),
+                         ("ok.jpg", "is an image, not a training checkpoint"),
                          ("foreign.pt", "not a styleforge training checkpoint"),
                          ("good.pt", "damaged or from another version")):
         assert cli_train(toy, tmp_path / f"{name}.safetensors", "--resume", str(tmp_path / name)) == 2

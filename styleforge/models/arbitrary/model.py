@@ -13,6 +13,7 @@ of styleforge. Not here: weights files (`weights.py`), devices and caching (`eng
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 
 import torch
@@ -39,6 +40,20 @@ def pad_to_multiple(x: torch.Tensor, multiple: int) -> torch.Tensor:
         return x
     mode = "reflect" if ph < h and pw < w else "replicate"
     return F.pad(x, (0, pw, 0, ph), mode=mode)
+
+
+def style_shares(weights: list[float]) -> list[float]:
+    """Relative weights → shares summing to 1. Divided by the largest first, so weights near the
+    float maximum (1e308 + 1e308 = inf) still mix as they should; a weight that is negative or
+    not finite, or no positive weight, is a ValueError (it would extrapolate or wash out)."""
+    if any(not math.isfinite(w) or w < 0 for w in weights):
+        raise ValueError(f"style weights must be finite and ≥ 0, got {list(weights)}")
+    top = max(weights, default=0.0)
+    if top <= 0:
+        raise ValueError("style weights must sum to a positive number")
+    scaled = [w / top for w in weights]
+    total = sum(scaled)
+    return [w / total for w in scaled]
 
 
 class ArbitraryStyleNet(nn.Module):
@@ -97,14 +112,13 @@ class ArbitraryStyleNet(nn.Module):
     def transfer_features(self, content_feats: dict[str, torch.Tensor],
                           styles: list[tuple[StyleCode, float]], alpha: float = 1.0) -> dict[str, torch.Tensor]:
         """Per level: Σ wᵢ·AdaAttN(content, styleᵢ) (weights normalised), then lerp with the content."""
-        total = sum(w for _, w in styles)
-        if total <= 0:
-            raise ValueError("style weights must sum to a positive number")
+        shares = style_shares([w for _, w in styles])
         out = {}
         for level in self.config.levels:
             fc = content_feats[level]
             keys = self.key_features(content_feats, level)
-            mixed = sum((w / total) * self.transfer[level](fc, keys, code[level]) for code, w in styles)
+            mixed = sum(share * self.transfer[level](fc, keys, code[level])
+                        for (code, _), share in zip(styles, shares))
             out[level] = mixed if alpha >= 1.0 else torch.lerp(fc.to(mixed.dtype), mixed, alpha)
         return out
 

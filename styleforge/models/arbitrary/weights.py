@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import torch
@@ -70,16 +69,8 @@ def save_arbitrary(path: str | os.PathLike, model: ArbitraryStyleNet, metadata: 
     meta = {k: (v if isinstance(v, str) else json.dumps(v)) for k, v in (metadata or {}).items()}
     meta.update(format=FORMAT, config=model.config.to_json(),
                 quantization="int8-per-output-channel" if int8 else str(dtype).removeprefix("torch."))
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        save_file(tensors, tmp, metadata=meta)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    from ...io.atomic import atomic_write     # its temp names are swept if a run is killed
+    return atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=meta), mode=0o644)
 
 
 def read_metadata(path: str | os.PathLike) -> dict[str, str]:
