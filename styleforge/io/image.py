@@ -12,8 +12,10 @@ serves is the engine's: float (N, 3, H, W) in 0–255 (`styleforge.engine.pipeli
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import os
+import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +95,31 @@ def fitted_size(width: int, height: int, max_side: int | None) -> tuple[int, int
     return max(1, round(width * scale)), max(1, round(height * scale))
 
 
+_PILLOW_LIMIT = Image.MAX_IMAGE_PIXELS   # Pillow's own: a warning above it, an error above twice it
+_limit_lock = threading.Lock()
+_active_limits: list[int] = []
+
+
+@contextlib.contextmanager
+def _pillow_allows(max_pixels: int | None):
+    """Pillow's decompression-bomb limit raised, while this block runs, to what `max_pixels` lets
+    through: the caller's limit governs, checked from the header before decoding, and Pillow's
+    (2 × 89 MP) must not refuse an image it allows. Pillow reads one module global, so concurrent
+    loads (decode workers) share the largest limit asked for; each still applies its own."""
+    if max_pixels is None or _PILLOW_LIMIT is None or max_pixels <= 2 * _PILLOW_LIMIT:
+        yield
+        return
+    with _limit_lock:
+        _active_limits.append(max_pixels)
+        Image.MAX_IMAGE_PIXELS = -(-max(_active_limits) // 2)
+    try:
+        yield
+    finally:
+        with _limit_lock:
+            _active_limits.remove(max_pixels)
+            Image.MAX_IMAGE_PIXELS = -(-max(_active_limits) // 2) if _active_limits else _PILLOW_LIMIT
+
+
 def load_image(path: str | os.PathLike, max_pixels: int | None = None, max_side: int | None = None,
                check=None, data: bytes | None = None) -> LoadedImage:
     """Decode `path` (or `data`, the file's bytes, named `path` in errors, e.g. "stdin") safely;
@@ -111,7 +138,7 @@ def load_image(path: str | os.PathLike, max_pixels: int | None = None, max_side:
     except OSError as exc:
         raise ImageError(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _pillow_allows(max_pixels):
             # We enforce our own pixel limit below; Pillow's warning would only be noise.
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             with Image.open(io.BytesIO(data) if data is not None else path) as image:  # lazy: reads the header only
