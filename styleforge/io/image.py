@@ -181,7 +181,12 @@ def load_image(path: str | os.PathLike, max_pixels: int | None = None, max_side:
 def format_for(path: str | os.PathLike) -> str:
     """The Pillow format name that the output suffix asks for, e.g. '.jpg' → 'JPEG'."""
     suffix = Path(path).suffix.lower()
-    fmt = Image.registered_extensions().get(suffix)
+    # Pillow's common formats (JPEG, PNG, BMP, GIF, PPM) first: all forty plugins load only for
+    # another suffix, which keeps a JPEG-to-JPEG run's start short.
+    Image.preinit()
+    fmt = Image.EXTENSION.get(suffix)
+    if fmt is None or fmt not in Image.SAVE:
+        fmt = Image.registered_extensions().get(suffix)
     if fmt is None or fmt not in Image.SAVE:
         raise ImageError(f"{path}: cannot write images with suffix {suffix!r}")
     return fmt
