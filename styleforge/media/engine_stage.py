@@ -123,8 +123,6 @@ class EngineStage:
             content = _readonly_tensor(batch[0].pixels)[None]
         else:
             content = torch.from_numpy(np.stack([item.pixels for item in batch]))
-        for item in batch:
-            item.pixels = None
         out = self.stylizer(content.permute(0, 3, 1, 2))
         del content
         require_finite_output(out, self._style_name())

@@ -43,7 +43,11 @@ def make_jpeg(path: Path, width: int, height: int) -> Path:
     """A photo-like JPEG (a random block tiled, so encoding a huge one stays quick)."""
     block = np.random.default_rng(0).integers(0, 256, (256, 256, 3), dtype=np.uint8)
     tiled = np.tile(block, (-(-height // 256), -(-width // 256), 1))[:height, :width]
-    Image.fromarray(tiled).save(path, quality=85)
+    limit, Image.MAX_IMAGE_PIXELS = Image.MAX_IMAGE_PIXELS, None   # Pillow refuses to make > 179 MP
+    try:
+        Image.fromarray(tiled).save(path, quality=85)
+    finally:
+        Image.MAX_IMAGE_PIXELS = limit
     return path
 
 
