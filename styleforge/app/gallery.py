@@ -43,15 +43,6 @@ def _small_photo(photo: Path) -> Image.Image:
     return small
 
 
-def build_thumbnails(styles: list[StyleInfo], folder: Path, device: str = "auto",
-                     precision: str = "auto", backend: str = "auto") -> list[tuple[str, str]]:
-    """[(thumbnail path, style name)] in the order of `styles`, as gr.Gallery takes them; drawn
-    here, now, where not cached."""
-    thumbnails = Thumbnails(styles, folder, device=device, precision=precision, backend=backend)
-    thumbnails.draw()
-    return thumbnails.items()
-
-
 class Thumbnails:
     """The gallery's thumbnails: those cached at once, the rest drawn by `start()` in a daemon
     thread. `items()` is what is drawn so far, in style order; `ready` is set when all are

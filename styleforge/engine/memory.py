@@ -30,7 +30,8 @@ WHOLE_FRAME_BYTES_PER_PIXEL_PER_BYTE = {"cpu": 270, "cuda": 500}
 # the tiled output store), the uint8 result (3), and the band temporaries (measured 18-21 B/px
 # above the process's baseline over 12-192 MP, docs/tiling.md). Decoding peaks lower (8-10 B/px).
 IO_BYTES_PER_PIXEL = 24
-IO_FIXED_BYTES = 64 << 20     # and, whatever the size, the resampling bands and allocator slack
+IO_FIXED_BYTES = 64 << 20     # and the resampling bands and allocator slack: up to this much,
+IO_FIXED_BYTES_PER_PIXEL = 192   # or this per pixel where the whole image is smaller than a band
 # --strength below 1 and --preserve-color mix with the float photo: its copy and their temporaries.
 STRENGTH_BYTES_PER_PIXEL = 24
 PRESERVE_COLOR_BYTES_PER_PIXEL = 72
@@ -173,7 +174,8 @@ def choose_execution(height: int, width: int, device: torch.device, dtype: torch
     the process's baseline (interpreter, torch, the model: about 0.3 GB on a CPU).
     """
     pixels = height * width
-    io = io_bytes_per_pixel * (io_pixels or pixels) + IO_FIXED_BYTES
+    full = io_pixels or pixels
+    io = io_bytes_per_pixel * full + min(IO_FIXED_BYTES, IO_FIXED_BYTES_PER_PIXEL * full)
     on_gpu = device.type == "cuda"
     if io > ram_budget:
         raise _refusal(height, width, io, ram_budget, "even its full-size copies do not fit")
