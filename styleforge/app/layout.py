@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import gradio as gr
 
-from .gallery import sample_photos
+from .gallery import Thumbnails, sample_photos
 from .handlers import REGION_MODES, WHOLE, Handlers
 
 ENGINE = "engine"
 
 
-def build_blocks(handlers: Handlers, thumbnails: list[tuple[str, str]], concurrency: int) -> gr.Blocks:
+def build_blocks(handlers: Handlers, thumbnails: Thumbnails, concurrency: int) -> gr.Blocks:
     names = handlers.style_names
     default = "candy" if "candy" in names else names[0]
     second = next((n for n in names if n != default), default)
@@ -26,7 +26,7 @@ def build_blocks(handlers: Handlers, thumbnails: list[tuple[str, str]], concurre
                     "press **Stylize**.")
         with gr.Row():
             with gr.Column(scale=1):
-                gallery = gr.Gallery(thumbnails, label="Built-in styles (click to pick)", columns=3,
+                gallery = gr.Gallery(thumbnails.items(), label="Built-in styles (click to pick)", columns=3,
                                      height=330, allow_preview=False, elem_id="sf-gallery")
                 style = gr.Dropdown(names, value=default, label="Style A", elem_id="sf-style")
                 style_b = gr.Dropdown(names, value=second, label="Style B (blend / outside)",
@@ -84,6 +84,8 @@ def build_blocks(handlers: Handlers, thumbnails: list[tuple[str, str]], concurre
                         _training_tab(handlers)
 
         gallery.select(_gallery_select(names), None, style, queue=False, api_visibility="undocumented")
+        if not thumbnails.ready.is_set():   # drawn in the background: pages fill in as they come
+            _refresh_until_ready(demo, gallery, thumbnails)
         photo.change(handlers.editor_background, [photo], [editor], preprocess=False, queue=False,
                      api_visibility="undocumented")
         run.click(handlers.stylize, [photo, style, style_b, blend, strength, preserve, mode, editor,
@@ -101,8 +103,21 @@ def build_blocks(handlers: Handlers, thumbnails: list[tuple[str, str]], concurre
 
 def _gallery_select(names):
     def select(evt: gr.SelectData):
-        return names[evt.index]
+        # The caption is the style's name; a gallery still being drawn may lack earlier styles.
+        caption = evt.value.get("caption") if isinstance(evt.value, dict) else None
+        return caption if caption in names else names[evt.index]
     return select
+
+
+def _refresh_until_ready(demo: gr.Blocks, gallery: gr.Gallery, thumbnails: Thumbnails) -> None:
+    """On page load and every 2 s: the thumbnails drawn so far; each page's timer stops once all are."""
+    timer = gr.Timer(2.0)
+
+    def refresh():
+        return thumbnails.items(), gr.Timer(active=not thumbnails.ready.is_set())
+    hidden = dict(queue=False, show_progress="hidden", api_visibility="undocumented")
+    demo.load(refresh, None, [gallery, timer], **hidden)
+    timer.tick(refresh, None, [gallery, timer], **hidden)
 
 
 def _training_tab(handlers: Handlers) -> None:

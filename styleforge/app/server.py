@@ -2,8 +2,10 @@
 
 `serve(options)` makes the app's temp folder, points Gradio's upload cache into it (Gradio
 takes that folder only from `GRADIO_TEMP_DIR`, read when gradio is imported, so it is set
-before the import), draws the gallery, warms the default style into the shared engine, and
-launches with a bounded request queue. On a signal it stops accepting requests, answers every
+before the import), and launches with a bounded request queue; the gallery's missing thumbnails
+(and with them the default style's engine) are drawn in the background meanwhile
+(`gallery.Thumbnails`), so the page answers within seconds and fills its gallery as they come.
+`say` hears what it is doing until then. On a signal it stops accepting requests, answers every
 request still waiting with "the server is shutting down" (`inflight.py`), cancels a running
 training job and removes the folder it created; with `exit_watchdog`, engine work abandoned
 mid-call ends the process at once with status 0 (a thread left inside PyTorch at interpreter
@@ -30,15 +32,15 @@ SHUTDOWN_GRACE_S = 60   # > the training job's 30 s cancel wait
 QUEUE_SIZE = 256   # waiting requests beyond this are refused ("queue full") instead of piling up
 
 
-def build_app(options: ServeOptions, files: AppFiles):
-    """(gr.Blocks, Handlers) for these options; the caller launches and closes."""
+def build_app(options: ServeOptions, files: AppFiles, say: Callable[[str], None] = lambda message: None):
+    """(gr.Blocks, Handlers, Thumbnails) for these options; the caller launches, starts the
+    thumbnails drawing and closes."""
     from ..switches import configure_library
     # Gradio reads these at import: its uploads stay in our folder, and no calls home.
     configure_library({"GRADIO_TEMP_DIR": str(files.upload_dir), "GRADIO_ANALYTICS_ENABLED": "False"})
+    say("loading the web app (gradio, torch)…")
     from ..engine.backends import resolve_device
-    from ..models.registry import default_style
-    from ..regions import Look, stylize_regions
-    from .gallery import build_thumbnails
+    from .gallery import Thumbnails
     from .handlers import Handlers
     from .layout import build_blocks
 
@@ -47,13 +49,11 @@ def build_app(options: ServeOptions, files: AppFiles):
     if not handlers.style_names:
         raise RuntimeError("no styles are installed; nothing to serve")
     engine = dict(device=options.device, precision=options.precision, backend=options.backend)
-    thumbnails = build_thumbnails(_styles(), files.sub("thumbs"), **engine)
-    from PIL import Image
-    stylize_regions(Image.new("RGB", (64, 64), (128, 128, 128)), Look(default_style()), **engine)
+    thumbnails = Thumbnails(_styles(), files.sub("thumbs"), say, **engine)
     concurrency = engine_concurrency(options, device.type)
     demo = build_blocks(handlers, thumbnails, concurrency)
     demo.queue(default_concurrency_limit=concurrency, max_size=QUEUE_SIZE)
-    return demo, handlers
+    return demo, handlers, thumbnails
 
 
 def _styles():
@@ -71,16 +71,19 @@ def launch(demo, options: ServeOptions, files: AppFiles) -> str:
 
 
 def serve(options: ServeOptions, on_ready: Callable[[str], None] | None = None,
-          stop: threading.Event | None = None, exit_watchdog: bool = False) -> None:
+          stop: threading.Event | None = None, exit_watchdog: bool = False,
+          say: Callable[[str], None] | None = None) -> None:
     """Serve until SIGINT/SIGTERM (or `stop` is set, for callers not on the main thread).
-    `exit_watchdog`: the process is about to exit, so end it (status 1) if shutdown hangs."""
+    `exit_watchdog`: the process is about to exit, so end it (status 1) if shutdown hangs.
+    `say`: one line at a time, what the start is doing (the CLI prints them)."""
     stop = stop or threading.Event()
     files = AppFiles(options.temp_dir)
     demo = handlers = None
     previous = {}
     try:
-        demo, handlers = build_app(options, files)
+        demo, handlers, thumbnails = build_app(options, files, say or (lambda message: None))
         url = launch(demo, options, files)
+        thumbnails.start()
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 previous[sig] = signal.signal(sig, lambda *_: stop.set())

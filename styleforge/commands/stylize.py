@@ -355,30 +355,56 @@ def plan_outputs(files: list[tuple[Path, Path | None]], output: str | None,
     return jobs, errors
 
 
+class _NoBar:
+    """The progress bar's interface, doing nothing: one image needs no bar, and not importing rich
+    for it keeps a one-photo run's start short."""
+
+    def add_task(self, *args, **kwargs) -> int:
+        return 0
+
+    def update(self, *args, **kwargs) -> None:
+        pass
+
+    advance = update
+
+    def __enter__(self) -> _NoBar:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
 class _Report:
     """Counts and one-line messages; the bar (for several files) stays below the messages.
 
     With `json_to` set, every item also becomes one JSON line there (`media.Record.to_json`)."""
 
     def __init__(self, total: int, json_to=None):
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-        self.console = Console(stderr=True, highlight=False, soft_wrap=True)
-        self.progress = Progress(TextColumn("stylizing"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
-                                 console=self.console, transient=True, disable=total < 2)
+        self.console = None
+        self.progress = _NoBar()
+        if total >= 2:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+            self.console = Console(stderr=True, highlight=False, soft_wrap=True)
+            self.progress = Progress(TextColumn("stylizing"), BarColumn(), MofNCompleteColumn(),
+                                     TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+                                     console=self.console, transient=True)
         self.task = self.progress.add_task("stylize", total=total, rate="")
         self.done = self.skipped = self.failed = 0
         self.json_to = json_to
         self.start = time.perf_counter()
 
     def say(self, message: str, style: str = "") -> None:
+        if self.console is None:
+            import sys
+            print(message, file=sys.stderr, flush=True)
+            return
         from rich.text import Text
         self.console.print(Text(message, style=style))
 

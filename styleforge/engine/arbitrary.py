@@ -160,7 +160,11 @@ class ArbitraryStylizer:
         self.memory_format = torch.channels_last if self.device.type == "cuda" else torch.contiguous_format
         self.model: ArbitraryStyleNet = model.to(self.device, self.dtype, memory_format=self.memory_format).eval()
         self._codes: OrderedDict[tuple, StyleCode] = OrderedDict()
-        self._compiled = torch.compile(self.model.stylize) if backend == "compile" else None
+        self._compiled = None
+        if backend == "compile":
+            from ..kernels import register_ops
+            register_ops()   # before tracing: the graph then holds the ops, not their registration
+            self._compiled = torch.compile(self.model.stylize)
         self._graphs = _GraphRunner(None) if backend == "fused" else None
 
     def describe(self) -> str:

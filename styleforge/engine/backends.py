@@ -159,6 +159,8 @@ def make_runner(model: TransformerNet, device: torch.device, dtype: torch.dtype,
     model = model.to(device=device, dtype=dtype, memory_format=memory_format)
     forward = model
     if backend == "compile":
+        from ..kernels import register_ops
+        register_ops()   # defined before tracing, so the graph sees the ops, not their registration
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             forward = torch.compile(model, mode="reduce-overhead", dynamic=False)

@@ -11,6 +11,7 @@ The per-pixel constants are measured (docs/tiling.md); the stores' sizes come fr
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import math
 import os
@@ -24,9 +25,18 @@ from .tiling import exact_store_bytes, plan_steps, receptive_halo
 
 # Whole-frame peak per pixel of the padded input, by device type, per byte of element size.
 WHOLE_FRAME_BYTES_PER_PIXEL_PER_BYTE = {"cpu": 270, "cuda": 500}
-# The full-size copies around the network: decoded uint8 and its tensor, float input, float
-# output (tiled: its store), uint8 output and the encoder's image.
-IO_BYTES_PER_PIXEL = 48
+# The full-size copies around the network, per pixel of the full-size image, in host RAM: the
+# decoded uint8 (3), one float32 image at a time (12: the downscale's input, then the output or
+# the tiled output store), the uint8 result (3), and the band temporaries (measured 18-21 B/px
+# above the process's baseline over 12-192 MP, docs/tiling.md). Decoding peaks lower (8-10 B/px).
+IO_BYTES_PER_PIXEL = 24
+IO_FIXED_BYTES = 64 << 20     # and the resampling bands and allocator slack: up to this much,
+IO_FIXED_BYTES_PER_PIXEL = 192   # or this per pixel where the whole image is smaller than a band
+# --strength below 1 and --preserve-color mix with the float photo: its copy and their temporaries.
+STRENGTH_BYTES_PER_PIXEL = 24
+PRESERVE_COLOR_BYTES_PER_PIXEL = 72
+# On a GPU the full-size float input, output and resampling temporaries all live on the device.
+GPU_IO_BYTES_PER_PIXEL = 48
 RAM_SHARE = 0.3               # default --max-memory: this share of total RAM, at most what is free
 RAM_HEADROOM = 1 << 30        # left to the rest of the system, and to torch itself
 GPU_HEADROOM = 512 << 20      # left to the CUDA context, cuDNN workspaces and fragmentation
@@ -35,7 +45,23 @@ MIN_FAST_TILE = 64
 
 
 class MemoryBudgetError(RuntimeError):
-    """An image that cannot be stylized within the memory budget; the message says what to do."""
+    """An image that cannot be stylized within the memory budget; the message says what to do.
+
+    `need` and `budget` in bytes; `fit_side` the --max-side that fits (None: none does);
+    `refined` restates it for the image as the caller sees it (full size, a searched fit)."""
+
+    def __init__(self, width: int, height: int, need: int, budget: int, why: str, more: str = "",
+                 fit_side: int | None = None):
+        self.size, self.need, self.budget, self.why, self.more = (width, height), need, budget, why, more
+        self.fit_side = fit_side
+        need_text, budget_text = sizes(need, budget)
+        advice = (f"Downscale it with --max-side {fit_side}, raise --max-memory{more}" if fit_side
+                  else f"Raise --max-memory{more}")
+        super().__init__(f"{width}×{height} needs about {need_text} ({why}); the budget is {budget_text}. "
+                         f"{advice}")
+
+    def refined(self, width: int, height: int, fit_side: int | None) -> MemoryBudgetError:
+        return MemoryBudgetError(width, height, self.need, self.budget, self.why, self.more, fit_side)
 
 
 @dataclass(frozen=True)
@@ -53,6 +79,27 @@ class Execution:
             return f"fast tiles of {self.tile} px (thumbnail statistics)"
         return f"exact tiling, activations in {self.stores} memory" if self.stores != "disk" \
             else "exact tiling, activations in scratch files"
+
+
+TRIM_ABOVE_PIXELS = 4_000_000   # images smaller than this leave too little behind to matter
+
+
+def release_freed_memory(pixels: int) -> None:
+    """Give back to the OS the memory that a large image's freed temporaries leave in glibc's
+    heaps, after a phase (decode, network, resampling) ends. glibc keeps freed blocks below its
+    (self-raising) mmap threshold, in one heap per thread, so the decode worker's, the network's
+    and the resampling's leftovers added up in the resident set, ~40% above the budget at 260 MB.
+    A no-op for small images and where the C library has no malloc_trim (not glibc)."""
+    if pixels >= TRIM_ABOVE_PIXELS and _malloc_trim() is not None:
+        _malloc_trim()(0)
+
+
+@functools.cache
+def _malloc_trim():
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError):
+        return None
 
 
 def total_ram() -> int:
@@ -97,20 +144,38 @@ def fast_tile(band_bytes: int, device: torch.device, dtype: torch.dtype, halo: i
     return max(MIN_FAST_TILE, side // 4 * 4)
 
 
+_UNITS = ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB"), (1, "bytes"))
+
+
+def sizes(*amounts: int) -> list[str]:
+    """Byte counts in one unit (that of the smallest), with the decimals that tell them apart:
+    a refusal must never read "needs about 0.5 GiB; the budget is 0.5 GiB"."""
+    scale, unit = next(((s, u) for s, u in _UNITS if min(amounts) >= s), _UNITS[-1])
+    for decimals in range(0 if scale == 1 else 3):
+        texts = [f"{a / scale:,.{decimals}f} {unit}" for a in amounts]
+        if len(set(texts)) == len(set(amounts)) and min(amounts) / scale >= 10 ** (1 - decimals):
+            return texts
+    return [f"{a / scale:,.{0 if scale == 1 else 2}f} {unit}" for a in amounts]
+
+
 def gib(n: int) -> str:
-    return f"{n / (1 << 30):.1f} GiB"
+    return sizes(n)[0]
 
 
 def choose_execution(height: int, width: int, device: torch.device, dtype: torch.dtype, *,
                      tiling: str = "auto", ram_budget: int, gpu_budget: int | None = None,
-                     scratch_bytes: int = 0, io_pixels: int | None = None) -> Execution:
+                     scratch_bytes: int = 0, io_pixels: int | None = None,
+                     io_bytes_per_pixel: int = IO_BYTES_PER_PIXEL) -> Execution:
     """Pick how to run one (padded) height × width image, or raise MemoryBudgetError.
 
     `io_pixels`: the full-size image's pixels when the network runs on a smaller internal
-    image (stroke scale); the caller's copies are that size.
+    image (stroke scale); the caller's copies are that size, `io_bytes_per_pixel` each
+    (more with --strength or --preserve-color). The budgets count what one image takes above
+    the process's baseline (interpreter, torch, the model: about 0.3 GB on a CPU).
     """
     pixels = height * width
-    io = IO_BYTES_PER_PIXEL * (io_pixels or pixels)
+    full = io_pixels or pixels
+    io = io_bytes_per_pixel * full + min(IO_FIXED_BYTES, IO_FIXED_BYTES_PER_PIXEL * full)
     on_gpu = device.type == "cuda"
     if io > ram_budget:
         raise _refusal(height, width, io, ram_budget, "even its full-size copies do not fit")
@@ -148,8 +213,8 @@ def plan_steps_cached():
 
 
 def _refusal(height: int, width: int, need: int, budget: int, why: str, more: str = "") -> MemoryBudgetError:
+    """The refusal for this (network-size) image, with a first guess at a side that fits; the
+    Stylizer restates it for the full-size image with a side it has checked (`refined`)."""
     side = max(height, width)
     fit = max(16, int(side * math.sqrt(budget / need) * 0.9) // 16 * 16)
-    return MemoryBudgetError(
-        f"{width}×{height} needs about {gib(need)} ({why}); the budget is {gib(budget)}. "
-        f"Downscale it with --max-side {fit}, raise --max-memory{more}")
+    return MemoryBudgetError(width, height, need, budget, why, more, fit)

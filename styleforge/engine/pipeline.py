@@ -20,7 +20,19 @@ from ..models.checkpoint import Checkpoint, build_model, load_checkpoint
 from ..models.registry import default_style, load_style
 from .backends import backend_for_width, make_runner, resolve_device, resolve_engine
 from .blending import apply_strength, blend_state_dicts, preserve_color
-from .memory import IO_BYTES_PER_PIXEL, Execution, choose_execution, default_gpu_budget, default_ram_budget, scratch_free
+from .memory import (
+    GPU_IO_BYTES_PER_PIXEL,
+    IO_BYTES_PER_PIXEL,
+    PRESERVE_COLOR_BYTES_PER_PIXEL,
+    STRENGTH_BYTES_PER_PIXEL,
+    Execution,
+    MemoryBudgetError,
+    choose_execution,
+    default_gpu_budget,
+    default_ram_budget,
+    release_freed_memory,
+    scratch_free,
+)
 from .options import StylizeOptions
 from .stroke import downscale, internal_size, upscale_styled
 
@@ -98,7 +110,28 @@ class Stylizer:
 
     def execution_for(self, height: int, width: int, batch: int = 1) -> Execution:
         """How an image of this size would run here (no work done); raises MemoryBudgetError
-        (a RuntimeError whose message says how to proceed) when it cannot within the budget."""
+        (a RuntimeError whose message says how to proceed, with a --max-side that it has checked
+        fits) when it cannot within the budget."""
+        try:
+            return self._execution(height, width, batch)
+        except MemoryBudgetError as exc:
+            raise exc.refined(width, height, self._largest_side(height, width, batch)) from None
+
+    def _largest_side(self, height: int, width: int, batch: int) -> int | None:
+        """The largest --max-side (a multiple of 16 where it can be) at which this image runs here."""
+        from ..io.image import fitted_size
+        fits, too_big = 0, max(height, width)
+        while too_big - fits > 1:   # bisection: the estimate only grows with the side
+            side = (fits + too_big) // 2
+            w, h = fitted_size(width, height, side)
+            try:
+                self._execution(h, w, batch)
+                fits = side
+            except MemoryBudgetError:
+                too_big = side
+        return (fits // 16 * 16 or fits) or None
+
+    def _execution(self, height: int, width: int, batch: int) -> Execution:
         inner_h, inner_w = internal_size(height, width, self.options.stroke_scale)
         padded_h, padded_w = padded_size(inner_h, inner_w)
         if (height, width, batch) in self._ran_whole:
@@ -108,7 +141,14 @@ class Stylizer:
         return choose_execution(
             padded_h, padded_w * batch, self.device, self.dtype, tiling=self.options.tiling,
             ram_budget=self.options.max_memory or default_ram_budget(), gpu_budget=gpu,
-            scratch_bytes=scratch_free(self.options.scratch_dir), io_pixels=height * width * batch)
+            scratch_bytes=scratch_free(self.options.scratch_dir), io_pixels=height * width * batch,
+            io_bytes_per_pixel=self._io_bytes_per_pixel())
+
+    def _io_bytes_per_pixel(self) -> int:
+        extra = STRENGTH_BYTES_PER_PIXEL if self.options.strength < 1.0 else 0
+        if self.options.preserve_color:
+            extra += PRESERVE_COLOR_BYTES_PER_PIXEL
+        return IO_BYTES_PER_PIXEL + extra
 
     def _full_size_fits(self, pixels: int) -> bool:
         """Whether the stroke-scale up/downsampling may run on the device at full size."""
@@ -116,7 +156,7 @@ class Stylizer:
             return True
         if pixels not in self._io_fits:   # asked once per size: the free-memory query costs a driver call
             budget = self.options.max_gpu_memory or default_gpu_budget(self.device)
-            self._io_fits[pixels] = IO_BYTES_PER_PIXEL * pixels <= budget // 2
+            self._io_fits[pixels] = GPU_IO_BYTES_PER_PIXEL * pixels <= budget // 2
         return self._io_fits[pixels]
 
     def check_size(self, width: int, height: int) -> Execution:
@@ -137,17 +177,19 @@ class Stylizer:
             return raw[..., :height, :width].clamp(0, 255), finite
         if self._tiling_model is None:
             self._tiling_model = build_model(self.checkpoint)
-        if execution.mode == "fast":
-            from .thumbnail import ThumbnailTiledRunner
-            runner = ThumbnailTiledRunner(self._tiling_model, self.device, self.dtype, tile=execution.tile)
-        else:
+        if execution.mode != "fast":
             from .tiling import TiledRunner
             runner = TiledRunner(self._tiling_model, self.device, self.dtype, stores=execution.stores,
                                  band_bytes=execution.band_bytes, scratch=self.options.scratch_dir)
+            # uint8 content stays uint8: the exact runner converts each band as it reads it, so
+            # the full-size float copy (12 B/px) is never made.
+            return runner(pad_for_network(content))[..., :height, :width].clamp_(0, 255), None
+        from .thumbnail import ThumbnailTiledRunner
+        runner = ThumbnailTiledRunner(self._tiling_model, self.device, self.dtype, tile=execution.tile)
         return runner(pad_for_network(content.float()))[..., :height, :width].clamp_(0, 255), None
 
     def __call__(self, content: torch.Tensor) -> torch.Tensor:
-        """content: float (N, 3, H, W) in 0–255 on any device → same shape, float32, on CPU.
+        """content: float or uint8 (N, 3, H, W) in 0–255 on any device → same shape, float32, on CPU.
 
         Raises MemoryBudgetError before any work when the image cannot run within the budget.
         """
@@ -175,15 +217,19 @@ class Stylizer:
         execution = self.last_execution = self.execution_for(height, width, batch)
         inner = internal_size(height, width, self.options.stroke_scale)
         if execution.mode == "whole" and (inner == (height, width) or self._full_size_fits(batch * height * width)):
-            content = content.to(self.device, torch.float32)
+            content = content.to(self.device)   # its dtype as given: each use converts what it reads
         if inner != (height, width):
             small = downscale(content, inner)
             styled, finite = self._network(small, execution, check_overflow)
+            if self.device.type == "cpu":   # the network's freed temporaries, before the full-size output
+                release_freed_memory(batch * height * width)
             out = upscale_styled(content, small, styled)
         else:
             out, finite = self._network(content, execution, check_overflow)
         if execution.mode == "whole":
             self._ran_whole[(height, width, batch)] = execution
+        if not self.options.preserve_color and self.options.strength >= 1.0:
+            return out, finite
         content = content.to(out.device, torch.float32)
         if self.options.preserve_color:
             out = preserve_color(content, out)

@@ -63,6 +63,7 @@ class FusedRunner:
     def __init__(self, model: TransformerNet, device: torch.device, dtype: torch.dtype,
                  use_graphs: bool = True, settings: Switches | None = None):
         device = torch.device(device)
+        kernels.register_ops()   # its steps call torch.ops.styleforge.* directly
         if device.type == "cuda":
             if device.index is None:
                 device = torch.device("cuda", torch.cuda.current_device())

@@ -26,6 +26,9 @@ from ..kernels.reference.arbitrary_glue import LUMA   # BT.601, as detail_upscal
 
 REFERENCE_SIDE = 512   # auto: the longer side the network sees (its look at 512 px)
 BAND_ROWS = 256
+# A band's (N, 3, rows, W) float32 tensors stay about this size, so the dozen temporaries of a
+# band take tens of MB at any width (memory budgets count them: `engine.memory`).
+BAND_TENSOR_BYTES = 4 << 20
 WHOLE_FRAME_BYTES = 1 << 30   # on a GPU, temporaries up to this run as whole frames (few launches)
 
 
@@ -165,6 +168,7 @@ def restore_detail(content: torch.Tensor, small_content: torch.Tensor, small_out
     wide_luma = F.interpolate(luma(small_content).to(device), size=(small_height, width), mode="bicubic",
                               align_corners=False)
     out = torch.empty((n, 3, height, width), dtype=torch.float32, device=device)
+    band_rows = max(8, min(band_rows, BAND_TENSOR_BYTES // (n * 3 * 4 * width)))
     for r0 in range(0, height, band_rows):
         r1 = min(height, r0 + band_rows)
         up = _upsample_rows(wide_out, height, r0, r1)

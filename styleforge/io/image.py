@@ -12,9 +12,11 @@ serves is the engine's: float (N, 3, H, W) in 0–255 (`styleforge.engine.pipeli
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import stat
+import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,6 +122,31 @@ def open_image_file(path: Path) -> BinaryIO:
         raise ImageError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
+_PILLOW_LIMIT = Image.MAX_IMAGE_PIXELS   # Pillow's own: a warning above it, an error above twice it
+_limit_lock = threading.Lock()
+_active_limits: list[int] = []
+
+
+@contextlib.contextmanager
+def _pillow_allows(max_pixels: int | None):
+    """Pillow's decompression-bomb limit raised, while this block runs, to what `max_pixels` lets
+    through: the caller's limit governs, checked from the header before decoding, and Pillow's
+    (2 × 89 MP) must not refuse an image it allows. Pillow reads one module global, so concurrent
+    loads (decode workers) share the largest limit asked for; each still applies its own."""
+    if max_pixels is None or _PILLOW_LIMIT is None or max_pixels <= 2 * _PILLOW_LIMIT:
+        yield
+        return
+    with _limit_lock:
+        _active_limits.append(max_pixels)
+        Image.MAX_IMAGE_PIXELS = -(-max(_active_limits) // 2)
+    try:
+        yield
+    finally:
+        with _limit_lock:
+            _active_limits.remove(max_pixels)
+            Image.MAX_IMAGE_PIXELS = -(-max(_active_limits) // 2) if _active_limits else _PILLOW_LIMIT
+
+
 def load_image(path: str | os.PathLike, max_pixels: int | None = None, max_side: int | None = None,
                check=None, data: bytes | None = None, warn_frames: bool = True) -> LoadedImage:
     """Decode `path` (or `data`, the file's bytes, named `path` in errors, e.g. "stdin") safely;
@@ -137,7 +164,7 @@ def load_image(path: str | os.PathLike, max_pixels: int | None = None, max_side:
         raise ImageError(f"{path}: empty file")
     source = io.BytesIO(data) if data is not None else open_image_file(path)
     try:
-        with source, warnings.catch_warnings():
+        with source, warnings.catch_warnings(), _pillow_allows(max_pixels):
             # We enforce our own pixel limit below; Pillow's warning would only be noise.
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             with Image.open(source) as image:  # lazy: reads the header only
@@ -183,7 +210,12 @@ def multi_frame_message(path: str | os.PathLike, frames: int) -> str:
 def format_for(path: str | os.PathLike) -> str:
     """The Pillow format name that the output suffix asks for, e.g. '.jpg' → 'JPEG'."""
     suffix = Path(path).suffix.lower()
-    fmt = Image.registered_extensions().get(suffix)
+    # Pillow's common formats (JPEG, PNG, BMP, GIF, PPM) first: all forty plugins load only for
+    # another suffix, which keeps a JPEG-to-JPEG run's start short.
+    Image.preinit()
+    fmt = Image.EXTENSION.get(suffix)
+    if fmt is None or fmt not in Image.SAVE:
+        fmt = Image.registered_extensions().get(suffix)
     if fmt is None or fmt not in Image.SAVE:
         raise ImageError(f"{path}: cannot write images with suffix {suffix!r}")
     return fmt

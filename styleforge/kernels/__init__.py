@@ -16,7 +16,8 @@ arbitrary-style model's glue between cuDNN convolutions and the attention/FFN ke
 `use("reference" | "cuda")` and the `using(...)` context manager (`dispatch.py`) choose the path
 for all; "cuda" (the default) runs the CUDA kernel on CUDA tensors, built just in time on first
 use (see `build.py`), and the reference on CPU tensors.
-Importing this package compiles nothing. The package exports each op's entry under the op's name,
+Importing this package compiles and registers nothing: `register_ops()` defines the ops where one
+may first be called (`library.py` says where). The package exports each op's entry under the op's name,
 which hides the module of that name as an attribute: import module internals by their full name
 (`from styleforge.kernels.conv9x9 import conv9x9_supported`).
 """
@@ -42,9 +43,10 @@ from .conv9x9 import (
 from .dispatch import MODES, cuda_kernels_available, current_mode, ensure_cuda_kernels, use, using
 from .ffn import ffn
 from .instance_norm import instance_norm
+from .library import register_ops
 
 __all__ = ["MODES", "adaattn_stats", "attention", "chain_state", "conv3x3_norm", "conv3x3_norm_supported", "conv3x3_residual_chain",
            "conv9x9", "conv9x9_from_sums", "conv9x9_norm", "conv9x9_supported", "cuda_kernels_available",
            "current_mode", "detail_upscale", "ensure_cuda_kernels", "feature_pad", "ffn", "instance_norm",
-           "norm_affine", "norm_scale_shift", "norm_state",
+           "norm_affine", "norm_scale_shift", "norm_state", "register_ops",
            "pack_conv1_weight", "pack_head_weight", "pack_weight", "use", "using"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from . import dispatch
-from .library import define_once
+from .library import define_once, registration
 from .reference import arbitrary_glue as reference
 
 PAD_SCHEMA = ("feature_pad(Tensor x, Tensor? bias, Tensor? skip, bool relu, int resample, int pad, bool keep, "
@@ -22,16 +22,6 @@ STATS_SCHEMA = ("adaattn_stats(Tensor o, Tensor x, Tensor x_scale, Tensor x_shif
                 "Tensor ln_weight, Tensor ln_bias, float eps, float ln_eps) -> (Tensor, Tensor)")
 DETAIL_SCHEMA = "detail_upscale(Tensor content, Tensor diff) -> Tensor"
 KERNEL_DTYPES = (torch.float16, torch.bfloat16)
-
-_LIBS = {}
-for _schema, _impl in ((PAD_SCHEMA, reference.feature_pad), (AFFINE_SCHEMA, reference.norm_affine),
-                       (STATS_SCHEMA, reference.adaattn_stats), (DETAIL_SCHEMA, reference.detail_upscale)):
-    _name = _schema.split("(", 1)[0]
-    _lib, _first = define_once(_schema)
-    _LIBS[_name] = _lib
-    if _first:
-        _lib.impl(_name, _impl, "CompositeExplicitAutograd")
-
 
 def _fake_pad(x, bias, skip, relu, resample, pad, keep, pool):
     reference.check_feature_pad(x, bias, skip, relu, resample, pad, keep, pool)
@@ -64,12 +54,17 @@ def _fake_detail(content, diff):
     return torch.empty_like(content, memory_format=torch.contiguous_format)
 
 
-for _name, _fake in (("feature_pad", _fake_pad), ("norm_affine", _fake_affine), ("adaattn_stats", _fake_stats),
-                     ("detail_upscale", _fake_detail)):
-    try:
-        torch.library.register_fake(f"styleforge::{_name}", _fake, lib=_LIBS[_name])
-    except RuntimeError:   # already registered (a module reload)
-        pass
+@registration
+def _register() -> None:
+    for schema, impl, fake in ((PAD_SCHEMA, reference.feature_pad, _fake_pad),
+                               (AFFINE_SCHEMA, reference.norm_affine, _fake_affine),
+                               (STATS_SCHEMA, reference.adaattn_stats, _fake_stats),
+                               (DETAIL_SCHEMA, reference.detail_upscale, _fake_detail)):
+        name = schema.split("(", 1)[0]
+        lib, first = define_once(schema)
+        if first:
+            lib.impl(name, impl, "CompositeExplicitAutograd")
+            torch.library.register_fake(f"styleforge::{name}", fake, lib=lib)
 
 
 def _kernel(x: torch.Tensor, dtypes=KERNEL_DTYPES) -> bool:

@@ -20,16 +20,13 @@ import torch.nn.functional as F
 
 from . import dispatch
 from .reference import attention as reference
-from .library import backward_through_reference, define_once
+from .library import backward_through_reference, define_once, registration
 
 # fp32_out: return fp32 whatever q's dtype (the fp32-input opt-in path: the Hopper kernel writes fp32
 # from its accumulators, which saves a conversion pass over the output).
 SCHEMA = ("attention(Tensor q, Tensor k, Tensor v, Tensor? key_padding_mask, float scale, bool fp32_out=False)"
           " -> Tensor")
 QUALNAME = "styleforge::attention"
-
-_LIB, _FIRST_IMPORT = define_once(SCHEMA)  # registrations below run only when this defined it
-
 
 def _reference(q, k, v, key_padding_mask, scale, fp32_out):
     out = reference.attention(q, k, v, key_padding_mask, scale)
@@ -59,10 +56,13 @@ def _backward(ctx, grad):
         (q, k, v), ctx.needs_input_grad, grad, num_inputs=6)
 
 
-if _FIRST_IMPORT:
-    _LIB.impl("attention", _attention_impl, "CompositeExplicitAutograd")
-    torch.library.register_fake(QUALNAME, _attention_fake, lib=_LIB)
-    torch.library.register_autograd(QUALNAME, _backward, setup_context=_setup_context, lib=_LIB)
+@registration
+def _register() -> None:
+    lib, first = define_once(SCHEMA)
+    if first:
+        lib.impl("attention", _attention_impl, "CompositeExplicitAutograd")
+        torch.library.register_fake(QUALNAME, _attention_fake, lib=lib)
+        torch.library.register_autograd(QUALNAME, _backward, setup_context=_setup_context, lib=lib)
 
 
 def kernel_head_dim(d: int) -> int | None:

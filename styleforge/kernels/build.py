@@ -118,10 +118,21 @@ def build_and_load(capability: tuple[int, int] | None = None, verbose: bool = Fa
 
 
 def _build_locked(capability: tuple[int, int], directory: Path, verbose: bool, force: bool) -> Path:
-    from torch.utils import cpp_extension
-
     if force and directory.exists():
         shutil.rmtree(directory)
+    path = library_path(capability)
+    if path.exists() and not verbose:
+        # The key already hashes every source, header, flag and version, so a library under it is
+        # current: load it directly. cpp_extension.load would import setuptools, run nvcc --version
+        # and ninja to find that out, which is most of a cached start. A library a killed build
+        # left half-written fails to load and is rebuilt below.
+        try:
+            torch.ops.load_library(str(path))
+            log.info("StyleForge CUDA kernels loaded from %s", path)
+            return path
+        except OSError:
+            path.unlink(missing_ok=True)   # else ninja finds it newer than its sources and keeps it
+    from torch.utils import cpp_extension
     directory.mkdir(parents=True, exist_ok=True)
     fresh = not library_path(capability).exists()
     kwargs = dict(

@@ -14,7 +14,7 @@ import torch
 
 from . import dispatch
 from .reference import conv3x3 as reference
-from .library import define_once
+from .library import define_once, registration
 
 # in_state: the input norm as its producer's sums (read and zeroed); affine=False: the output's sums
 # are left in state for the consumer (reference/norm_sums.py).
@@ -29,10 +29,6 @@ CHAIN_SCHEMA = ("conv3x3_residual_chain(Tensor x, Tensor? scale, Tensor? shift, 
                 "Tensor[] norm_weights, Tensor[] norm_biases, float eps, Tensor(a!) state, Tensor(b!)? in_state=None, "
                 "Tensor? in_norm_weight=None, Tensor? in_norm_bias=None, Tensor(c!)? out_state=None) "
                 "-> (Tensor, Tensor, Tensor, Tensor)")
-
-_LIB, _FIRST_CONV = define_once(CONV_SCHEMA)
-_LIB_MOMENTS, _FIRST_MOMENTS = define_once(MOMENTS_SCHEMA)
-_LIB_CHAIN, _FIRST_CHAIN = define_once(CHAIN_SCHEMA)
 
 pack_weight = reference.pack_weight
 
@@ -86,17 +82,15 @@ def _chain_fake(x, scale, shift, weights, norm_weights, norm_biases, eps, state,
     return torch.empty_like(act), vector, vector.clone(), act
 
 
-if _FIRST_CONV:
-    _LIB.impl("conv3x3_norm", _conv_impl, "CompositeExplicitAutograd")
-    torch.library.register_fake("styleforge::conv3x3_norm", _conv_fake, lib=_LIB)
-if _FIRST_MOMENTS:
-    _LIB_MOMENTS.impl("norm_scale_shift", _moments_impl, "CompositeExplicitAutograd")
-    torch.library.register_fake("styleforge::norm_scale_shift", _moments_fake, lib=_LIB_MOMENTS)
-
-
-if _FIRST_CHAIN:
-    _LIB_CHAIN.impl("conv3x3_residual_chain", _chain_impl, "CompositeExplicitAutograd")
-    torch.library.register_fake("styleforge::conv3x3_residual_chain", _chain_fake, lib=_LIB_CHAIN)
+@registration
+def _register() -> None:
+    for schema, name, impl, fake in ((CONV_SCHEMA, "conv3x3_norm", _conv_impl, _conv_fake),
+                                     (MOMENTS_SCHEMA, "norm_scale_shift", _moments_impl, _moments_fake),
+                                     (CHAIN_SCHEMA, "conv3x3_residual_chain", _chain_impl, _chain_fake)):
+        lib, first = define_once(schema)
+        if first:
+            lib.impl(name, impl, "CompositeExplicitAutograd")
+            torch.library.register_fake(f"styleforge::{name}", fake, lib=lib)
 
 
 def conv3x3_norm_supported(device: torch.device | str) -> bool:

@@ -13,7 +13,7 @@ import torch
 
 from . import dispatch
 from .reference import conv9x9 as reference
-from .library import backward_through_reference, define_once
+from .library import backward_through_reference, define_once, register_ops, registration
 from .conv3x3 import norm_state
 
 pack_conv1_weight = reference.pack_conv1_weight
@@ -34,11 +34,6 @@ FROM_SUMS_SCHEMA = ("conv9x9_from_sums(Tensor x, Tensor weight, Tensor? bias, bo
                     "Tensor(a!) state, Tensor? norm_weight, Tensor? norm_bias, float eps, "
                     "Tensor? packed_weight=None) -> Tensor")
 FROM_SUMS_QUALNAME = "styleforge::conv9x9_from_sums"
-
-_LIB, _FIRST_IMPORT = define_once(SCHEMA)  # registrations below run only when this defined it
-_LIB_NORM, _FIRST_NORM = define_once(NORM_SCHEMA)
-_LIB_FROM_SUMS, _FIRST_FROM_SUMS = define_once(FROM_SUMS_SCHEMA)
-
 
 def _conv9x9_impl(x, weight, bias, out_float32=False, scale=None, shift=None, pad=0):
     return reference.conv9x9(x, weight, bias, out_float32, scale, shift, pad)
@@ -90,16 +85,21 @@ def _from_sums_fake(x, weight, bias, out_float32, pad, state, norm_weight, norm_
                        device=x.device, memory_format=torch.channels_last)
 
 
-if _FIRST_IMPORT:
-    _LIB.impl("conv9x9", _conv9x9_impl, "CompositeExplicitAutograd")
-    torch.library.register_fake(QUALNAME, _conv9x9_fake, lib=_LIB)
-    torch.library.register_autograd(QUALNAME, _backward, setup_context=_setup_context, lib=_LIB)
-if _FIRST_NORM:
-    _LIB_NORM.impl("conv9x9_norm", _norm_impl, "CompositeExplicitAutograd")
-    torch.library.register_fake(NORM_QUALNAME, _norm_fake, lib=_LIB_NORM)
-if _FIRST_FROM_SUMS:
-    _LIB_FROM_SUMS.impl("conv9x9_from_sums", _from_sums_impl, "CompositeExplicitAutograd")
-    torch.library.register_fake(FROM_SUMS_QUALNAME, _from_sums_fake, lib=_LIB_FROM_SUMS)
+@registration
+def _register() -> None:
+    lib, first = define_once(SCHEMA)
+    if first:
+        lib.impl("conv9x9", _conv9x9_impl, "CompositeExplicitAutograd")
+        torch.library.register_fake(QUALNAME, _conv9x9_fake, lib=lib)
+        torch.library.register_autograd(QUALNAME, _backward, setup_context=_setup_context, lib=lib)
+    lib, first = define_once(NORM_SCHEMA)
+    if first:
+        lib.impl("conv9x9_norm", _norm_impl, "CompositeExplicitAutograd")
+        torch.library.register_fake(NORM_QUALNAME, _norm_fake, lib=lib)
+    lib, first = define_once(FROM_SUMS_SCHEMA)
+    if first:
+        lib.impl("conv9x9_from_sums", _from_sums_impl, "CompositeExplicitAutograd")
+        torch.library.register_fake(FROM_SUMS_QUALNAME, _from_sums_fake, lib=lib)
 
 
 def conv9x9_supported(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
@@ -131,6 +131,7 @@ def conv9x9(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = N
     reference.check_args(x, weight, bias, out_float32, scale, shift, pad)
     if x.is_cuda:
         dispatch.ensure_cuda_kernels()
+    register_ops()
     return torch.ops.styleforge.conv9x9(x, weight, bias, bool(out_float32), scale, shift, int(pad))
 
 

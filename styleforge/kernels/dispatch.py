@@ -14,6 +14,8 @@ from collections.abc import Iterator
 
 import torch
 
+from .library import register_ops
+
 MODES = ("reference", "cuda")
 
 # ---- loading the CUDA kernels ---------------------------------------------------------------
@@ -30,6 +32,7 @@ def ensure_cuda_kernels() -> tuple[bool, str]:
     global _cuda_state
     if _cuda_state is not None:
         return _cuda_state
+    register_ops()   # the schemas the extension's CUDA implementations attach to
     with _load_lock:
         if _cuda_state is None:
             if not torch.cuda.is_available():

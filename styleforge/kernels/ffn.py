@@ -30,14 +30,11 @@ import torch
 
 from . import dispatch
 from .reference import ffn as reference
-from .library import backward_through_reference, define_once
+from .library import backward_through_reference, define_once, register_ops, registration
 
 SCHEMA = ("ffn(Tensor x, Tensor w1, Tensor? b1, Tensor w2, Tensor? b2, Tensor? residual, str gelu, "
           "str fp32_precision='ieee') -> Tensor")
 QUALNAME = "styleforge::ffn"
-
-_LIB, _FIRST_IMPORT = define_once(SCHEMA)  # registrations below run only when this defined it
-
 
 @contextlib.contextmanager
 def matmul_precision(dtype: torch.dtype, fp32_precision: str) -> Iterator[None]:
@@ -133,11 +130,14 @@ def _backward(ctx, grad):
         ctx.saved_tensors, ctx.needs_input_grad, grad, num_inputs=8)
 
 
-if _FIRST_IMPORT:
-    _LIB.impl("ffn", _ffn_impl, "CompositeExplicitAutograd")
-    _LIB.impl("ffn", _ffn_cuda, "CUDA")
-    torch.library.register_fake(QUALNAME, _ffn_fake, lib=_LIB)
-    torch.library.register_autograd(QUALNAME, _backward, setup_context=_setup_context, lib=_LIB)
+@registration
+def _register() -> None:
+    lib, first = define_once(SCHEMA)
+    if first:
+        lib.impl("ffn", _ffn_impl, "CompositeExplicitAutograd")
+        lib.impl("ffn", _ffn_cuda, "CUDA")
+        torch.library.register_fake(QUALNAME, _ffn_fake, lib=lib)
+        torch.library.register_autograd(QUALNAME, _backward, setup_context=_setup_context, lib=lib)
 
 
 def ffn(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: torch.Tensor,
@@ -150,4 +150,5 @@ def ffn(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: torch.Te
     """
     if dispatch.current_mode() == "reference":
         return reference.ffn(x, w1, b1, w2, b2, residual, gelu, fp32_precision)
+    register_ops()
     return torch.ops.styleforge.ffn(x, w1, b1, w2, b2, residual, gelu, fp32_precision)

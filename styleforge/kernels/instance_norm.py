@@ -17,14 +17,11 @@ import torch
 
 from . import dispatch
 from .reference import instance_norm as reference
-from .library import backward_through_reference, define_once
+from .library import backward_through_reference, define_once, register_ops, registration
 
 SCHEMA = ("instance_norm(Tensor x, Tensor? weight, Tensor? bias, Tensor? residual, float eps, "
           "bool relu, int pad, int upsample) -> Tensor")
 QUALNAME = "styleforge::instance_norm"
-
-_LIB, _FIRST_IMPORT = define_once(SCHEMA)  # registrations below run only when this defined it
-
 
 def _instance_norm_impl(x, weight, bias, residual, eps, relu, pad, upsample):
     return reference.instance_norm(x, weight, bias, residual, eps, relu, pad, upsample)
@@ -51,10 +48,13 @@ def _backward(ctx, grad):
         ctx.saved_tensors, ctx.needs_input_grad, grad, num_inputs=8)
 
 
-if _FIRST_IMPORT:
-    _LIB.impl("instance_norm", _instance_norm_impl, "CompositeExplicitAutograd")
-    torch.library.register_fake(QUALNAME, _instance_norm_fake, lib=_LIB)
-    torch.library.register_autograd(QUALNAME, _backward, setup_context=_setup_context, lib=_LIB)
+@registration
+def _register() -> None:
+    lib, first = define_once(SCHEMA)
+    if first:   # a reload finds the op defined: registering again would be refused
+        lib.impl("instance_norm", _instance_norm_impl, "CompositeExplicitAutograd")
+        torch.library.register_fake(QUALNAME, _instance_norm_fake, lib=lib)
+        torch.library.register_autograd(QUALNAME, _backward, setup_context=_setup_context, lib=lib)
 
 
 def instance_norm(x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None,
@@ -69,5 +69,6 @@ def instance_norm(x: torch.Tensor, weight: torch.Tensor | None = None, bias: tor
         return reference.instance_norm(x, weight, bias, residual, eps, relu, pad, upsample)
     if x.is_cuda:
         dispatch.ensure_cuda_kernels()
+    register_ops()
     return torch.ops.styleforge.instance_norm(x, weight, bias, residual, float(eps), bool(relu),
                                               int(pad), int(upsample))

@@ -18,6 +18,7 @@ This module does not read or write files, and batches only what the pipeline han
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -26,6 +27,7 @@ import torch
 
 from ..engine.capture import cuda_work
 from ..engine.checks import non_finite_output, require_finite_output
+from ..engine.memory import release_freed_memory
 from .codecs import DeviceImage
 from .yuv import YuvFrame, rgb_to_yuv420, yuv420_to_rgb
 
@@ -39,6 +41,14 @@ class DeviceResult:
     @property
     def shape(self) -> tuple:
         return tuple(self.host.shape)
+
+
+def _readonly_tensor(pixels: np.ndarray) -> torch.Tensor:
+    """A tensor over a decoded image's array without copying it: arrays from Pillow are read-only,
+    which torch warns about; the engine only reads its input."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "The given NumPy array is not writable")
+        return torch.from_numpy(pixels)
 
 
 def host_pixels(out: Any) -> np.ndarray:
@@ -116,12 +126,24 @@ class EngineStage:
             out, finite = (on_device(content) if on_device is not None else self.stylizer(content)), None
         return out.to(self.device), finite
 
+    @torch.inference_mode()
     def _run_cpu(self, batch: list) -> None:
-        content = torch.from_numpy(np.stack([item.pixels for item in batch])).permute(0, 3, 1, 2)
-        out = self.stylizer(content.float())
+        # Full-size copies are what bounds the image size a memory budget takes (`engine.memory`):
+        # one image is passed as it was decoded (no stacked copy), as uint8 (the engine converts
+        # what it needs, band by band where it can), and the result is rounded in place and
+        # written once as uint8 (H, W, 3).
+        if len(batch) == 1:
+            content = _readonly_tensor(batch[0].pixels)[None]
+        else:
+            content = torch.from_numpy(np.stack([item.pixels for item in batch]))
+        out = self.stylizer(content.permute(0, 3, 1, 2))
+        del content
         require_finite_output(out, self._style_name())
-        pixels = out.round().clamp(0, 255).to(torch.uint8).permute(0, 2, 3, 1).numpy()
-        for item, image in zip(batch, pixels):
+        pixels = torch.empty((out.shape[0], *out.shape[2:], 3), dtype=torch.uint8)
+        pixels.copy_(out.round_().clamp_(0, 255).permute(0, 2, 3, 1))
+        del out
+        release_freed_memory(pixels.numel() // 3)
+        for item, image in zip(batch, pixels.numpy()):
             item.out = image
 
     def _run_cuda(self, batch: list) -> tuple[torch.Tensor, Any] | None:

@@ -9,6 +9,7 @@ in order. Not here: which files and output names (`commands.stylize`), the engin
 """
 from __future__ import annotations
 
+import dataclasses
 import io
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import BinaryIO, Iterable, Iterator
 import numpy as np
 from PIL import Image
 
+from ..engine.memory import release_freed_memory
 from ..engine.options import StylizeOptions
 from ..io.image import (
     ImageError,
@@ -93,6 +95,8 @@ def stylize_images(jobs: Iterable[ImageJob], stylizer, options: StylizeOptions,
         loaded = load_image(name, options.max_pixels, options.max_side, check=check, data=data,
                             warn_frames=False).resized(options.max_side)
         pixels = np.asarray(loaded.rgb)
+        loaded = dataclasses.replace(loaded, rgb=None)   # the array is the image now: one copy, not two
+        release_freed_memory(pixels.shape[0] * pixels.shape[1])
         item.pixels = engine.stage(pixels) if engine is not None else pixels
         item.meta = _Meta(loaded, gpu and loaded.alpha is None and loaded.icc_profile is None
                           and not to_stdout and Path(job.target).suffix.lower() in _GPU_SUFFIXES, fmt)

@@ -109,6 +109,9 @@ class ArbitraryTrainer:
         if self.world.size > 1:
             self.net = torch.nn.parallel.DistributedDataParallel(
                 self.model, device_ids=[self.world.local_rank] if cuda else None)
+        if cfg.compile:
+            from ..kernels import register_ops
+            register_ops()   # before tracing: the graph then holds the ops, not their registration
         self.forward = torch.compile(self.net) if cfg.compile else self.net
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.Adam(params, lr=cfg.lr, fused=cuda)

@@ -80,6 +80,8 @@ def download(page, tmp_path) -> Image.Image:
 
 def test_page_loads_with_gallery_and_controls(page):
     assert page.title() == "StyleForge"
+    # The thumbnails are drawn in the background after the server answers: the page fills in.
+    page.wait_for_function("document.querySelectorAll('#sf-gallery img').length == 2")
     assert page.locator("#sf-gallery img").count() == 2
     assert page.locator("#sf-arbitrary input[type=file]").count() == 1     # accepts an upload
     for tab in ("Image", "Video", "Webcam", "Train a style"):
@@ -159,7 +161,7 @@ def test_screenshots_of_the_app(browser, tmp_path_factory):
         page.set_default_timeout(WAIT_MS)
         page.goto(srv.url)
         page.wait_for_selector("#sf-run")
-        page.locator("#sf-gallery .thumbnail-item").nth(0).wait_for()
+        page.locator("#sf-gallery .thumbnail-item").nth(8).wait_for()   # all nine, drawn in the background
         page.screenshot(path=shots / "app_start.png")
         page.locator("#sf-photo input[type=file]").set_input_files(_asset("chelsea.jpg"))
         page.wait_for_selector("#sf-photo img")

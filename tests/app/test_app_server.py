@@ -34,6 +34,11 @@ class FakeHandlers:
         self.inflight = InFlight(RuntimeError)
 
 
+class FakeThumbnails:
+    def start(self) -> None:
+        pass
+
+
 class FakeDemo:
     def __init__(self):
         self.closed = False
@@ -46,7 +51,7 @@ class FakeDemo:
 def fake_app(monkeypatch):
     """(demo, handlers, watchdog calls): `serve()` builds and launches nothing real."""
     demo, handlers, armed = FakeDemo(), FakeHandlers(), []
-    monkeypatch.setattr(server, "build_app", lambda options, files: (demo, handlers))
+    monkeypatch.setattr(server, "build_app", lambda options, files, say: (demo, handlers, FakeThumbnails()))
     monkeypatch.setattr(server, "launch", lambda demo, options, files: "http://127.0.0.1:0/")
     # Recorded, never armed: a real watchdog would end pytest's process a minute later.
     monkeypatch.setattr(server.faulthandler, "dump_traceback_later", lambda *a, **k: armed.append(a))

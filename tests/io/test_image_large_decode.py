@@ -28,3 +28,22 @@ def test_a_refusing_check_becomes_one_image_error_before_decoding(tmp_path):
     with pytest.raises(ImageError, match=r"p.png: needs 9 GiB; use --max-side 32"):
         load_image(path, max_side=32, check=refuse)
     assert seen == [(32, 24)]
+
+
+def test_max_pixels_governs_pillows_bomb_limit_and_restores_it(tmp_path, monkeypatch):
+    """Pillow refuses images over twice its MAX_IMAGE_PIXELS with its own text; an explicit
+    max_pixels above that must let the image through (a 16000×12000 photo with --max-pixels
+    400000000), and Pillow's limit is back afterwards. Pillow's limit is lowered here so a small
+    image stands in for a huge one."""
+    import styleforge.io.image as image_io
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)
+    monkeypatch.setattr(image_io, "_PILLOW_LIMIT", 1000)
+    path = tmp_path / "wide.png"
+    Image.new("RGB", (100, 50), (10, 20, 30)).save(path)      # 5000 px > 2 × 1000
+    with pytest.raises(ImageError, match="decompression bomb"):
+        load_image(path)                                      # no limit of ours: Pillow's stands
+    loaded = load_image(path, max_pixels=5000)
+    assert loaded.size == (100, 50) and loaded.rgb.getpixel((3, 3)) == (10, 20, 30)
+    with pytest.raises(ImageError, match="over the limit of 4,999 pixels"):
+        load_image(path, max_pixels=4999)                     # ours refuses, in our words
+    assert Image.MAX_IMAGE_PIXELS == 1000

@@ -30,6 +30,8 @@ from styleforge.kernels.attention import kernel_head_dim
 from styleforge.kernels.reference import attention as reference_attention
 from styleforge.models.attention import MultiheadAttention
 
+kernels.register_ops()   # these tests call torch.ops.styleforge.* directly (kernels/library.py)
+
 OP = torch.ops.styleforge.attention.default
 LOW = (torch.bfloat16, torch.float16)
 EMULATOR = Path(__file__).resolve().parents[1] / "emulators" / "attention"

@@ -26,6 +26,8 @@ from conftest import (
 from styleforge import kernels
 from styleforge.kernels.reference import conv3x3 as ref
 
+kernels.register_ops()   # these tests call torch.ops.styleforge.* directly (kernels/library.py)
+
 C = 128
 LOW = (torch.bfloat16, torch.float16)
 # name: (Cin, Cout, upsample, stride)

@@ -42,6 +42,8 @@ from styleforge import kernels
 from styleforge.kernels.reference import conv3x3 as reference_conv3x3
 from styleforge.kernels.reference import conv9x9 as reference_conv
 
+kernels.register_ops()   # these tests call torch.ops.styleforge.* directly (kernels/library.py)
+
 OP = torch.ops.styleforge.conv9x9.default
 NORM_OP = torch.ops.styleforge.conv9x9_norm.default
 LOW = (torch.bfloat16, torch.float16)

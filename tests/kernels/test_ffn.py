@@ -24,6 +24,8 @@ from styleforge import kernels
 from styleforge.kernels.reference import ffn as reference_ffn
 from styleforge.models.ffn import FeedForward
 
+kernels.register_ops()   # these tests call torch.ops.styleforge.* directly (kernels/library.py)
+
 # The module, not the entry that `styleforge.kernels.ffn` names as a package attribute.
 ffn_module = importlib.import_module("styleforge.kernels.ffn")
 

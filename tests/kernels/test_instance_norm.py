@@ -18,6 +18,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from styleforge import kernels
 from styleforge.kernels.reference import instance_norm as reference
 
+kernels.register_ops()   # these tests call torch.ops.styleforge.* directly (kernels/library.py)
+
 OP = torch.ops.styleforge.instance_norm.default
 LOW = (torch.bfloat16, torch.float16)
 

@@ -20,6 +20,8 @@ from styleforge.kernels.reference import conv3x3 as ref
 from styleforge.kernels.reference import conv9x9 as ref9
 from styleforge.kernels.reference import norm_sums as sums
 
+kernels.register_ops()   # these tests call torch.ops.styleforge.* directly (kernels/library.py)
+
 CONFIGS = {"res128": (128, 128, 1, 1), "dec128to64": (128, 64, 2, 1), "dec64to32": (64, 32, 2, 1),
            "enc32to64s2": (32, 64, 1, 2), "enc64to128s2": (64, 128, 1, 2)}
 
