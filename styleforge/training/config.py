@@ -40,6 +40,7 @@ class TrainConfig:
     content_weight: float = 1e5
     style_weight: float = 1e10
     tv_weight: float = 0.0                  # total variation of the output in [0, 1]; 0 = off
+    grid_weight: float = 0.0                # the output's 4-px lattice beyond the photo's (training/grid.py); 0 = off
     stability_weight: float = 0.0           # f(T(x)+n) ≈ T(f(x)) for small shifts/zooms and noise; 0 = off
     stability_shift: float = 2.0            # px: largest random shift of the stability perturbation
     stability_zoom: float = 0.02            # largest random zoom (±) of the stability perturbation
@@ -66,7 +67,7 @@ class TrainConfig:
 
     def __post_init__(self):
         self.sample_photos = tuple(self.sample_photos)
-        for name in ("lr", "content_weight", "style_weight", "tv_weight", "epochs", "max_seconds"):
+        for name in ("lr", "content_weight", "style_weight", "tv_weight", "grid_weight", "epochs", "max_seconds"):
             value = getattr(self, name)
             if value is not None and not math.isfinite(value):   # NaN passes every < and > test
                 raise ValueError(f"{name} must be a finite number, got {value}")
@@ -82,7 +83,7 @@ class TrainConfig:
         if self.image_size % 4 or self.image_size < MIN_IMAGE_SIZE:
             raise ValueError(f"image_size must be a multiple of 4 (the network's stride) and at least "
                              f"{MIN_IMAGE_SIZE}, got {self.image_size}; 256 is the usual size")
-        for name in ("content_weight", "style_weight", "tv_weight", "stability_weight", "stability_shift",
+        for name in ("content_weight", "style_weight", "tv_weight", "grid_weight", "stability_weight", "stability_shift",
                      "stability_zoom", "stability_noise", "checkpoint_every", "sample_every"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be ≥ 0, got {getattr(self, name)}")
