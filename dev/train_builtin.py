@@ -47,10 +47,10 @@ from styleforge.models.checkpoint import load_checkpoint  # noqa: E402
 from styleforge.models.vgg import load_vgg16  # noqa: E402
 from styleforge.training import Trainer  # noqa: E402
 from styleforge.training.catalogue import BUILTIN_STYLES, RECIPE, get  # noqa: E402
-from styleforge.training.trainer import step_checkpoints  # noqa: E402
 from styleforge.training.data import load_content, place  # noqa: E402
 from styleforge.training.evaluate import evaluate_style, summarise  # noqa: E402
 from styleforge.training.samples import default_photos  # noqa: E402
+from styleforge.training.trainer import step_checkpoints  # noqa: E402
 
 log = logging.getLogger("train_builtin")
 STYLES_PER_TAR = 7
@@ -217,8 +217,8 @@ def draw_curves(rows: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     cols = 4
-    fig, axes = plt.subplots((len(rows) + cols - 1) // cols, cols, figsize=(4 * cols, 3 * ((len(rows) + cols - 1) // cols)),
-                             squeeze=False)
+    nrows = (len(rows) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(4 * cols, 3 * nrows), squeeze=False)
     for ax, row in zip(axes.flat, rows):
         steps = [h["step"] for h in row["history"]]
         for term in ("content", "style", "grid", "stability"):

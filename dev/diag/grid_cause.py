@@ -31,7 +31,7 @@ from styleforge.io.image import load_image, pil_to_tensor  # noqa: E402
 from styleforge.models.checkpoint import build_model, load_checkpoint  # noqa: E402
 from styleforge.models.vgg import load_vgg16  # noqa: E402
 from styleforge.training.grid import grid_score_array, phase_variance  # noqa: E402
-from styleforge.training.losses import CONTENT_LAYER, gram, style_targets, STYLE_LAYERS  # noqa: E402
+from styleforge.training.losses import CONTENT_LAYER, STYLE_LAYERS, gram, style_targets  # noqa: E402
 from styleforge.training.trainer import fresh_model  # noqa: E402
 
 

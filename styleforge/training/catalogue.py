@@ -63,7 +63,7 @@ class BuiltinStyle:
 
 UNCLEAR, IN_COPYRIGHT, PUBLIC_DOMAIN = "unclear", "in copyright", "public domain"
 
-RECIPE = {"steps": 20000, "batch_size": 8, "image_size": 256, "grid_weight": 2e9,
+RECIPE = {"steps": 20000, "batch_size": 8, "image_size": 256, "grid_weight": 1e10,
           "stability_weight": 1e8, "style_size": 512}
 
 STELLARIUM = "Debian stellarium-data 0.22.2-1, /usr/share/stellarium/skycultures/"
