@@ -1,17 +1,28 @@
-"""Train the built-in styles on the GPU machine, one after another in one process.
+"""Train the built-in styles on the GPU machine: in order in one process, or K processes at once.
 
-Run from the repository root, with the shared data copied to `data/`:
+Run from the repository root, with the data packed into `.data/` (dev/device/pack_data.sh);
+dev/device/train_styles.sh is the command the GPU calls run:
 
-    python dev/train_builtin.py --steps 3000 --max-seconds-per-style 52 --pack-dir "$OUT"
+    python dev/train_builtin.py --concurrent 14 --deadline 480 --pack-dir "$OUT"
+
+Every style gets the catalogue's v2 RECIPE (steps, grid penalty, stability term) and its tweaks;
+flags given here win. Runs resume: each style checkpoints into runs/<name>/ under --out-dir
+(keep it in an ignored folder, e.g. runs/builtin, so it survives between device calls) and the
+next call continues from the newest step_*.pt; a style already at its step count is only
+re-exported. `--deadline S` stops every worker S seconds after the parent started, leaving
+--reserve seconds to write the weights, the int8 file and the samples. After each style its
+int8 file (dev/quantize_styles.py, PSNR against the fp16 weights in the metadata) goes to
+<out-dir>/int8/.
 
 The VGG, the content set (on the GPU) and, with --compile, the compiled loss graph are loaded
 once and reused for every style. Each style is written the moment it finishes — its fp16
 safetensors, a sample sheet, its row in `train_log.json` with steps, seconds, images/s, final
 losses and the held-out style-loss ratios — because the device call may be cut off. With
---pack-dir the results are re-packed after every style into at most three `styles_K.tar` (three
-styles, ~10 MiB each) and one `logs.tar.gz`, to fit the device's 8-files-of-16-MiB return rule.
-`--concurrent K` runs K worker processes (round-robin over the styles; one GPU each when there
-are several GPUs) and the parent packs. This is a dev tool: it is not imported by the package.
+--pack-dir the results are re-packed after every style into `styles_K.tar` (seven int8 styles,
+~12 MiB each), `logs.tar.gz` (log rows with the loss history, samples) and `curves.png`, to fit
+the device's 16-MiB-per-file return rule. `--concurrent K` runs K worker processes (round-robin
+over the styles; worker k on GPU k mod the GPU count; several share a GPU) and the parent packs.
+This is a dev tool: it is not imported by the package.
 """
 from __future__ import annotations
 
@@ -32,37 +43,51 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
+from styleforge.models.checkpoint import load_checkpoint  # noqa: E402
 from styleforge.models.vgg import load_vgg16  # noqa: E402
 from styleforge.training import Trainer  # noqa: E402
-from styleforge.training.catalogue import BUILTIN_STYLES, get  # noqa: E402
+from styleforge.training.catalogue import BUILTIN_STYLES, RECIPE, get  # noqa: E402
 from styleforge.training.data import load_content, place  # noqa: E402
 from styleforge.training.evaluate import evaluate_style, summarise  # noqa: E402
 from styleforge.training.samples import default_photos  # noqa: E402
+from styleforge.training.trainer import step_checkpoints  # noqa: E402
 
 log = logging.getLogger("train_builtin")
-STYLES_PER_TAR = 3
+STYLES_PER_TAR = 7
 TAR_LIMIT = 15 * 2**20
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--styles", default=",".join(s.name for s in BUILTIN_STYLES),
-                   help="comma-separated built-in names (default: all nine)")
-    p.add_argument("--steps", type=int, default=3000, help="steps per style")
+                   help="comma-separated built-in names (default: all of the catalogue)")
+    p.add_argument("--steps", type=int, default=None, help=f"steps per style (default {RECIPE['steps']})")
     p.add_argument("--max-seconds-per-style", type=float, default=None, metavar="S")
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--image-size", type=int, default=256)
+    p.add_argument("--deadline", type=float, default=None, metavar="S",
+                   help="stop every worker S seconds after the start (the device call's limit, less a margin)")
+    p.add_argument("--reserve", type=float, default=45.0, metavar="S",
+                   help="seconds kept before the deadline for exporting (default 45)")
+    p.add_argument("--stop-at", type=float, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--image-size", type=int, default=None)
+    p.add_argument("--grid-weight", type=float, default=None)
+    p.add_argument("--stability-weight", type=float, default=None)
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--compile", action="store_true")
-    p.add_argument("--vgg-weights", default="data/vgg16_relu4_3.fp16.pth")
-    p.add_argument("--content-dir", default="data/content")
-    p.add_argument("--paintings-dir", default="data/styles")
-    p.add_argument("--out-dir", default="out/builtin", help="weights, samples and logs")
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--checkpoint-every", type=int, default=500)
+    p.add_argument("--warm-dir", default=None, metavar="DIR",
+                   help="a style with no checkpoint here starts from DIR/<name>.safetensors (weights and "
+                        "step count from its metadata; fresh Adam): a new machine without runs/")
+    p.add_argument("--vgg-weights", default=".data/vgg16_relu4_3.fp16.pth")
+    p.add_argument("--content-dir", default=".data/content")
+    p.add_argument("--paintings-dir", default=".data/styles")
+    p.add_argument("--out-dir", default="runs/builtin", help="weights, checkpoints, samples and logs")
+    p.add_argument("--pack-dir", default=None, help="where the tarballs go (e.g. $OUT)")
     p.add_argument("--model", choices=("full", "slim"), default="full",
                    help="slim: the half-width network, distilled from --teacher-dir's full one")
     p.add_argument("--teacher-dir", default="styleforge/styles", help="full networks to distil (--model slim)")
     p.add_argument("--distill-weight", type=float, default=1e8, help="(--model slim) weight of the distill term")
-    p.add_argument("--pack-dir", default=None, help="where the tarballs go (e.g. $OUT)")
     p.add_argument("--concurrent", type=int, default=1, metavar="K", help="K worker processes")
     p.add_argument("--no-eval", dest="evaluate", action="store_false",
                    help="skip the held-out style-loss ratios")
@@ -84,36 +109,82 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def overrides(args: argparse.Namespace) -> dict:
+    """The recipe fields given on the command line (None: the catalogue's RECIPE and tweaks)."""
+    given = {"steps": args.steps, "batch_size": args.batch_size, "image_size": args.image_size,
+             "grid_weight": args.grid_weight, "stability_weight": args.stability_weight}
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def distillation(args: argparse.Namespace, name: str) -> dict:
+    """The TrainConfig fields that make a run distil a slim network from the shipped full one."""
+    if args.model != "slim":
+        return {}
+    return {"model": "slim", "teacher": str(Path(args.teacher_dir) / f"{name}.safetensors"),
+            "distill_weight": args.distill_weight}
+
+
+def budget(args: argparse.Namespace) -> float | None:
+    """Seconds this style may train: the per-style cap and what is left before the deadline."""
+    limits = [args.max_seconds_per_style] if args.max_seconds_per_style else []
+    if args.stop_at is not None:
+        limits.append(args.stop_at - time.time() - args.reserve)
+    return min(limits) if limits else None
+
+
 def train_styles(args: argparse.Namespace, names: list[str], out_dir: Path, on_done=None) -> None:
     """Train `names` in order, writing each result as soon as it exists; then call on_done()."""
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    from quantize_styles import photo_tensors, quantize_file
+    device = torch.device("cuda" if args.device != "cpu" and torch.cuda.is_available() else "cpu")
     amp = torch.bfloat16 if device.type == "cuda" else torch.float32
     t0 = time.perf_counter()
+    image_size = overrides(args).get("image_size", RECIPE["image_size"])
     vgg = load_vgg16(args.vgg_weights, device, amp)
     eval_vgg = load_vgg16(args.vgg_weights, device, torch.float32) if args.evaluate else None
-    content = place(load_content(args.content_dir, args.image_size, args.seed), device)
+    content = place(load_content(args.content_dir, image_size, args.seed), device)
+    heldout = photo_tensors(default_photos())
     log.info("loaded VGG and %d photos in %.1f s", len(content), time.perf_counter() - t0)
     rows_path = log_path(out_dir, args.worker)
     rows = json.loads(rows_path.read_text()) if rows_path.is_file() else []
     for name in names:
         style = get(name)
+        run_dir = out_dir / "runs" / name
+        earlier = step_checkpoints(run_dir)
+        seconds = budget(args)
+        if seconds is not None and seconds < 10:
+            log.info("%s: no time left before the deadline; next call resumes", name)
+            continue
         config = style.config(
             args.paintings_dir, content_dir=args.content_dir, out=str(out_dir / f"{name}.safetensors"),
-            vgg_weights=args.vgg_weights, steps=args.steps, batch_size=args.batch_size,
-            image_size=args.image_size, seed=args.seed, compile=args.compile,
-            max_seconds=args.max_seconds_per_style, checkpoint_every=0, sample_every=0,
-            checkpoint_dir=str(out_dir / "runs" / name), keep_checkpoints=1, log_every=250,
-            progress=False, device=device.type, **distillation(args, name))
+            vgg_weights=args.vgg_weights, seed=args.seed, compile=args.compile,
+            max_seconds=seconds, checkpoint_every=args.checkpoint_every, sample_every=0,
+            checkpoint_dir=str(run_dir), keep_checkpoints=1, log_every=100,
+            progress=False, device=device.type, resume=str(earlier[-1][1]) if earlier else None,
+            **overrides(args), **distillation(args, name))
         started = time.perf_counter()
-        result = Trainer(config, vgg=vgg, content=content).run()
+        trainer = Trainer(config, vgg=vgg, content=content)
+        warm = Path(args.warm_dir) / f"{name}.safetensors" if args.warm_dir else None
+        if not earlier and warm is not None and warm.is_file():
+            checkpoint = load_checkpoint(warm)
+            trainer.model.load_state_dict(checkpoint.state_dict)
+            # Batches are a function of the step number, so the run goes on where it was.
+            trainer.step_count = int(checkpoint.metadata.get("steps", 0))
+            log.info("%s: warm start from %s at step %d", name, warm, trainer.step_count)
+        if trainer.step_count >= trainer.total_steps:
+            log.info("%s: already at step %d; re-exporting", name, trainer.step_count)
+        result = trainer.run()
+        int8 = out_dir / "int8" / f"{name}.safetensors"
+        int8.parent.mkdir(exist_ok=True)
+        psnr = quantize_file(result.out, int8, heldout, device.type)
         sheet = max((out_dir / "runs" / name / "samples").glob("step_*.png"))
         (out_dir / "samples").mkdir(exist_ok=True)
         shutil.copyfile(sheet, out_dir / "samples" / f"{name}.png")
         row = {"style": name, "painting": style.painting_file, "steps": result.steps,
                "seconds": round(result.seconds, 2), "wall_seconds": round(time.perf_counter() - started, 2),
                "images_per_s": round(result.images_per_s, 1), "final_losses": result.losses,
-               "stopped_early": result.stopped_early, "bytes": result.out.stat().st_size,
-               "sha256": sha256(result.out), "device": str(torch.cuda.get_device_name(device)
+               "target_steps": trainer.total_steps, "settings": config.settings(),
+               "stopped_early": result.stopped_early, "bytes": int8.stat().st_size,
+               "int8_psnr_db": psnr, "sha256": sha256(int8), "device": str(torch.cuda.get_device_name(device)
                                                            if device.type == "cuda" else "cpu"),
                "history": result.history}
         if eval_vgg is not None:
@@ -134,14 +205,6 @@ def train_styles(args: argparse.Namespace, names: list[str], out_dir: Path, on_d
             on_done()
 
 
-def distillation(args: argparse.Namespace, name: str) -> dict:
-    """The TrainConfig fields that make a run distil a slim network from the shipped full one."""
-    if args.model != "slim":
-        return {}
-    return {"model": "slim", "teacher": str(Path(args.teacher_dir) / f"{name}.safetensors"),
-            "distill_weight": args.distill_weight}
-
-
 def merged_rows(out_dir: Path) -> list[dict]:
     rows = {}
     for path in sorted(out_dir.glob("train_log*.json")):     # train_log.json first, workers after
@@ -154,7 +217,7 @@ def pack(out_dir: Path, pack_dir: Path, names: list[str]) -> None:
     """Re-write the tarballs from what is finished now (each atomically)."""
     pack_dir.mkdir(parents=True, exist_ok=True)
     for start in range(0, len(names), STYLES_PER_TAR):
-        files = [out_dir / f"{n}.safetensors" for n in names[start:start + STYLES_PER_TAR]]
+        files = [out_dir / "int8" / f"{n}.safetensors" for n in names[start:start + STYLES_PER_TAR]]
         files = [f for f in files if f.is_file()]
         if files:
             _write_tar(pack_dir / f"styles_{start // STYLES_PER_TAR + 1}.tar", files, "w")
@@ -163,6 +226,48 @@ def pack(out_dir: Path, pack_dir: Path, names: list[str]) -> None:
     buffer = io.BytesIO(json.dumps(rows, indent=2).encode())
     _write_tar(pack_dir / "logs.tar.gz", [f for f in extras if f.is_file()], "w:gz",
                extra=("train_log.json", buffer))
+
+
+def draw_curves(rows: list[dict], path: Path) -> None:
+    """One panel per style: the weighted loss terms against the step (log scale)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    cols = 4
+    nrows = (len(rows) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(4 * cols, 3 * nrows), squeeze=False)
+    for ax, row in zip(axes.flat, rows):
+        steps = [h["step"] for h in row["history"]]
+        for term in ("content", "style", "grid", "stability"):
+            values = [h.get(term, 0.0) for h in row["history"]]
+            if any(v > 0 for v in values):
+                ax.plot(steps, values, label=term)
+        ax.set_yscale("log")
+        ax.set_title(f"{row['style']} ({row['steps']}/{row.get('target_steps', '?')})", fontsize=9)
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(rows):]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def draw_sheet(out_dir: Path, path: Path, device: str) -> None:
+    """`styleforge styles --sheet` over the int8 files just trained (the registry pointed at them)."""
+    env = dict(os.environ, STYLEFORGE_STYLES_DIR=str((out_dir / "int8").resolve()))
+    subprocess.run([sys.executable, "-m", "styleforge", "styles", "--sheet", str(path), "--cell", "256",
+                    "--device", device], env=env, check=False)
+
+
+def finish(out_dir: Path, pack_dir: Path | None, names: list[str], device: str) -> None:
+    """After the last worker: the merged log, then (with --pack-dir) tarballs, curves and sheet."""
+    rows = merged_rows(out_dir)
+    write_json(out_dir / "train_log.json", rows)
+    if pack_dir is None or not rows:
+        return
+    pack(out_dir, pack_dir, names)
+    draw_curves(rows, pack_dir / "curves.png")
+    draw_sheet(out_dir, pack_dir / "sheet.jpg", device)
 
 
 def _write_tar(path: Path, files: list[Path], mode: str, extra=None) -> None:
@@ -180,14 +285,16 @@ def _write_tar(path: Path, files: list[Path], mode: str, extra=None) -> None:
 
 
 def worker_argv(argv: list[str]) -> list[str]:
-    """The parent's flags without --concurrent/--pack-dir (the parent packs)."""
+    """The parent's flags without --concurrent/--pack-dir/--styles/--deadline (the parent packs,
+    shares the styles out and passes the deadline as an absolute --stop-at)."""
+    drop = ("--concurrent", "--pack-dir", "--styles", "--deadline")
     out, skip = [], False
     for a in argv:
         if skip:
             skip = False
-        elif a in ("--concurrent", "--pack-dir"):
+        elif a in drop:
             skip = True
-        elif not a.startswith(("--concurrent=", "--pack-dir=")):
+        elif not a.startswith(tuple(f"{d}=" for d in drop)):
             out.append(a)
     return out
 
@@ -201,8 +308,9 @@ def run_workers(args: argparse.Namespace, names: list[str], out_dir: Path, pack_
             continue
         argv = worker_argv(sys.argv[1:])
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(k % gpus)) if gpus > 1 else dict(os.environ)
+        stop = ["--stop-at", str(args.stop_at)] if args.stop_at is not None else []
         procs.append(subprocess.Popen([sys.executable, __file__, *argv, "--styles", ",".join(share),
-                                       "--worker", str(k)], env=env))
+                                       "--worker", str(k), *stop], env=env))
     seen: set[str] = set()
     while True:
         running = any(p.poll() is None for p in procs)
@@ -213,7 +321,7 @@ def run_workers(args: argparse.Namespace, names: list[str], out_dir: Path, pack_
         if not running:
             break
         time.sleep(3)
-    write_json(out_dir / "train_log.json", merged_rows(out_dir))
+    finish(out_dir, pack_dir, names, args.device)
     return max(p.returncode for p in procs)
 
 
@@ -228,11 +336,15 @@ def main(argv=None) -> int:
     log_file = out_dir / ("train.log" if args.worker is None else f"train.worker{args.worker}.log")
     handlers = [logging.StreamHandler(sys.stdout), logging.FileHandler(log_file)]
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", handlers=handlers)
+    if args.stop_at is None and args.deadline is not None:
+        args.stop_at = time.time() + args.deadline
     if args.concurrent > 1 and args.worker is None:
         return run_workers(args, names, out_dir, pack_dir)
     # Packing after each style, so a call cut off at its time limit still returns what finished.
     on_done = (lambda: pack(out_dir, pack_dir, names)) if pack_dir and args.worker is None else None
     train_styles(args, names, out_dir, on_done)
+    if args.worker is None:
+        finish(out_dir, pack_dir, names, args.device)
     return 0
 
 

@@ -40,7 +40,7 @@ from .models.checkpoint import build_model
 from .models.transformer_net import TransformerNet
 
 # Fields that change how files are read or written, not what the engine computes.
-_IO_FIELDS = ("overwrite", "quality", "max_side", "max_pixels", "batch_size")
+_IO_FIELDS = ("overwrite", "quality", "chroma", "max_side", "max_pixels", "batch_size")
 _DEFAULTS = StylizeOptions()
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from ..engine.options import (
     BACKENDS,
+    CHROMAS,
     DEVICES,
     MODELS,
     PRECISIONS,
@@ -92,6 +93,9 @@ def register(subparsers) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace existing outputs (default: skip)")
     p.add_argument("--quality", type=_checked(_number_in(1, 100, int), "integer in 1..100"),
                    default=_DEFAULTS.quality, help="JPEG/WebP quality (default 95)")
+    p.add_argument("--chroma", choices=CHROMAS, default=_DEFAULTS.chroma,
+                   help="JPEG chroma sampling: 444 (default, full colour resolution), 422 or 420 "
+                        "(smaller files, blurred colour strokes)")
     p.add_argument("--max-pixels", type=_checked(_number_in(1, 1 << 62, int), "positive integer"),
                    default=_DEFAULTS.max_pixels, metavar="N",
                    help="refuse images with more pixels, before decoding them")

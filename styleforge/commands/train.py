@@ -37,6 +37,8 @@ def register(subparsers) -> None:
     p.add_argument("--content-weight", type=float, default=_D.content_weight)
     p.add_argument("--style-weight", type=float, default=_D.style_weight)
     p.add_argument("--tv-weight", type=float, default=_D.tv_weight, help="total variation (0 = off)")
+    p.add_argument("--grid-weight", type=float, default=_D.grid_weight,
+                   help="penalty on the output's fixed 4-px lattice beyond the photo's (0 = off)")
     p.add_argument("--stability-weight", type=float, default=_D.stability_weight,
                    help="video stability: output of a shifted/zoomed/noised photo ≈ the shifted output "
                         "(0 = off; costs one more style-network pass per step; see docs/temporal.md)")
@@ -88,7 +90,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         style_image=args.style_image, content_dir=args.content_dir, out=args.out,
         vgg_weights=args.vgg_weights, steps=args.steps, epochs=args.epochs, batch_size=args.batch_size,
         image_size=args.image_size, lr=args.lr, content_weight=args.content_weight,
-        style_weight=args.style_weight, tv_weight=args.tv_weight, stability_weight=args.stability_weight,
+        style_weight=args.style_weight, tv_weight=args.tv_weight, grid_weight=args.grid_weight,
+        stability_weight=args.stability_weight,
         stability_shift=args.stability_shift, stability_zoom=args.stability_zoom,
         stability_noise=args.stability_noise, model=args.model, teacher=args.teacher,
         distill_weight=args.distill_weight, style_size=args.style_size,

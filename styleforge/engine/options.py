@@ -14,6 +14,9 @@ PRECISIONS = ("auto", "fp32", "fp16", "bf16", "int8")
 BACKENDS = ("auto", "reference", "fused", "compile", "openvino")
 MODELS = ("full", "slim")
 TILINGS = ("auto", "off", "exact", "fast")
+# JPEG chroma sampling of written files. 444 keeps full colour resolution: Pillow's default 4:2:0
+# halves it both ways and blurs the fine colour strokes a style paints (docs/media.md).
+CHROMAS = ("444", "422", "420")
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
@@ -154,6 +157,7 @@ class StylizeOptions:
     batch_size: int = 1
     overwrite: bool = False
     quality: int = 95                 # JPEG/WebP quality of written files
+    chroma: str = "444"               # JPEG chroma sampling of written files: CHROMAS
     max_pixels: int = 200_000_000     # refuse larger images before decoding them (--max-pixels)
     tiling: str = "auto"              # auto | off | exact | fast (engine.memory picks for auto)
     max_memory: int | str | None = None  # CPU RAM budget in bytes or "8G"; None: a share of the free RAM
@@ -184,6 +188,8 @@ class StylizeOptions:
             raise ValueError(f"max_pixels must be ≥ 1, got {self.max_pixels}")
         if not 1 <= self.quality <= 100:
             raise ValueError(f"quality must be in 1..100, got {self.quality}")
+        if self.chroma not in CHROMAS:
+            raise ValueError(f"chroma must be one of {CHROMAS}, got {self.chroma!r}")
         check_fraction("alpha", self.alpha)
         if not 1 <= self.passes <= MAX_PASSES:
             raise ValueError(f"passes must be in 1..{MAX_PASSES}, got {self.passes}")

@@ -225,9 +225,37 @@ def holds_alpha(fmt: str) -> bool:
     return fmt in _ALPHA_FORMATS
 
 
+# Pillow's `subsampling` codes; its own default for JPEG is 4:2:0.
+_SUBSAMPLING = {"444": 0, "422": 1, "420": 2}
+
+
+def save_params(fmt: str, quality: int, chroma: str = "444", icc_profile: bytes | None = None) -> dict:
+    """Pillow `save` keywords: quality for JPEG/WebP, chroma sampling for JPEG, the ICC profile."""
+    params: dict = {}
+    if fmt in ("JPEG", "WEBP"):
+        params["quality"] = quality
+    if fmt == "JPEG":
+        params["subsampling"] = _SUBSAMPLING[chroma]
+    if icc_profile:
+        params["icc_profile"] = icc_profile
+    return params
+
+
+def jpeg_chroma(source: str | os.PathLike | bytes) -> str | None:
+    """The chroma sampling of a JPEG file (or its bytes) as "444", "422", "420", or None when it is
+    not a three-component JPEG or has another layout. Read from the frame header's factors."""
+    from PIL import JpegImagePlugin
+    with Image.open(io.BytesIO(source) if isinstance(source, bytes) else source) as image:
+        if image.format != "JPEG" or len(image.layer) != 3:
+            return None
+        code = JpegImagePlugin.get_sampling(image)
+    return {v: k for k, v in _SUBSAMPLING.items()}.get(code)
+
+
 def save_image(image: Image.Image, path: str | os.PathLike, quality: int = 95,
-               icc_profile: bytes | None = None, replace: bool = True) -> Path:
+               icc_profile: bytes | None = None, chroma: str = "444", replace: bool = True) -> Path:
     """Write atomically in the format of the suffix; alpha is dropped where the format has none.
+    JPEGs get `chroma` sampling (default full, 4:4:4).
 
     Returns the path written. Raises `ImageError` (unknown suffix, encoder failure, disk full),
     or `OutputExists` when `replace` is False and `path` exists by the time the file is written,
@@ -237,11 +265,7 @@ def save_image(image: Image.Image, path: str | os.PathLike, quality: int = 95,
     fmt = format_for(path)
     if image.mode == "RGBA" and not holds_alpha(fmt):
         image = image.convert("RGB")
-    params: dict = {}
-    if fmt in ("JPEG", "WEBP"):
-        params["quality"] = quality
-    if icc_profile:
-        params["icc_profile"] = icc_profile
+    params = save_params(fmt, quality, chroma, icc_profile)
     return atomic_write(path, lambda handle: image.save(handle, format=fmt, **params), replace)
 
 

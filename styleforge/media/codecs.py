@@ -98,6 +98,10 @@ def decode_jpeg_gpu(item: JpegData, device: torch.device, stream) -> DeviceImage
     return DeviceImage(image, ready)
 
 
+# torchvision's CUDA encoder sets nvJPEG's sampling factors to 4:4:4 and has no option for others.
+GPU_CHROMA = "444"
+
+
 def encode_jpeg_gpu(image: DeviceImage, quality: int) -> bytes:
     """nvJPEG on an encode worker. torchvision's encoder runs on a stream of its own that does not
     wait for the caller's, so the host waits for the pixels first (this worker, not the engine)."""

@@ -30,8 +30,9 @@ from ..io.image import (
     load_image,
     multi_frame_message,
     save_image,
+    save_params,
 )
-from .codecs import DeviceImage, decode_jpeg_gpu, encode_jpeg_gpu, gpu_decodable, resolve_codec
+from .codecs import GPU_CHROMA, DeviceImage, decode_jpeg_gpu, encode_jpeg_gpu, gpu_decodable, resolve_codec
 from .engine_stage import EngineStage, host_pixels
 from .options import PipelineOptions
 from .pipeline import Item, Stats, stream
@@ -66,7 +67,9 @@ def stylize_images(jobs: Iterable[ImageJob], stylizer, options: StylizeOptions,
     """One `Record` per job, in job order; a bad job's record carries its error."""
     engine = EngineStage(stylizer) if stylizer is not None else None
     device = engine.device if engine is not None else None
+    # nvJPEG (torchvision's encode_jpeg) always writes 4:4:4, so other samplings go through Pillow.
     gpu = engine is not None and resolve_codec(pipeline.codec, device) == "gpu"
+    gpu_encode = gpu and options.chroma == GPU_CHROMA
 
     def decode(item: Item) -> None:
         job: ImageJob = item.task
@@ -88,7 +91,8 @@ def stylize_images(jobs: Iterable[ImageJob], stylizer, options: StylizeOptions,
         jpeg = gpu_decodable(data, options.max_pixels, options.max_side) if gpu and data else None
         if jpeg is not None:
             item.pixels = decode_jpeg_gpu(jpeg, device, engine.decode)
-            item.meta = _Meta(None, not to_stdout and Path(job.target).suffix.lower() in _GPU_SUFFIXES, fmt)
+            item.meta = _Meta(None, gpu_encode and not to_stdout
+                              and Path(job.target).suffix.lower() in _GPU_SUFFIXES, fmt)
             return
         name = "stdin" if str(job.source) == STDIO else job.source
         check = getattr(stylizer, "check_size", None)   # the memory budget refuses from the header
@@ -98,7 +102,7 @@ def stylize_images(jobs: Iterable[ImageJob], stylizer, options: StylizeOptions,
         loaded = dataclasses.replace(loaded, rgb=None)   # the array is the image now: one copy, not two
         release_freed_memory(pixels.shape[0] * pixels.shape[1])
         item.pixels = engine.stage(pixels) if engine is not None else pixels
-        item.meta = _Meta(loaded, gpu and loaded.alpha is None and loaded.icc_profile is None
+        item.meta = _Meta(loaded, gpu_encode and loaded.alpha is None and loaded.icc_profile is None
                           and not to_stdout and Path(job.target).suffix.lower() in _GPU_SUFFIXES, fmt)
 
     def encode(item: Item) -> None:
@@ -125,10 +129,11 @@ def stylize_images(jobs: Iterable[ImageJob], stylizer, options: StylizeOptions,
             buffer = io.BytesIO()
             if image.mode == "RGBA" and not holds_alpha(fmt):
                 image = image.convert("RGB")
-            image.save(buffer, format=fmt, **_save_params(fmt, options.quality, icc))
+            image.save(buffer, format=fmt, **save_params(fmt, options.quality, options.chroma, icc))
             item.result = buffer.getvalue()
         else:
-            item.result = save_image(image, job.target, options.quality, icc, replace=options.overwrite)
+            item.result = save_image(image, job.target, options.quality, icc, options.chroma,
+                                     replace=options.overwrite)
         item.meta = notes
 
     def guarded(stage):
@@ -175,15 +180,6 @@ def _stdout_format(source: Path | str, data: bytes | None) -> str:
         return format_for(source)
     except ImageError:
         return "PNG"
-
-
-def _save_params(fmt: str, quality: int, icc: bytes | None) -> dict:
-    params: dict = {}
-    if fmt in ("JPEG", "WEBP"):
-        params["quality"] = quality
-    if icc:
-        params["icc_profile"] = icc
-    return params
 
 
 __all__ = ["ImageJob", "stylize_images", "STDIO"]

@@ -10,7 +10,9 @@ The format is told by the file's first bytes, not its suffix (`X.SAFETENSORS`, a
 really safetensors), and a file that is an image gets a message saying so. A safetensors file's
 names, shapes and dtypes are checked from its header before any tensor is read, so a 2 GB file
 with one wrong name is refused at once. Weights must be floating point and finite: NaN, inf or
-integer weights would stylize every image black.
+integer weights would stylize every image black. The one exception is int8 storage
+(`models.int8`): a weight stored as int8 next to its `<key>.scale` is dequantised on reading
+(`save_checkpoint(..., int8=True)` writes such files; the built-in styles ship that way).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from .int8 import INT8_FORMAT, SCALE_SUFFIX, dequantize_int8, quantize_state
 from .transformer_net import FULL_WIDTH, MODEL_WIDTHS, TransformerNet, width_of
 
 LEGACY_KEY = re.compile(r"(^|\.)in\d+\.(running_mean|running_var|num_batches_tracked)$")
@@ -151,20 +154,39 @@ def _read_safetensors(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, st
     try:
         with safe_open(str(path), framework="pt") as f:
             metadata = dict(f.metadata() or {})
-            names = {k: _network_key(k) for k in f.keys()}
+            keys = set(f.keys())
+            scales = {k for k in keys if k.endswith(SCALE_SUFFIX)}
+            names = {k: _network_key(k) for k in keys - scales}
             shapes = {name: tuple(f.get_slice(k).get_shape()) for k, name in names.items() if name}
             check_layout(shapes, str(path))
             for key, name in names.items():
                 dtype = f.get_slice(key).get_dtype() if name else "F32"
+                if dtype == "I8" and key + SCALE_SUFFIX in scales:
+                    continue
                 if not dtype.startswith(("F", "BF")):
                     raise CheckpointError(f"{path}: {name} holds {dtype} values; style weights are "
                                           "floating point (is this a quantized or damaged file?)")
-            raw = {k: f.get_tensor(k) for k, name in names.items() if name}
+            stray = sorted(s for s in scales if s.removesuffix(SCALE_SUFFIX) not in names)
+            if stray:
+                raise CheckpointError(f"{path}: scale {stray[0]} belongs to no weight")
+            raw = {k: _read_tensor(f, k, scales) for k, name in names.items() if name}
     except CheckpointError:
         raise
     except (SafetensorError, OSError, ValueError) as exc:
         raise CheckpointError(f"{path}: unreadable safetensors file ({exc})") from None
     return raw, metadata
+
+
+def _read_tensor(handle, key: str, scales: set[str]) -> torch.Tensor:
+    """One stored tensor; an int8 one comes back dequantised with its per-channel scale."""
+    value = handle.get_tensor(key)
+    if value.dtype == torch.int8 and key + SCALE_SUFFIX in scales:
+        scale = handle.get_tensor(key + SCALE_SUFFIX)
+        if scale.shape != (value.shape[0],):
+            raise CheckpointError(f"{key}{SCALE_SUFFIX} has shape {tuple(scale.shape)}, "
+                                  f"needs ({value.shape[0]},)")
+        return dequantize_int8(value, scale)
+    return value
 
 
 def load_checkpoint(path: str | os.PathLike) -> Checkpoint:
@@ -198,15 +220,19 @@ def load_checkpoint(path: str | os.PathLike) -> Checkpoint:
 
 
 def save_checkpoint(path: str | os.PathLike, state_dict: dict[str, torch.Tensor],
-                    metadata: dict[str, str] | None = None, dtype: torch.dtype = torch.float16) -> Path:
-    """Write atomically and durably (`io.atomic`), so a crash never leaves half a checkpoint."""
+                    metadata: dict[str, str] | None = None, dtype: torch.dtype = torch.float16,
+                    int8: bool = False) -> Path:
+    """Write atomically and durably (`io.atomic`), so a crash never leaves half a checkpoint.
+    `int8`: conv kernels as int8 with per-output-channel scales, the rest in `dtype`."""
     from safetensors.torch import save_file
 
     from ..io.atomic import atomic_write
     path = Path(path)
-    tensors = {k: v.detach().to("cpu", dtype).contiguous()
-               for k, v in normalize_state_dict(state_dict, str(path)).items()}
+    state = normalize_state_dict(state_dict, str(path))
+    tensors = (quantize_state(state, dtype) if int8 else
+               {k: v.detach().to("cpu", dtype).contiguous() for k, v in state.items()})
     meta = {k: (v if isinstance(v, str) else json.dumps(v)) for k, v in (metadata or {}).items()}
+    meta["quantization"] = INT8_FORMAT if int8 else str(dtype).removeprefix("torch.")
     # 0o644: a checkpoint is meant to be shared
     return atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=meta), mode=0o644)
 

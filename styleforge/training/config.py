@@ -40,6 +40,7 @@ class TrainConfig:
     content_weight: float = 1e5
     style_weight: float = 1e10
     tv_weight: float = 0.0                  # total variation of the output in [0, 1]; 0 = off
+    grid_weight: float = 0.0                # the output's 4-px lattice beyond the photo's (training/grid.py); 0 = off
     stability_weight: float = 0.0           # f(T(x)+n) ≈ T(f(x)) for small shifts/zooms and noise; 0 = off
     stability_shift: float = 2.0            # px: largest random shift of the stability perturbation
     stability_zoom: float = 0.02            # largest random zoom (±) of the stability perturbation
@@ -69,7 +70,7 @@ class TrainConfig:
 
     def __post_init__(self):
         self.sample_photos = tuple(self.sample_photos)
-        for name in ("lr", "content_weight", "style_weight", "tv_weight", "epochs", "max_seconds",
+        for name in ("lr", "content_weight", "style_weight", "tv_weight", "grid_weight", "epochs", "max_seconds",
                      "distill_weight"):
             value = getattr(self, name)
             if value is not None and not math.isfinite(value):   # NaN passes every < and > test
@@ -90,8 +91,9 @@ class TrainConfig:
             raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
         if self.distill_weight and not self.teacher:
             raise ValueError("distill_weight needs a teacher: pass --teacher STYLE_OR_FILE")
-        for name in ("content_weight", "style_weight", "tv_weight", "stability_weight", "stability_shift",
-                     "stability_zoom", "stability_noise", "checkpoint_every", "sample_every", "distill_weight"):
+        for name in ("content_weight", "style_weight", "tv_weight", "grid_weight", "stability_weight",
+                     "stability_shift", "stability_zoom", "stability_noise", "checkpoint_every", "sample_every",
+                     "distill_weight"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be ≥ 0, got {getattr(self, name)}")
         if self.style_size is not None and self.style_size < 16:

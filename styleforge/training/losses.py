@@ -5,6 +5,8 @@ style:   Σ over relu1_2, relu2_2, relu3_3, relu4_3 of the MSE between the outpu
          and the painting's, each Gram divided by C·H·W (Gatys et al. 2016; pytorch/examples'
          normalisation, so its loss weights carry over).
 tv:      total variation of the output scaled to [0, 1] (mean squared neighbour difference).
+grid:    the output's fixed 4-px lattice beyond the photo's (`grid.grid_loss`): the network's
+         stride-4 layout makes one, and the terms above barely see it (docs/training.md).
 stability: output of a perturbed photo vs the perturbed output, f(T(x) + n) ≈ T(f(x)), with T a
          small random shift and zoom (a camera's motion between frames) and n Gaussian noise;
          mean squared difference in [0, 1] over the pixels T keeps inside the frame.
@@ -25,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from ..models.vgg import VGG16Features, VGGFeatures
+from .grid import grid_loss
 
 STYLE_LAYERS = ("relu1_2", "relu2_2", "relu3_3", "relu4_3")
 CONTENT_LAYER = "relu2_2"
@@ -35,6 +38,7 @@ class LossTerms(NamedTuple):
     style: torch.Tensor
     tv: torch.Tensor
     stability: torch.Tensor
+    grid: torch.Tensor
     distill: torch.Tensor
 
 
@@ -114,9 +118,9 @@ def stability_loss(model: torch.nn.Module, content: torch.Tensor, stylized: torc
 
 def loss_terms(model: torch.nn.Module, vgg: VGG16Features, content: torch.Tensor,
                targets: tuple[torch.Tensor, ...], with_tv: bool,
-               perturbation: Perturbation | None = None,
+               perturbation: Perturbation | None = None, with_grid: bool = False,
                teacher: torch.nn.Module | None = None) -> LossTerms:
-    """One forward pass: photos (B, 3, S, S) float 0–255 → stylized → the five unweighted terms.
+    """One forward pass: photos (B, 3, S, S) float 0–255 → stylized → the six unweighted terms.
 
     Runs under the caller's autocast. The photo's features are needed only up to relu2_2 and
     carry no gradient. `perturbation` (None: the stability term is 0 and costs nothing) adds a
@@ -133,6 +137,7 @@ def loss_terms(model: torch.nn.Module, vgg: VGG16Features, content: torch.Tensor
         style_loss = sum(F.mse_loss(gram(getattr(out_feats, name)), target.expand(len(content), -1, -1))
                          for name, target in zip(STYLE_LAYERS, targets))
         tv = total_variation(stylized) if with_tv else torch.zeros((), device=content.device)
+        grid = grid_loss(stylized, content) if with_grid else torch.zeros((), device=content.device)
     stability = (stability_loss(model, content, stylized, perturbation) if perturbation is not None
                  else torch.zeros((), device=content.device))
     distill = torch.zeros((), device=content.device)
@@ -141,7 +146,7 @@ def loss_terms(model: torch.nn.Module, vgg: VGG16Features, content: torch.Tensor
             drawn = teacher(content)
         with torch.autocast(content.device.type, enabled=False):
             distill = F.mse_loss(stylized.float() / 255.0, drawn.float().clamp(0, 255) / 255.0)
-    return LossTerms(content_loss, style_loss, tv, stability, distill)
+    return LossTerms(content_loss, style_loss, tv, stability, grid, distill)
 
 
 def style_distance(vgg: VGG16Features, image: torch.Tensor, targets: tuple[torch.Tensor, ...]) -> torch.Tensor:

@@ -46,10 +46,10 @@ STATE_FORMAT = "styleforge-train-state/1"
 ESTIMATE_AFTER = 3      # steps timed before the whole run's duration is estimated (the first warms up)
 _STEP_FILE = re.compile(r"^step_(\d+)\.pt$")
 RESUME_KEYS = ("style_image", "content_dir", "batch_size", "image_size", "lr", "content_weight",
-               "style_weight", "tv_weight", "stability_weight", "stability_shift", "stability_zoom",
-               "stability_noise", "style_size", "seed", "max_content", "precision", "model", "teacher",
-               "distill_weight")
-TERMS = ("content", "style", "tv", "stability", "distill")
+               "style_weight", "tv_weight", "grid_weight", "stability_weight", "stability_shift",
+               "stability_zoom", "stability_noise", "style_size", "seed", "max_content", "precision", "model",
+               "teacher", "distill_weight")
+TERMS = ("content", "style", "tv", "stability", "grid", "distill")
 
 
 @dataclass
@@ -162,7 +162,7 @@ class Trainer:
         use_compile = cfg.compile if cfg.compile is not None else cuda
         self._loss_fn = compiled_loss_terms() if use_compile else loss_terms
         self._weights = (cfg.content_weight, cfg.style_weight, cfg.tv_weight, cfg.stability_weight,
-                         cfg.distill_weight)
+                         cfg.grid_weight, cfg.distill_weight)
         self._window = torch.zeros(len(TERMS), device=self.device)   # Σ weighted terms since last log
         self._window_steps = 0
         self._window_start = time.perf_counter()
@@ -186,7 +186,7 @@ class Trainer:
         perturbation = self.perturbation(len(x))
         with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None):
             return self._loss_fn(self.model, self.vgg, x, self.targets, self._weights[2] > 0, perturbation,
-                                 self.teacher if self._weights[4] > 0 else None)
+                                 self._weights[4] > 0, self.teacher if self._weights[5] > 0 else None)
 
     def step(self) -> None:
         """One Adam step on the batch of the current step number. No host sync."""
@@ -214,8 +214,9 @@ class Trainer:
         self.history.append(row)
         self._window.zero_()
         self._window_steps, self._window_start = 0, now
-        log.info("step %d/%d  content %.4g  style %.4g  tv %.3g  stability %.3g  distill %.3g  %.0f img/s",
-                 row["step"], self.total_steps, content, style, tv, terms["stability"], terms["distill"],
+        log.info("step %d/%d  content %.4g  style %.4g  tv %.3g  stability %.3g  grid %.3g  distill %.3g  "
+                 "%.0f img/s", row["step"], self.total_steps, content, style, tv, terms["stability"], terms["grid"],
+                 terms["distill"],
                  row["images_per_s"])
         return row
 

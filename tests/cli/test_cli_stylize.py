@@ -168,6 +168,18 @@ def test_quality_and_alpha(styles_env, tmp_path, capsys):
     assert "101 is not in 1..100" in capsys.readouterr().err
 
 
+def test_jpeg_outputs_keep_full_chroma_unless_asked(styles_env, tmp_path, capsys):
+    from styleforge.io.image import jpeg_chroma
+    src = write(tmp_path / "a.jpg", (40, 40))
+    assert cli(capsys, src, "-o", tmp_path / "full.jpg")[0] == 0
+    assert jpeg_chroma(tmp_path / "full.jpg") == "444"
+    assert cli(capsys, src, "-o", tmp_path / "sub.jpg", "--chroma", "420")[0] == 0
+    assert jpeg_chroma(tmp_path / "sub.jpg") == "420"
+    with pytest.raises(SystemExit):
+        main(["stylize", str(src), "--chroma", "411"])
+    assert "invalid choice" in capsys.readouterr().err
+
+
 def test_bad_files_fail_alone_and_leave_no_partial_output(styles_env, tmp_path, capsys):
     folder = tmp_path / "mixed"
     write(folder / "good1.png")

@@ -15,6 +15,7 @@ from styleforge.io.image import (
     ImageError,
     LoadedImage,
     array_to_tensor,
+    jpeg_chroma,
     load_image,
     pil_to_tensor,
     save_image,
@@ -151,6 +152,25 @@ def test_jpeg_drops_alpha_and_quality_is_used(tmp_path):
     high = save_image(image, tmp_path / "high.jpg", quality=95)
     assert Image.open(low).mode == "RGB"
     assert low.stat().st_size < high.stat().st_size
+
+
+def test_jpeg_is_written_with_full_chroma_unless_asked(tmp_path):
+    """Pillow's own default is 4:2:0, which halves colour resolution and blurs a style's strokes."""
+    image = Image.fromarray(RNG.integers(0, 256, (32, 48, 3), dtype=np.uint8))
+    full = save_image(image, tmp_path / "full.jpg")
+    assert jpeg_chroma(full) == "444"
+    assert jpeg_chroma(save_image(image, tmp_path / "sub.jpg", chroma="420")) == "420"
+    assert jpeg_chroma(save_image(image, tmp_path / "half.jpg", chroma="422")) == "422"
+    # The factors, not the label: 4:4:4 keeps a one-pixel red/blue column pattern that 4:2:0 smears.
+    stripes = np.zeros((16, 16, 3), dtype=np.uint8)
+    stripes[:, ::2, 0] = 255
+    stripes[:, 1::2, 2] = 255
+    for chroma, limit in (("444", 12), ("420", None)):
+        back = np.asarray(Image.open(save_image(Image.fromarray(stripes), tmp_path / f"s{chroma}.jpg",
+                                                 quality=95, chroma=chroma))).astype(int)
+        error = np.abs(back - stripes).mean()
+        assert error < limit if limit else error > 40, (chroma, error)
+    assert jpeg_chroma(save_image(image, tmp_path / "x.png")) is None
 
 
 def test_failed_save_leaves_no_file_and_no_temp(tmp_path, monkeypatch):

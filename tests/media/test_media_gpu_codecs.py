@@ -61,15 +61,30 @@ def test_nvjpeg_decode_matches_pillow(tmp_path):
 
 def test_nvjpeg_within_codec_tolerance_of_pillow(styles_env, tmp_path):
     """End to end against the lossless result (Pillow decode, PNG out): the GPU codecs lose no more
-    than Pillow's JPEG path does, within a grey level. (They are not compared with each other:
-    nvJPEG writes 4:4:4 chroma where Pillow writes 4:2:0, which on a stylized picture's saturated
-    strokes alone moves the mean by several grey levels.)"""
+    than Pillow's JPEG path does, within a grey level. Both write 4:4:4 chroma."""
     pytest.importorskip("torchvision")
     files = [photo(tmp_path / f"{i}.jpg", seed=i) for i in range(4)]
     exact = run(tmp_path, "pillow", files, suffix=".png")
     pillow, gpu = run(tmp_path, "pillow", files), run(tmp_path, "gpu", files)
     for e, a, b in zip(exact, pillow, gpu):
         assert np.abs(b - e).mean() <= np.abs(a - e).mean() + 1.0
+
+
+def test_gpu_encoder_writes_the_chroma_asked_for(styles_env, tmp_path):
+    """nvJPEG (torchvision) only writes 4:4:4; asked for 4:2:0, the pipeline encodes with Pillow."""
+    pytest.importorskip("torchvision")
+    import styleforge.api as api
+    from styleforge.engine.options import StylizeOptions
+    from styleforge.io.image import jpeg_chroma
+    from styleforge.media.images import ImageJob, stylize_images
+    from styleforge.media.options import PipelineOptions
+    src = photo(tmp_path / "in.jpg")
+    for chroma in ("444", "420"):
+        options = StylizeOptions(device="cuda", chroma=chroma)
+        target = tmp_path / f"out{chroma}.jpg"
+        records = list(stylize_images([ImageJob(src, target)], api.get_stylizer(options), options,
+                                      PipelineOptions(codec="gpu")))
+        assert records[0].error is None and jpeg_chroma(target) == chroma
 
 
 def test_gpu_decode_refuses_what_it_would_not_keep(tmp_path):

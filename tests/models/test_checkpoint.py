@@ -132,3 +132,40 @@ def test_garbage_bytes(tmp_path, name):
 def test_missing_file(tmp_path):
     with pytest.raises(CheckpointError, match="no such checkpoint file"):
         load_checkpoint(tmp_path / "nope.pth")
+
+
+def test_int8_file_round_trips_within_half_a_step_and_stylizes_alike(tmp_path):
+    """Int8 storage (models.int8): every conv weight comes back within half its channel's step,
+    biases and norm affines exactly as fp16, and the output stays close to the fp16 file's."""
+    from styleforge.models.int8 import SCALE_SUFFIX
+    state = random_style_state(3)
+    half = save_checkpoint(tmp_path / "half.safetensors", state)
+    small = save_checkpoint(tmp_path / "small.safetensors", state, int8=True)
+    assert small.stat().st_size < 0.55 * half.stat().st_size
+    loaded = load_checkpoint(small)
+    assert loaded.metadata["quantization"] == "int8-per-output-channel"
+    for key, value in state.items():
+        got = loaded.state_dict[key]
+        if value.dim() >= 2:
+            step = value.abs().reshape(len(value), -1).amax(1) / 127
+            err = (got - value).abs().reshape(len(value), -1).amax(1)
+            assert bool((err <= step * 0.5 * 1.01 + 1e-6).all()), key
+        else:
+            assert torch.equal(got, value.half().float()), key
+    x = torch.rand(1, 3, 32, 36) * 255
+    with torch.no_grad():
+        ref = build_model(load_checkpoint(half))(x)
+        out = build_model(loaded)(x)
+    psnr = 10 * torch.log10(255 ** 2 / (out - ref).pow(2).mean())
+    assert psnr > 30, psnr
+    from safetensors.torch import load_file, save_file
+    tensors = load_file(small)
+    orphan = dict(tensors)
+    del orphan["conv1.conv2d.weight" + SCALE_SUFFIX]      # int8 with no scale: refused, not garbage
+    save_file(orphan, tmp_path / "orphan.safetensors")
+    with pytest.raises(CheckpointError, match="I8 values"):
+        load_checkpoint(tmp_path / "orphan.safetensors")
+    stray = {**tensors, "res9.weight" + SCALE_SUFFIX: torch.ones(3, dtype=torch.float16)}
+    save_file(stray, tmp_path / "stray.safetensors")
+    with pytest.raises(CheckpointError, match="belongs to no weight"):
+        load_checkpoint(tmp_path / "stray.safetensors")

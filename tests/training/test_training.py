@@ -172,8 +172,21 @@ def test_benchmark_runs_on_cpu():
 
 def test_catalogue_matches_the_sources():
     names = [s.name for s in BUILTIN_STYLES]
-    assert names == ["candy", "mosaic", "udnie", "rain_princess", "starry_night", "great_wave",
-                     "the_scream", "composition_vii", "shipwreck"]
+    assert names[:9] == ["candy", "mosaic", "udnie", "rain_princess", "starry_night", "great_wave",
+                         "the_scream", "composition_vii", "shipwreck"]
+    assert len(names) == len(set(names)) == 14
     assert {s.licence for s in BUILTIN_STYLES} <= {"unclear", "in copyright", "public domain"}
+    shared = [s for s in BUILTIN_STYLES if not s.source]
+    added = [s for s in BUILTIN_STYLES if s.source]
+    assert len(added) == 5 and all(s.licence == "public domain" and s.source_licence for s in added)
     if SHARED_STYLES.is_dir():
-        assert all((SHARED_STYLES / s.painting_file).is_file() for s in BUILTIN_STYLES)
+        assert all((SHARED_STYLES / s.painting_file).is_file() for s in shared)
+
+
+def test_catalogue_config_layers_recipe_tweaks_and_settings():
+    from styleforge.training.catalogue import RECIPE, get
+    udnie = get("udnie").config("paintings", content_dir="c", steps=7)
+    assert udnie.style_weight == 3e10 and udnie.grid_weight == RECIPE["grid_weight"] and udnie.steps == 7
+    assert udnie.style_image == str(Path("paintings") / "udnie.jpg")
+    assert get("udnie").config("p", recipe=False).grid_weight == 0.0
+    assert get("dendera").metadata()["source_licence"].startswith("GPL-2+")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from ..int8 import INT8_FORMAT, SCALE_SUFFIX, dequantize_int8, quantize_int8  # noqa: F401 (re-exported)
 from .config import LEVEL_ENDS
 from .encoder import build_encoder, encoder_state_from_file
 from .model import ArbitraryConfig, ArbitraryStyleNet
@@ -28,23 +29,6 @@ DEFAULT_PATH = Path(__file__).resolve().parent.parent.parent / "styles" / "arbit
 
 class ArbitraryWeightsError(ValueError):
     """A missing or unusable arbitrary-style weights file; the message names it and the fix."""
-
-
-SCALE_SUFFIX = ".scale"
-
-
-def quantize_int8(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Symmetric per-output-channel int8: (q int8, scale fp16 of shape (C_out,))."""
-    w = w.detach().float()
-    amax = w.abs().reshape(w.shape[0], -1).amax(1)
-    scale = (amax / 127).clamp_min(1e-12).half()
-    shape = (-1,) + (1,) * (w.dim() - 1)
-    q = (w / scale.float().view(shape)).round().clamp(-127, 127).to(torch.int8)
-    return q, scale
-
-
-def dequantize_int8(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-    return q.float() * scale.float().view((-1,) + (1,) * (q.dim() - 1))
 
 
 def inference_state(model: ArbitraryStyleNet, include_encoder: bool = True) -> dict[str, torch.Tensor]:
@@ -68,7 +52,7 @@ def save_arbitrary(path: str | os.PathLike, model: ArbitraryStyleNet, metadata: 
             tensors[k] = v.detach().to("cpu", dtype).contiguous()
     meta = {k: (v if isinstance(v, str) else json.dumps(v)) for k, v in (metadata or {}).items()}
     meta.update(format=FORMAT, config=model.config.to_json(),
-                quantization="int8-per-output-channel" if int8 else str(dtype).removeprefix("torch."))
+                quantization=INT8_FORMAT if int8 else str(dtype).removeprefix("torch."))
     from ...io.atomic import atomic_write     # its temp names are swept if a run is killed
     return atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=meta), mode=0o644)
 

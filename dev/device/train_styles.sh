@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Train the built-in styles (v2 recipe) on the GPU machine, resuming across calls.
+#
+#   bash dev/device/train_styles.sh [DEADLINE_S (default 480)] [STYLES (default: all 14)]
+#
+# Needs .data/ (dev/device/pack_data.sh; carry=[".data"]). Trains every style at once: one process
+# per style, spread round-robin over the GPUs (several per GPU: the network is small). Checkpoints
+# (with Adam state, 20 MB a style) stay in runs/builtin/ (git-ignored), which the device keeps
+# between calls while the machine is warm: the next call continues each style from its newest
+# step_*.pt, exactly; a style at its step count is only re-exported. On a fresh machine, unpack the
+# returned styles_*.tar into runs/warm/ and carry=[".data", "runs/warm"]: each style then warm-starts
+# from those int8 weights at their step count (fresh Adam).
+# Every worker stops DEADLINE_S seconds after the start, less 45 s to export. Results in $OUT:
+# styles_1.tar, styles_2.tar (int8 weights, int8 PSNR in each file's metadata), logs.tar.gz
+# (train_log.json with loss histories and held-out ratios; per-style sample sheets), curves.png,
+# sheet.jpg (every style on the asset photos).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+DEADLINE=${1:-480}
+OUT=${OUT:-out/device}
+mkdir -p "$OUT" runs/builtin
+STYLES=${2:-$(python -c "from styleforge.training.catalogue import BUILTIN_STYLES as S; print(','.join(s.name for s in S))")}
+WARM=$([ -d runs/warm ] && echo 1 || true)
+COUNT=$(echo "$STYLES" | tr ',' '\n' | wc -l)
+nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader || true
+python dev/train_builtin.py --styles "$STYLES" --concurrent "$COUNT" --deadline "$DEADLINE" \
+    --out-dir runs/builtin --pack-dir "$OUT" ${WARM:+--warm-dir runs/warm} ${EXTRA_ARGS:-}
+ls -la "$OUT"

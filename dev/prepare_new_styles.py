@@ -1,0 +1,90 @@
+"""Extract, crop and downscale the five v2 style paintings from Debian's stellarium-data.
+
+    python dev/prepare_new_styles.py --out .data/styles [--deb /tmp/stellarium-data_0.22.2-1_all.deb]
+
+Without --deb it runs `apt-get download stellarium-data` (246 MB) into --cache. The catalogue
+(`styleforge/training/catalogue.py`) names each file, its source path and licence: the artworks
+are public domain by age, the package is GPL-2+. Figures drawn on black are cropped to their
+bounding box (pixels brighter than 24) so the black does not dominate the Gram statistics; each
+image is written as JPEG q92 4:4:4 with its longer side at most 640 px (~100 KB). The images are
+training data: they go into an ignored folder and are never committed.
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+ROOT = "./usr/share/stellarium/skycultures/"
+# file name in the styles folder ← path under skycultures/, crop to the figure?
+FILES = {
+    "song_star_chart.jpg": ("chinese_medieval/xyxfy.png", False),
+    "dendera.jpg": ("egyptian_dendera/Dendera_zodiac_Louvre.jpg", False),
+    "aratea.jpg": ("greek_leidenAratea/Eri_Aratea_bg.jpg", True),
+    "al_sufi.jpg": ("arabic_al-sufi/Arg.png", True),
+    "primeros_memoriales.jpg": ("aztec/Primeros_Memoriales.png", False),
+}
+MAX_SIDE = 640
+
+
+def fetch_deb(cache: Path) -> Path:
+    cache.mkdir(parents=True, exist_ok=True)
+    found = sorted(cache.glob("stellarium-data_*.deb"))
+    if not found:
+        subprocess.run(["apt-get", "download", "stellarium-data"], cwd=cache, check=True)
+        found = sorted(cache.glob("stellarium-data_*.deb"))
+    return found[-1]
+
+
+def members(deb: Path) -> dict[str, bytes]:
+    """The wanted files' bytes, read from the .deb's data tarball (dpkg-deb streams it)."""
+    tar_stream = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE)
+    wanted = {ROOT + src for src, _ in FILES.values()}
+    out = {}
+    with tarfile.open(fileobj=tar_stream.stdout, mode="r|") as tar:
+        for info in tar:
+            if info.name in wanted:
+                out[info.name.removeprefix(ROOT)] = tar.extractfile(info).read()
+    tar_stream.wait()
+    return out
+
+
+def prepare(data: bytes, crop: bool) -> Image.Image:
+    import io
+    with Image.open(io.BytesIO(data)) as im:
+        im = im.convert("RGBA").convert("RGB") if im.mode in ("P", "LA", "RGBA") else im.convert("RGB")
+    if crop:
+        bright = np.asarray(im.convert("L")) > 24
+        ys, xs = np.nonzero(bright)
+        im = im.crop((xs.min(), ys.min(), xs.max() + 1, ys.max() + 1))
+    im.thumbnail((MAX_SIDE, MAX_SIDE), Image.LANCZOS)
+    return im
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default=".data/styles")
+    p.add_argument("--deb", default=None, help="a downloaded stellarium-data .deb")
+    p.add_argument("--cache", default="/tmp/styleforge-debs")
+    args = p.parse_args()
+    deb = Path(args.deb) if args.deb else fetch_deb(Path(args.cache))
+    found = members(deb)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, (src, crop) in FILES.items():
+        if src not in found:
+            print(f"{deb.name} has no {src}", file=sys.stderr)
+            return 1
+        image = prepare(found[src], crop)
+        image.save(out / name, quality=92, subsampling=0)
+        print(f"{out / name}: {image.size[0]}x{image.size[1]}, {(out / name).stat().st_size // 1024} KB ← {src}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
