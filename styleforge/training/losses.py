@@ -118,7 +118,7 @@ def stability_loss(model: torch.nn.Module, content: torch.Tensor, stylized: torc
 
 def loss_terms(model: torch.nn.Module, vgg: VGG16Features, content: torch.Tensor,
                targets: tuple[torch.Tensor, ...], with_tv: bool,
-               perturbation: Perturbation | None = None, with_grid: bool = False,
+               perturbation: Perturbation | None = None, *, with_grid: bool = False,
                teacher: torch.nn.Module | None = None) -> LossTerms:
     """One forward pass: photos (B, 3, S, S) float 0–255 → stylized → the six unweighted terms.
 

@@ -186,7 +186,8 @@ class Trainer:
         perturbation = self.perturbation(len(x))
         with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None):
             return self._loss_fn(self.model, self.vgg, x, self.targets, self._weights[2] > 0, perturbation,
-                                 self._weights[4] > 0, self.teacher if self._weights[5] > 0 else None)
+                                 with_grid=self._weights[4] > 0,
+                                 teacher=self.teacher if self._weights[5] > 0 else None)
 
     def step(self) -> None:
         """One Adam step on the batch of the current step number. No host sync."""

@@ -36,7 +36,7 @@ def test_distill_term_is_the_output_mse_against_the_teacher():
     teacher.load_state_dict(random_style_state(2))
     x = torch.rand(2, 3, 16, 16) * 255
     targets = style_targets(vgg, torch.rand(1, 3, 16, 16) * 255)
-    terms = loss_terms(student, vgg, x, targets, False, None, teacher.eval())
+    terms = loss_terms(student, vgg, x, targets, False, None, teacher=teacher.eval())
     with torch.no_grad():
         want = ((student(x) - teacher(x).clamp(0, 255)) / 255).pow(2).mean()
     assert terms.distill.item() == pytest.approx(want.item(), rel=1e-5)
