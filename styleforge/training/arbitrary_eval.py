@@ -139,11 +139,3 @@ def evaluate(stylize, photos: list[Path], paintings: list[Path], metric_vgg: str
 
 def summary(scores: list[PairScore]) -> tuple[float, float]:
     return (statistics.median(s.style_ratio for s in scores), statistics.median(s.content_dist for s in scores))
-
-
-def table(scores: list[PairScore]) -> str:
-    lines = [f"{'photo':<28} {'painting':<36} {'style_ratio':>11} {'content_dist':>12}"]
-    lines += [f"{s.photo:<28} {s.painting:<36} {s.style_ratio:>11.3f} {s.content_dist:>12.3f}" for s in scores]
-    ratio, dist = summary(scores)
-    lines.append(f"{'median over ' + str(len(scores)) + ' pairs':<65} {ratio:>11.3f} {dist:>12.3f}")
-    return "\n".join(lines)
