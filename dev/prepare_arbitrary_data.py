@@ -34,6 +34,7 @@ HELD_OUT = ("the_scream", "composition_vii", "the_shipwreck_of_the_minotaur", "c
 EVAL_PHOTOS = 12
 CONTENT_SIDE = 272     # the trainer's content_size: 256 crops with a little room to move
 SUFFIXES = {".jpg", ".jpeg", ".png", ".webp"}
+MIN_EXTRA_SIDE = 128   # --extra: smaller images are icons and tiles, not art
 
 
 def save(src: Path, dst: Path, square: int | None, max_side: int | None, quality: int) -> None:
@@ -95,7 +96,8 @@ def main() -> None:
         sources.setdefault(source_of(src.stem), []).append(src)
     for spec in args.extra:
         name, _, folder = spec.partition("=")
-        sources[name] = sorted(p for p in Path(folder).rglob("*") if p.suffix.lower() in SUFFIXES)
+        sources[name] = sorted(p for p in Path(folder).rglob("*") if p.suffix.lower() in SUFFIXES
+                               and min(Image.open(p).size) >= MIN_EXTRA_SIDE)
     for source, members in sorted(sources.items()):
         held_source = source in args.hold_out_source
         dest = images / "eval" / "paintings_held_out_source" if held_source else images / "styles" / source

@@ -22,8 +22,8 @@ HELD_OUT = ("the_scream", "composition_vii", "the_shipwreck_of_the_minotaur", "c
 
 @dataclass(frozen=True)
 class ArbitraryTrainConfig:
-    content_dir: str = ".data/arbitrary/content"
-    style_dirs: tuple[str, ...] = (".data/arbitrary/styles",)
+    content_dir: str = "runs/arbitrary-data/content"       # dev/device/train_arbitrary.sh stage
+    style_dirs: tuple[str, ...] = ("runs/arbitrary-data/styles",)
     vgg_weights: str | None = None
     run_dir: str = "runs/arbitrary"
     out: str | None = None               # final weights (default: run_dir/arbitrary.safetensors)
