@@ -31,14 +31,14 @@ from PIL import Image
 
 from ..io.image import ImageError, load_image
 from ..models.arbitrary import ArbitraryStyleNet, StyleCode, load_arbitrary
-from .arbitrary_fused import FusedArbitraryNet
-from .stroke import downscale, internal_size, upscale_styled
 from ..models.arbitrary.palette import PaletteCode, encode_palette, transport
+from .arbitrary_fused import FusedArbitraryNet
 from .backends import resolve_device, resolve_dtype
-from .degrid import degrid
 from .blending import apply_strength, preserve_color
 from .capture import capturing, cuda_work
+from .degrid import degrid
 from .options import StylizeOptions, check_fraction
+from .stroke import downscale, internal_size, upscale_styled
 
 Painting = Union[str, os.PathLike, Image.Image]
 MIN_STYLE_SIDE = 64

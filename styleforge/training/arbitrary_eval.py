@@ -24,7 +24,7 @@ import torch
 from PIL import Image
 
 from ..models.vgg import VGG16Features, load_vgg16
-from .grid_loss import grid_score_array
+from .grid_loss import grid_score_rgb
 
 SIZE = 512
 LAYERS = ("relu1_2", "relu2_2", "relu3_3", "relu4_3")
@@ -116,7 +116,7 @@ class PairScorer:
         q = np.linspace(0, 1, 101)
         a = _palette_pixels(Image.fromarray(arr)) @ _DIRECTIONS
         pal = float(np.abs(np.quantile(a, q, axis=0) - np.quantile(self.palette, q, axis=0)).mean())
-        return ratio, dist, pal, grid_score_array(arr)
+        return ratio, dist, pal, grid_score_rgb(arr)
 
 
 def evaluate(stylize, photos: list[Path], paintings: list[Path], metric_vgg: str | Path,

@@ -81,7 +81,7 @@ def grid_penalty(image: torch.Tensor) -> torch.Tensor:
     return (ratio.clamp_min(1e-12).sqrt() - FLOOR).clamp_min(0).mean()
 
 
-def grid_score_array(rgb: np.ndarray) -> float:
+def grid_score_rgb(rgb: np.ndarray) -> float:
     """uint8 (H, W, 3) → the score, as the tool computes it from a file (luma rounded to 8 bits)."""
     lum = np.round(rgb.astype(np.float64) @ np.array(LUMA))
     return float(grid_score(torch.from_numpy(lum)[None])[0])

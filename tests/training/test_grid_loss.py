@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from styleforge.engine.degrid import degrid
-from styleforge.training.grid_loss import grid_penalty, grid_score, grid_score_array
+from styleforge.training.grid_loss import grid_penalty, grid_score, grid_score_rgb
 
 
 def textured(h: int = 96, w: int = 80, seed: int = 0) -> torch.Tensor:
@@ -53,7 +53,7 @@ def test_grid_score_matches_the_tool(with_lattice):
         x = (x + lattice(100, 90)).clamp(0, 255)
     rgb = x[0].permute(1, 2, 0).round().to(torch.uint8).numpy()
     gray = np.round(rgb.astype(np.float64) @ np.array([0.299, 0.587, 0.114]))
-    assert grid_score_array(rgb) == pytest.approx(tool_score(gray), rel=1e-9)
+    assert grid_score_rgb(rgb) == pytest.approx(tool_score(gray), rel=1e-9)
     score = float(grid_score(x)[0])
     assert (score > 100) if with_lattice else (score < 10)
 
