@@ -1,7 +1,9 @@
 """`styleforge eval-arbitrary --weights FILE --photos DIR --paintings DIR --metric-vgg PATH`.
 
 Stylizes every photo with every painting at 512 px and prints the table of
-`training/arbitrary_eval.py` (style ratio, content distance, medians). Parsing only.
+`training/arbitrary_report.py` (style ratio, content distance, palette distance, grid score per
+pair, per painting, overall, and issue 39's bars); --csv appends the rows, --sheet writes a
+contact sheet. Parsing only.
 """
 from __future__ import annotations
 
@@ -18,7 +20,14 @@ def register(subparsers) -> None:
     p.add_argument("--passes", type=int, default=2, help="times the model is applied (default 2)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"), default="auto")
+    p.add_argument("--degrid", action=argparse.BooleanOptionalAction, default=True,
+                   help="remove the 4-px lattice after each pass (default on)")
+    p.add_argument("--palette", choices=("none", "between", "all"), default="none",
+                   help="transport the painting's colours between passes (or also after the last)")
     p.add_argument("--save-dir", metavar="DIR", help="also write every output as PNG here")
+    p.add_argument("--csv", metavar="FILE", help="append one row per pair (e.g. benchmarks/results/arbitrary_quality.csv)")
+    p.add_argument("--label", help="the rows' label (default: weights file name, passes, degrid, palette)")
+    p.add_argument("--sheet", metavar="PNG", help="write a contact sheet (needs --save-dir, or uses a temp dir)")
 
 
 def _files(paths: list[str]) -> list:
@@ -33,15 +42,26 @@ def _files(paths: list[str]) -> list:
 
 
 def run(args: argparse.Namespace) -> int:
+    import tempfile
     from pathlib import Path
 
     from ..engine.arbitrary import ArbitraryStylizer
     from ..engine.options import StylizeOptions
-    from ..training.arbitrary_eval import evaluate, table
+    from ..training.arbitrary_eval import evaluate
+    from ..training.arbitrary_report import append_rows, contact_sheet, table
     engine = ArbitraryStylizer(StylizeOptions(arbitrary_weights=args.weights, alpha=args.alpha, passes=args.passes,
-                                              device=args.device, precision=args.precision))
-    scores = evaluate(lambda photo, painting: engine.stylize(photo, [(painting, 1.0)]),
-                      _files(args.photos), _files(args.paintings), args.metric_vgg,
-                      str(engine.device), Path(args.save_dir) if args.save_dir else None)
-    print(table(scores))
+                                              device=args.device, precision=args.precision, degrid=args.degrid,
+                                              palette=args.palette))
+    photos, paintings = _files(args.photos), _files(args.paintings)
+    with tempfile.TemporaryDirectory() as tmp:
+        save_dir = Path(args.save_dir) if args.save_dir else (Path(tmp) if args.sheet else None)
+        scores = evaluate(lambda photo, painting: engine.stylize(photo, [(painting, 1.0)]),
+                          photos, paintings, args.metric_vgg, str(engine.device), save_dir)
+        print(table(scores))
+        label = args.label or (f"{Path(args.weights).name} passes={args.passes} degrid={int(args.degrid)} "
+                               f"palette={args.palette} {engine.dtype}".replace("torch.", ""))
+        if args.csv:
+            print("rows:", append_rows(args.csv, scores, label, str(engine.device)))
+        if args.sheet:
+            print("sheet:", contact_sheet(args.sheet, scores, photos, paintings, save_dir))
     return 0

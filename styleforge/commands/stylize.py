@@ -37,6 +37,7 @@ from ..engine.options import (
     CHROMAS,
     DEVICES,
     MODELS,
+    PALETTE_MODES,
     PRECISIONS,
     TILINGS,
     StylizeOptions,
@@ -140,6 +141,11 @@ def register_engine_arguments(p) -> None:
     p.add_argument("--passes", type=_checked(_number_in(1, 4, int), "integer in 1..4"), default=_DEFAULTS.passes,
                    help=f"--style-image: apply the model this many times (default {_DEFAULTS.passes}: "
                         "the second pass deepens the painting's texture)")
+    p.add_argument("--degrid", action=argparse.BooleanOptionalAction, default=_DEFAULTS.degrid,
+                   help="--style-image: remove the 4-px lattice the model leaves, after each pass (default on)")
+    p.add_argument("--palette", choices=PALETTE_MODES, default=_DEFAULTS.palette,
+                   help="--style-image: move the colours to the painting's between passes, or also after "
+                        "the last (all); default none")
     p.add_argument("--style-size", type=_checked(_number_in(64, 4096, int), "integer in 64..4096"),
                    default=_DEFAULTS.style_size, metavar="PX",
                    help=f"--style-image: the painting's longer side when encoded (default {_DEFAULTS.style_size})")

@@ -27,7 +27,8 @@ def register(subparsers) -> None:
                  "checkpoint_every", "keep_checkpoints", "sample_every", "log_every", "seed"):
         p.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(_D, name))
     for name in ("lr", "min_lr_ratio", "content_weight", "style_weight", "gram_weight", "local_weight",
-                 "identity_pixel_weight", "identity_feature_weight", "group_power"):
+                 "identity_pixel_weight", "identity_feature_weight", "colour_weight", "grid_weight",
+                 "hue_jitter", "group_power"):
         p.add_argument(f"--{name.replace('_', '-')}", type=float, default=getattr(_D, name))
     p.add_argument("--max-content", type=int, metavar="N", help="use only the first N photos")
     p.add_argument("--exclude", nargs="*", default=list(HELD_OUT), metavar="STEM",
@@ -40,6 +41,8 @@ def register(subparsers) -> None:
     p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=_D.compile,
                    help="torch.compile the model call")
     p.add_argument("--resume", metavar="STEP.pt|auto", help="continue from a checkpoint (auto: the newest)")
+    p.add_argument("--init-weights", metavar="FILE", help="start from this weights file (step 0, Adam "
+                   "afresh) when --resume finds no checkpoint")
     p.add_argument("--max-seconds", type=float, metavar="S", help="stop cleanly after S seconds")
     p.add_argument("--no-progress", dest="progress", action="store_false")
 

@@ -10,6 +10,10 @@ survive an upscale better than padding). `PaintingStylizer` binds a list of weig
 and has the `Stylizer` call contract: float (N, 3, H, W) in 0–255 in, float32 CPU out.
 Backends: reference (plain PyTorch, the ops' twins), fused (`arbitrary_fused.py` on the glue,
 attention and FFN kernels, CUDA graphs per input shape), compile (torch.compile of the model). Not the model (`models/`).
+Around the passes, in plain PyTorch on every backend: `degrid` after each pass (the shipped
+weights stamp a 4-px lattice, docs/arbitrary.md) and, with `palette`, the painting's colours
+transported onto the image between passes (and after the last), from a `PaletteCode` cached
+with the style code (one painting; a mix of several is not transported).
 """
 from __future__ import annotations
 
@@ -27,12 +31,19 @@ from PIL import Image
 
 from ..io.image import ImageError, load_image, open_image_file
 from ..models.arbitrary import ArbitraryStyleNet, StyleCode, load_arbitrary
+from ..models.arbitrary.palette import PaletteCode, encode_palette, transport
 from .arbitrary_fused import FusedArbitraryNet
-from .stroke import downscale, internal_size, upscale_styled
 from .backends import resolve_device, resolve_dtype
 from .blending import apply_strength, preserve_color
 from .capture import capturing, cuda_work
-from .options import StylizeOptions, check_fraction, check_style_weight, check_style_weights
+from .degrid import degrid
+from .options import (
+    StylizeOptions,
+    check_fraction,
+    check_style_weight,
+    check_style_weights,
+)
+from .stroke import downscale, internal_size, upscale_styled
 
 Painting = Union[str, os.PathLike, Image.Image]
 MIN_STYLE_SIDE = 64
@@ -88,6 +99,11 @@ def painting_tensor(image: Image.Image, style_size: int) -> torch.Tensor:
     if size != image.size:
         image = image.resize(size, Image.Resampling.LANCZOS)
     return torch.from_numpy(np.asarray(image, dtype=np.float32).copy()).permute(2, 0, 1).unsqueeze(0)
+
+
+class PaintedCode(dict):
+    """A painting's StyleCode (level → keys/values) that also carries its `PaletteCode`."""
+    palette: PaletteCode | None = None
 
 
 def check_rgb_batch(content: torch.Tensor) -> None:
@@ -178,7 +194,8 @@ class ArbitraryStylizer:
             self._codes.move_to_end(key)
             return self._codes[key]
         image = painting_tensor(painting_image(painting, self.options.max_pixels), self.options.style_size)
-        code = self.model.encode_style(image.to(self.device, self.dtype))
+        code = PaintedCode(self.model.encode_style(image.to(self.device, self.dtype)))
+        code.palette = encode_palette(image.to(self.device))
         self._codes[key] = code
         while len(self._codes) > STYLE_CACHE_SIZE:
             self._codes.popitem(last=False)
@@ -194,19 +211,29 @@ class ArbitraryStylizer:
         else:
             model = self._compiled or self.model.stylize
             prepare = lambda t: t.clamp(0, 255).to(self.dtype).contiguous(memory_format=self.memory_format)  # noqa: E731
-        out = model(prepare(small), styles, alpha).float()
-        for _ in range(self.options.passes - 1):
+        opts = self.options
+        palette = getattr(styles[0][0], "palette", None) if len(styles) == 1 and opts.palette != "none" else None
+        out = self._clean(model(prepare(small), styles, alpha).float())
+        for _ in range(opts.passes - 1):
             # The output restyled: held-out style ratio 0.278 → 0.186 for content distance
             # 0.81 → 1.00 (docs/arbitrary.md); a third pass scored worse.
-            out = model(prepare(out), styles, alpha).float()
+            if palette is not None:
+                out = transport(out, palette)
+            out = self._clean(model(prepare(out), styles, alpha).float())
+        if palette is not None and opts.palette == "all":
+            out = transport(out, palette)
         return upscale_styled(content, small, out) if small is not content else out
+
+    def _clean(self, out: torch.Tensor) -> torch.Tensor:
+        return degrid(out).clamp(0, 255) if self.options.degrid else out
 
     def _run(self, content: torch.Tensor, styles: list[tuple[StyleCode, float]], alpha: float) -> torch.Tensor:
         # The whole frame, resizes and detail included, is one graph: at the default stroke scale
         # the model runs at 512 px and the launches of the resize and detail steps would dominate.
         if self._graphs is not None and content.numel() <= GRAPH_MAX_VALUES:
             self._graphs.fn = lambda inp: self._styled(inp, styles, alpha)
-            key = (tuple(id(code) for code, _ in styles), tuple(w for _, w in styles), alpha)
+            key = (tuple(id(code) for code, _ in styles), tuple(w for _, w in styles), alpha,
+                   self.options.degrid, self.options.palette)
             return self._graphs(content, key, styles)
         return self._styled(content, styles, alpha)
 

@@ -142,6 +142,10 @@ def parse_style_image(spec: str) -> tuple[str, float]:
     return path, check_style_weight(path, value)
 
 
+# Arbitrary model: where the painting's colours are transported onto the image (docs/arbitrary.md).
+PALETTE_MODES = ("none", "between", "all")
+
+
 @dataclass(frozen=True)
 class StylizeOptions:
     style: str | None = None          # built-in name or checkpoint path; None = the default style
@@ -169,6 +173,8 @@ class StylizeOptions:
     style_size: int = 512             # arbitrary model: a painting's longer side when encoded
     passes: int = 2                   # arbitrary model: times it is applied (the output restyled)
     arbitrary_weights: str | None = None  # arbitrary model weights file (None: the shipped one)
+    degrid: bool = True               # arbitrary model: remove a 4-px lattice after each pass
+    palette: str = "none"             # arbitrary model: painting-colour transport: none | between | all
 
     def __post_init__(self):
         check_fraction("strength", self.strength)
@@ -195,6 +201,8 @@ class StylizeOptions:
             raise ValueError(f"passes must be in 1..{MAX_PASSES}, got {self.passes}")
         if self.style_size < 64:
             raise ValueError(f"style_size must be ≥ 64, got {self.style_size}")
+        if self.palette not in PALETTE_MODES:
+            raise ValueError(f"palette must be one of {PALETTE_MODES}, got {self.palette!r}")
         if isinstance(self.style_images, str):
             object.__setattr__(self, "style_images", (parse_style_image(self.style_images),))
         elif isinstance(self.style_images, list):

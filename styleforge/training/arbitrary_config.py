@@ -2,7 +2,8 @@
 
 Defaults are the recipe of docs/arbitrary.md: batch 8 per GPU of 256² crops, Adam 1e-4 with a
 500-step warm-up and a cosine decay to 10 %, loss weights content 1, style 1, local 0.3
-(AdaAttN's 10 : 3 between style and local), identity 25 (pixels, 0–1) and 0.5 (features).
+(AdaAttN's 10 : 3 between style and local), identity 25 (pixels, 0–1) and 0.5 (features),
+colour and grid 0 (the shipped recipe; dev/device/train_arbitrary.sh sets them).
 Not the loop (`arbitrary_trainer.py`) and not the data (`arbitrary_data.py`).
 """
 from __future__ import annotations
@@ -21,8 +22,8 @@ HELD_OUT = ("the_scream", "composition_vii", "the_shipwreck_of_the_minotaur", "c
 
 @dataclass(frozen=True)
 class ArbitraryTrainConfig:
-    content_dir: str = ".data/arbitrary/content"
-    style_dirs: tuple[str, ...] = (".data/arbitrary/styles",)
+    content_dir: str = "runs/arbitrary-data/content"       # dev/device/train_arbitrary.sh stage
+    style_dirs: tuple[str, ...] = ("runs/arbitrary-data/styles",)
     vgg_weights: str | None = None
     run_dir: str = "runs/arbitrary"
     out: str | None = None               # final weights (default: run_dir/arbitrary.safetensors)
@@ -40,6 +41,9 @@ class ArbitraryTrainConfig:
     local_weight: float = 0.3
     identity_pixel_weight: float = 25.0
     identity_feature_weight: float = 0.5
+    colour_weight: float = 0.0           # SW of pixel colours, 0–255 units (arbitrary_losses.colour_loss)
+    grid_weight: float = 0.0             # grid_loss.grid_penalty of the stylized output
+    hue_jitter: float = 0.0              # paintings' hue turned by up to ± this many radians
     group_power: float = 0.5
     exclude: tuple[str, ...] = HELD_OUT
     max_content: int | None = None
@@ -51,6 +55,8 @@ class ArbitraryTrainConfig:
     checkpoint_every: int = 1000
     keep_checkpoints: int = 2
     resume: str | None = None            # a step_*.pt file, or "auto": the newest in run_dir
+    init_weights: str | None = None      # a weights file to start from (step 0, Adam afresh) when
+                                         # there is no checkpoint to resume
     sample_every: int = 1000
     log_every: int = 50
     max_seconds: float | None = None

@@ -9,8 +9,10 @@ game, which would otherwise teach one look. A group is the painting's sub-folder
 directly in a style folder the file-name stem without its trailing number (`wesnoth-data_0012`
 → `wesnoth-data`); group probabilities ∝ count^`group_power` (0.5: big groups count, but less).
 Painting augmentation: a random square crop of 35–100 % of the shorter side resized to
-`image_size` (scale), flips, and a mild brightness/contrast/saturation jitter (the target is the
-jittered painting, so the jitter widens the palette seen without mislabelling anything).
+`image_size` (scale), flips, a mild brightness/contrast/saturation jitter and, when `hue_jitter`
+is set, a turn of the hue (chroma rotated in YIQ). The model's style input and every loss's
+target are the SAME augmented painting, so the jitter widens the palettes seen without teaching
+the model to ignore them (a jitter of the target alone would).
 """
 from __future__ import annotations
 
@@ -106,12 +108,26 @@ def group_probabilities(groups: list[str], power: float) -> tuple[list[str], tor
     return names, weights / weights.sum(), dict(members)
 
 
-def _jitter(x: torch.Tensor, factors: torch.Tensor) -> torch.Tensor:
-    """x (3, H, W) float 0–255; factors (3,) brightness, contrast, saturation multipliers."""
+_RGB_TO_YIQ = torch.tensor([[0.299, 0.587, 0.114], [0.596, -0.274, -0.322], [0.211, -0.523, 0.312]],
+                           dtype=torch.float64)
+
+
+def hue_matrix(angle: float) -> torch.Tensor:
+    """(3, 3) RGB → RGB: the chroma (I, Q) turned by `angle` radians, luma kept."""
+    c, s = torch.cos(torch.tensor(angle, dtype=torch.float64)), torch.sin(torch.tensor(angle, dtype=torch.float64))
+    turn = torch.tensor([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]], dtype=torch.float64)
+    return torch.linalg.inv(_RGB_TO_YIQ) @ turn @ _RGB_TO_YIQ
+
+
+def _jitter(x: torch.Tensor, factors: torch.Tensor, hue: float = 0.0) -> torch.Tensor:
+    """x (3, H, W) float 0–255; factors (3,) brightness, contrast, saturation multipliers; hue in
+    radians."""
     x = x * factors[0]
     x = (x - x.mean()) * factors[1] + x.mean()
     grey = (0.299 * x[0] + 0.587 * x[1] + 0.114 * x[2]).unsqueeze(0)
     x = (x - grey) * factors[2] + grey
+    if hue:
+        x = torch.einsum("ij,jhw->ihw", hue_matrix(hue).to(x.device, x.dtype), x)
     return x.clamp(0, 255)
 
 
@@ -120,7 +136,7 @@ class ArbitraryBatches:
 
     def __init__(self, photos: torch.Tensor, paintings: list[torch.Tensor], groups: list[str],
                  batch_size: int, image_size: int, seed: int, rank: int = 0,
-                 group_power: float = 0.5, device: torch.device | str = "cpu"):
+                 group_power: float = 0.5, device: torch.device | str = "cpu", hue_jitter: float = 0.0):
         if photos.shape[-1] < image_size or photos.shape[-2] < image_size:
             raise ValueError(f"photos are {tuple(photos.shape[-2:])}, smaller than image_size {image_size}")
         self.device = torch.device(device)
@@ -128,6 +144,7 @@ class ArbitraryBatches:
         self.paintings = [p.to(self.device) for p in paintings]
         self.group_names, self.group_probs, self.members = group_probabilities(groups, group_power)
         self.batch_size, self.image_size, self.seed, self.rank = batch_size, image_size, seed, rank
+        self.hue_jitter = hue_jitter
 
     def describe(self) -> str:
         top = sorted(zip(self.group_probs.tolist(), self.group_names), reverse=True)[:4]
@@ -150,7 +167,10 @@ class ArbitraryBatches:
         if u[3] < 0.5:
             crop = crop.flip(-1)
         factors = 1 + JITTER * (2 * torch.rand(3, generator=g, dtype=torch.float64) - 1)
-        return _jitter(crop, factors.to(crop.device, crop.dtype))
+        hue = 0.0
+        if self.hue_jitter:
+            hue = self.hue_jitter * (2 * float(torch.rand(1, generator=g, dtype=torch.float64)) - 1)
+        return _jitter(crop, factors.to(crop.device, crop.dtype), hue)
 
     def batch(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
         g = self._generator(step)

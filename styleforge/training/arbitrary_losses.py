@@ -13,6 +13,11 @@ local:    Σ_{relu3_1…relu5_1} MSE(φ(out), AdaAttN*(photo, painting)): the pa
           asks each position for the statistics of the painting regions that match it.
 identity: MSE((I_cc − I_c)/255) + MSE((I_ss − I_s)/255) (pixel) and Σ_l MSE(φ_l(I_cc), φ_l(I_c))
           + the same for the painting (features): stylizing a photo with itself gives it back.
+colour:   sliced Wasserstein distance between the RGB colours of the output and of the painting
+          (0–255 units, `models/arbitrary/palette.py`): the palette itself, which the feature
+          statistics above let drift to a brown-grey wash (docs/arbitrary.md).
+grid:     `grid_loss.grid_penalty` of the output: a pattern locked to the 2/4-px lattice, which
+          the shallow style statistics reward and nothing else forbids.
 Every term is computed in fp32 with autocast off and returned unweighted. Not the trainer.
 """
 from __future__ import annotations
@@ -23,7 +28,9 @@ import torch
 import torch.nn.functional as F
 
 from ..models.arbitrary.encoder import LEVELS
+from ..models.arbitrary.palette import sliced_wasserstein
 from ..models.arbitrary.transfer import mean_std, subsample_grid, wide
+from .grid_loss import grid_penalty
 
 Feats = dict[str, torch.Tensor]
 CONTENT_LEVELS = ("relu4_1", "relu5_1")
@@ -39,6 +46,8 @@ class ArbitraryLossTerms(NamedTuple):
     local: torch.Tensor
     identity_pixel: torch.Tensor
     identity_feature: torch.Tensor
+    colour: torch.Tensor
+    grid: torch.Tensor
 
 
 def _norm(x: torch.Tensor) -> torch.Tensor:
@@ -115,3 +124,12 @@ def identity_pixel_loss(reconstructed: torch.Tensor, original: torch.Tensor) -> 
 
 def identity_feature_loss(out: Feats, original: Feats, levels=STYLE_LEVELS) -> torch.Tensor:
     return sum(F.mse_loss(out[level].float(), original[level].float()) for level in levels)
+
+
+def colour_loss(out: torch.Tensor, painting: torch.Tensor) -> torch.Tensor:
+    """Mean over the batch of the SW distance between the pixel colours, (B, 3, H, W) 0–255."""
+    return sliced_wasserstein(out.float(), painting.float()).mean()
+
+
+def grid_loss(out: torch.Tensor) -> torch.Tensor:
+    return grid_penalty(out.float())

@@ -121,20 +121,25 @@ class ArbitraryTrainer:
         if paintings is None:
             paintings, groups = load_paintings(list(cfg.style_dirs), cfg.style_size, cfg.exclude)
         self.data = ArbitraryBatches(photos, paintings, groups or ["all"] * len(paintings), cfg.batch_size,
-                                     cfg.image_size, cfg.seed, self.world.rank, cfg.group_power, self.device)
+                                     cfg.image_size, cfg.seed, self.world.rank, cfg.group_power, self.device,
+                                     cfg.hue_jitter)
         self.sample_paintings = self._pick_sample_paintings(paintings, groups)
         self.weights = torch.tensor([cfg.content_weight, cfg.style_weight, cfg.gram_weight, cfg.local_weight,
-                                     cfg.identity_pixel_weight, cfg.identity_feature_weight])
+                                     cfg.identity_pixel_weight, cfg.identity_feature_weight,
+                                     cfg.colour_weight, cfg.grid_weight])
         self.with_identity = cfg.identity_pixel_weight > 0 or cfg.identity_feature_weight > 0
         self.step_count = 0
         self.history: list[dict] = []
         self._window = torch.zeros(len(TERMS), device=self.device)
         self._window_steps = 0
         self._window_start = time.perf_counter()
+        path = None
         if cfg.resume:
             path = self.latest_checkpoint() if cfg.resume == "auto" else Path(cfg.resume)
             if path is not None:
                 self.load_state(path)
+        if path is None and cfg.init_weights:
+            self.load_weights(cfg.init_weights)
 
     @staticmethod
     def _pick_sample_paintings(paintings, groups, count: int = 4) -> list[torch.Tensor]:
@@ -155,7 +160,7 @@ class ArbitraryTrainer:
         return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(t, 1.0))))
 
     def loss_terms(self, step: int) -> torch.Tensor:
-        """The five unweighted terms of `step`'s batch, stacked (fp32, on the device)."""
+        """The unweighted terms (`TERMS`) of `step`'s batch, stacked (fp32, on the device)."""
         photos, paintings = self.data.batch(step)
         b = len(photos)
         with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None):
@@ -180,6 +185,10 @@ class ArbitraryTrainer:
                       L.identity_feature_loss(part(fo, 1), fc) + L.identity_feature_loss(part(fo, 2), fs)]
         else:
             terms += [zero, zero]
+        with torch.autocast(self.device.type, enabled=False):
+            stylized = out[:b].float()
+            terms += [L.colour_loss(stylized, paintings) if self.cfg.colour_weight else zero,
+                      L.grid_loss(stylized) if self.cfg.grid_weight else zero]
         return torch.stack([t if torch.is_tensor(t) else zero + t for t in terms])
 
     def step(self) -> torch.Tensor:
@@ -237,6 +246,17 @@ class ArbitraryTrainer:
         for stale in sorted(run.glob("step_*.pt"))[:-max(1, self.cfg.keep_checkpoints)]:
             stale.unlink(missing_ok=True)
         return path
+
+    def load_weights(self, path: str | Path) -> None:
+        """Trainable weights from a weights file (`load_arbitrary`; int8 files are dequantised):
+        a fine-tune from shipped weights starts at step 0 with Adam afresh."""
+        from ..models.arbitrary import load_arbitrary
+        source, _ = load_arbitrary(path, self.cfg.vgg_weights)
+        if source.config != self.model.config:
+            raise ValueError(f"{path}: model settings {source.config} differ from this run's {self.model.config}")
+        self.model.load_state_dict(source.trainable_state_dict(), strict=False)
+        if self.world.main:
+            log.info("starting from the weights of %s", path)
 
     def latest_checkpoint(self) -> Path | None:
         found = sorted(self.cfg.run_path.glob("step_*.pt"))

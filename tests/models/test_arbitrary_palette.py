@@ -1,0 +1,74 @@
+"""Colour distributions of the arbitrary model (`models/arbitrary/palette.py`): the transport moves an
+image's colours onto a painting's while keeping their order, the sliced Wasserstein distance
+against a NumPy reference, and the engine's `palette` and `degrid` options on tiny weights."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from styleforge.models.arbitrary.palette import encode_palette, sliced_wasserstein, transport
+
+
+def blobs(seed: int, h: int = 48, w: int = 40, tint=(1.0, 1.0, 1.0)) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    x = F.interpolate(torch.rand(1, 3, h // 6, w // 6, generator=g), size=(h, w), mode="bicubic")
+    return (x * 255 * torch.tensor(tint).view(1, 3, 1, 1)).clamp(0, 255)
+
+
+def test_transport_reaches_the_painting_palette_and_keeps_order():
+    photo, painting = blobs(0), blobs(1, 64, 56, tint=(1.0, 0.45, 0.2))
+    code = encode_palette(painting)
+    out = transport(photo, code)
+    before, after = float(sliced_wasserstein(photo, painting)[0]), float(sliced_wasserstein(out, painting)[0])
+    assert before > 30 and after < 0.15 * before, (before, after)
+    # A colour map, not a shuffle: onto its own palette an image stays put, and onto another the
+    # brightness order of its pixels mostly survives (rank correlation).
+    assert (transport(photo, encode_palette(photo)) - photo).abs().mean() < 1.5
+    lum = lambda x: (x * torch.tensor([0.299, 0.587, 0.114]).view(1, 3, 1, 1)).sum(1).flatten()  # noqa: E731
+    ranks = lambda v: v.argsort().argsort().double()  # noqa: E731
+    rho = torch.corrcoef(torch.stack([ranks(lum(photo)), ranks(lum(out))]))[0, 1]
+    assert rho > 0.75
+    torch.testing.assert_close(transport(photo, code, strength=0.0), photo)
+
+
+def test_sliced_wasserstein_matches_numpy_and_is_differentiable():
+    a, b = blobs(2), blobs(3, 32, 64)
+    got = sliced_wasserstein(a, b, directions=8, quantiles=50, seed=4)
+    g = torch.Generator().manual_seed(4)
+    dirs = torch.randn(3, 8, generator=g)
+    dirs = (dirs / dirs.norm(dim=0, keepdim=True)).double().numpy()
+    pa = a[0].flatten(1).T.double().numpy() @ dirs
+    pb = b[0].flatten(1).T.double().numpy() @ dirs
+    levels = (np.arange(50) + 0.5) / 50
+    qa = np.quantile(pa, levels, axis=0, method="hazen")   # the centred quantiles, interpolated
+    qb = np.quantile(pb, levels, axis=0, method="hazen")
+    assert float(got[0]) == pytest.approx(float(np.abs(qa - qb).mean()), rel=1e-4)
+    assert float(sliced_wasserstein(a, a)[0]) == 0.0
+    x = a.clone().requires_grad_(True)
+    sliced_wasserstein(x, b).sum().backward()
+    assert x.grad.abs().sum() > 0
+
+
+@pytest.mark.slow
+def test_engine_palette_and_degrid_options(tmp_path):
+    from PIL import Image
+
+    from styleforge.engine.arbitrary import ArbitraryStylizer
+    from styleforge.engine.options import StylizeOptions
+    from styleforge.models.arbitrary import save_arbitrary
+    from test_arbitrary_model import tiny_model
+    weights = save_arbitrary(tmp_path / "tiny.safetensors", tiny_model(), dtype=torch.float32)
+    painting = blobs(5, 96, 80, tint=(0.2, 0.5, 1.0))
+    image = Image.fromarray(painting[0].permute(1, 2, 0).round().byte().numpy())
+    photo = blobs(6, 64, 64)
+
+    def run(**kw):
+        engine = ArbitraryStylizer(StylizeOptions(arbitrary_weights=str(weights), device="cpu", **kw))
+        return engine.stylize(photo, [(image, 1.0)])
+
+    plain, moved = run(palette="none", degrid=False), run(palette="all", degrid=False)
+    assert float(sliced_wasserstein(moved, painting)[0]) < 0.5 * float(sliced_wasserstein(plain, painting)[0])
+    cleaned = run(palette="none", degrid=True)
+    assert not torch.equal(cleaned, plain) and (cleaned - plain).abs().mean() < 0.1 * plain.std()
