@@ -66,6 +66,12 @@ class Switches:
     commit: str = field(default="", metadata={
         "env": "STYLEFORGE_COMMIT", "values": "a commit id (default: asked of git)",
         "doc": "the commit recorded with benchmark rows where the tree is not a git checkout"})
+    onednn_max_cpu_isa: str = field(default="", metadata={
+        "env": "ONEDNN_MAX_CPU_ISA", "values": "unset, or an ISA name such as `AVX2` (oneDNN's own; its "
+                                               "older name `DNNL_MAX_CPU_ISA` is read when this is unset)",
+        "doc": "oneDNN, PyTorch's CPU convolutions, dispatches to no ISA above this one; read here so that "
+               "precision `auto` on a CPU is bf16 only where oneDNN may use native bf16 (`AVX512_CORE_BF16` "
+               "or above), fp32 below it"})
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Switches:
@@ -79,6 +85,9 @@ class Switches:
             xdg_cache_home=_path(env, "XDG_CACHE_HOME"),
             styles_dir=_path(env, "STYLEFORGE_STYLES_DIR"),
             commit=env.get("STYLEFORGE_COMMIT", "").strip(),
+            # oneDNN reads the ONEDNN_ name first and falls back to the DNNL_ one
+            onednn_max_cpu_isa=(env.get("ONEDNN_MAX_CPU_ISA", "").strip()
+                                or env.get("DNNL_MAX_CPU_ISA", "").strip()).upper(),
         )
 
 

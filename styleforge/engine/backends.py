@@ -5,7 +5,8 @@
 - fused:     our CUDA kernels + cuDNN convolutions + CUDA graphs (`engine.runner`).
 `auto` picks fused on CUDA when the kernels are available, reference otherwise.
 Precision `auto` is fp16 on CUDA, and on a CPU bf16 where the CPU multiplies bf16 natively
-(AVX512-BF16 or AMX-BF16: docs/reliability.md has the speeds and PSNR measured), fp32 elsewhere.
+(AVX512-BF16 or AMX-BF16: docs/reliability.md has the speeds and PSNR measured) and oneDNN is
+not capped below that ISA (`ONEDNN_MAX_CPU_ISA`), fp32 elsewhere.
 fp16 asked for on a CPU runs (emulated, several times slower) with a warning.
 A runner maps a float tensor in 0–255, (N, 3, H, W) with H, W multiples of 4, on the runner's
 device, to the raw network output in float32 (not clamped).
@@ -18,6 +19,7 @@ from typing import Callable
 import torch
 
 from ..models.transformer_net import TransformerNet
+from ..switches import switches
 
 Runner = Callable[[torch.Tensor], torch.Tensor]
 
@@ -32,6 +34,20 @@ def resolve_device(name: str) -> torch.device:
 
 class SlowPrecisionWarning(UserWarning):
     """A precision the device can only emulate: it works, much slower than the default."""
+
+
+# oneDNN's ISA names (ONEDNN_MAX_CPU_ISA) at which it still runs bf16 convolutions natively: from
+# AVX512_CORE_BF16 up. The names below it (SSE41 … AVX2_VNNI_2, AVX512_CORE, AVX512_CORE_VNNI)
+# leave bf16 emulated. A name not listed here counts as a cap below bf16: fp32 is never the slow choice.
+ONEDNN_BF16_ISAS = frozenset({
+    "", "ALL", "DEFAULT", "AVX512_CORE_BF16", "AVX512_CORE_FP16", "AVX10_1_512", "AVX512_CORE_AMX",
+    "AVX10_1_512_AMX", "AVX512_CORE_AMX_FP16", "AVX10_1_512_AMX_FP16", "AVX10_2_512", "AVX10_2_512_AMX_2",
+})
+
+
+def onednn_allows_bf16(max_cpu_isa: str) -> bool:
+    """Whether oneDNN, capped at `max_cpu_isa` ('' when uncapped), may run native bf16 kernels."""
+    return max_cpu_isa.strip().upper() in ONEDNN_BF16_ISAS
 
 
 def cpu_has_native_bf16() -> bool:
@@ -53,8 +69,10 @@ def resolve_dtype(precision: str, device: torch.device) -> torch.dtype:
             # On an H200 the fused fp16 path ran 1.3–1.6× faster than bf16 and landed at 66 dB
             # from fp32 against bf16's 47 dB. The pipeline reruns in fp32 if fp16 ever overflows.
             return torch.float16
-        # bf16 stays ≥ 45 dB from fp32 on every shipped style (docs/reliability.md).
-        return torch.bfloat16 if cpu_has_native_bf16() else torch.float32
+        # bf16 stays ≥ 45 dB from fp32 on every shipped style (docs/reliability.md). The CPU's flags
+        # are not enough: oneDNN, capped by ONEDNN_MAX_CPU_ISA, would emulate bf16 below its cap.
+        native = onednn_allows_bf16(switches().onednn_max_cpu_isa) and cpu_has_native_bf16()
+        return torch.bfloat16 if native else torch.float32
     if precision == "fp16" and device.type == "cpu":
         warnings.warn("fp16 on the CPU is emulated and several times slower than fp32; "
                       "use --precision auto (the fastest precision this CPU runs well)",
