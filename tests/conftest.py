@@ -84,6 +84,32 @@ def assert_matches_reference(out: torch.Tensor, ref64: torch.Tensor,
     return err
 
 
+def _proc_status_kib(key: str) -> int:
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    raise KeyError(key)
+
+
+def peak_rss_growth_mb(fn):
+    """(fn(), how far this call's peak resident memory rose above the RSS it started from, in MB).
+
+    Per call, unlike `ru_maxrss` (the process's lifetime peak, which an earlier test may have set
+    higher than anything this call does): Linux ≥ 4.0 resets the peak (VmHWM) to the current RSS
+    when "5" is written to /proc/self/clear_refs. Skips where that is not possible."""
+    import gc
+    try:
+        gc.collect()
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+        start = _proc_status_kib("VmRSS")
+    except (OSError, KeyError) as exc:
+        pytest.skip(f"per-call peak memory needs Linux's /proc/self/clear_refs ({exc})")
+    result = fn()
+    return result, (_proc_status_kib("VmHWM") - start) / 1024
+
+
 def psnr(a: torch.Tensor, b: torch.Tensor, peak: float = 255.0) -> float:
     mse = float(((a.double() - b.double()) ** 2).mean())
     return float("inf") if mse == 0 else 10 * torch.log10(torch.tensor(peak * peak / mse)).item()

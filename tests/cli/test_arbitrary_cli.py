@@ -40,16 +40,26 @@ def fresh_cache():
 
 
 def test_arbitrary_cli_stylize_mix_and_odd_paintings(tmp_path, weights):
+    """RGBA and tiny grey paintings mixed: the input's size and mode, and the paintings are used:
+    another painting, all else equal, gives a visibly different image."""
     photo = picture(tmp_path / "photo.png", (45, 33))
     rgba = picture(tmp_path / "a.png", (70, 50), "RGBA", 1)
     grey_tiny = picture(tmp_path / "b.png", (9, 5), "L", 2)
-    out = tmp_path / "out.png"
-    code = main(["stylize", str(photo), "--style-image", f"{rgba}:0.7", "--style-image", str(grey_tiny),
-                 "--alpha", "0.8", "--preserve-color", "--arbitrary-weights", str(weights),
-                 "--device", "cpu", "-o", str(out)])
-    assert code == 0
-    with Image.open(out) as im:
-        assert im.size == (45, 33) and im.mode == "RGB"
+    bands = np.zeros((48, 64, 3), np.uint8)
+    bands[(np.arange(48) // 6) % 2 == 0] = (250, 40, 20)               # red bands on black
+    stripes = tmp_path / "stripes.png"
+    Image.fromarray(bands).save(stripes)
+    results = {}
+    for name, paintings in (("mix", [f"{rgba}:0.7", str(grey_tiny)]), ("stripes", [str(stripes)])):
+        out = tmp_path / f"out_{name}.png"
+        args = [arg for painting in paintings for arg in ("--style-image", painting)]
+        code = main(["stylize", str(photo), *args, "--alpha", "0.8", "--preserve-color",
+                     "--arbitrary-weights", str(weights), "--device", "cpu", "--precision", "fp32", "-o", str(out)])
+        assert code == 0
+        with Image.open(out) as im:
+            assert im.size == (45, 33) and im.mode == "RGB"
+            results[name] = np.asarray(im, np.int16)
+    assert np.abs(results["mix"] - results["stripes"]).mean() > 1, "the painting made no difference"
 
 
 def test_arbitrary_cli_default_name_and_errors(tmp_path, weights, monkeypatch, capsys):
