@@ -48,13 +48,15 @@ def size_mb(folder: Path) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--shared", type=Path, help="the shared data folder (default: ../shared/data, searched upwards)")
+    parser.add_argument("--shared", type=Path,
+                        help="the shared data folder (default: ../shared/data, searched upwards)")
     parser.add_argument("--out", type=Path, default=ROOT / ".data" / "arbitrary")
     parser.add_argument("--photos", type=int, default=800, help="training photos")
     parser.add_argument("--group-cap", type=int, default=48, help="most paintings per styles_extra group")
     parser.add_argument("--no-vgg", dest="vgg", action="store_false")
     args = parser.parse_args()
-    shared = args.shared or next((p / "shared" / "data" for p in ROOT.parents if (p / "shared" / "data").is_dir()), None)
+    shared = args.shared or next((p / "shared" / "data" for p in ROOT.parents if (p / "shared" / "data").is_dir()),
+                                 None)
     if shared is None or not shared.is_dir():
         parser.error("shared data folder not found; pass --shared")
     out = args.out

@@ -131,7 +131,8 @@ def configure_library(settings: Mapping[str, str]) -> None:
 def switches_table() -> str:
     """docs/switches.md: every switch, its values and what it does (generated; do not edit by hand)."""
     lines = ["# Environment switches", "",
-             "Generated from `styleforge/switches.py` by `switches_table()`; `tests/test_switches.py` says when it is stale.",
+             "Generated from `styleforge/switches.py` by `switches_table()`; `tests/test_switches.py` says "
+             "when it is stale.",
              "Options that users choose per call are `StylizeOptions` fields and CLI flags, not switches.", "",
              "| variable | values | effect |", "|---|---|---|"]
     lines += [f"| `{f.metadata['env']}` | {f.metadata['values']} | {f.metadata['doc']} |" for f in fields(Switches)]

@@ -1,10 +1,10 @@
 """Benchmarks are data: one `Row` per measurement, appended to CSV files under an output folder.
 
-Files: `e2e.csv` (end-to-end stylization), `pipeline.csv` (the media pipeline), `ops.csv` (per-op cases and the machine's measured
-ceilings, kind "ceiling"), `training.csv`. Every row carries its environment (`env.py`) and the
-`run_id` of the invocation that wrote it, so plots can draw one run and never mix machines.
-Free-form extras go in `notes` as JSON. Appending never rewrites old rows, except that a file
-written with an older column set is widened (old rows get empty new columns).
+Files: `e2e.csv` (end-to-end stylization), `pipeline.csv` (the media pipeline), `ops.csv` (per-op
+cases and the machine's measured ceilings, kind "ceiling"), `training.csv`. Every row carries its
+environment (`env.py`) and the `run_id` of the invocation that wrote it, so plots can draw one run
+and never mix machines. Free-form extras go in `notes` as JSON. Appending never rewrites old rows,
+except that a file written with an older column set is widened (old rows get empty new columns).
 This module does no measuring and no drawing.
 """
 from __future__ import annotations

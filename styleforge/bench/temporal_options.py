@@ -44,7 +44,8 @@ def add_arguments(p: argparse.ArgumentParser, prefix: str = "") -> None:
     d = TemporalBenchConfig()
     p.add_argument("--stability-checkpoint", metavar="PATH", help="a style trained with --stability-weight")
     p.add_argument("--painting", metavar="PATH", help="the style's painting (for the style ratio)")
-    p.add_argument("--video", dest="videos", action="append", default=[], metavar="FILE", help="a real clip (repeatable)")
+    p.add_argument("--video", dest="videos", action="append", default=[], metavar="FILE",
+                   help="a real clip (repeatable)")
     p.add_argument("--video-start", type=int, default=d.video_start, metavar="N", help="skip N frames of each clip")
     p.add_argument("--photo", dest="photos", action="append", default=[], metavar="FILE",
                    help="a still for the camera clips (repeatable; default: the shipped assets)")
@@ -60,6 +61,7 @@ def add_arguments(p: argparse.ArgumentParser, prefix: str = "") -> None:
 def config_from_args(args: argparse.Namespace) -> TemporalBenchConfig:
     return TemporalBenchConfig(
         style=args.style or "candy", stability_checkpoint=args.stability_checkpoint, painting=args.painting,
-        vgg_weights=args.vgg_weights, videos=tuple(args.videos), video_start=args.video_start, photos=tuple(args.photos),
+        vgg_weights=args.vgg_weights, videos=tuple(args.videos), video_start=args.video_start,
+        photos=tuple(args.photos),
         motions=tuple(m for m in args.motions.split(",") if m), size=args.temporal_size, frames=args.frames,
         strength=args.strength, detail_sigma=args.detail_sigma, device=args.device, output=args.output)

@@ -79,8 +79,9 @@ def commit() -> str:
 def run(args: argparse.Namespace) -> list[dict]:
     base = dict(style=args.style, device=args.device, precision=args.precision, stroke_scale=1.0)
     budget = parse_bytes(args.max_gpu_memory) if args.device == "cuda" else None
-    env = {"gpu": torch.cuda.get_device_name() if args.device == "cuda" else "cpu", "torch": torch.__version__, "commit": commit(),
-           "host": platform.node(), "precision": args.precision, "budget_gib": budget and budget / 2**30}
+    env = {"gpu": torch.cuda.get_device_name() if args.device == "cuda" else "cpu", "torch": torch.__version__,
+           "commit": commit(), "host": platform.node(), "precision": args.precision,
+           "budget_gib": budget and budget / 2**30}
     rows = []
     for size in args.sizes.split(","):
         width, height = (int(v) for v in size.lower().split("x"))

@@ -126,8 +126,8 @@ def announce_output(config, console) -> None:
 
 
 def run_temporal(args: argparse.Namespace) -> int:
-    from ..bench.temporal_options import config_from_args as temporal_config
     from ..bench.temporal import markdown, run_temporal_bench
+    from ..bench.temporal_options import config_from_args as temporal_config
     from ..models.checkpoint import CheckpointError
     console = make_console()
     try:

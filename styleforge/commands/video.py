@@ -26,7 +26,8 @@ def register(subparsers) -> None:
     p.add_argument("--video-codec", dest="video_codec", choices=tuple(VIDEO_CODECS), default="h264")
     p.add_argument("--crf", type=_checked(_number_in(0, 63, int), "integer in 0..63"), default=None,
                    help="encoder quality (lower is better; default: the encoder's)")
-    p.add_argument("--preset", default=None, help="encoder speed preset, e.g. veryfast, medium (default: superfast for h264/h265)")
+    p.add_argument("--preset", default=None,
+                   help="encoder speed preset, e.g. veryfast, medium (default: superfast for h264/h265)")
     p.add_argument("--decoder", choices=VIDEO_DECODERS, default="cpu",
                    help="video decoder: FFmpeg's on the CPU, or NVIDIA's NVDEC (cuda)")
     p.add_argument("--start", type=_checked(_number_in(0, 1e9), "seconds ≥ 0"), default=0.0,

@@ -1,15 +1,15 @@
 """The arbitrary-style engine: paintings → cached style codes → any photo, on one device.
 
 `ArbitraryStylizer` owns one loaded `ArbitraryStyleNet` on one device/precision/backend and an
-in-memory LRU of style codes keyed by the painting's bytes (SHA-256 of the file, or of a PIL
-image's pixels) and the style size, so a painting is encoded once however many frames use it.
-Paintings get the same care as photos (`io.image.load_image`: broken, huge, grey, 16-bit);
-transparent ones are composited on white; each is resized so its longer side is `style_size`
-and its shorter side at least `MIN_STYLE_SIDE` (upscaled: the statistics of a tiny painting
-survive an upscale better than padding). `PaintingStylizer` binds a list of weighted paintings
-and has the `Stylizer` call contract: float (N, 3, H, W) in 0–255 in, float32 CPU out.
-Backends: reference (plain PyTorch, the ops' twins), fused (`arbitrary_fused.py` on the glue,
-attention and FFN kernels, CUDA graphs per input shape), compile (torch.compile of the model). Not the model (`models/`).
+in-memory LRU of style codes keyed by the painting's bytes (SHA-256 of the file, or of a PIL image's
+pixels) and the style size, so a painting is encoded once however many frames use it. Paintings get
+the same care as photos (`io.image.load_image`: broken, huge, grey, 16-bit); transparent ones are
+composited on white; each is resized so its longer side is `style_size` and its shorter side at
+least `MIN_STYLE_SIDE` (upscaled: the statistics of a tiny painting survive an upscale better than
+padding). `PaintingStylizer` binds a list of weighted paintings and has the `Stylizer` call
+contract: float (N, 3, H, W) in 0–255 in, float32 CPU out. Backends: reference (plain PyTorch, the
+ops' twins), fused (`arbitrary_fused.py` on the glue, attention and FFN kernels, CUDA graphs per
+input shape), compile (torch.compile of the model). Not the model (`models/`).
 """
 from __future__ import annotations
 
@@ -27,10 +27,10 @@ from PIL import Image
 from ..io.image import ImageError, load_image
 from ..models.arbitrary import ArbitraryStyleNet, StyleCode, load_arbitrary
 from .arbitrary_fused import FusedArbitraryNet
-from .stroke import downscale, internal_size, upscale_styled
 from .backends import resolve_device, resolve_dtype
 from .blending import apply_strength, preserve_color
 from .options import StylizeOptions, check_fraction
+from .stroke import downscale, internal_size, upscale_styled
 
 Painting = Union[str, os.PathLike, Image.Image]
 MIN_STYLE_SIDE = 64

@@ -20,7 +20,14 @@ from ..models.checkpoint import Checkpoint, build_model, load_checkpoint
 from ..models.registry import default_style, load_style
 from .backends import make_runner, resolve_backend, resolve_device, resolve_dtype
 from .blending import apply_strength, blend_state_dicts, preserve_color
-from .memory import IO_BYTES_PER_PIXEL, Execution, choose_execution, default_gpu_budget, default_ram_budget, scratch_free
+from .memory import (
+    IO_BYTES_PER_PIXEL,
+    Execution,
+    choose_execution,
+    default_gpu_budget,
+    default_ram_budget,
+    scratch_free,
+)
 from .options import StylizeOptions
 from .stroke import downscale, internal_size, upscale_styled
 

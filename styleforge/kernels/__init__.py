@@ -43,8 +43,8 @@ from .dispatch import MODES, cuda_kernels_available, current_mode, ensure_cuda_k
 from .ffn import ffn
 from .instance_norm import instance_norm
 
-__all__ = ["MODES", "adaattn_stats", "attention", "chain_state", "conv3x3_norm", "conv3x3_norm_supported", "conv3x3_residual_chain",
-           "conv9x9", "conv9x9_from_sums", "conv9x9_norm", "conv9x9_supported", "cuda_kernels_available",
-           "current_mode", "detail_upscale", "ensure_cuda_kernels", "feature_pad", "ffn", "instance_norm",
-           "norm_affine", "norm_scale_shift", "norm_state",
+__all__ = ["MODES", "adaattn_stats", "attention", "chain_state", "conv3x3_norm", "conv3x3_norm_supported",
+           "conv3x3_residual_chain", "conv9x9", "conv9x9_from_sums", "conv9x9_norm", "conv9x9_supported",
+           "cuda_kernels_available", "current_mode", "detail_upscale", "ensure_cuda_kernels", "feature_pad", "ffn",
+           "instance_norm", "norm_affine", "norm_scale_shift", "norm_state",
            "pack_conv1_weight", "pack_head_weight", "pack_weight", "use", "using"]

@@ -19,6 +19,7 @@ import torch
 from PIL import Image
 
 from .options import CODECS  # noqa: E402,F401  (re-exported)
+
 _JPEG_MAGIC = b"\xff\xd8\xff"
 _EXIF_ORIENTATION = 0x0112
 

@@ -80,7 +80,8 @@ def stylize_images(jobs: Iterable[ImageJob], stylizer, options: StylizeOptions,
             return
         name = "stdin" if str(job.source) == STDIO else job.source
         check = getattr(stylizer, "check_size", None)   # the memory budget refuses from the header
-        loaded = load_image(name, options.max_pixels, options.max_side, check=check, data=data).resized(options.max_side)
+        loaded = load_image(name, options.max_pixels, options.max_side, check=check,
+                            data=data).resized(options.max_side)
         pixels = np.asarray(loaded.rgb)
         item.pixels = engine.stage(pixels) if engine is not None else pixels
         item.meta = _Meta(loaded, gpu and loaded.alpha is None and loaded.icc_profile is None

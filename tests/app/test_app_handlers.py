@@ -12,7 +12,6 @@ import pytest
 import torch
 from PIL import Image
 
-import styleforge
 from styleforge.app.files import AppFiles, UploadError, safe_stem
 from styleforge.app.options import ServeOptions, engine_concurrency
 from styleforge.cli import main

@@ -99,8 +99,8 @@ def test_a_painting_is_a_style_the_keys_reach(styles_env, clip, tmp_path):
     seen = []
     args = ["webcam", "--source", clip, "--style", "alpha", "--style-image", str(painting), "--no-window",
             "--every-frame", "--max-frames", "3", "--device", "cpu"]
-    from styleforge.commands.webcam import options_from_args
     from styleforge.cli import build_parser
+    from styleforge.commands.webcam import options_from_args
     options = options_from_args(build_parser().parse_args(args))
     assert options.styles == ("alpha", str(painting))
     stats = run_camera(options, on_frame=lambda rgb, style: seen.append((rgb, style)),
