@@ -1,7 +1,9 @@
 """Shared test policy: the `gpu` and `slow` markers, the one tolerance rule, and tiny random-weight styles.
 
 Tiers: `python -m pytest` runs everything; `python -m pytest -m "not slow"` leaves out compilers,
-emulators and other tests over ~3 s (any test that builds a kernel emulator is slow by its fixture).
+emulators and other tests over ~2.5 s (any test that builds a kernel emulator is slow by its fixture).
+The default tier stays fast by rule (`slow_limit.py`): a test not marked `slow` whose call costs more
+than `--slow-limit` seconds (default 5) fails with a message saying to mark it.
 
 Tolerance policy (STYLE.md): compare with a float64 reference by relative L2 error
 ‖out − ref‖ / ‖ref‖. fp32 kernels must land under `FP32_REL_TOL`; low-precision kernels
@@ -13,13 +15,14 @@ from __future__ import annotations
 import pytest
 import torch
 
+# slow_limit: the default tier's time rule; pytester: tests/test_slow_limit.py runs it in a session of its own
+pytest_plugins = ("slow_limit", "pytester")
+
 FP32_REL_TOL = 1e-5
 LOW_PRECISION_FLOOR = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 
 
 SLOW_FIXTURES = {"emulator"}   # builds a kernel emulator with g++ and sanitizers
-
-
 def pytest_collection_modifyitems(config, items):
     skip = None if torch.cuda.is_available() else pytest.mark.skip(reason="needs a CUDA device")
     for item in items:
