@@ -59,3 +59,6 @@ def pytest_terminal_summary(terminalreporter, config):
         terminalreporter.write_sep("-", f"default-tier tests over half the {limit:g} s limit")
         for cost, nodeid in near:
             terminalreporter.write_line(f"{cost:6.1f} s  {nodeid}")
+    if costs:
+        terminalreporter.write_line(f"default tier: {len(costs)} passed tests cost {sum(c for c, _ in costs):.0f} s "
+                                    "in their calls (the smaller of wall and CPU time, each)")

@@ -51,6 +51,7 @@ def test_rows_table_and_file(styles_env, inputs):
     assert len(lines) == len(rows) and "env" in json.loads(lines[0])
 
 
+@pytest.mark.slow
 def test_cli_temporal_without_style_ratio(styles_env, inputs, capsys):
     code = main(["bench", "--temporal", "--style", "alpha", "--photo", str(inputs / "photo.png"),
                  "--temporal-motions", "zoom", "--temporal-size", "32", "--temporal-frames", "3",

@@ -80,6 +80,7 @@ def test_arbitrary_cli_default_name_and_errors(tmp_path, weights, monkeypatch, c
     assert "--arbitrary-weights FILE" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_arbitrary_api_painting_kinds(tmp_path, weights):
     photo = Image.open(picture(tmp_path / "p.png", (36, 28)))
     painting_path = picture(tmp_path / "s.jpg", (64, 48), seed=5)
@@ -104,6 +105,7 @@ def test_arbitrary_engine_caches_style_codes(tmp_path, weights):
     assert engine.style_code(copy) is first      # keyed by the bytes, not the name
 
 
+@pytest.mark.slow
 def test_arbitrary_bind_overrides_match_an_engine_built_with_them(tmp_path, weights):
     painting = picture(tmp_path / "s.png", (50, 50))
     content = torch.rand(1, 3, 30, 40) * 255
@@ -132,6 +134,7 @@ def test_a_bound_painting_is_read_and_hashed_once_not_per_frame(tmp_path, weight
     torch.testing.assert_close(frames[0], engine.stylize(content, [(painting, 1.0)]))
 
 
+@pytest.mark.slow
 def test_arbitrary_stroke_scale_runs_the_model_at_the_internal_size(tmp_path, weights):
     painting = picture(tmp_path / "s.png", (50, 50))
     content = torch.rand(1, 3, 60, 1100) * 255

@@ -88,6 +88,7 @@ def test_json_records_in_order_with_errors_and_skips(styles_env, tmp_path, monke
     assert "10 done, 1 skipped, 1 failed" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_pipeline_outputs_equal_the_one_image_api(styles_env, tmp_path):
     import styleforge
     folder = tmp_path / "in"

@@ -238,6 +238,7 @@ def test_unsupported_config_and_keep_with_upsample_are_refused():
         ref.conv3x3_norm(x, ref.pack_weight(w), s, t, None, False, 1, True, nw, nb, 1e-5, True, 2)
 
 
+@pytest.mark.slow
 def test_opcheck_on_cpu():
     x, w, s, t, res, nw, nb = make_inputs(1, 5, 6, residual=True)
     torch.library.opcheck(torch.ops.styleforge.conv3x3_norm.default,

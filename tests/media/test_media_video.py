@@ -66,6 +66,7 @@ def clip(tmp_path):
     return make_video(tmp_path / "clip.mp4")
 
 
+@pytest.mark.slow
 def test_frames_stylized_audio_bit_identical_metadata_kept(styles_env, clip, tmp_path):
     import styleforge
     seen = []
@@ -144,7 +145,7 @@ def test_long_video_keeps_memory_bounded(tmp_path):
     from styleforge.media.pipeline import Stats
     from styleforge.media.video import stylize_video
     frames, width, height = 2 * 600, 128, 96
-    long_clip = make_video(tmp_path / "long.mp4", width, height, frames=frames, fps=2)   # 10 minutes at 2 fps
+    long_clip = make_video(tmp_path / "long.mp4", width, height, frames=frames, fps=2, pan=True)   # 10 min, 2 fps
     stats = Stats()
     result, grown_mb = peak_rss_growth_mb(lambda: stylize_video(
         long_clip, tmp_path / "o.mp4", lambda x: 255 - x, StylizeOptions(),
