@@ -42,6 +42,7 @@ def score(args) -> None:
     import numpy as np
     import torch
     from PIL import Image
+
     from styleforge.models.vgg import load_vgg16
     from styleforge.training.arbitrary_eval import load_scaled, metrics
     vgg = load_vgg16(args.metric_vgg, "cpu")

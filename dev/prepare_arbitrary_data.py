@@ -70,7 +70,8 @@ def strided(members: list[Path], cap: int) -> list[Path]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--shared", type=Path, help="the shared data folder (default: ../shared/data, searched upwards)")
+    parser.add_argument("--shared", type=Path,
+                        help="the shared data folder (default: ../shared/data, searched upwards)")
     parser.add_argument("--out", type=Path, default=ROOT / ".data" / "arbitrary")
     parser.add_argument("--photos", type=int, default=600, help="training photos")
     parser.add_argument("--source-cap", type=int, default=60, help="most paintings per source")
@@ -80,7 +81,8 @@ def main() -> None:
                         help="another folder of art, as source NAME (repeatable)")
     parser.add_argument("--no-vgg", dest="vgg", action="store_false")
     args = parser.parse_args()
-    shared = args.shared or next((p / "shared" / "data" for p in ROOT.parents if (p / "shared" / "data").is_dir()), None)
+    shared = args.shared or next((p / "shared" / "data" for p in ROOT.parents if (p / "shared" / "data").is_dir()),
+                                 None)
     if shared is None or not shared.is_dir():
         parser.error("shared data folder not found; pass --shared")
     out = args.out

@@ -2,7 +2,9 @@
     compute-sanitizer --tool memcheck python dev/sanitize_arbitrary_glue.py
 """
 import torch
+
 from styleforge import kernels
+
 torch.manual_seed(0)
 cl = torch.channels_last
 x = torch.randn(1, 64, 12, 20, device="cuda", dtype=torch.bfloat16).contiguous(memory_format=cl)

@@ -15,9 +15,9 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
-import shutil
 import tarfile
 from pathlib import Path
 
@@ -54,7 +54,8 @@ def train(name: str, flags: list[str], gpu: int, seconds: float) -> subprocess.P
 
 
 def evaluate(name: str, gpu: int, tag: str, device: str) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "styleforge", "eval-arbitrary", "--weights", str(RUNS / name / "arbitrary.safetensors"),
+    cmd = [sys.executable, "-m", "styleforge", "eval-arbitrary",
+           "--weights", str(RUNS / name / "arbitrary.safetensors"),
            "--photos", str(DATA / "eval/photos"), "--paintings", str(DATA / "eval/paintings_held_out"),
            "--metric-vgg", str(VGG), "--device", device, "--precision", "bf16",
            "--save-dir", str(RUNS / name / f"eval_{tag}")]
@@ -122,6 +123,7 @@ def phase2(out: Path, seconds: float, start: Path, device: str) -> None:
 def pack(name: str, out: Path, tag: str) -> None:
     """Slim weights, the checkpoint in pieces, and sample sheets + eval images in one tarball."""
     import torch
+
     from styleforge.models.arbitrary import load_arbitrary, save_arbitrary
     from styleforge.models.arbitrary.weights import read_metadata
     run = RUNS / name

@@ -2,12 +2,14 @@
 
 `stylize` returns the kind of image it was given:
 
-| input                              | output                                                    |
-|------------------------------------|-----------------------------------------------------------|
-| path (str / os.PathLike)           | PIL image (RGB, or RGBA when the file has alpha); nothing is written |
+| input                              | output                                                                   |
+|------------------------------------|--------------------------------------------------------------------------|
+| path (str / os.PathLike)           | PIL image (RGB, or RGBA when the file has alpha); nothing is written     |
 | PIL image, any mode                | PIL image: RGBA/LA/PA/transparent palette → RGBA, every other mode → RGB |
-| numpy (H, W) or (H, W, C), C∈1,3,4 | numpy (H, W, 3), or (H, W, 4) with the alpha kept; uint8 → uint8 0–255, float → same float dtype in [0, 1] |
-| torch (C, H, W) or (N, C, H, W)    | same layout with C = 3 (or 4, alpha kept), same device; uint8 → uint8 0–255, float → same dtype in [0, 1] |
+| numpy (H, W) or (H, W, C), C∈1,3,4 | numpy (H, W, 3), or (H, W, 4) with the alpha kept                        |
+| torch (C, H, W) or (N, C, H, W)    | same layout with C = 3 (or 4, alpha kept), same device                   |
+
+Arrays and tensors keep their kind of value: uint8 → uint8 0–255, float → the same float dtype in [0, 1].
 
 Grey inputs come back as RGB because a style adds colour. An image with no pixels, float
 pixels that are NaN or inf, or a style whose output is not finite raise an error instead of

@@ -58,10 +58,6 @@ class Switches:
         "doc": "`--backend auto` on a CPU runs the built-in styles on OpenVINO INT8 where openvino and nncf "
                "are installed (`engine/openvino_runner.py`); `0` keeps it on PyTorch (an explicit "
                "`--backend openvino` or `--precision int8` still runs OpenVINO)"})
-    onednn_max_cpu_isa: str = field(default="", metadata={
-        "env": "ONEDNN_MAX_CPU_ISA", "values": "oneDNN's names, e.g. `AVX2_VNNI` (default: unset)",
-        "doc": "read by oneDNN itself (the ISA ceiling of PyTorch's CPU convolutions); StyleForge only "
-               "records it with `bench --cpu` rows, beside the ISA oneDNN reports"})
     cache_dir: Path | None = field(default=None, metadata={
         "env": "STYLEFORGE_CACHE_DIR", "values": "a folder (default: `$XDG_CACHE_HOME/styleforge` or "
                                                  "`~/.cache/styleforge`)",
@@ -76,6 +72,12 @@ class Switches:
     commit: str = field(default="", metadata={
         "env": "STYLEFORGE_COMMIT", "values": "a commit id (default: asked of git)",
         "doc": "the commit recorded with benchmark rows where the tree is not a git checkout"})
+    onednn_max_cpu_isa: str = field(default="", metadata={
+        "env": "ONEDNN_MAX_CPU_ISA", "values": "unset, or an ISA name such as `AVX2` (oneDNN's own; its "
+                                               "older name `DNNL_MAX_CPU_ISA` is read when this is unset)",
+        "doc": "oneDNN, PyTorch's CPU convolutions, dispatches to no ISA above this one; read here so that "
+               "precision `auto` on a CPU is bf16 only where oneDNN may use native bf16 (`AVX512_CORE_BF16` "
+               "or above), fp32 below it; `bench --cpu` rows record it beside the ISA oneDNN reports"})
 
     @property
     def cache_home(self) -> Path:
@@ -91,11 +93,13 @@ class Switches:
             graph_io=env.get("STYLEFORGE_GRAPH_IO", "1").strip().lower() not in _OFF,
             plan_cache=env.get("STYLEFORGE_PLAN_CACHE", "1").strip().lower() not in _OFF,
             openvino=env.get("STYLEFORGE_OPENVINO", "1").strip().lower() not in _OFF,
-            onednn_max_cpu_isa=env.get("ONEDNN_MAX_CPU_ISA", "").strip(),
             cache_dir=_path(env, "STYLEFORGE_CACHE_DIR"),
             xdg_cache_home=_path(env, "XDG_CACHE_HOME"),
             styles_dir=_path(env, "STYLEFORGE_STYLES_DIR"),
             commit=env.get("STYLEFORGE_COMMIT", "").strip(),
+            # oneDNN reads the ONEDNN_ name first and falls back to the DNNL_ one
+            onednn_max_cpu_isa=(env.get("ONEDNN_MAX_CPU_ISA", "").strip()
+                                or env.get("DNNL_MAX_CPU_ISA", "").strip()).upper(),
         )
 
 
@@ -139,7 +143,8 @@ def configure_library(settings: Mapping[str, str]) -> None:
 def switches_table() -> str:
     """docs/switches.md: every switch, its values and what it does (generated; do not edit by hand)."""
     lines = ["# Environment switches", "",
-             "Generated from `styleforge/switches.py` by `switches_table()`; `tests/test_switches.py` says when it is stale.",
+             "Generated from `styleforge/switches.py` by `switches_table()`; `tests/test_switches.py` says "
+             "when it is stale.",
              "Options that users choose per call are `StylizeOptions` fields and CLI flags, not switches.", "",
              "| variable | values | effect |", "|---|---|---|"]
     lines += [f"| `{f.metadata['env']}` | {f.metadata['values']} | {f.metadata['doc']} |" for f in fields(Switches)]

@@ -1,7 +1,9 @@
 """Shared test policy: the `gpu` and `slow` markers, the one tolerance rule, and tiny random-weight styles.
 
 Tiers: `python -m pytest` runs everything; `python -m pytest -m "not slow"` leaves out compilers,
-emulators and other tests over ~3 s (any test that builds a kernel emulator is slow by its fixture).
+emulators and other tests over ~2.5 s (any test that builds a kernel emulator is slow by its fixture).
+The default tier stays fast by rule (`slow_limit.py`): a test not marked `slow` whose call costs more
+than `--slow-limit` seconds (default 5) fails with a message saying to mark it.
 
 Tolerance policy (STYLE.md): compare with a float64 reference by relative L2 error
 ‖out − ref‖ / ‖ref‖. fp32 kernels must land under `FP32_REL_TOL`; low-precision kernels
@@ -15,6 +17,9 @@ import os
 import pytest
 import torch
 
+# slow_limit: the default tier's time rule; pytester: tests/test_slow_limit.py runs it in a session of its own
+pytest_plugins = ("slow_limit", "pytester")
+
 FP32_REL_TOL = 1e-5
 LOW_PRECISION_FLOOR = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 
@@ -25,8 +30,6 @@ LOW_PRECISION_FLOOR = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 os.environ.setdefault("STYLEFORGE_OPENVINO", "0")
 
 SLOW_FIXTURES = {"emulator"}   # builds a kernel emulator with g++ and sanitizers
-
-
 def pytest_collection_modifyitems(config, items):
     skip = None if torch.cuda.is_available() else pytest.mark.skip(reason="needs a CUDA device")
     for item in items:
@@ -89,6 +92,32 @@ def assert_matches_reference(out: torch.Tensor, ref64: torch.Tensor,
             limit = max(limit, 2 * rel_error(torch_same_dtype, ref64))
     assert err <= limit, f"relative error {err:.3g} > {limit:.3g} ({out.dtype})"
     return err
+
+
+def _proc_status_kib(key: str) -> int:
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    raise KeyError(key)
+
+
+def peak_rss_growth_mb(fn):
+    """(fn(), how far this call's peak resident memory rose above the RSS it started from, in MB).
+
+    Per call, unlike `ru_maxrss` (the process's lifetime peak, which an earlier test may have set
+    higher than anything this call does): Linux ≥ 4.0 resets the peak (VmHWM) to the current RSS
+    when "5" is written to /proc/self/clear_refs. Skips where that is not possible."""
+    import gc
+    try:
+        gc.collect()
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+        start = _proc_status_kib("VmRSS")
+    except (OSError, KeyError) as exc:
+        pytest.skip(f"per-call peak memory needs Linux's /proc/self/clear_refs ({exc})")
+    result = fn()
+    return result, (_proc_status_kib("VmHWM") - start) / 1024
 
 
 def psnr(a: torch.Tensor, b: torch.Tensor, peak: float = 255.0) -> float:

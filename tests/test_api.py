@@ -81,6 +81,7 @@ def test_bad_inputs(styles_env, bad, error):
         styleforge.stylize(bad, **OPTS)
 
 
+@pytest.mark.slow
 def test_stylizers_are_cached_per_options(styles_env, rgb):
     api.clear_cache()
     styleforge.stylize(rgb, **OPTS)

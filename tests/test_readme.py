@@ -1,4 +1,5 @@
-"""The README's Quick start has exactly two commands, and `.ci/run` runs the second one verbatim."""
+"""The README's Quick start has exactly two commands, and `.ci/run` runs the second one verbatim:
+the linter (pinned in the `test` extra) and then the tests."""
 import re
 from pathlib import Path
 
@@ -15,7 +16,9 @@ def test_two_single_line_commands():
     commands = quick_start_commands()
     assert len(commands) == 2 and all("\n" not in c for c in commands)
     assert "styleforge stylize styleforge/assets/chelsea.jpg" in commands[0]
-    assert commands[1].endswith("pytest -q")
+    assert commands[1].endswith("&& python -m ruff check . && python -m pytest -q")
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert re.search(r'^test = \[[^\]]*"ruff==[\d.]+"', pyproject, re.M), "ruff is pinned in the test extra"
 
 
 def test_ci_runs_the_readme_test_command():

@@ -26,6 +26,7 @@ if __name__ == "__main__" and len(sys.argv) == 1:
                               build_directory=build, verbose=False)
     for call in ("fail_text()", "fail_int(5)", "print(format_int(5))"):
         code = (f"import sys, torch; from torch.utils import cpp_extension; sys.path.insert(0, {build!r}); "
-                f"import probe_ext as m\ntry:\n    m.{call}\nexcept RuntimeError as e:\n    print('raised', str(e)[:60])")
+                f"import probe_ext as m\ntry:\n    m.{call}\n"
+                f"except RuntimeError as e:\n    print('raised', str(e)[:60])")
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
         print(call, "rc", proc.returncode, proc.stdout.strip()[:80], proc.stderr.strip()[-200:])

@@ -71,7 +71,8 @@ def register(subparsers) -> None:
                    help="auto = bf16 autocast on CUDA, fp32 on CPU")
     p.add_argument("--no-channels-last", dest="channels_last", action="store_false")
     p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
-                   help="torch.compile the loss computation (default: on CUDA; 608 vs 405 images/s on an H200, after ~1 min of compiling)")
+                   help="torch.compile the loss computation (default: on CUDA; 608 vs 405 images/s on an H200, "
+                        "after ~1 min of compiling)")
     p.add_argument("--deterministic", action="store_true", help="deterministic CUDA kernels (slower)")
     p.add_argument("--max-seconds", type=float, metavar="S", help="stop cleanly after S seconds")
     p.add_argument("--max-content", type=int, metavar="N", help="use only the first N photos")

@@ -28,7 +28,8 @@ def register(subparsers) -> None:
                    help="auto (default): h264, or for .webm av1 (else vp9)")
     p.add_argument("--crf", type=_checked(_number_in(0, 63, int), "integer in 0..63"), default=None,
                    help="encoder quality (lower is better; default: the encoder's)")
-    p.add_argument("--preset", default=None, help="encoder speed preset, e.g. veryfast, medium (default: superfast for h264/h265)")
+    p.add_argument("--preset", default=None,
+                   help="encoder speed preset, e.g. veryfast, medium (default: superfast for h264/h265)")
     p.add_argument("--decoder", choices=VIDEO_DECODERS, default="cpu",
                    help="video decoder: FFmpeg's on the CPU, or NVIDIA's NVDEC (cuda)")
     p.add_argument("--start", type=_checked(_number_in(0, 1e9), "seconds ≥ 0"), default=0.0,
@@ -42,18 +43,17 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ..api import stylize_video
     from ..media.video import VideoError
     from ..models.checkpoint import CheckpointError
-    from .stylize import options_from_args
-    from pathlib import Path
-
-    from rich.markup import escape
-
     from .extras import missing_extra
+    from .stylize import options_from_args
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     why = missing_extra("av", "styleforge video")
     if why:

@@ -8,7 +8,8 @@
 openvino INT8 where openvino and nncf are installed (faster than PyTorch on every CPU measured,
 docs/cpu.md) and `STYLEFORGE_OPENVINO` is not 0; reference otherwise. An explicit fp32/bf16 on a CPU stays on PyTorch.
 Precision `auto` is fp16 on CUDA, and on a CPU bf16 where the CPU multiplies bf16 natively
-(AVX512-BF16 or AMX-BF16: docs/reliability.md has the speeds and PSNR measured), fp32 elsewhere.
+(AVX512-BF16 or AMX-BF16: docs/reliability.md has the speeds and PSNR measured) and oneDNN is
+not capped below that ISA (`ONEDNN_MAX_CPU_ISA`), fp32 elsewhere.
 fp16 asked for on a CPU runs (emulated, several times slower) with a warning.
 A runner maps a float tensor in 0–255, (N, 3, H, W) with H, W multiples of 4, on the runner's
 device, to the raw network output in float32 (not clamped).
@@ -38,6 +39,20 @@ class SlowPrecisionWarning(UserWarning):
     """A precision the device can only emulate: it works, much slower than the default."""
 
 
+# oneDNN's ISA names (ONEDNN_MAX_CPU_ISA) at which it still runs bf16 convolutions natively: from
+# AVX512_CORE_BF16 up. The names below it (SSE41 … AVX2_VNNI_2, AVX512_CORE, AVX512_CORE_VNNI)
+# leave bf16 emulated. A name not listed here counts as a cap below bf16: fp32 is never the slow choice.
+ONEDNN_BF16_ISAS = frozenset({
+    "", "ALL", "DEFAULT", "AVX512_CORE_BF16", "AVX512_CORE_FP16", "AVX10_1_512", "AVX512_CORE_AMX",
+    "AVX10_1_512_AMX", "AVX512_CORE_AMX_FP16", "AVX10_1_512_AMX_FP16", "AVX10_2_512", "AVX10_2_512_AMX_2",
+})
+
+
+def onednn_allows_bf16(max_cpu_isa: str) -> bool:
+    """Whether oneDNN, capped at `max_cpu_isa` ('' when uncapped), may run native bf16 kernels."""
+    return max_cpu_isa.strip().upper() in ONEDNN_BF16_ISAS
+
+
 def cpu_has_native_bf16() -> bool:
     """True where oneDNN runs bf16 convolutions on bf16 hardware (AVX512-BF16 or AMX-BF16).
 
@@ -57,8 +72,10 @@ def resolve_dtype(precision: str, device: torch.device) -> torch.dtype:
             # fp16 keeps 3 more mantissa bits than bf16, so it lands closer to fp32 (the bench's
             # PSNR column); the pipeline reruns in fp32 if fp16 ever overflows.
             return torch.float16
-        # bf16 where the CPU multiplies it natively (docs/reliability.md: the rule and its bar).
-        return torch.bfloat16 if cpu_has_native_bf16() else torch.float32
+        # bf16 stays ≥ 45 dB from fp32 on every shipped style (docs/reliability.md). The CPU's flags
+        # are not enough: oneDNN, capped by ONEDNN_MAX_CPU_ISA, would emulate bf16 below its cap.
+        native = onednn_allows_bf16(switches().onednn_max_cpu_isa) and cpu_has_native_bf16()
+        return torch.bfloat16 if native else torch.float32
     if precision == "fp16" and device.type == "cpu":
         warnings.warn("fp16 on the CPU is emulated and several times slower than fp32; "
                       "use --precision auto (the fastest precision this CPU runs well)",

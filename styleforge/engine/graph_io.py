@@ -1,11 +1,12 @@
 """A captured frame's first and last kernels pointed at each call's own image and output.
 
-The fused engine replays one CUDA graph per input shape, and a graph reads and writes the
-addresses it was captured with. Copying each call's image into the graph's static input and
-cloning its static output cost two more kernels and their launch gaps per frame. Where conv1 is StyleForge's 9×9 kernel reading the static input
-and the head the one writing the static output, `GraphIO` instead rewrites those two kernel nodes'
-pointers in the executable graph before a replay (csrc/graph_io.cpp, through ctypes): the call reads
-the caller's tensor where it is and writes a fresh output, as an eager call would.
+The fused engine replays one CUDA graph per input shape, and a graph reads and writes the addresses
+it was captured with. Copying each call's image into the graph's static input and cloning its static
+output cost two more kernels and their launch gaps per frame. Where conv1 is StyleForge's 9×9 kernel
+reading the static input and the head the one writing the static output, `GraphIO` instead rewrites
+those two kernel nodes' pointers in the executable graph before a replay (csrc/graph_io.cpp, through
+ctypes): the call reads the caller's tensor where it is and writes a fresh output, as an eager call
+would.
 
 `STYLEFORGE_GRAPH_IO=0` (`Switches.graph_io`) turns this off: the copy path everywhere.
 """

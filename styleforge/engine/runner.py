@@ -234,7 +234,8 @@ class FusedRunner:
         plan, shape = self.default_plan(), tuple(static_in.shape)
         automatic = self.switches.conv3x3 == "auto"
         if plan != "conv3x3" or not automatic:
-            self.layer_choices[("residual", shape)] = LayerChoice(plan, "default" if automatic else "STYLEFORGE_CONV3X3")
+            reason = "default" if automatic else "STYLEFORGE_CONV3X3"
+            self.layer_choices[("residual", shape)] = LayerChoice(plan, reason)
             return self._capture(static_in, plan)
         known = self._known_plan(shape)
         if known is not None:   # timed before at this shape (then evicted) or at one of similar size

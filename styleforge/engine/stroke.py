@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from ..kernels.arbitrary_glue import detail_upscale, detail_upscale_runs_kernel
-from ..kernels.reference.arbitrary_glue import LUMA   # BT.601, as detail_upscale weighs it
+from ..kernels.reference.arbitrary_glue import LUMA  # BT.601, as detail_upscale weighs it
 
 REFERENCE_SIDE = 512   # auto: the longer side the network sees (its look at 512 px)
 BAND_ROWS = 256

@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 
 from . import dispatch
-from .reference import attention as reference
 from .library import backward_through_reference, define_once, registration
+from .reference import attention as reference
 
 # fp32_out: return fp32 whatever q's dtype (the fp32-input opt-in path: the Hopper kernel writes fp32
 # from its accumulators, which saves a conversion pass over the output).

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import torch
 
-from .build_lock import DEFAULT_TIMEOUT_S, build_lock
 from ..switches import switches
+from .build_lock import DEFAULT_TIMEOUT_S, build_lock
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import torch
 
 from . import dispatch
-from .reference import conv3x3 as reference
 from .library import define_once, registration
+from .reference import conv3x3 as reference
 
 # in_state: the input norm as its producer's sums (read and zeroed); affine=False: the output's sums
 # are left in state for the consumer (reference/norm_sums.py).

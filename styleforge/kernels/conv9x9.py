@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 
 from . import dispatch
-from .reference import conv9x9 as reference
-from .library import backward_through_reference, define_once, register_ops, registration
 from .conv3x3 import norm_state
+from .library import backward_through_reference, define_once, register_ops, registration
+from .reference import conv9x9 as reference
 
 pack_conv1_weight = reference.pack_conv1_weight
 pack_head_weight = reference.pack_head_weight

@@ -29,8 +29,8 @@ from collections.abc import Iterator
 import torch
 
 from . import dispatch
-from .reference import ffn as reference
 from .library import backward_through_reference, define_once, register_ops, registration
+from .reference import ffn as reference
 
 SCHEMA = ("ffn(Tensor x, Tensor w1, Tensor? b1, Tensor w2, Tensor? b2, Tensor? residual, str gelu, "
           "str fp32_precision='ieee') -> Tensor")

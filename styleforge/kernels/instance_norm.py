@@ -16,8 +16,8 @@ from __future__ import annotations
 import torch
 
 from . import dispatch
-from .reference import instance_norm as reference
 from .library import backward_through_reference, define_once, register_ops, registration
+from .reference import instance_norm as reference
 
 SCHEMA = ("instance_norm(Tensor x, Tensor? weight, Tensor? bias, Tensor? residual, float eps, "
           "bool relu, int pad, int upsample) -> Tensor")

@@ -40,9 +40,9 @@ import numpy as np
 from ..engine.options import StylizeOptions
 from ..io.atomic import atomic_write, unwritable_reason
 from .engine_stage import EngineStage, host_pixels
-from .options import CONTAINER_CODECS, DEFAULT_PRESETS, VIDEO_CODECS, VideoOptions, check_preset
 from .flow import to_gray
 from .flow_ahead import FlowAhead
+from .options import CONTAINER_CODECS, DEFAULT_PRESETS, VIDEO_CODECS, VideoOptions, check_preset
 from .pipeline import Item, Stats, stream
 from .yuv import YuvFrame, frame_tags
 

@@ -6,11 +6,11 @@ are stripped, the legacy InstanceNorm `running_mean`/`running_var` buffers that 
 saved are dropped, and the result must match the network exactly (`strict=True`). `.pth` files
 are read with `weights_only=True`, so a pickle cannot run code.
 
-The format is told by the file's first bytes, not its suffix (`X.SAFETENSORS`, a `.pth` that is
-really safetensors), and a file that is an image gets a message saying so. A safetensors file's
-names, shapes and dtypes are checked from its header before any tensor is read, so a 2 GB file
-with one wrong name is refused at once. Weights must be floating point and finite: NaN, inf or
-integer weights would stylize every image black. The one exception is int8 storage
+The format is told by the file's bytes, safetensors' own header rule first, not its suffix
+(`X.SAFETENSORS`, a `.pth` that is really safetensors), and a file that is an image gets a message
+saying so. A safetensors file's names, shapes and dtypes are checked from its header before any
+tensor is read, so a 2 GB file with one wrong name is refused at once. Weights must be floating
+point and finite: NaN, inf or integer weights would stylize every image black. The one exception is int8 storage
 (`models.int8`): a weight stored as int8 next to its `<key>.scale` is dequantised on reading
 (`save_checkpoint(..., int8=True)` writes such files; the built-in styles ship that way).
 """
@@ -100,16 +100,42 @@ IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".
 _IMAGE_MAGIC = (b"\xff\xd8\xff", b"\x89PNG", b"GIF8", b"RIFF", b"BM", b"II*\x00", b"MM\x00*")
 
 
+# safetensors' own limit on its JSON header (the Rust reader refuses larger ones).
+SAFETENSORS_MAX_HEADER = 100_000_000
+
+
+def is_safetensors(handle, size: int) -> bool:
+    """The safetensors rule, checked alone: an 8-byte little-endian length N with N ≤ size − 8,
+    then N bytes of JSON that open with '{' and hold an object. Checked before any other magic:
+    N's low byte can be anything (0x80, a pickle's first byte, when N = 128 + 256·k; N = 19778
+    opens with 'BM', a bitmap's magic), so the first byte alone says nothing."""
+    handle.seek(0)
+    head = handle.read(9)
+    if len(head) < 9 or head[8:9] != b"{":
+        return False
+    length = int.from_bytes(head[:8], "little")
+    if length > min(size - 8, SAFETENSORS_MAX_HEADER):
+        return False
+    handle.seek(8)
+    try:
+        header = json.loads(handle.read(length).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(header, dict)
+
+
 def file_kind(path: Path) -> str:
-    """'safetensors', 'torch' (zip or legacy pickle), 'image' or 'unknown', from the first bytes."""
+    """'safetensors', 'torch' (zip or legacy pickle), 'image' or 'unknown', from the bytes:
+    safetensors by its header rule first, then the zip and pickle magic, then images."""
     with open(path, "rb") as handle:
+        if is_safetensors(handle, os.fstat(handle.fileno()).st_size):
+            return "safetensors"
+        handle.seek(0)
         head = handle.read(16)
     if head.startswith(b"PK\x03\x04") or head[:1] == b"\x80":
         return "torch"
     if head.startswith(_IMAGE_MAGIC) or path.suffix.lower() in IMAGE_SUFFIXES:
         return "image"
-    if len(head) >= 9 and head[8:9] == b"{":   # 8-byte little-endian header length, then JSON
-        return "safetensors"
     return "unknown"
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from ..switches import switches
 from .checkpoint import (
+    IMAGE_SUFFIXES,
     Checkpoint,
     CheckpointError,
-    IMAGE_SUFFIXES,
     image_not_style_message,
     load_checkpoint,
 )

@@ -306,8 +306,14 @@ class ArbitraryTrainer:
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self) -> ArbitraryTrainResult:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
-            TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
         cfg = self.cfg
         start = self._window_start = time.perf_counter()
         stopped = False

@@ -10,6 +10,8 @@ copies them into docs/images/).
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 from app_serving import CHROMIUM, Server, launch_chromium
@@ -38,15 +40,23 @@ def browser():
         chromium.close()
 
 
-@pytest.fixture
-def page(browser, server):
+@contextlib.contextmanager
+def fresh_page(browser, server):
     context = browser.new_context(viewport={"width": 1280, "height": 1000}, accept_downloads=True)
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
     page.goto(server.url)
     page.wait_for_selector("#sf-run")
-    yield page
-    context.close()
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    with fresh_page(browser, server) as page:
+        yield page
 
 
 @pytest.fixture(scope="module")
@@ -98,15 +108,24 @@ def test_upload_stylize_download_has_the_input_size(page, photo, tmp_path):
     assert not np.array_equal(np.asarray(result.convert("RGB")), np.asarray(Image.open(photo)))
 
 
-def test_painting_as_the_style_gives_the_input_size(page, photo, tmp_path):
-    painting = tmp_path / "painting.png"
-    stripes = np.random.default_rng(3).integers(0, 255, (8, 64, 3), dtype=np.uint8).repeat(8, axis=0)
-    Image.fromarray(stripes).save(painting)
-    upload_photo(page, photo)
-    page.locator("#sf-arbitrary input[type=file]").set_input_files(str(painting))
-    page.wait_for_selector("#sf-arbitrary img")
-    assert "painting.png: arbitrary style" in stylize_and_wait(page)
-    assert download(page, tmp_path).size == (93, 61)
+def test_painting_as_the_style_gives_the_input_size(browser, server, photo, tmp_path):
+    """Two different paintings, each in a fresh page: both results have the input's size and they
+    differ, so the uploaded painting is what styled the photo."""
+    rng = np.random.default_rng(3)
+    paintings = {"stripes.png": rng.integers(0, 255, (8, 64, 3), dtype=np.uint8).repeat(8, axis=0),
+                 "flat.png": np.full((64, 64, 3), (30, 60, 200), np.uint8)}
+    results = {}
+    for name, pixels in paintings.items():
+        Image.fromarray(pixels).save(tmp_path / name)
+        with fresh_page(browser, server) as page:
+            upload_photo(page, photo)
+            page.locator("#sf-arbitrary input[type=file]").set_input_files(str(tmp_path / name))
+            page.wait_for_selector("#sf-arbitrary img")
+            assert f"{name}: arbitrary style" in stylize_and_wait(page)
+            result = download(page, tmp_path)
+            assert result.size == (93, 61)
+            results[name] = np.asarray(result.convert("RGB"), np.int16)
+    assert np.abs(results["stripes.png"] - results["flat.png"]).mean() > 1, "the painting made no difference"
 
 
 def test_painted_mask_stylizes_only_that_region(page, photo, tmp_path):

@@ -12,7 +12,6 @@ import pytest
 import torch
 from PIL import Image
 
-import styleforge
 from styleforge.app.files import AppFiles, UploadError, safe_stem
 from styleforge.app.options import ServeOptions, engine_concurrency
 from styleforge.cli import main
@@ -98,7 +97,14 @@ def test_stylize_whole_and_region_keep_the_size(app):
     out = np.asarray(Image.open(download))
     assert np.array_equal(out[25:, 30:], photo[25:, 30:])          # far from the brush: untouched
     assert not np.array_equal(out[10:15, 10:15], photo[10:15, 10:15])
-    app.stylize(payload, "alpha", "beta", 0, 1.0, False, TWO_STYLES, editor)
+    _, two, _ = app.stylize(payload, "alpha", "beta", 0, 1.0, False, TWO_STYLES, editor)
+    two = np.asarray(Image.open(two), np.int16)
+    whole = {style: np.asarray(Image.open(app.stylize(payload, style, None, 0, 1.0, False, WHOLE, None)[1]),
+                               np.int16) for style in ("alpha", "beta")}
+    inside, outside = np.s_[11:14, 11:14], np.s_[27:, 28:]     # ≥ 6 px (3σ of the feather) from the seam
+    assert np.abs(whole["alpha"] - whole["beta"])[inside].max() > 10   # the two styles do differ there
+    assert np.abs(two[inside] - whole["alpha"][inside]).max() <= 1     # style A inside the painted mask
+    assert np.abs(two[outside] - whole["beta"][outside]).max() <= 1    # style B outside it
 
 
 @pytest.mark.parametrize("name, data, style, mode, message", [

@@ -12,6 +12,9 @@ pytest.importorskip("av")
 from styleforge.bench.pipeline_floor import check_images, jpeg_floor  # noqa: E402
 from styleforge.cli import main  # noqa: E402
 
+# fps is written with 4 significant digits and each ratio with 3 decimals
+CSV_ROUNDING = {"rel": 2e-3, "abs": 2e-3}
+
 
 @pytest.mark.slow
 def test_quick_pipeline_bench_writes_checked_rows_and_table(styles_env, tmp_path, capsys):

@@ -40,16 +40,26 @@ def fresh_cache():
 
 
 def test_arbitrary_cli_stylize_mix_and_odd_paintings(tmp_path, weights):
+    """RGBA and tiny grey paintings mixed: the input's size and mode, and the paintings are used:
+    another painting, all else equal, gives a visibly different image."""
     photo = picture(tmp_path / "photo.png", (45, 33))
     rgba = picture(tmp_path / "a.png", (70, 50), "RGBA", 1)
     grey_tiny = picture(tmp_path / "b.png", (9, 5), "L", 2)
-    out = tmp_path / "out.png"
-    code = main(["stylize", str(photo), "--style-image", f"{rgba}:0.7", "--style-image", str(grey_tiny),
-                 "--alpha", "0.8", "--preserve-color", "--arbitrary-weights", str(weights),
-                 "--device", "cpu", "-o", str(out)])
-    assert code == 0
-    with Image.open(out) as im:
-        assert im.size == (45, 33) and im.mode == "RGB"
+    bands = np.zeros((48, 64, 3), np.uint8)
+    bands[(np.arange(48) // 6) % 2 == 0] = (250, 40, 20)               # red bands on black
+    stripes = tmp_path / "stripes.png"
+    Image.fromarray(bands).save(stripes)
+    results = {}
+    for name, paintings in (("mix", [f"{rgba}:0.7", str(grey_tiny)]), ("stripes", [str(stripes)])):
+        out = tmp_path / f"out_{name}.png"
+        args = [arg for painting in paintings for arg in ("--style-image", painting)]
+        code = main(["stylize", str(photo), *args, "--alpha", "0.8", "--preserve-color",
+                     "--arbitrary-weights", str(weights), "--device", "cpu", "--precision", "fp32", "-o", str(out)])
+        assert code == 0
+        with Image.open(out) as im:
+            assert im.size == (45, 33) and im.mode == "RGB"
+            results[name] = np.asarray(im, np.int16)
+    assert np.abs(results["mix"] - results["stripes"]).mean() > 1, "the painting made no difference"
 
 
 def test_arbitrary_cli_default_name_and_errors(tmp_path, weights, monkeypatch, capsys):
@@ -70,6 +80,7 @@ def test_arbitrary_cli_default_name_and_errors(tmp_path, weights, monkeypatch, c
     assert "--arbitrary-weights FILE" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_arbitrary_api_painting_kinds(tmp_path, weights):
     photo = Image.open(picture(tmp_path / "p.png", (36, 28)))
     painting_path = picture(tmp_path / "s.jpg", (64, 48), seed=5)
@@ -94,6 +105,7 @@ def test_arbitrary_engine_caches_style_codes(tmp_path, weights):
     assert engine.style_code(copy) is first      # keyed by the bytes, not the name
 
 
+@pytest.mark.slow
 def test_arbitrary_bind_overrides_match_an_engine_built_with_them(tmp_path, weights):
     painting = picture(tmp_path / "s.png", (50, 50))
     content = torch.rand(1, 3, 30, 40) * 255
@@ -122,6 +134,7 @@ def test_a_bound_painting_is_read_and_hashed_once_not_per_frame(tmp_path, weight
     torch.testing.assert_close(frames[0], engine.stylize(content, [(painting, 1.0)]))
 
 
+@pytest.mark.slow
 def test_arbitrary_stroke_scale_runs_the_model_at_the_internal_size(tmp_path, weights):
     painting = picture(tmp_path / "s.png", (50, 50))
     content = torch.rand(1, 3, 60, 1100) * 255

@@ -139,7 +139,7 @@ def test_device_precision_backend_and_batch_size(styles_env, tmp_path, capsys):
     code, _, counts = cli(capsys, tmp_path / "in", "-o", tmp_path / "one", "--precision", "fp32",
                           "--backend", "reference")
     assert code == 0 and counts == (4, 0, 0)
-    code, _, counts = cli(capsys, tmp_path / "in", "-o", tmp_path / "two", "--batch-size", "2")
+    code, _, counts = cli(capsys, tmp_path / "in", "-o", tmp_path / "two", "--batch-size", "2", "--precision", "fp32")
     assert code == 0 and counts == (4, 0, 0)
     for name in outputs(tmp_path / "one"):
         assert np.abs(pixels(tmp_path / "one" / name) - pixels(tmp_path / "two" / name)).max() <= 1

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import cuda_kernel_names
 from torch.profiler import ProfilerActivity, profile
 
-from conftest import cuda_kernel_names
 from styleforge import kernels
 from styleforge.bench.arbitrary import random_model
 from styleforge.engine.arbitrary_fused import FusedArbitraryNet

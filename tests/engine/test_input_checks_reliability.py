@@ -1,5 +1,7 @@
 """The API never returns a silently wrong image: bad blend weights, empty images, NaN/inf pixels
 and non-finite network outputs are errors that say what to do."""
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -7,6 +9,7 @@ from conftest import random_style_state
 from PIL import Image
 
 import styleforge
+from styleforge.engine.backends import SlowPrecisionWarning
 from styleforge.engine.checks import NonFiniteOutputError
 from styleforge.engine.options import StylizeOptions, parse_blend
 from styleforge.models.checkpoint import save_checkpoint
@@ -64,11 +67,17 @@ def test_a_style_whose_output_is_not_finite_is_an_error(styles_env, tmp_path):
         styleforge.stylize(Image.new("RGB", (16, 16), "white"), checkpoint=str(path), **OPTS)
 
 
-def test_fp16_on_cpu_warns_and_auto_follows_the_cpu():
-    from styleforge.engine.backends import SlowPrecisionWarning, cpu_has_native_bf16, resolve_dtype
+def test_fp16_on_cpu_warns_and_auto_never_picks_it(monkeypatch):
+    from styleforge.engine import backends
     with pytest.warns(SlowPrecisionWarning, match="fp16 on the CPU is emulated"):
-        assert resolve_dtype("fp16", torch.device("cpu")) == torch.float16
-    assert resolve_dtype("auto", torch.device("cpu")) == (torch.bfloat16 if cpu_has_native_bf16() else torch.float32)
+        assert backends.resolve_dtype("fp16", torch.device("cpu")) == torch.float16
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    for native, want in ((True, torch.bfloat16), (False, torch.float32)):   # either kind of CPU
+        monkeypatch.setattr(backends, "cpu_has_native_bf16", lambda native=native: native)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", SlowPrecisionWarning)
+            assert backends.resolve_dtype("auto", torch.device("cpu")) == want
 
 
 def test_memory_budgets_take_the_strings_the_flags_take():

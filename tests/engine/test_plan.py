@@ -59,9 +59,15 @@ def test_reference_steps_equal_the_model_in_float64(shape):
     assert rel_error(got, want) <= 1e-6   # got is float32; the dropped conv biases change nothing in float64
 
 
-@pytest.mark.parametrize("variant", ["cudnn", "conv3x3", "conv3x3_links", "hybrid"])
-@pytest.mark.parametrize("provider", ["styleforge", "cudnn"])
-def test_every_variant_and_nine_by_nine_choice_within_twice_eager_bf16(variant, provider):
+# bf16 on a CPU without native bf16 is emulated, seconds a case: two cases, between them every
+# provider and two variants, stay in the default tier
+QUICK_VARIANTS = {("styleforge", "cudnn"), ("cudnn", "hybrid")}
+
+
+@pytest.mark.parametrize("provider,variant", [
+    pytest.param(provider, variant, marks=() if (provider, variant) in QUICK_VARIANTS else pytest.mark.slow)
+    for provider in ("styleforge", "cudnn") for variant in ("cudnn", "conv3x3", "conv3x3_links", "hybrid")])
+def test_every_variant_and_nine_by_nine_choice_within_twice_eager_bf16(provider, variant):
     model = random_net(2)
     shape = (1, 3, 16, 16)
     x = torch.rand(shape, generator=torch.Generator().manual_seed(2)) * 255

@@ -58,6 +58,7 @@ def test_plan_equals_reference_network_on_cpu(shape):
     assert rel_error(out, _reference(model, x)) <= 1e-5
 
 
+@pytest.mark.slow
 def test_plan_bf16_error_within_twice_eager_bf16_on_cpu():
     model = random_net(1)
     x = _image((1, 3, 32, 32), seed=1)

@@ -67,19 +67,28 @@ def test_refusal_comes_before_any_work(styles_env, monkeypatch):
         stylizer.check_size(64, 64)
 
 
-def test_fifty_megapixels_with_default_settings_on_a_24_gb_machine(styles_env, monkeypatch):
+@pytest.mark.parametrize("native_bf16", [False, True], ids=["fp32-cpu", "bf16-cpu"])
+def test_fifty_megapixels_with_default_settings_on_a_24_gb_machine(styles_env, monkeypatch, native_bf16):
+    """Default settings (precision `auto`, so either kind of CPU) fit 50 MP in 8 GB; at native
+    stroke scale the activations go to scratch files when the disk has room, and without that
+    room the image is refused with the size that would fit."""
+    from styleforge.engine import backends, pipeline
+    monkeypatch.setattr(backends, "cpu_has_native_bf16", lambda: native_bf16)
     monkeypatch.setattr(memory, "total_ram", lambda: 24 * GB)
     monkeypatch.setattr(memory, "available_ram", lambda: 22 * GB)
     stylizer = Stylizer(StylizeOptions(style="alpha", device="cpu"))
+    assert stylizer.dtype == (torch.bfloat16 if native_bf16 else torch.float32)
     plan = stylizer.execution_for(5792, 8688)     # 50.3 MP, a full-frame camera
     full_size_copies = memory.IO_BYTES_PER_PIXEL * 5792 * 8688
     assert plan.estimate + full_size_copies <= 8 * 10**9
     native = Stylizer(StylizeOptions(style="alpha", device="cpu", stroke_scale=1.0))
-    try:
-        plan = native.execution_for(5792, 8688)
-        assert plan.mode == "exact" and plan.estimate + full_size_copies <= 8 * 10**9
-    except MemoryBudgetError as exc:
-        assert "--max-side" in str(exc)
+    monkeypatch.setattr(pipeline, "scratch_free", lambda folder: 100 * GB)
+    plan = native.execution_for(5792, 8688)
+    assert (plan.mode, plan.stores) == ("exact", "disk")
+    assert plan.estimate + full_size_copies <= 8 * 10**9
+    monkeypatch.setattr(pipeline, "scratch_free", lambda folder: 0)
+    with pytest.raises(MemoryBudgetError, match=r"8688×5792 needs about .* --max-side \d+"):
+        native.execution_for(5792, 8688)
 
 
 def test_parse_bytes_and_option_checks():

@@ -35,8 +35,11 @@ def test_plan_covers_every_layer_once(model):
     assert receptive_halo(steps) == 54
 
 
-@pytest.mark.parametrize("stores,band_bytes", [("device", 300_000), ("host", 1), ("disk", 300_000)],
-                         ids=["device-few-row-bands", "host-one-row-bands", "disk-few-row-bands"])
+@pytest.mark.parametrize("stores,band_bytes", [
+    pytest.param("device", 300_000, id="device-few-row-bands"),
+    pytest.param("host", 1, id="host-one-row-bands", marks=pytest.mark.slow),   # a band per row: seconds
+    pytest.param("disk", 300_000, id="disk-few-row-bands"),
+])
 def test_exact_fp32_matches_untiled(model, stores, band_bytes):
     x = torch.rand(1, 3, 20, 44) * 255
     with torch.inference_mode():
@@ -79,6 +82,7 @@ def test_exact_float64_equals_untiled_to_rounding(model):
     assert rel_error(out, ref) < 1e-12
 
 
+@pytest.mark.slow
 def test_exact_batch_uses_each_images_own_statistics(model):
     x = torch.stack([torch.rand(3, 16, 20) * 255, torch.rand(3, 16, 20) * 40])
     with torch.inference_mode():
@@ -91,6 +95,7 @@ def test_store_estimate_is_what_the_plan_holds(model):
     assert exact_store_bytes(plan_steps(model), 64, 64, torch.float32) == (32 * 64 * 64 + 64 * 32 * 32) * 4
 
 
+@pytest.mark.slow
 def test_fast_tiles_equal_whole_frame_with_the_same_statistics(model):
     x = smooth_image(72, 40)
     whole = ThumbnailTiledRunner(model, "cpu", torch.float32, tile=1024, thumbnail_side=32)
@@ -100,6 +105,7 @@ def test_fast_tiles_equal_whole_frame_with_the_same_statistics(model):
     assert rel_error(b, a) <= FP32_REL_TOL
 
 
+@pytest.mark.slow
 def test_fast_with_full_size_thumbnail_is_exact(model):
     x = smooth_image(32, 48)
     with torch.inference_mode():
@@ -108,6 +114,7 @@ def test_fast_with_full_size_thumbnail_is_exact(model):
     assert rel_error(out, ref) <= FP32_REL_TOL
 
 
+@pytest.mark.slow
 def test_fast_error_is_bounded(model):
     x = smooth_image(160, 96)
     with torch.inference_mode():
@@ -147,6 +154,7 @@ def test_exact_low_precision_agrees_with_the_fused_engine(monkeypatch, precision
     assert psnr255(tiled, untiled) >= 45.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("size", [(36, 44), (20, 28)])
 def test_fused_ops_in_bands_equal_one_band(model, dtype, size):
@@ -165,6 +173,7 @@ def test_fused_ops_in_bands_equal_one_band(model, dtype, size):
     assert psnr(out.clamp(0, 255), exact.clamp(0, 255)) > 25.0   # and still the network
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype,floor_db", [(torch.bfloat16, 65.0), (torch.float16, 78.0)])
 @pytest.mark.parametrize("variant", ["conv3x3", "cudnn"])
 def test_fused_bands_round_as_the_whole_frame_engine_does(model, dtype, floor_db, variant):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from styleforge import kernels
 from styleforge.kernels.reference import arbitrary_glue as ref
@@ -15,7 +14,8 @@ CL = torch.channels_last
 
 def _x(n, c, h, w, dtype=torch.float64, device="cpu", seed=0):
     g = torch.Generator().manual_seed(seed)
-    return (torch.randn(n, c, h, w, generator=g, dtype=torch.float64) * 2).to(device, dtype).contiguous(memory_format=CL)
+    x = torch.randn(n, c, h, w, generator=g, dtype=torch.float64) * 2
+    return x.to(device, dtype).contiguous(memory_format=CL)
 
 
 def _reflect(i: int, size: int) -> int:

@@ -82,23 +82,30 @@ def test_pid_file_fallback_treats_dead_or_old_holders_as_stale(tmp_path, monkeyp
 
 
 def test_force_deletes_the_cache_only_under_the_lock(tmp_path, monkeypatch):
+    """The real `build_and_load(force=True)` with only the compiler replaced: the stale cache is
+    gone by the time the compiler runs, under our lock; while another process holds the lock the
+    call times out and the cache is untouched."""
+    from torch.utils import cpp_extension
     directory = tmp_path / "sm90-key"
     directory.mkdir()
     (directory / "old.o").write_text("stale object")
     monkeypatch.setattr(build, "build_directory", lambda capability: directory)
     seen = []
 
-    def fake_build(capability, folder, verbose, force):
-        seen.append((build_lock.lock_path(folder).read_text().split()[0], (folder / "old.o").exists()))
-        return folder / "lib.so"
-    monkeypatch.setattr(build, "_build_locked", fake_build)
-    build.build_and_load((9, 0), force=True)
-    assert seen == [(str(os.getpid()), True)]     # the deletion itself happens inside _build_locked
+    def fake_compiler(build_directory, **_):
+        folder = type(directory)(build_directory)
+        seen.append((build_lock.lock_path(folder).read_text().split()[0], sorted(p.name for p in folder.iterdir())))
+        build.library_path((9, 0)).write_bytes(b"built")
+    monkeypatch.setattr(cpp_extension, "load", fake_compiler)
+    assert build.build_and_load((9, 0), force=True) == build.library_path((9, 0))
+    assert seen == [(str(os.getpid()), [])]          # deleted before the compiler ran, under our lock
+    assert sorted(p.name for p in directory.iterdir()) == [build.library_path((9, 0)).name]
+    (directory / "old.o").write_text("stale object")
     child = hold_in_child(directory)
     try:
         with pytest.raises(BuildLockTimeout):
             build.build_and_load((9, 0), force=True, lock_timeout=0.3)
-        assert (directory / "old.o").exists()
+        assert (directory / "old.o").exists() and len(seen) == 1
     finally:
         child.kill()
         child.wait()

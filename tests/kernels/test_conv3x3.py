@@ -240,6 +240,7 @@ def test_unsupported_config_and_keep_with_upsample_are_refused():
         ref.conv3x3_norm(x, ref.pack_weight(w), s, t, None, False, 1, True, nw, nb, 1e-5, True, 2)
 
 
+@pytest.mark.slow
 def test_opcheck_on_cpu():
     x, w, s, t, res, nw, nb = make_inputs(1, 5, 6, residual=True)
     torch.library.opcheck(torch.ops.styleforge.conv3x3_norm.default,
@@ -556,7 +557,8 @@ def test_cuda_conv3x3_norm_in_a_cuda_graph(loaded):
     x, wt, s, t, res, nw, nb = make_inputs(1, 64, 64, seed=5, device="cuda", residual=True)
     packed = ref.pack_weight(wt)
     eager = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, 1, True, nw, nb, 1e-5, True)
-    graph, captured = capture_in_graph(lambda: torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, 1, True, nw, nb, 1e-5, True))
+    graph, captured = capture_in_graph(
+        lambda: torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, 1, True, nw, nb, 1e-5, True))
     x.mul_(0.5)
     graph.replay()
     fresh = torch.ops.styleforge.conv3x3_norm(x, packed, s, t, res, False, 1, True, nw, nb, 1e-5, True)
@@ -751,5 +753,6 @@ def test_cuda_residual_chain_repeatable_and_in_a_cuda_graph(loaded):
 def test_opcheck_chain_on_cuda(loaded):
     x, s, t, ws, nws, nbs = chain_inputs(1, 12, 20, torch.bfloat16, "cuda", links=2)
     torch.library.opcheck(torch.ops.styleforge.conv3x3_residual_chain.default,
-                          (x, s, t, [ref.pack_weight(w) for w in ws], nws, nbs, 1e-5, kernels.chain_state(1, 2, "cuda")),
+                          (x, s, t, [ref.pack_weight(w) for w in ws], nws, nbs, 1e-5,
+                           kernels.chain_state(1, 2, "cuda")),
                           test_utils=("test_schema", "test_faketensor"))

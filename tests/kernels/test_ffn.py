@@ -220,7 +220,7 @@ def test_feedforward_equals_the_plain_composition(gelu, bias, residual):
     plain.load_state_dict(module.state_dict(), strict=True)
     module.load_state_dict(plain.state_dict(), strict=True)
     x = torch.randn(2, 7, 16, requires_grad=True)
-    act = torch.nn.GELU(approximate="tanh") if gelu == "tanh" else torch.nn.GELU() if gelu == "erf" else torch.nn.Identity()
+    act = {"tanh": torch.nn.GELU(approximate="tanh"), "erf": torch.nn.GELU()}.get(gelu, torch.nn.Identity())
     expected = plain["fc2"](act(plain["fc1"](x))) + (x if residual else 0)
     out = module(x)
     torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)

@@ -74,7 +74,8 @@ def test_sums_give_the_float64_affine_and_leave_the_state_zero(spread):
     state = filled_state(y, spread)
     s1, s2 = state_totals(state, 2, 32)
     yd = y.double()
-    assert torch.allclose(s1, yd.sum(dim=(2, 3)), rtol=1e-12) and torch.allclose(s2, (yd * yd).sum(dim=(2, 3)), rtol=1e-12)
+    assert torch.allclose(s1, yd.sum(dim=(2, 3)), rtol=1e-12)
+    assert torch.allclose(s2, (yd * yd).sum(dim=(2, 3)), rtol=1e-12)
     scale, shift = sums.take_affine(state, 2, 32, 9 * 13, nw, nb, 1e-5)
     s64, t64 = scale_shift64(y, nw, nb)
     assert scale.dtype == torch.float32 and rel_error(scale, s64) <= 1e-6 and rel_error(shift, t64) <= 1e-6

@@ -28,6 +28,7 @@ def clip(tmp_path):
     return write_video(tmp_path / "camera.avi")
 
 
+@pytest.mark.slow
 def test_every_frame_styled_and_keys_switch_styles(styles_env, clip):
     seen = []
     options = CameraOptions(source=clip, styles=("alpha", "beta"), window=False, realtime=False, device="cpu")
@@ -73,6 +74,7 @@ def test_missing_source_is_a_clear_error(styles_env, tmp_path):
         run_camera(CameraOptions(source=str(tmp_path / "nope.mp4"), styles=("alpha",), window=False))
 
 
+@pytest.mark.slow
 def test_cli_writes_the_styled_video(styles_env, clip, tmp_path, capsys):
     out = tmp_path / "styled.avi"
     code = main(["webcam", "--source", clip, "--style", "beta", "--no-window", "--every-frame",
@@ -92,6 +94,7 @@ def test_cli_bad_source_exits_2(styles_env, tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_painting_is_a_style_the_keys_reach(styles_env, clip, tmp_path):
     from PIL import Image
     painting = tmp_path / "painting.png"
@@ -99,8 +102,8 @@ def test_a_painting_is_a_style_the_keys_reach(styles_env, clip, tmp_path):
     seen = []
     args = ["webcam", "--source", clip, "--style", "alpha", "--style-image", str(painting), "--no-window",
             "--every-frame", "--max-frames", "3", "--device", "cpu"]
-    from styleforge.commands.webcam import options_from_args
     from styleforge.cli import build_parser
+    from styleforge.commands.webcam import options_from_args
     options = options_from_args(build_parser().parse_args(args))
     assert options.styles == ("alpha", str(painting))
     stats = run_camera(options, on_frame=lambda rgb, style: seen.append((rgb, style)),

@@ -48,6 +48,7 @@ def test_nvjpeg_decode_matches_pillow(tmp_path):
     levels on this photo's sharp colour changes on an H200, bound at 2."""
     pytest.importorskip("torchvision")
     import torch
+
     from styleforge.media.codecs import decode_jpeg_gpu
     for subsampling in (0, 2):
         path = photo(tmp_path / f"s{subsampling}.jpg", (256, 192), subsampling=subsampling)

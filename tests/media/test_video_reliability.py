@@ -9,11 +9,12 @@ import pytest
 
 av = pytest.importorskip("av")
 
+from video_samples import lying_mkv, write_video  # noqa: E402
+
 import styleforge  # noqa: E402
 from styleforge.cli import main  # noqa: E402
 from styleforge.io.atomic import FILE_MODE  # noqa: E402
 from styleforge.media import VideoError  # noqa: E402
-from video_samples import lying_mkv, write_video  # noqa: E402
 
 
 @pytest.fixture

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import cuda_kernel_names
 from torch.profiler import ProfilerActivity, profile
 
-from conftest import cuda_kernel_names
 from styleforge import kernels
 from styleforge.bench.arbitrary import random_model
 
@@ -28,7 +28,8 @@ def test_arbitrary_attention_and_ffn_kernels_run(loaded):
         assert "attention" in names                                     # our flash kernel
         assert "softmax" not in names.lower()                          # not the twin's matmul–softmax
         with kernels.using("reference"):
-            ref = random_model().cuda().float().stylize(x.float(), [(random_model().cuda().float().encode_style(s.float()), 1.0)])
+            twin = random_model().cuda().float()
+            ref = twin.stylize(x.float(), [(twin.encode_style(s.float()), 1.0)])
         out = run().float()
     err = float((out - ref).norm() / ref.norm())
     assert err < 3e-2, f"bf16 kernels vs fp32 reference: relative error {err:.3g}"

@@ -5,8 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from styleforge.models.arbitrary import (ArbitraryConfig, ArbitraryStyleNet, ArbitraryWeightsError,
-                                         load_arbitrary, save_arbitrary)
+from styleforge.models.arbitrary import (
+    ArbitraryConfig,
+    ArbitraryStyleNet,
+    ArbitraryWeightsError,
+    load_arbitrary,
+    save_arbitrary,
+)
 from styleforge.models.arbitrary import transfer as transfer_module
 from styleforge.models.arbitrary.encoder import VGGEncoder, build_encoder
 
@@ -87,7 +92,8 @@ def test_arbitrary_mixing_and_alpha():
     assert not torch.allclose(model.stylize(x, [(a, 0.5), (b, 0.5)]), one, atol=1e-3)
     feats = model.encode(x)
     torch.testing.assert_close(model.stylize(x, [(a, 1.0)], alpha=0.0),
-                               model.decode({k: feats[k] for k in model.config.levels}).clamp(0, 255), rtol=0, atol=1e-2)
+                               model.decode({k: feats[k] for k in model.config.levels}).clamp(0, 255),
+                               rtol=0, atol=1e-2)
 
 
 def test_arbitrary_weights_round_trip(tmp_path):

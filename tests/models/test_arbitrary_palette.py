@@ -54,11 +54,11 @@ def test_sliced_wasserstein_matches_numpy_and_is_differentiable():
 @pytest.mark.slow
 def test_engine_palette_and_degrid_options(tmp_path):
     from PIL import Image
+    from test_arbitrary_model import tiny_model
 
     from styleforge.engine.arbitrary import ArbitraryStylizer
     from styleforge.engine.options import StylizeOptions
     from styleforge.models.arbitrary import save_arbitrary
-    from test_arbitrary_model import tiny_model
     weights = save_arbitrary(tmp_path / "tiny.safetensors", tiny_model(), dtype=torch.float32)
     painting = blobs(5, 96, 80, tint=(0.2, 0.5, 1.0))
     image = Image.fromarray(painting[0].permute(1, 2, 0).round().byte().numpy())

@@ -5,7 +5,7 @@ import pytest
 import torch
 from conftest import random_style_state
 from PIL import Image
-from safetensors.torch import save_file
+from safetensors.torch import save, save_file
 
 from styleforge.models.checkpoint import CheckpointError, load_checkpoint
 from styleforge.models.registry import load_style, resolve_style
@@ -102,3 +102,83 @@ def test_a_wrong_name_is_refused_from_the_header_before_any_tensor_is_read(tmp_p
     with pytest.raises(CheckpointError, match=r"big.safetensors: not a style-network checkpoint: missing 1"):
         load_checkpoint(path)
     assert reads == []
+
+
+
+def _safetensors_with_header_length(path, state, length):
+    """`state` as a safetensors file whose JSON header is exactly `length` bytes (its metadata
+    padded; written by hand because the library pads headers to a multiple of 8)."""
+    import json
+    raw = save(state)
+    old = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + old])
+    header["__metadata__"] = {"pad": ""}
+    short = len(json.dumps(header, separators=(",", ":")).encode())
+    assert short <= length, f"the header needs {short} bytes at least"
+    header["__metadata__"]["pad"] = "x" * (length - short)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    assert len(text) == length
+    path.write_bytes(length.to_bytes(8, "little") + text + raw[8 + old:])
+    return path
+
+
+@pytest.mark.parametrize("length, magic, name", [
+    (128 + 256 * 20, b"\x80", "pickle_byte.pth"),        # 0x1480: a pickle's first byte
+    (6016, b"\x80", "issue_37.safetensors"),              # 0x1780, the length that issue 37 met
+    (0x4D42, b"BM", "bitmap_magic.bmp"),                   # a bitmap's magic, under an image suffix
+])
+def test_safetensors_is_told_by_its_header_rule_before_other_magic(tmp_path, length, magic, name):
+    from styleforge.models.checkpoint import file_kind
+    state = random_style_state(4)
+    path = _safetensors_with_header_length(tmp_path / name, state, length)
+    assert path.read_bytes().startswith(magic)
+    assert file_kind(path) == "safetensors"
+    checkpoint = load_checkpoint(path)
+    assert set(checkpoint.metadata["pad"]) == {"x"}
+    for key, value in state.items():
+        assert torch.equal(checkpoint.state_dict[key], value), key
+
+
+def test_a_real_safetensors_file_padded_to_a_0x80_length_loads(tmp_path):
+    """Through the library's own writer: metadata padded until the header length ends in 0x80."""
+    from styleforge.models.checkpoint import file_kind
+    state = random_style_state(5)
+    path = tmp_path / "written.safetensors"
+    for pad in range(512):
+        save_file(state, str(path), metadata={"painting": "p" * pad})
+        if path.read_bytes()[0] == 0x80:
+            break
+    else:
+        raise AssertionError("no padding gave a header length ending in 0x80")
+    assert file_kind(path) == "safetensors"
+    checkpoint = load_checkpoint(path)
+    assert checkpoint.metadata["painting"] == "p" * pad
+    assert torch.equal(checkpoint.state_dict["res5.conv2.conv2d.weight"], state["res5.conv2.conv2d.weight"])
+
+
+def test_what_only_looks_like_safetensors_is_not_taken_for_it(tmp_path):
+    from styleforge.models.checkpoint import file_kind
+    state = random_style_state(6)
+    torch.save(state, tmp_path / "zip.pth")
+    torch.save(state, tmp_path / "legacy.pth", _use_new_zipfile_serialization=False)
+    Image.new("RGB", (4, 4)).save(tmp_path / "image.safetensors", format="PNG")
+    body = b'{"a": 1}'
+    cases = {
+        "zip.pth": "torch",
+        "legacy.pth": "torch",                                          # opens with 0x80
+        "image.safetensors": "image",
+        "length_past_end.bin": (len(body) + 1).to_bytes(8, "little") + body,
+        "not_json.bin": (8).to_bytes(8, "little") + b"{not json",
+        "json_list.bin": (3).to_bytes(8, "little") + b"[1]",
+        "header_only_8_bytes.bin": (0).to_bytes(8, "little"),
+        "huge_length.bin": (2**63).to_bytes(8, "little") + body,
+    }
+    for name, want in cases.items():
+        if isinstance(want, bytes):
+            (tmp_path / name).write_bytes(want)
+            want = "unknown"
+        assert file_kind(tmp_path / name) == want, name
+    assert load_checkpoint(tmp_path / "legacy.pth").state_dict.keys() == state.keys()
+    exact = tmp_path / "exact_fit.bin"                   # N = size − 8: the whole rest is header
+    exact.write_bytes(len(body).to_bytes(8, "little") + body)
+    assert file_kind(exact) == "safetensors"

@@ -1,12 +1,11 @@
 """VGG16 loss network: torchvision key loading, output shapes, normalisation, clear errors.
 
-Uses narrow random VGGs in torchvision's key layout (the real 15 MB weights are checked only
-when the shared data folder is present).
+Uses random VGGs in torchvision's key layout, narrow ones and one at the real widths saved as the
+shipped-format fp16 file (the tests make every file they load).
 """
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -22,7 +21,6 @@ from styleforge.models.vgg import (
 )
 
 WIDTHS = (4, 8, 8, 16)
-SHARED_VGG = Path("/work/shared/data/vgg16_relu4_3.fp16.pth")
 
 
 @pytest.fixture()
@@ -100,9 +98,14 @@ def test_no_file_no_torchvision(monkeypatch):
         load_vgg16(None)
 
 
-@pytest.mark.skipif(not SHARED_VGG.is_file(), reason="shared VGG weights not present")
-def test_shared_weights_load():
-    vgg = load_vgg16(SHARED_VGG)
+def test_real_width_fp16_file_loads_as_fp32_with_its_values(tmp_path):
+    """The layout of the real loss-network file (VGG16 widths, fp16, torchvision keys, 15 MB)."""
+    torch.manual_seed(2)
+    state = {k: v.half() for k, v in VGG16Features().state_dict().items()}
+    torch.save(state, tmp_path / "vgg16_relu4_3.fp16.pth")
+    vgg = load_vgg16(tmp_path / "vgg16_relu4_3.fp16.pth")
+    loaded = vgg.state_dict()
+    assert all(loaded[k].dtype == torch.float32 and torch.equal(loaded[k], v.float()) for k, v in state.items())
     out = vgg(torch.full((1, 3, 32, 32), 128.0))
-    assert [t.shape[1] for t in out] == [64, 128, 256, 512]
-    assert all(torch.isfinite(t).all() for t in out)
+    assert [tuple(t.shape) for t in out] == [(1, 64, 32, 32), (1, 128, 16, 16), (1, 256, 8, 8), (1, 512, 4, 4)]
+    assert all(torch.isfinite(t).all() and t.abs().sum() > 0 for t in out)

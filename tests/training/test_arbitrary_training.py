@@ -24,9 +24,9 @@ def feats(seed: int, size: int = 16) -> dict[str, torch.Tensor]:
 
 def test_arbitrary_style_and_content_losses_match_plain_formulas():
     a, b = feats(0), feats(1)
-    want = sum(F.mse_loss(a[k].mean((2, 3)), b[k].mean((2, 3)))
-               + F.mse_loss((a[k].var((2, 3), correction=0) + 1e-5).sqrt(), (b[k].var((2, 3), correction=0) + 1e-5).sqrt())
-               for k in LEVELS)
+    def std(f):
+        return (f.var((2, 3), correction=0) + 1e-5).sqrt()
+    want = sum(F.mse_loss(a[k].mean((2, 3)), b[k].mean((2, 3))) + F.mse_loss(std(a[k]), std(b[k])) for k in LEVELS)
     torch.testing.assert_close(L.style_loss(a, b), want)
     norm = lambda x: (x - x.mean((2, 3), keepdim=True)) / (x.var((2, 3), keepdim=True, correction=0) + 1e-5).sqrt()  # noqa: E731
     want = sum(F.mse_loss(norm(a[k]), norm(b[k])) for k in ("relu4_1", "relu5_1"))

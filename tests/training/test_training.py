@@ -27,8 +27,6 @@ from styleforge.training.data import ContentBatches
 from styleforge.training.evaluate import evaluate_style, summarise
 from styleforge.training.losses import gram
 
-SHARED_STYLES = Path("/work/shared/data/styles")
-
 
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
@@ -48,6 +46,9 @@ def toy(tmp_path_factory):
     torch.manual_seed(0)
     torch.save(VGG16Features((8, 16, 16, 16)).state_dict(), root / "vgg.pth")
     return root
+
+
+SHARED_STYLES = Path(__file__).resolve().parents[3] / "shared" / "data" / "styles"   # beside the checkout
 
 
 def config(toy: Path, out: Path, **overrides) -> TrainConfig:
@@ -190,3 +191,15 @@ def test_catalogue_config_layers_recipe_tweaks_and_settings():
     assert udnie.style_image == str(Path("paintings") / "udnie.jpg")
     assert get("udnie").config("p", recipe=False).grid_weight == 0.0
     assert get("dendera").metadata()["source_licence"].startswith("GPL-2+")
+
+
+def test_shipped_weights_carry_the_catalogue_fields():
+    from safetensors import safe_open
+
+    from styleforge.models.registry import STYLES_DIR
+    shipped = [s for s in BUILTIN_STYLES if (STYLES_DIR / f"{s.name}.safetensors").is_file()]
+    assert len(shipped) >= 9
+    for style in shipped:
+        with safe_open(str(STYLES_DIR / f"{style.name}.safetensors"), "pt") as handle:
+            meta = handle.metadata()
+        assert {k: meta.get(k) for k in style.metadata()} == style.metadata(), style.name

@@ -7,18 +7,19 @@
 Correctness: random inputs (never zeros), float64 oracle = styleforge/kernels/reference/attention.py
 on the same 16-bit values; a case passes when our max abs error is at most 2x that of
 F.scaled_dot_product_attention in the same dtype (default backend) + 1e-5, and fully masked rows
-(or Nk = 0) are exactly zero; "fp32out" cases ask the kernel for fp32 output (out_fp32). Timing: CUDA events around 50 back-to-back calls after warm-up,
-median of 5 such runs (SDPA and ours alternating), us per call and TFLOP/s (4*B*H*Nq*Nk*D). Writes probe.json (and, for a
-failing small case, diag.pt with inputs and outputs) to --out. A dev playground, never imported.
+(or Nk = 0) are exactly zero; "fp32out" cases ask the kernel for fp32 output (out_fp32). Timing: CUDA
+events around 50 back-to-back calls after warm-up, median of 5 such runs (SDPA and ours alternating),
+us per call and TFLOP/s (4*B*H*Nq*Nk*D). Writes probe.json (and, for a failing small case, diag.pt
+with inputs and outputs) to --out. A dev playground, never imported.
 """
 from __future__ import annotations
 
 import argparse
 import ctypes
 import datetime
+import functools
 import importlib.util
 import json
-import math
 import os
 import sys
 from pathlib import Path
@@ -63,7 +64,8 @@ def load_capi(path: Path):
                  None if mask is None else mask.data_ptr(), out.data_ptr(), b, h, nq, k.shape[2], d, scale,
                  int(fp32), torch.cuda.current_stream().cuda_stream)
         if err != 0:
-            raise RuntimeError(f"sf_attention_sm90_forward returned {err} ({'unsupported' if err < 0 else 'CUDA error'})")
+            kind = "unsupported" if err < 0 else "CUDA error"
+            raise RuntimeError(f"sf_attention_sm90_forward returned {err} ({kind})")
         return out
     return forward
 
@@ -155,7 +157,8 @@ def check(forward, quick: bool, diag: dict) -> list[dict]:
         ours = forward(q, k, v, mask, scale, fp32)
         torch.cuda.synchronize()
         ref = oracle(q, k, v, mask, scale)
-        dead = torch.zeros(b, 1, 1, 1, dtype=torch.bool, device=DEVICE) if mask is None else mask.all(1)[:, None, None, None]
+        dead = (torch.zeros(b, 1, 1, 1, dtype=torch.bool, device=DEVICE) if mask is None
+                else mask.all(1)[:, None, None, None])
         if nk == 0:
             dead = torch.ones_like(dead)
         err = (ours.double() - ref).abs()
@@ -209,7 +212,8 @@ def timing(forward) -> list[dict]:
     for label, b, h, nq, nk, d, mask_kind in TIMES:
         q, k, v, mask = make_inputs(b, h, nq, nk, d, torch.bfloat16, mask_kind, seed=7)
         scale = d ** -0.5
-        t_sdpa, t_ours = median_us([lambda: sdpa(q, k, v, mask, scale), lambda: forward(q, k, v, mask, scale)])
+        t_sdpa, t_ours = median_us([functools.partial(sdpa, q, k, v, mask, scale),
+                                    functools.partial(forward, q, k, v, mask, scale)])
         flops = 4 * b * h * nq * nk * d
         row = {"shape": label, "B": b, "H": h, "Nq": nq, "Nk": nk, "D": d, "dtype": "bfloat16", "mask": mask_kind,
                "sdpa_us": t_sdpa, "ours_us": t_ours, "sdpa_tflops": flops / t_sdpa / 1e6,

@@ -13,10 +13,12 @@ import torch
 
 from styleforge.kernels.reference import conv3x3 as ref
 
-CASES = ((128, 128, 1, 1, (37, 50)), (128, 64, 2, 1, (9, 13)), (64, 32, 2, 1, (13, 10)), (32, 64, 1, 2, (23, 41)), (64, 128, 1, 2, (19, 37)))
+CASES = ((128, 128, 1, 1, (37, 50)), (128, 64, 2, 1, (9, 13)), (64, 32, 2, 1, (13, 10)), (32, 64, 1, 2, (23, 41)),
+         (64, 128, 1, 2, (19, 37)))
 for cin, cout, up, stride, (h, w) in CASES:
     g = torch.Generator().manual_seed(cin + cout)
-    x = (torch.randn(2, cin, h, w, generator=g) * 2 + 1).to(torch.bfloat16).contiguous(memory_format=torch.channels_last)
+    x = (torch.randn(2, cin, h, w, generator=g) * 2 + 1).to(torch.bfloat16).contiguous(
+        memory_format=torch.channels_last)
     res = torch.randn(2, cin, h, w, generator=g).to(torch.bfloat16).contiguous(memory_format=torch.channels_last)
     weight = (torch.randn(cout, cin, 3, 3, generator=g) / (9 * cin) ** 0.5).to(torch.bfloat16)
     scale, shift = torch.rand(2, cin, generator=g) + 0.5, torch.randn(2, cin, generator=g)
@@ -63,7 +65,8 @@ from styleforge.kernels.reference import norm_sums as sums  # noqa: E402
 SUMS_CASES = ((128, 64, 2, 1, (9, 13)), (64, 32, 2, 1, (96, 96)), (32, 64, 1, 2, (300, 300)), (64, 128, 1, 2, (19, 37)))
 for cin, cout, up, stride, (h, w) in SUMS_CASES:
     g = torch.Generator().manual_seed(cin * cout)
-    x = (torch.randn(2, cin, h, w, generator=g) * 2 + 1).to(torch.bfloat16).contiguous(memory_format=torch.channels_last)
+    x = (torch.randn(2, cin, h, w, generator=g) * 2 + 1).to(torch.bfloat16).contiguous(
+        memory_format=torch.channels_last)
     weight = ref.pack_weight((torch.randn(cout, cin, 3, 3, generator=g) / (9 * cin) ** 0.5).to(torch.bfloat16))
     nw_in, nb_in = torch.rand(cin, generator=g) + 0.5, torch.randn(cin, generator=g)
     nw, nb = torch.rand(cout, generator=g) + 0.5, torch.randn(cout, generator=g)
@@ -81,7 +84,8 @@ for cin, cout, up, stride, (h, w) in SUMS_CASES:
     s_err = float((cout_state.cpu()[256:].view(torch.float64).view(8, -1).sum(0)
                    - out_state[256:].view(torch.float64).view(8, -1).sum(0)).norm()
                   / out_state[256:].view(torch.float64).norm())
-    print(f"{cin}->{cout} up {up} stride {stride} 2x{h}x{w}, sums hand-off: rel err vs twin {err:.2e}, sums {s_err:.2e}, "
+    print(f"{cin}->{cout} up {up} stride {stride} 2x{h}x{w}, sums hand-off: rel err vs twin {err:.2e}, "
+          f"sums {s_err:.2e}, "
           f"input state zero after: {not cin_state.any()}")
     assert err < 1e-2 and s_err < 1e-5 and not cin_state.any()
 
@@ -97,7 +101,8 @@ got = torch.ops.styleforge.conv3x3_residual_chain(x.cuda(), None, None, [w.cuda(
                                                   cin_state, nw_in.cuda(), nb_in.cuda())
 torch.cuda.synchronize()
 err = float((got[0].cpu().double() - want[0].double()).norm() / want[0].double().norm())
-print(f"residual chain from sums 2x37x50: rel err vs twin {err:.2e}, states zero after: {not state.any() and not cin_state.any()}")
+print(f"residual chain from sums 2x37x50: rel err vs twin {err:.2e}, "
+      f"states zero after: {not state.any() and not cin_state.any()}")
 assert err < 3e-2 and not state.any() and not cin_state.any()
 
 # The chain leaving its last norm as sums (out_state, session 15), twice on one state: the second

@@ -19,14 +19,15 @@ residual convolutions, (128, 64, 2, 1), (64, 32, 2, 1) decoder convolutions and 
   64 or 128 channels (the hand-off from a cuDNN convolution into the chain).
 
 `weight` is packed once by `pack_weight` into the kernel's shared-memory image: (taps, ⌈Cin/64⌉,
-Cout, 64) (Cin 32 zero-padded to 64) with the 16-byte chunks of each 128-byte row XOR-swizzled by the output channel's low 3
-bits. `unpack_weight` inverts it. Taps are the 9 of the 3×3 kernel, except for the ×2 decoder
-configurations, computed in phase-split form: a ×2 nearest upsample then a reflection-padded 3×3
-convolution equals, for each output phase (a, b) = (row, column) parity, a 2×2 convolution of the
-replicate-padded low-resolution input whose taps are sums of the 3×3 taps (`phase_weight`), so
-their packed weights hold 16 summed taps (4 phases × 2 × 2), each rounded to the dtype once, in the
-order the kernel streams them (`_ring_order`), and the twin computes exactly that form. `check_args` and `check_scale_shift_args` are the one statement
-of the argument rules; the CUDA binding mirrors them.
+Cout, 64) (Cin 32 zero-padded to 64) with the 16-byte chunks of each 128-byte row XOR-swizzled by
+the output channel's low 3 bits. `unpack_weight` inverts it. Taps are the 9 of the 3×3 kernel,
+except for the ×2 decoder configurations, computed in phase-split form: a ×2 nearest upsample then a
+reflection-padded 3×3 convolution equals, for each output phase (a, b) = (row, column) parity, a 2×2
+convolution of the replicate-padded low-resolution input whose taps are sums of the 3×3 taps
+(`phase_weight`), so their packed weights hold 16 summed taps (4 phases × 2 × 2), each rounded to
+the dtype once, in the order the kernel streams them (`_ring_order`), and the twin computes exactly
+that form. `check_args` and `check_scale_shift_args` are the one statement of the argument rules;
+the CUDA binding mirrors them.
 """
 from __future__ import annotations
 

@@ -27,7 +27,8 @@ def check_state(name: str, arg: str, state: torch.Tensor, x: torch.Tensor, n: in
     need = norm_state_bytes(n, c)
     if (not isinstance(state, torch.Tensor) or state.dtype != torch.uint8 or state.device != x.device
             or not state.is_contiguous() or state.numel() < need):
-        got = f"{state.dtype} {tuple(state.shape)} on {state.device}" if isinstance(state, torch.Tensor) else type(state)
+        got = (f"{state.dtype} {tuple(state.shape)} on {state.device}" if isinstance(state, torch.Tensor)
+               else type(state))
         raise ValueError(f"{name}: {arg} must be a contiguous uint8 tensor of at least norm_state_bytes({n}, {c}) = "
                          f"{need} bytes on {x.device} (styleforge.kernels.norm_state), got {got}")
 

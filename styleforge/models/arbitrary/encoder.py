@@ -17,10 +17,10 @@ import torch
 from torch import nn
 
 from ..vgg import IMAGENET_MEAN, IMAGENET_STD, VGGWeightsError, vgg16_state_from_file
+from .config import LEVEL_ENDS, LEVEL_STRIDE, LEVELS, VGG16_WIDTHS, level_index  # noqa: F401
 
 CONV_INDICES = (0, 2, 5, 7, 10, 12, 14, 17, 19, 21, 24)
 CONVS_PER_BLOCK = (2, 2, 3, 3, 1)
-from .config import LEVEL_ENDS, LEVEL_STRIDE, LEVELS, VGG16_WIDTHS, level_index  # noqa: F401
 
 
 class VGGEncoder(nn.Module):

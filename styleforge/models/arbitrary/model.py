@@ -12,17 +12,15 @@ of styleforge. Not here: weights files (`weights.py`), devices and caching (`eng
 """
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .decoder import build_decoder
 from .config import ArbitraryConfig
-from .encoder import LEVEL_STRIDE, LEVELS, VGG16_WIDTHS, VGGEncoder, level_index
+from .decoder import build_decoder
+from .encoder import LEVELS, VGGEncoder, level_index
 from .transfer import AdaAttnBlock, StyleLevel, normalized, subsample_grid
 
 StyleCode = dict[str, StyleLevel]

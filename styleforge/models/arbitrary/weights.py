@@ -53,7 +53,7 @@ def save_arbitrary(path: str | os.PathLike, model: ArbitraryStyleNet, metadata: 
     meta = {k: (v if isinstance(v, str) else json.dumps(v)) for k, v in (metadata or {}).items()}
     meta.update(format=FORMAT, config=model.config.to_json(),
                 quantization=INT8_FORMAT if int8 else str(dtype).removeprefix("torch."))
-    from ...io.atomic import atomic_write     # its temp names are swept if a run is killed
+    from ...io.atomic import atomic_write  # its temp names are swept if a run is killed
     return atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=meta), mode=0o644)
 
 

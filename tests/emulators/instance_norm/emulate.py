@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from styleforge.kernels.build import CSRC   # the one place that knows where the sources live
+from styleforge.kernels.build import CSRC  # the one place that knows where the sources live
 
 HERE = Path(__file__).resolve().parent
 CU = CSRC / "instance_norm" / "instance_norm.cu"
