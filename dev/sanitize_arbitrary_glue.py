@@ -5,6 +5,8 @@ import torch
 
 from styleforge import kernels
 
+kernels.register_ops()   # ops are defined on first use (kernels/library.py); this calls them directly
+
 torch.manual_seed(0)
 cl = torch.channels_last
 x = torch.randn(1, 64, 12, 20, device="cuda", dtype=torch.bfloat16).contiguous(memory_format=cl)

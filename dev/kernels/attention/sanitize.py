@@ -20,6 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))   # run from a chec
 from styleforge import kernels
 from styleforge.kernels.reference import attention as reference_attention
 
+kernels.register_ops()   # ops are defined on first use (kernels/library.py); this calls them directly
+
 OP = torch.ops.styleforge.attention.default
 
 

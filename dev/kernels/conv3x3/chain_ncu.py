@@ -16,6 +16,8 @@ from chain_profile import LINKS, chain_inputs  # (this folder: run as a script)
 from styleforge import kernels
 from styleforge.kernels.reference import conv3x3 as ref
 
+kernels.register_ops()   # ops are defined on first use (kernels/library.py); this calls them directly
+
 
 def main():
     assert kernels.cuda_kernels_available()[0]

@@ -15,7 +15,11 @@ from pathlib import Path
 
 import torch
 
+from styleforge import kernels
 from styleforge.kernels.reference import conv3x3 as ref
+
+kernels.register_ops()        # ops are defined on first use (kernels/library.py)
+kernels.ensure_cuda_kernels()  # and their CUDA library loaded on first use
 
 C, LINKS = 128, 10
 SLOTS = 16   # conv3x3_tile.cuh: kTileProfileSlots

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import torch
 
+from styleforge import kernels
 from styleforge.kernels.reference import conv3x3 as ref
+
+kernels.register_ops()        # ops are defined on first use (kernels/library.py)
+kernels.ensure_cuda_kernels()  # and their CUDA library loaded on first use
 
 CASES = ((128, 128, 1, 1, (37, 50)), (128, 64, 2, 1, (9, 13)), (64, 32, 2, 1, (13, 10)), (32, 64, 1, 2, (23, 41)),
          (64, 128, 1, 2, (19, 37)))

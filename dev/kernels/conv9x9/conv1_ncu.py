@@ -13,6 +13,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))   # run from a checkout, not installed
 from styleforge import kernels
 
+kernels.register_ops()   # ops are defined on first use (kernels/library.py); this calls them directly
+
 OP = torch.ops.styleforge.conv9x9.default
 
 

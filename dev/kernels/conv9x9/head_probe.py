@@ -14,6 +14,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))   # run from a checkout, not installed
 from styleforge import kernels
 
+kernels.register_ops()   # ops are defined on first use (kernels/library.py); this calls them directly
+
 ok, reason = kernels.cuda_kernels_available()   # loads the CUDA library: else the op runs its twin
 assert ok, reason
 g = torch.Generator(device="cuda").manual_seed(0)

@@ -25,6 +25,8 @@ from styleforge.kernels.reference import conv3x3 as reference_conv3x3
 from styleforge.kernels.reference import conv9x9 as reference_conv
 from styleforge.kernels.reference import norm_sums as reference_norm_sums
 
+kernels.register_ops()   # ops are defined on first use (kernels/library.py); this calls them directly
+
 OP = torch.ops.styleforge.conv9x9.default
 NORM_OP = torch.ops.styleforge.conv9x9_norm.default
 LAYERS = {"conv1": (3, 32), "deconv3": (32, 3)}

@@ -22,6 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))   # run from a chec
 from styleforge import kernels
 from styleforge.kernels.reference import instance_norm as reference
 
+kernels.register_ops()   # ops are defined on first use (kernels/library.py); this calls them directly
+
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 OP = torch.ops.styleforge.instance_norm.default
 
