@@ -558,7 +558,7 @@ def _stylize_jobs(todo: list[Job], stylizer, options: StylizeOptions, pipeline, 
 
     from ..media.images import ImageJob, stylize_images
     mark_output_folders(todo)
-    jobs = (ImageJob(job.source, job.target) for job in todo)
+    jobs = [ImageJob(job.source, job.target) for job in todo]   # a list: its length picks the codec
     with report.progress:
         for record in stylize_images(jobs, stylizer, options, pipeline, stdin=sys.stdin.buffer,
                                      stdout=sys.stdout.buffer):

@@ -48,14 +48,22 @@ def gpu_jpeg_available(device: torch.device) -> tuple[bool, str]:
     return True, "torchvision.io nvJPEG"
 
 
-def resolve_codec(codec: str, device: torch.device) -> str:
-    """'auto' → 'gpu' where nvJPEG is usable, else 'pillow'; 'gpu' where it is not is an error."""
+# 'auto' takes nvJPEG only for at least this many images: importing torchvision (which pulls in
+# torch._dynamo) and nvJPEG's set-up cost seconds, more than Pillow spends on a few photos.
+GPU_JPEG_MIN_ITEMS = 8
+
+
+def resolve_codec(codec: str, device: torch.device, items: int | None = None) -> str:
+    """'auto' → 'gpu' where nvJPEG is usable and `items` (None: unknown, many) is at least
+    GPU_JPEG_MIN_ITEMS, else 'pillow'; 'gpu' where nvJPEG is not usable is an error."""
     if codec not in CODECS:
         raise ValueError(f"codec must be one of {CODECS}, got {codec!r}")
+    if codec == "pillow" or (codec == "auto" and items is not None and items < GPU_JPEG_MIN_ITEMS):
+        return "pillow"
     ok, reason = gpu_jpeg_available(device)
     if codec == "gpu" and not ok:
         raise RuntimeError(f"--codec gpu is unavailable: {reason}")
-    return "gpu" if codec == "gpu" or (codec == "auto" and ok) else "pillow"
+    return "gpu" if ok else "pillow"
 
 
 def gpu_decodable(data: bytes, max_pixels: int | None, max_side: int | None) -> JpegData | None:

@@ -68,7 +68,8 @@ def stylize_images(jobs: Iterable[ImageJob], stylizer, options: StylizeOptions,
     engine = EngineStage(stylizer) if stylizer is not None else None
     device = engine.device if engine is not None else None
     # nvJPEG (torchvision's encode_jpeg) always writes 4:4:4, so other samplings go through Pillow.
-    gpu = engine is not None and resolve_codec(pipeline.codec, device) == "gpu"
+    items = len(jobs) if hasattr(jobs, "__len__") else None
+    gpu = engine is not None and resolve_codec(pipeline.codec, device, items) == "gpu"
     gpu_encode = gpu and options.chroma == GPU_CHROMA
 
     def decode(item: Item) -> None:

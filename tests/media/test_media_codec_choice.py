@@ -22,6 +22,18 @@ def test_cpu_engine_uses_pillow_and_gpu_is_refused_clearly():
         resolve_codec("gpu", torch.device("cpu"))
 
 
+def test_auto_keeps_a_few_photos_off_nvjpeg(monkeypatch):
+    from styleforge.media import codecs
+    cuda = torch.device("cuda")
+    monkeypatch.setattr(codecs, "gpu_jpeg_available", lambda device: (True, "pretend nvJPEG"))
+    assert resolve_codec("auto", cuda) == "gpu"                      # a stream of unknown length
+    assert resolve_codec("auto", cuda, codecs.GPU_JPEG_MIN_ITEMS) == "gpu"
+    assert resolve_codec("auto", cuda, 1) == "pillow"               # one photo: no torchvision import
+    assert resolve_codec("gpu", cuda, 1) == "gpu"                   # asked for: always
+    monkeypatch.setattr(codecs, "gpu_jpeg_available", lambda device: (False, "no torchvision"))
+    assert resolve_codec("auto", cuda) == "pillow"
+
+
 def test_only_plain_rgb_jpegs_go_to_the_gpu_decoder():
     plain = gpu_decodable(jpeg(), None, None)
     assert plain is not None and plain.shape == (20, 30, 3)
