@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from styleforge.engine.degrid import degrid
+from styleforge.training.grid import grid_score_array  # style_metrics' grid_score, transcribed: the oracle
 from styleforge.training.grid_loss import grid_penalty, grid_score, grid_score_rgb
 
 
@@ -30,22 +31,6 @@ def lattice(h: int, w: int, amplitude: float = 4.0) -> torch.Tensor:
     return amplitude * (col.view(1, 1, 1, w) + 0.5 * row.view(1, 1, h, 1)).expand(1, 3, h, w)
 
 
-def tool_score(gray: np.ndarray) -> float:
-    """shared/tools/style_metrics.py's grid_score, transcribed (the oracle)."""
-    h, w = gray.shape[0] - gray.shape[0] % 16, gray.shape[1] - gray.shape[1] % 16
-    a = gray[:h, :w] - gray[:h, :w].mean()
-    power = np.abs(np.fft.fft2(a * np.outer(np.hanning(h), np.hanning(w)))) ** 2
-    best = 0.0
-    for per in (2, 4):
-        fy, fx = h // per, w // per
-        for y, x in ((0, fx), (fy, 0), (fy, fx)):
-            ys = [(y + d) % h for d in range(-3, 4)]
-            xs = [(x + d) % w for d in range(-3, 4)]
-            around = np.delete(power[np.ix_(ys, xs)].ravel(), 24)
-            best = max(best, power[y, x] / np.median(around))
-    return float(best)
-
-
 @pytest.mark.parametrize("with_lattice", [False, True], ids=["clean", "lattice"])
 def test_grid_score_matches_the_tool(with_lattice):
     x = textured(100, 90)        # not multiples of 16: both crop to 96 × 80
@@ -53,7 +38,7 @@ def test_grid_score_matches_the_tool(with_lattice):
         x = (x + lattice(100, 90)).clamp(0, 255)
     rgb = x[0].permute(1, 2, 0).round().to(torch.uint8).numpy()
     gray = np.round(rgb.astype(np.float64) @ np.array([0.299, 0.587, 0.114]))
-    assert grid_score_rgb(rgb) == pytest.approx(tool_score(gray), rel=1e-9)
+    assert grid_score_rgb(rgb) == pytest.approx(grid_score_array(gray), rel=1e-9)
     score = float(grid_score(x)[0])
     assert (score > 100) if with_lattice else (score < 10)
 
