@@ -7,7 +7,8 @@ phase2: resume every PHASE2 variant from --start (phase 1's winner) for --second
         cosine schedule), the GPU tests beside them, then score, time the model alone on GPU 0,
         and pack the winner. Each phase packs its winner for the trip home: slim fp16 weights
         (no encoder), its checkpoint in 15 MB pieces, sample sheets and logs.
-Data: `python dev/prepare_arbitrary_data.py`, staged by `dev/device/train_arbitrary.sh stage`. Results: --out (the device's $OUT).
+Data: `python dev/prepare_arbitrary_data.py`, staged by `dev/device/train_arbitrary.sh stage`. Results: --out (the
+device's $OUT).
 """
 from __future__ import annotations
 

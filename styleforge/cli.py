@@ -10,7 +10,8 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("stylize", "video", "styles", "train", "train_arbitrary", "eval_arbitrary", "bench", "profile", "build", "serve", "webcam", "export")
+COMMANDS = ("stylize", "video", "styles", "train", "train_arbitrary", "eval_arbitrary", "bench", "profile", "build",
+            "serve", "webcam", "export")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,7 +4,8 @@
         --grid-weights 0,3e9 --out out/grid_training
 
 With --init it fine-tunes given weights instead (a shipped style, whose grid is already
-there: the cheap check on a CPU). For each grid weight (one run each, same seed, same batches) it trains a style from scratch on
+there: the cheap check on a CPU). For each grid weight (one run each, same seed, same batches) it trains a style from
+scratch on
 `--max-content` training photos at `--size`², then stylizes the held-out asset photos at 256 px
 and prints grid_score (median over photos), the Gram style-loss ratio and the relu2_2 content
 change (training/evaluate.py). Writes the outputs and a JSON summary under --out. A CPU-sized

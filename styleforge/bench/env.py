@@ -2,7 +2,8 @@
 
 Device name, driver, torch / CUDA / cuDNN / triton versions, Python, the git commit (and whether
 the tree had uncommitted changes; a copy without `.git` is checked against its manifest), the
-TF32 and cuDNN-autotuner settings. Deliberately hostname-free: rows are meant to be published. This module only reads; it changes no setting.
+TF32 and cuDNN-autotuner settings. Deliberately hostname-free: rows are meant to be published. This module only
+reads; it changes no setting.
 """
 from __future__ import annotations
 

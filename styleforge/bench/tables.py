@@ -261,7 +261,8 @@ def tiling_summary(results: Path) -> str:
              "|---|---|---:|---|---:|"]
     for r in latest.values():
         if r.get("status") == "failed":
-            lines.append(f"| {r['size']} | {r['tiling']} | failed: {r.get('error', '')[:80].replace('|', '/')} | – | – |")
+            lines.append(f"| {r['size']} | {r['tiling']} | failed: {r.get('error', '')[:80].replace('|', '/')}"
+                         " | – | – |")
             continue
         peak = (f"{r['peak_allocated_gib']:.2f} / {r['peak_reserved_gib']:.2f}"
                 if "peak_allocated_gib" in r else "– (CPU)")
@@ -269,7 +270,8 @@ def tiling_summary(results: Path) -> str:
         lines.append(f"| {r['size']} | {r['mode']} | {r['median_s']:.3f} | {peak} | "
                      f"{'–' if db is None else '∞' if db == float('inf') else f'{db:.1f}'} |")
     budget = last["budget_gib"]
-    return ("\n".join(lines) + f"\n\n_Measured: {last['gpu']} · torch {last['torch']} · commit {last['commit'] or 'unknown'}"
+    return ("\n".join(lines) + f"\n\n_Measured: {last['gpu']} · torch {last['torch']}"
+            f" · commit {last['commit'] or 'unknown'}"
             f" · {rows[-1].get('timestamp', 'date not recorded')[:10]} · {last['precision']}, `--stroke-scale 1`"
             + (f", GPU budget {budget:.1f} GiB" if budget else "") + " · `benchmarks/results/tiling.jsonl`._\n")
 
@@ -291,7 +293,8 @@ def stroke_summary(results: Path) -> str:
     for style, cells in scores.items():
         ratio = cells["4K"] / cells["512"] if {"4K", "512"} <= cells.keys() else None
         lines.append(f"| {style} | " + " | ".join(f"{cells[s]:.3f}" for s in sizes)
-                     + (f" | {ratio:.2f}× | {'met' if ratio <= STROKE_BAR else 'not met'} |" if ratio else " | – | – |"))
+                     + (f" | {ratio:.2f}× | {'met' if ratio <= STROKE_BAR else 'not met'} |" if ratio
+                        else " | – | – |"))
     env = data["environment"]
     return ("\n".join(lines) + f"\n\n_Measured: {env['device_name']} · torch {env['torch']} · "
             f"commit {env['commit'][:10]} · precision {data['precision']} · photos {', '.join(data['photos'])}"

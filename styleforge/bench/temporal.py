@@ -202,7 +202,8 @@ def stability_style(style: str) -> str | None:
     painting = training(mine.path if mine else style).get("style_image")
     for info in styles:
         t = training(info.path)
-        if info is not mine and painting and t.get("style_image") == painting and float(t.get("stability_weight") or 0) > 0:
+        if (info is not mine and painting and t.get("style_image") == painting
+                and float(t.get("stability_weight") or 0) > 0):
             return info.name
     return None
 

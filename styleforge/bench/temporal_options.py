@@ -48,7 +48,8 @@ def add_arguments(p: argparse.ArgumentParser, prefix: str = "") -> None:
     d = TemporalBenchConfig()
     p.add_argument("--stability-checkpoint", metavar="PATH", help="a style trained with --stability-weight")
     p.add_argument("--painting", metavar="PATH", help="the style's painting (for the style ratio)")
-    p.add_argument("--video", dest="videos", action="append", default=[], metavar="FILE", help="a real clip (repeatable)")
+    p.add_argument("--video", dest="videos", action="append", default=[], metavar="FILE",
+                   help="a real clip (repeatable)")
     p.add_argument("--photo", dest="photos", action="append", default=[], metavar="FILE",
                    help="a still for the generated clips (repeatable; default: the shipped assets)")
     p.add_argument(f"--{prefix}scenes", dest="scenes", default=",".join(d.scenes),

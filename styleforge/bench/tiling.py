@@ -78,7 +78,8 @@ def commit() -> str:
 def run(args: argparse.Namespace) -> list[dict]:
     base = dict(style=args.style, device=args.device, precision=args.precision, stroke_scale=1.0)
     budget = parse_bytes(args.max_gpu_memory) if args.device == "cuda" else None
-    env = {"gpu": torch.cuda.get_device_name() if args.device == "cuda" else "cpu", "torch": torch.__version__, "commit": commit(),
+    env = {"gpu": torch.cuda.get_device_name() if args.device == "cuda" else "cpu", "torch": torch.__version__,
+           "commit": commit(),
            "precision": args.precision, "budget_gib": budget and budget / 2**30,
            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     rows = []

@@ -3,7 +3,8 @@
 With no mode flag it runs the end-to-end table; `--pipeline` runs the media pipeline's table
 instead (`styleforge.bench.pipeline`, its own config); `--tables` / `--check-tables` regenerate
 or check the README and docs tables from stored rows (`styleforge.bench.tables`); `--ops`,
-`--training`, `--plot` and `--report` (re-print the latest stored tables) select those parts instead, and `--e2e` adds the end-to-end
+`--training`, `--plot` and `--report` (re-print the latest stored tables) select those parts instead, and `--e2e`
+adds the end-to-end
 table back to them. Every flag is a field of `styleforge.bench.BenchConfig`; this module parses,
 calls `run_suite`, and prints the tables last.
 Exit status: 0 when nothing failed, 1 when any provider failed its gate or crashed, 2 for bad flags.

@@ -25,7 +25,8 @@ def register(subparsers) -> None:
     p.add_argument("--palette", choices=("none", "between", "all"), default="none",
                    help="transport the painting's colours between passes (or also after the last)")
     p.add_argument("--save-dir", metavar="DIR", help="also write every output as PNG here")
-    p.add_argument("--csv", metavar="FILE", help="append one row per pair (e.g. benchmarks/results/arbitrary_quality.csv)")
+    p.add_argument("--csv", metavar="FILE",
+                   help="append one row per pair (e.g. benchmarks/results/arbitrary_quality.csv)")
     p.add_argument("--label", help="the rows' label (default: weights file name, passes, degrid, palette)")
     p.add_argument("--sheet", metavar="PNG", help="write a contact sheet (needs --save-dir, or uses a temp dir)")
 

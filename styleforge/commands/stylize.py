@@ -16,7 +16,8 @@ is refused rather than made into a folder. An input whose suffix Pillow cannot w
 `.psd`) is written as `.png`. Files inside the output folder, and files that are outputs of this
 same plan, are never inputs, so running `stylize dir -r -o dir/styled` twice does not stylize
 its own outputs; every output folder a run creates also gets a `.styleforge-output` mark (a
-folder that existed is left alone), and a scan skips marked sub-folders, so a later `stylize dir -r` (another style, no -o) does not stylize
+folder that existed is left alone), and a scan skips marked sub-folders, so a later `stylize dir -r` (another style,
+no -o) does not stylize
 `dir/styled` either. Outputs that cannot be written (a folder that is a file, no write
 permission) are found here, before any work; an output that appears after planning (a second
 run over the same files) is kept, not replaced (`media.images`).

@@ -9,7 +9,8 @@ and its shorter side at least `MIN_STYLE_SIDE` (upscaled: the statistics of a ti
 survive an upscale better than padding). `PaintingStylizer` binds a list of weighted paintings
 and has the `Stylizer` call contract: float (N, 3, H, W) in 0–255 in, float32 CPU out.
 Backends: reference (plain PyTorch, the ops' twins), fused (`arbitrary_fused.py` on the glue,
-attention and FFN kernels, CUDA graphs per input shape), compile (torch.compile of the model). Not the model (`models/`).
+attention and FFN kernels, CUDA graphs per input shape), compile (torch.compile of the model). Not the model
+(`models/`).
 Around the passes, in plain PyTorch on every backend: `degrid` after each pass (the shipped
 weights stamp a 4-px lattice, docs/arbitrary.md) and, with `palette`, the painting's colours
 transported onto the image between passes (and after the last), from a `PaletteCode` cached

@@ -8,7 +8,8 @@ and runs them (`steps.run_steps`): cuDNN convolutions with StyleForge's Instance
 and dtype (warm-up on a side stream first, as the `torch.cuda.graphs` docs prescribe) and
 replayed (captured through `engine.capture`: thread-local mode under the process's capture lock,
 so the media pipeline's other threads cannot invalidate it; a capture that fails anyway runs that
-call eagerly, with one warning per runner): where its first and last kernels are ours, each replay reads the caller's CUDA tensor
+call eagerly, with one warning per runner): where its first and last kernels are ours, each replay reads the caller's
+CUDA tensor
 where it is and writes a fresh output (`graph_io`); other inputs are copied into the graph's
 static input, those that live on the CPU through a pinned staging buffer. It follows the runner
 contract of `engine.backends`: float (N, 3, H, W) in 0–255, H and W multiples of 4 → the raw

@@ -33,7 +33,8 @@ class TensorStore:
 
     def _pin(self) -> None:
         """Page-lock host memory that feeds a GPU: bands then copy by DMA at PCIe speed (pageable
-        copies go through a staging buffer, and a large image's bands then take far longer). Registered, not allocated pinned, so the
+        copies go through a staging buffer, and a large image's bands then take far longer). Registered, not
+        allocated pinned, so the
         pages go back at close instead of staying in torch's pinned-memory cache."""
         nbytes = self.data.numel() * self.data.element_size()
         if nbytes == 0:

@@ -4,7 +4,8 @@
 scale 1: reflection-pad to a multiple of 4, run, crop back, clamp to 0–255. `ArbitraryGraph` is
 `ArbitraryStyleNet` with one painting: encode it, share its code across the photo batch, and apply
 the model `passes` times as `engine.arbitrary` does (pad to the model's multiple, 8 for the shipped
-relu3_1 + relu4_1 model, crop, clamp each pass). Both are plain PyTorch modules: built here, traced by `torch.export`, and never our custom
+relu3_1 + relu4_1 model, crop, clamp each pass). Both are plain PyTorch modules: built here, traced by
+`torch.export`, and never our custom
 ops (the arbitrary model's attention and FFN run their matmul/softmax twins under
 `kernels.using("reference")`, see `trace.py`). Not here: writing files, checking them.
 

@@ -45,7 +45,8 @@ from .ffn import ffn
 from .instance_norm import instance_norm
 from .library import register_ops
 
-__all__ = ["MODES", "adaattn_stats", "attention", "chain_state", "conv3x3_norm", "conv3x3_norm_supported", "conv3x3_residual_chain",
+__all__ = ["MODES", "adaattn_stats", "attention", "chain_state", "conv3x3_norm", "conv3x3_norm_supported",
+           "conv3x3_residual_chain",
            "conv9x9", "conv9x9_from_sums", "conv9x9_norm", "conv9x9_supported", "cuda_kernels_available",
            "current_mode", "detail_upscale", "ensure_cuda_kernels", "feature_pad", "ffn", "instance_norm",
            "norm_affine", "norm_scale_shift", "norm_state", "register_ops",

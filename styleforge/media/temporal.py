@@ -14,7 +14,8 @@ not perfectly aligned washes them out, which the Gram-matrix style loss punishes
 plain blend at α = 0.7 raised it by two thirds on 160-px clips; see docs/temporal.md), while the
 most of the measured flicker is coarser. A scene cut (most pixels untrusted) restarts the
 history. The previous output is kept in float32 so that rounding does not accumulate, and warped
-bicubically so that repeated warps blur less. It is a post-process like Lai et al. 2018's, without their trained network: it
+bicubically so that repeated warps blur less. It is a post-process like Lai et al. 2018's, without their trained
+network: it
 cannot remove flicker the flow cannot see (e.g. a static camera over changing texture).
 
 Two steps: the flows of a frame pair (DIS at reduced size, `flow_ahead.pair_flows`, which

@@ -22,7 +22,8 @@ travels as the stream's metadata where the container keeps it that way. The outp
 to a temp file beside `dst` (`io.atomic`: the images' mode, no clobbering without `overwrite`)
 and renamed only when complete; a broken stream raises `VideoError` (one line naming the file,
 or naming `dst` when writing failed) and leaves nothing behind. `video.max_seconds` and
-`options.max_pixels` are enforced on the frames as decoded, not on what the header claims. Not here: the frame filter's logic
+`options.max_pixels` are enforced on the frames as decoded, not on what the header claims. Not here: the frame
+filter's logic
 (temporal blending lives with its own module) and images (`media.images`).
 """
 from __future__ import annotations

@@ -79,7 +79,8 @@ def resolve_style(name_or_path: str, styles_dir: Path | None = None, model: str 
     if model == "slim" and candidate.is_file():
         slim = styles_dir / "slim" / candidate.name
         if not slim.is_file():
-            shipped = ", ".join(s.name for s in list_styles(styles_dir / "slim")) if (styles_dir / "slim").is_dir() else ""
+            shipped = (", ".join(s.name for s in list_styles(styles_dir / "slim"))
+                       if (styles_dir / "slim").is_dir() else "")
             raise CheckpointError(f"style {name_or_path!r} has no slim network (slim styles: "
                                   f"{shipped or 'none installed'}); use --model full, or distil one "
                                   "with `styleforge train --teacher` (docs/cpu.md)")

@@ -165,7 +165,7 @@ def test_a_manifest_the_copy_matches_beats_a_stale_git_head(tmp_path):
     first = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     (repo / "a.py").write_text("x = 2\n")
     subprocess.run([*git, "commit", "-q", "-am", "second"], check=True)
-    manifest = env.write_manifest(repo).read_text()
+    env.write_manifest(repo).read_text()
     second = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     subprocess.run([*git, "reset", "-q", "--soft", first], check=True)   # HEAD stale, files as second
     assert env.git_commit(repo) == (second, False)

@@ -48,7 +48,8 @@ def test_rows_per_clip_table_and_file(styles_env, inputs):
         assert by["temporal"]["style_ratio"] > 0 and by["temporal"]["style_change"] is not None
         # The video path timed on the same clip, plain and --temporal.
         assert by["per-frame"]["fps_plain"] > 0 and by["temporal"]["fps_temporal"] > 0
-        assert by["temporal"]["fps_ratio"] == pytest.approx(by["temporal"]["fps_temporal"] / by["temporal"]["fps_plain"])
+        assert by["temporal"]["fps_ratio"] == pytest.approx(
+            by["temporal"]["fps_temporal"] / by["temporal"]["fps_plain"])
     table = markdown(rows)
     assert "| pan@64x36 | temporal |" in table and "| cut@64x36 | stability+temporal |" in table
     lines = (inputs / "out" / "temporal.jsonl").read_text().splitlines()

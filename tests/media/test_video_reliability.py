@@ -56,7 +56,8 @@ def test_webm_picks_a_codec_it_can_hold_and_refuses_one_it_cannot(styles_env, cl
     result = styleforge.stylize_video(clip, tmp_path / "out.webm", device="cpu")
     assert result.frames == 12
     with av.open(str(tmp_path / "out.webm")) as out:
-        assert out.streams.video[0].codec_context.name in ("av1", "libdav1d", "libaom-av1", "vp9", "libvpx-vp9")   # decoder names
+        # decoder names
+        assert out.streams.video[0].codec_context.name in ("av1", "libdav1d", "libaom-av1", "vp9", "libvpx-vp9")
     assert main(["video", str(clip), "-o", str(tmp_path / "h.webm"), "--device", "cpu",
                  "--video-codec", "h264"]) == 1
     assert "cannot hold h264" in one_line_error(capsys)
