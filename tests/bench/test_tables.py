@@ -129,7 +129,8 @@ def test_the_stroke_table_checks_each_style_against_the_bar(tmp_path):
     assert "No rows" in tables.stroke_summary(tmp_path / "missing") and "No rows" in tables.tiling_summary(tmp_path)
 
 
-def test_a_copy_without_git_is_checked_against_its_manifest(tmp_path):
+def _repo_with_one_commit(tmp_path) -> tuple[Path, list[str], str]:
+    """A git repository holding a.py ("x = 1"), the git command to drive it, and its commit."""
     if shutil.which("git") is None:
         pytest.skip("needs git")
     repo = tmp_path / "repo"
@@ -138,9 +139,17 @@ def test_a_copy_without_git_is_checked_against_its_manifest(tmp_path):
     (repo / "a.py").write_text("x = 1\n")
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "a.py"], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "a"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "first"], check=True)
+    return repo, git, _head(git)
+
+
+def _head(git: list[str]) -> str:
+    return subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_a_copy_without_git_is_checked_against_its_manifest(tmp_path):
+    repo, _, head = _repo_with_one_commit(tmp_path)
     manifest = env.write_manifest(repo).read_text()
-    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     copy = tmp_path / "copy"
     copy.mkdir()
     shutil.copy(repo / "a.py", copy / "a.py")
@@ -153,20 +162,11 @@ def test_a_copy_without_git_is_checked_against_its_manifest(tmp_path):
 
 
 def test_a_manifest_the_copy_matches_beats_a_stale_git_head(tmp_path):
-    if shutil.which("git") is None:
-        pytest.skip("needs git")
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
-    (repo / "a.py").write_text("x = 1\n")
-    subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "add", "a.py"], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "first"], check=True)
-    first = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    repo, git, first = _repo_with_one_commit(tmp_path)
     (repo / "a.py").write_text("x = 2\n")
     subprocess.run([*git, "commit", "-q", "-am", "second"], check=True)
-    env.write_manifest(repo).read_text()
-    second = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    env.write_manifest(repo)
+    second = _head(git)
     subprocess.run([*git, "reset", "-q", "--soft", first], check=True)   # HEAD stale, files as second
     assert env.git_commit(repo) == (second, False)
     (repo / "a.py").write_text("x = 3\n")                               # matches neither: git decides

@@ -85,6 +85,7 @@ def test_a_truncated_stream_and_a_dropped_video_stream_are_said(styles_env, tmp_
     assert any("video stream 1 not kept" in note for note in result.notes), result.notes
 
 
+@pytest.mark.slow
 def test_the_length_limit_counts_decoded_frames_not_the_header(styles_env, tmp_path):
     gr = pytest.importorskip("gradio")  # noqa: F841  (video_seconds lives in the app)
     from styleforge.app.handlers import video_seconds
