@@ -72,8 +72,10 @@ def _engine_options(options: ExportOptions):
     common = {"device": "cpu", "precision": "fp32", "backend": "reference", "stroke_scale": 1.0,
               "tiling": "off"}
     if options.arbitrary:
+        # The exported graph is the model's passes alone: the engine's lattice repair (`degrid`)
+        # is not in the file (docs/export.md), so the file is checked against the engine without it.
         return StylizeOptions(arbitrary_weights=options.arbitrary_weights, passes=options.passes,
-                              style_size=options.style_size, **common)
+                              style_size=options.style_size, degrid=False, **common)
     return StylizeOptions(style=options.style, **common)
 
 
