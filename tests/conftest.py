@@ -3,7 +3,8 @@
 Tiers: `python -m pytest` runs everything; `python -m pytest -m "not slow"` leaves out compilers,
 emulators and other tests over ~2.5 s (any test that builds a kernel emulator is slow by its fixture).
 The default tier stays fast by rule (`slow_limit.py`): a test not marked `slow` whose call costs more
-than `--slow-limit` seconds (default 5) fails with a message saying to mark it.
+than twice `--slow-limit` seconds (default 5) fails with a message saying to mark it; one over half
+the limit is listed in the summary.
 
 Tolerance policy (STYLE.md): compare with a float64 reference by relative L2 error
 ‖out − ref‖ / ‖ref‖. fp32 kernels must land under `FP32_REL_TOL`; low-precision kernels

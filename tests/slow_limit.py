@@ -1,10 +1,14 @@
 """The default tier's time rule, a pytest plugin loaded by tests/conftest.py.
 
-A test not marked `slow` whose call phase costs more than `--slow-limit` seconds (default 5; 0 turns
-the rule off) fails with a message saying to mark it slow, and the summary lists the default-tier
-tests over half the limit. A test's cost is the smaller of its wall time and the CPU time of this
-process (all threads) and its reaped children: wall time alone would fail tests on a busy shared
-machine, CPU time alone would count a two-thread test twice. Setup and teardown (fixtures that build
+A test not marked `slow` whose call phase costs more than twice `--slow-limit` seconds (default 5;
+0 turns the rule off) fails with a message saying to mark it slow; the summary lists the
+default-tier tests over half the limit. The factor of two is the spread between the machines the
+suite runs on (a 5.7-s test on the 2-core CI machine took 4 s on the dev machine): a test failing
+there is mis-tiered on any machine, one listed is to be marked before it gets there.
+
+A test's cost is the smaller of its wall time and the CPU time of this process (all threads) and
+its reaped children: wall time alone would fail tests on a busy shared machine, CPU time alone
+would count a two-thread test twice. Setup and teardown (fixtures that build
 things once per module) are not counted.
 """
 from __future__ import annotations
@@ -15,11 +19,13 @@ import time
 import pytest
 
 SLOW_LIMIT_S = 5.0
+FAIL_FACTOR = 2.0   # machines differ this much in speed; the rule must not fail on the slower one
 
 
 def pytest_addoption(parser):
     parser.addoption("--slow-limit", type=float, default=SLOW_LIMIT_S, metavar="SECONDS",
-                     help="fail a test not marked slow whose call costs more (0: no limit)")
+                     help="list a test not marked slow whose call costs more than half this, fail it over twice this "
+                          "(0: no limit)")
 
 
 def _cpu_seconds() -> float:
@@ -43,9 +49,9 @@ def pytest_runtest_makereport(item, call):
         return
     report.user_properties.append(("cost_s", round(cost, 2)))
     limit = item.config.getoption("slow_limit")
-    if limit and cost > limit and report.passed:
+    if limit and cost > FAIL_FACTOR * limit and report.passed:
         report.outcome = "failed"
-        report.longrepr = (f"{item.nodeid} cost {cost:.1f} s, over the default tier's {limit:g} s: mark it "
+        report.longrepr = (f"{item.nodeid} cost {cost:.1f} s, over twice the default tier's {limit:g} s: mark it "
                            "@pytest.mark.slow (or make it faster)")
 
 

@@ -11,16 +11,18 @@ copies them into docs/images/).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 
 import numpy as np
 import pytest
 from app_serving import CHROMIUM, Server, launch_chromium
 from PIL import Image
 
+# find_spec, not importorskip: importing gradio costs seconds of every collection, slow tier or not
 pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium: apt-get install -y chromium")]
-sync_api = pytest.importorskip("playwright.sync_api")
-pytest.importorskip("gradio")
+              pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium: apt-get install -y chromium"),
+              pytest.mark.skipif(importlib.util.find_spec("playwright") is None, reason="needs playwright"),
+              pytest.mark.skipif(importlib.util.find_spec("gradio") is None, reason="needs gradio")]
 
 WAIT_MS = 120_000
 
@@ -34,6 +36,8 @@ def server(tiny_styles, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
+    from playwright import sync_api
+
     with sync_api.sync_playwright() as playwright:
         chromium = launch_chromium(playwright)
         yield chromium

@@ -65,6 +65,7 @@ def sigterm_from_a_helper_thread(url: str) -> None:
     threading.Thread(target=send, daemon=True).start()
 
 
+@pytest.mark.slow   # 0.5-2.5 s: keeps `-m "not slow"` under a minute on the 2-core CI machine
 def test_sigterm_on_another_thread_stops_serve(fake_app, tmp_path):
     assert threading.current_thread() is threading.main_thread()
     demo, handlers, armed = fake_app

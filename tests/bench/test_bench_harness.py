@@ -114,6 +114,7 @@ def test_op_case_gate_and_rates():
     assert rows["crashes"].status == "failed" and "RuntimeError" in rows["crashes"].error
 
 
+@pytest.mark.slow   # 0.5-2.5 s: keeps `-m "not slow"` under a minute on the 2-core CI machine
 def test_run_ops_measures_ceilings_first_and_reports_broken_modules():
     rows = ops.run_ops(CPU, reps=2, quick=True, cases=[_fake_case()])
     ceilings = [r for r in rows if r.kind == "ceiling"]
@@ -167,6 +168,7 @@ def test_training_rows_from_a_measure_function():
 
 # --- plots and commands ------------------------------------------------------------------------
 
+@pytest.mark.slow   # 0.5-2.5 s: keeps `-m "not slow"` under a minute on the 2-core CI machine
 def test_plot_files_from_rows(tmp_path):
     pytest.importorskip("matplotlib")
     from styleforge.bench.plot import plot_results

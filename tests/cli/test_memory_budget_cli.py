@@ -24,7 +24,9 @@ def _refusal(capsys, *args) -> re.Match:
     return found
 
 
-@pytest.mark.parametrize("size, budget", [((420, 300), "1M"), ((1600, 1200), "40M")], ids=["1M", "40M"])
+@pytest.mark.parametrize("size, budget", [((420, 300), "1M"),
+                                          pytest.param((1600, 1200), "40M", marks=pytest.mark.slow)],  # 4-6 s
+                         ids=["1M", "40M"])
 def test_a_refusal_shows_need_and_budget_apart(tmp_path, capsys, size, budget):
     photo = make_jpeg(tmp_path / "p.jpg", *size)
     need, have, advice = _refusal(capsys, str(photo), "-o", str(tmp_path / "o.jpg"), "--max-memory", budget).groups()

@@ -23,6 +23,7 @@ def test_a_missing_extra_is_one_line_naming_it(monkeypatch, capsys, module, argv
     assert len([line for line in err.splitlines() if line.strip()]) == 1
 
 
+@pytest.mark.slow   # 0.5-2.5 s: keeps `-m "not slow"` under a minute on the 2-core CI machine
 def test_help_of_a_submodule_after_import_styleforge():
     probe = "import styleforge, pydoc; print(pydoc.render_doc(styleforge.api).splitlines()[0])"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)

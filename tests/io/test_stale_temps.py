@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from styleforge.io import atomic
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,6 +30,7 @@ def age(path: Path, seconds: float) -> None:
     os.utime(path, (t, t))
 
 
+@pytest.mark.slow   # 0.5-2.5 s: keeps `-m "not slow"` under a minute on the 2-core CI machine
 def test_a_killed_writers_temp_file_is_removed_by_the_next_write(tmp_path, monkeypatch):
     target = tmp_path / "weights.pth"
     env = dict(os.environ, PYTHONPATH=str(ROOT))

@@ -32,6 +32,7 @@ def hold_in_child(directory):
     return child
 
 
+@pytest.mark.slow   # 0.5-2.5 s: keeps `-m "not slow"` under a minute on the 2-core CI machine
 def test_a_live_holder_is_waited_for_with_a_message_then_a_timeout(tmp_path):
     directory = tmp_path / "sm90-key"
     child = hold_in_child(directory)
@@ -81,6 +82,7 @@ def test_pid_file_fallback_treats_dead_or_old_holders_as_stale(tmp_path, monkeyp
             pass
 
 
+@pytest.mark.slow   # 0.5-2.5 s: keeps `-m "not slow"` under a minute on the 2-core CI machine
 def test_force_deletes_the_cache_only_under_the_lock(tmp_path, monkeypatch):
     """The real `build_and_load(force=True)` with only the compiler replaced: the stale cache is
     gone by the time the compiler runs, under our lock; while another process holds the lock the

@@ -209,6 +209,7 @@ def test_opcheck(index):
     torch.library.opcheck(OP, _opcheck_samples()[index])
 
 
+@pytest.mark.slow   # 0.5-2.5 s: keeps `-m "not slow"` under a minute on the 2-core CI machine
 def test_fake_impl_matches_real_shape_and_strides():
     from torch._subclasses.fake_tensor import FakeTensorMode
     for layer, out_float32 in (("conv1", False), ("deconv3", True)):

@@ -132,6 +132,7 @@ def _opcheck_samples():
     return [(*plain, "tanh", "ieee"), (*half, "erf", "ieee"), (*grad, "none", "tf32")]
 
 
+@pytest.mark.slow   # 0.5-2.5 s: keeps `-m "not slow"` under a minute on the 2-core CI machine
 @pytest.mark.parametrize("index", range(3))
 def test_opcheck(index):
     torch.library.opcheck(OP, _opcheck_samples()[index])

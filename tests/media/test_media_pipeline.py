@@ -73,6 +73,7 @@ def test_source_error_ends_the_stream_and_is_raised():
     assert seen == [1, 2]
 
 
+@pytest.mark.slow   # 0.5-2.5 s: keeps `-m "not slow"` under a minute on the 2-core CI machine
 def test_memory_bounded_by_depth_on_a_long_source():
     stats = Stats()
     produced = []

@@ -204,6 +204,7 @@ def test_cuda_planar_path_matches_the_image_path(styles_env, tmp_path, decoder):
         assert np.abs(got.astype(int) - want).mean() < 8
 
 
+@pytest.mark.slow   # 0.5-2.5 s: keeps `-m "not slow"` under a minute on the 2-core CI machine
 def test_temporal_flag_blends_frames_and_rejects_bad_strengths(styles_env, tmp_path, capsys):
     clip = make_video(tmp_path / "pan.mp4", width=64, height=48, pan=True)
     plain, steady = tmp_path / "plain.mp4", tmp_path / "steady.mp4"

@@ -71,6 +71,7 @@ def test_an_unknown_preset_names_the_preset_not_the_input(styles_env, clip, tmp_
     assert "'bogus' is not a h264 preset" in line and "broken" not in line
 
 
+@pytest.mark.slow   # 0.5-2.5 s: keeps `-m "not slow"` under a minute on the 2-core CI machine
 def test_a_truncated_stream_and_a_dropped_video_stream_are_said(styles_env, tmp_path):
     whole = write_video(tmp_path / "whole.mp4", frames=24, options={"movflags": "faststart"})
     with av.open(str(whole)) as container:

@@ -57,6 +57,7 @@ def test_rows_and_sheet(tmp_path):
         assert im.getpixel((1 * 224 + 112, 1 * 224 + 5)) == (255, 255, 255)   # a × p: no output written
 
 
+@pytest.mark.slow   # 0.5-2.5 s: keeps `-m "not slow"` under a minute on the 2-core CI machine
 def test_palette_distance_follows_the_tool(tmp_path):
     import torch
 

@@ -50,6 +50,7 @@ def test_distill_needs_a_teacher():
         TrainConfig(model="tiny")
 
 
+@pytest.mark.slow   # 0.5-2.5 s: keeps `-m "not slow"` under a minute on the 2-core CI machine
 def test_slim_student_moves_toward_the_teacher(toy, tmp_path):
     config = TrainConfig(style_image=str(toy / "painting.png"), content_dir=str(toy / "content"),
                          out=str(tmp_path / "slim.safetensors"), vgg_weights=str(toy / "vgg.pth"),
