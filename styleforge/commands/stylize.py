@@ -105,6 +105,8 @@ def register(subparsers) -> None:
     p.add_argument("--keep-names", action="store_true",
                    help="with -o FOLDER, keep the input file names (default: NAME_<style>.EXT)")
     add_pipeline_arguments(p)
+    from ..jobs.devices import register_arguments
+    register_arguments(p)
     p.add_argument("--json", action="store_true",
                    help="print one JSON record per item on stdout (on stderr when the image itself "
                         "goes to stdout): input, output, size [w, h] stylized, seconds (from the item "
@@ -495,6 +497,8 @@ def run(args: argparse.Namespace) -> int:
         pipeline = pipeline_options_from_args(args)
         label = style_label(options)
         jobs, input_errors, plan_errors = _split_stdio(args, label)
+        from ..jobs.devices import devices_from_args
+        devices = devices_from_args(args)
     except (CheckpointError, ValueError) as exc:
         _Report(0, json_to).error(str(exc))
         return 2
@@ -510,6 +514,9 @@ def run(args: argparse.Namespace) -> int:
             report.emit(Record(-1, str(job.source), str(job.target), skipped=True))
         else:
             todo.append(job)
+    if todo and devices:
+        report.progress.update(report.task, total=len(todo))
+        return _stylize_on_devices(todo, options, pipeline, devices, report, len(jobs))
     if todo:
         report.progress.update(report.task, total=len(todo))
         try:
@@ -564,3 +571,28 @@ def _stylize_jobs(todo: list[Job], stylizer, options: StylizeOptions, pipeline, 
         for record in stylize_images(jobs, stylizer, options, pipeline, stdin=sys.stdin.buffer,
                                      stdout=sys.stdout.buffer):
             report.item(record)
+
+
+def _stylize_on_devices(todo: list[Job], options: StylizeOptions, pipeline, devices, report: _Report,
+                        planned: int) -> int:
+    """`--gpus`: the same jobs over one engine process per device (`jobs.multi_device`)."""
+    from ..jobs.multi_device import WorkerFailed, run_on_devices
+    from ..media.images import ImageJob
+    mark_output_folders(todo)
+    try:
+        run = run_on_devices([ImageJob(job.source, job.target) for job in todo], options, pipeline, devices)
+        report.say(f"{len(devices)} engines: {', '.join(devices)}", "dim")
+        with run, report.progress:
+            for record in run:
+                report.item(record)
+    except (WorkerFailed, ValueError) as exc:
+        report.say(f"error: {exc}", "bold red")
+        report.say(report.summary(planned=planned))
+        return 2
+    except KeyboardInterrupt:
+        report.say(f"interrupted: {report.summary(planned=planned)}; the jobs in flight were finished, "
+                   "no partial file left", "bold red")
+        return 130
+    report.say(f"per device: {run.shares()}", "dim")
+    report.say(report.summary())
+    return 1 if report.failed else 0

@@ -1,0 +1,268 @@
+"""One engine per device, each in its own process, over one list of image jobs (`--gpus`).
+
+`run_on_devices(jobs, options, pipeline, devices)` starts one spawned worker per device string
+(`jobs.devices`): it loads the style once, owns its one device (`CUDA_VISIBLE_DEVICES`, or the
+CPU for tests) and runs the library's media pipeline (`media.images.stylize_images`) over the
+jobs it claims. Claims are dynamic: a shared counter hands out the next job index, so a slow or
+late device takes fewer jobs and never holds up the rest; each index is claimed once, so each
+output is written once, atomically and without clobbering (`io.atomic`). The parent yields the
+workers' `Record`s as they arrive (`index` is the job's position in `jobs`), so one report and
+one progress bar show all devices. Outputs are the bytes one device writes: each worker runs
+the same options, and its pipeline sees the whole plan's length, so the codec choice matches.
+
+Stopping: Ctrl-C (the workers ignore SIGINT; the parent decides) or a worker that dies or
+cannot load its engine stops every worker from claiming more; the jobs in flight finish and are
+written whole, or, past `drain_s`, the workers are terminated. Then the temp files of dead
+writers in the output folders are removed, so no partial file is left. A failed worker is a
+`WorkerFailed` naming the device and the reason; jobs never claimed are simply not written
+(a re-run skips what exists and does the rest). Not here: which files and output names (the job
+plan), the engine, one long video split over devices (docs/multi_gpu.md says why).
+"""
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing as mp
+import os
+import signal
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from ..engine.options import StylizeOptions
+from ..media.options import PipelineOptions
+from ..media.records import Record
+from .devices import engine_device, worker_environment
+
+DRAIN_S = 30.0      # after a stop, how long the workers may finish the jobs they hold
+_POLL_S = 0.5
+
+
+class WorkerFailed(RuntimeError):
+    """A worker died or could not start; the message names its device and the reason."""
+
+
+@dataclass
+class _Worker:
+    device: str
+    process: mp.Process
+    conn: Connection
+    engine: str | None = None     # the engine it loaded, once ready
+    records: int = 0              # records received from it
+    done: bool = False            # it finished every job it claimed
+    failure: str | None = None    # what it said before it stopped, if it failed
+
+
+class _Claims:
+    """The jobs a worker's pipeline reads: the next unclaimed index of the shared plan, until
+    the plan is used up or the parent says stop. Its length is the whole plan's, so the worker
+    picks the codec a one-device run over the same plan picks (`media.codecs.resolve_codec`)."""
+
+    def __init__(self, jobs: Sequence, counter, stop):
+        self.jobs, self.counter, self.stop = jobs, counter, stop
+        self.claimed: list[int] = []    # local pipeline index → index in `jobs`
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def __iter__(self):
+        while not self.stop.is_set():
+            with self.counter.get_lock():
+                index = self.counter.value
+                if index >= len(self.jobs):
+                    return
+                self.counter.value = index + 1
+            self.claimed.append(index)
+            yield self.jobs[index]
+
+
+def _worker_main(device: str, jobs: Sequence, options: StylizeOptions, pipeline: PipelineOptions,
+                 threads: int, counter, stop, conn: Connection) -> None:
+    """One device's process: load the engine, then stream claimed jobs, sending each record."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the parent's to handle
+    try:
+        import torch
+
+        from ..api import get_stylizer
+        from ..media.images import stylize_images
+        if device == "cpu":
+            torch.set_num_threads(threads)
+        stylizer = get_stylizer(dataclasses.replace(options, device=engine_device(device)))
+        conn.send(("ready", stylizer.describe()))
+        claims = _Claims(jobs, counter, stop)
+        for record in stylize_images(claims, stylizer, options, pipeline):
+            record.index = claims.claimed[record.index]
+            conn.send(("record", record))
+        conn.send(("done", None))
+    except BaseException as exc:    # noqa: BLE001 - the parent reports it; the process ends
+        conn.send(("fatal", f"{type(exc).__name__}: {exc}" if not isinstance(exc, (RuntimeError, ValueError))
+                   else str(exc)))
+        raise SystemExit(1) from None
+    finally:
+        conn.close()
+
+
+def _start_with_env(process: mp.Process, env: dict[str, str]) -> None:
+    """Start a spawned process with `env` added to this one's environment (what the child sees
+    from its first instruction, before torch can read CUDA_VISIBLE_DEVICES)."""
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    try:
+        process.start()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _exit_reason(process: mp.Process) -> str:
+    code = process.exitcode
+    if code is not None and code < 0:
+        return f"was killed by {signal.Signals(-code).name}"
+    return f"exited with code {code}"
+
+
+class DeviceRun:
+    """Iterate for the records; use as a context manager so an interrupt or an error in the
+    caller's loop still stops the workers and removes partial files (`close`)."""
+
+    def __init__(self, jobs: Sequence, options: StylizeOptions, pipeline: PipelineOptions,
+                 devices: Sequence[str], drain_s: float = DRAIN_S):
+        if not devices:
+            raise ValueError("run_on_devices needs at least one device")
+        self.jobs, self.options, self.devices, self.drain_s = list(jobs), options, tuple(devices), drain_s
+        share = max(1, (os.cpu_count() or 1) // len(self.devices))
+        # One pipeline per device: their decode/encode threads share the host's cores.
+        self.pipeline = pipeline if pipeline.workers is not None else dataclasses.replace(
+            pipeline, workers=min(16, share))
+        self.threads = share
+        self.workers: list[_Worker] = []
+        self.started = self.ready_at = self.finished = None
+        self.after_ready = 0                        # records received once every engine was ready
+        self.late = 0                               # records finished after a stop (written, not yielded)
+        self._closed = False
+
+    def shares(self) -> str:
+        """'cuda:0 312, cuda:1 288': how many jobs each device finished."""
+        return ", ".join(f"{w.device} {w.records}" for w in self.workers)
+
+    @property
+    def pids(self) -> list[int]:
+        return [w.process.pid for w in self.workers]
+
+    def __enter__(self) -> DeviceRun:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[Record]:
+        self._start()
+        try:
+            yield from self._receive(self._live())
+        finally:
+            self.close()
+        failed = [w for w in self.workers if w.failure]
+        if failed:
+            first = failed[0]
+            written = sum(w.records for w in self.workers) + self.late
+            raise WorkerFailed(f"the worker on {first.device} {first.failure}; the other workers "
+                               f"stopped after their jobs in flight ({written} of {len(self.jobs)} "
+                               "jobs finished; a re-run skips the written outputs and does the rest)")
+
+    def _start(self) -> None:
+        ctx = mp.get_context("spawn")
+        self.counter, self.stop = ctx.Value("q", 0), ctx.Event()
+        self.started = time.perf_counter()
+        for device in self.devices:
+            reader, writer = ctx.Pipe(duplex=False)
+            process = ctx.Process(target=_worker_main, name=f"styleforge-{device}", daemon=True,
+                                  args=(device, self.jobs, self.options, self.pipeline, self.threads,
+                                        self.counter, self.stop, writer))
+            _start_with_env(process, worker_environment(device))
+            writer.close()      # the child holds the only write end: its exit is our EOF
+            self.workers.append(_Worker(device, process, reader))
+
+    def _live(self) -> dict[Connection, _Worker]:
+        return {w.conn: w for w in self.workers if not w.conn.closed}
+
+    def _receive(self, live: dict[Connection, _Worker], deadline: float | None = None) -> Iterator[Record]:
+        """Records from the workers in `live` until all have ended (or `deadline` passes)."""
+        while live and (deadline is None or time.perf_counter() < deadline):
+            for conn in wait(list(live), timeout=_POLL_S):
+                worker = live[conn]
+                try:
+                    kind, payload = conn.recv()
+                except (EOFError, OSError):
+                    del live[conn]
+                    conn.close()
+                    worker.process.join()
+                    if not worker.done and worker.failure is None:
+                        worker.failure = f"(pid {worker.process.pid}) {_exit_reason(worker.process)}"
+                    if worker.failure is not None and not self.stop.is_set():
+                        self.stop.set()          # the others finish what they hold, claim no more
+                        limit = time.perf_counter() + self.drain_s
+                        deadline = limit if deadline is None else min(deadline, limit)
+                    continue
+                if kind == "record":
+                    worker.records += 1
+                    self.after_ready += self.ready_at is not None
+                    yield payload
+                elif kind == "ready":
+                    worker.engine = payload
+                    if all(w.engine for w in self.workers):
+                        self.ready_at = time.perf_counter()
+                elif kind == "done":
+                    worker.done = True
+                elif kind == "fatal":
+                    worker.failure = f"failed: {payload}"
+        self.finished = time.perf_counter()
+
+    def close(self) -> None:
+        """Stop claiming, let the jobs in flight finish for up to `drain_s` (a second Ctrl-C cuts
+        that short), end what is left, and remove the partial files of dead writers."""
+        if self._closed or not self.workers:
+            return
+        self._closed = True
+        self.stop.set()
+        try:
+            for _ in self._receive(self._live(), time.perf_counter() + self.drain_s):
+                self.late += 1
+        except KeyboardInterrupt:
+            pass
+        finally:
+            for worker in self.workers:
+                if worker.process.is_alive():
+                    worker.process.terminate()
+                worker.process.join(5)
+                if worker.process.is_alive():
+                    worker.process.kill()
+                    worker.process.join()
+                if not worker.conn.closed:
+                    worker.conn.close()
+            _sweep_partial_files(self.jobs)
+
+
+def _sweep_partial_files(jobs: Sequence) -> None:
+    """Remove temp files left in the output folders by writers that are gone (all of this run's
+    workers are, by now): without the usual age limit, since we know their writers ended."""
+    from ..io.atomic import STALE_AFTER_S, sweep_stale_temps
+    folders = {Path(job.target).parent for job in jobs if str(job.target) != "-"}
+    later = time.time() + STALE_AFTER_S + 1
+    for folder in folders:
+        sweep_stale_temps(folder, now=later)
+
+
+def run_on_devices(jobs: Sequence, options: StylizeOptions, pipeline: PipelineOptions = PipelineOptions(),
+                   devices: Sequence[str] = ("cuda:0",), drain_s: float = DRAIN_S) -> DeviceRun:
+    """The run (iterate it for `Record`s, as they finish; use it in a `with`). `jobs` are
+    `media.images.ImageJob`s (file to file; stdin/stdout are one image, one device)."""
+    if any(str(job.source) == "-" or str(job.target) == "-" for job in jobs):
+        raise ValueError("--gpus works on files; stdin/stdout ('-') is one image for one device")
+    return DeviceRun(jobs, options, pipeline, devices, drain_s)
+
+
+__all__ = ["DeviceRun", "WorkerFailed", "run_on_devices"]
