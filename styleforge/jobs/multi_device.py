@@ -1,22 +1,24 @@
 """One engine per device, each in its own process, over one list of image jobs (`--gpus`).
 
-`run_on_devices(jobs, options, pipeline, devices)` starts one spawned worker per device string
+`run_on_devices(jobs, options, pipeline, devices)` takes the jobs of a plan (`jobs.plan_jobs`,
+usually `Plan.pending(overwrite)`), makes their output folders (`jobs.prepare`) and starts one spawned worker per device string
 (`jobs.devices`): it loads the style once, owns its one device (`CUDA_VISIBLE_DEVICES`, or the
 CPU for tests) and runs the library's media pipeline (`media.images.stylize_images`) over the
 jobs it claims. Claims are dynamic: a shared counter hands out the next job index, so a slow or
-late device takes fewer jobs and never holds up the rest; each index is claimed once, so each
-output is written once, atomically and without clobbering (`io.atomic`). The parent yields the
+late device takes fewer jobs and never holds up the rest; each index is claimed once, and each
+target's claim and no-clobber atomic write (`jobs.write`, inside the pipeline) keep an output
+from being written twice even by an overlapping run. The parent yields the
 workers' `Record`s as they arrive (`index` is the job's position in `jobs`), so one report and
 one progress bar show all devices. Outputs are the bytes one device writes: each worker runs
 the same options, and its pipeline sees the whole plan's length, so the codec choice matches.
 
 Stopping: Ctrl-C (the workers ignore SIGINT; the parent decides) or a worker that dies or
 cannot load its engine stops every worker from claiming more; the jobs in flight finish and are
-written whole, or, past `drain_s`, the workers are terminated. Then the temp files of dead
-writers in the output folders are removed, so no partial file is left. A failed worker is a
+written whole, or, past `drain_s`, the workers are terminated. Then the temp files and
+target claims that dead workers left in the output folders are removed: no partial file stays. A failed worker is a
 `WorkerFailed` naming the device and the reason; jobs never claimed are simply not written
-(a re-run skips what exists and does the rest). Not here: which files and output names (the job
-plan), the engine, one long video split over devices (docs/multi_gpu.md says why).
+(a re-run skips what exists and does the rest). Not here: which files and output names
+(`jobs.plan`), the engine, one long video split over devices (docs/multi_gpu.md says why).
 """
 from __future__ import annotations
 
@@ -243,26 +245,39 @@ class DeviceRun:
                     worker.process.join()
                 if not worker.conn.closed:
                     worker.conn.close()
-            _sweep_partial_files(self.jobs)
+            _sweep_partial_files(self.jobs, {w.process.pid for w in self.workers})
 
 
-def _sweep_partial_files(jobs: Sequence) -> None:
-    """Remove temp files left in the output folders by writers that are gone (all of this run's
-    workers are, by now): without the usual age limit, since we know their writers ended."""
+def _sweep_partial_files(jobs: Sequence, pids: set[int]) -> None:
+    """Remove what ended workers (`pids`) left beside the targets: temp files of writers that
+    are gone, without the usual age limit since we know they ended, and the workers' claims."""
     from ..io.atomic import STALE_AFTER_S, sweep_stale_temps
-    folders = {Path(job.target).parent for job in jobs if str(job.target) != "-"}
+    from .write import claim_path
     later = time.time() + STALE_AFTER_S + 1
-    for folder in folders:
+    for folder in {Path(job.target).parent for job in jobs}:
         sweep_stale_temps(folder, now=later)
+    for job in jobs:
+        path = claim_path(job.target)
+        try:
+            owner = path.read_text().split()
+        except (OSError, UnicodeDecodeError):
+            continue                     # no claim left (the usual case)
+        if owner and owner[0].isdigit() and int(owner[0]) in pids:
+            path.unlink(missing_ok=True)
 
 
 def run_on_devices(jobs: Sequence, options: StylizeOptions, pipeline: PipelineOptions = PipelineOptions(),
                    devices: Sequence[str] = ("cuda:0",), drain_s: float = DRAIN_S) -> DeviceRun:
     """The run (iterate it for `Record`s, as they finish; use it in a `with`). `jobs` are
-    `media.images.ImageJob`s (file to file; stdin/stdout are one image, one device)."""
+    `jobs.Job`s (or anything with `source` and `target`), file to file: stdin/stdout are one
+    image for one device."""
+    from ..media.images import ImageJob
+    from .plan import prepare
     if any(str(job.source) == "-" or str(job.target) == "-" for job in jobs):
         raise ValueError("--gpus works on files; stdin/stdout ('-') is one image for one device")
-    return DeviceRun(jobs, options, pipeline, devices, drain_s)
+    if hasattr(jobs[0] if jobs else None, "out_root"):
+        prepare(jobs)
+    return DeviceRun([ImageJob(job.source, job.target) for job in jobs], options, pipeline, devices, drain_s)
 
 
 __all__ = ["DeviceRun", "WorkerFailed", "run_on_devices"]

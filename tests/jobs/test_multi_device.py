@@ -15,8 +15,8 @@ import pytest
 from PIL import Image
 
 from styleforge.engine.options import StylizeOptions
+from styleforge.jobs import OUTPUT_MARK, plan_jobs, run_jobs
 from styleforge.jobs.multi_device import WorkerFailed, run_on_devices
-from styleforge.media.images import ImageJob, stylize_images
 from styleforge.media.options import PipelineOptions
 
 pytestmark = pytest.mark.slow      # each run starts two Python processes that import torch
@@ -38,19 +38,27 @@ def make_inputs(folder: Path, count: int) -> list[Path]:
     return paths
 
 
-def jobs_into(sources: list[Path], folder: Path) -> list[ImageJob]:
-    return [ImageJob(source, folder / source.name) for source in sources]
+def jobs_into(sources: list[Path], folder: Path) -> list:
+    """The library plan's pending jobs: `sources`' folder into `folder`, names kept."""
+    plan = plan_jobs([str(sources[0].parent)], str(folder) + "/", OPTIONS, keep_names=True)
+    assert not plan.errors
+    return plan.pending(OPTIONS.overwrite)
+
+
+def written(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in folder.iterdir() if not p.name.startswith(".")}
 
 
 def one_process(sources: list[Path], folder: Path) -> dict[str, bytes]:
     from styleforge.api import get_stylizer
-    records = list(stylize_images(jobs_into(sources, folder), get_stylizer(OPTIONS), OPTIONS))
-    assert all(r.ok for r in records)
-    return {p.name: p.read_bytes() for p in folder.iterdir()}
+    records = list(run_jobs(jobs_into(sources, folder), get_stylizer(OPTIONS), OPTIONS))
+    assert all(r.ok for r in records) and len(records) == len(sources)
+    return written(folder)
 
 
 def leftovers(folder: Path) -> list[str]:
-    return [p.name for p in folder.iterdir() if p.name.startswith(".")]
+    """Temp files, claims: anything hidden but the output folder's mark."""
+    return [p.name for p in folder.iterdir() if p.name.startswith(".") and p.name != OUTPUT_MARK]
 
 
 def test_two_devices_write_the_bytes_of_one_each_job_once(styles_env, tmp_path):
@@ -62,13 +70,13 @@ def test_two_devices_write_the_bytes_of_one_each_job_once(styles_env, tmp_path):
     assert sorted(r.index for r in records) == list(range(len(jobs)))
     assert all(r.ok and r.output == str(jobs[r.index].target) for r in records)
     assert sum(w.records for w in run.workers) == len(jobs)
-    written = {p.name: p.read_bytes() for p in (tmp_path / "two").iterdir()}
-    assert written == expected
-    # A second run over the same plan writes nothing: every output exists, each job is skipped.
+    assert written(tmp_path / "two") == expected
+    assert leftovers(tmp_path / "two") == []
+    # The same jobs again (a run planned before this one finished) write nothing: each is skipped.
     with run_on_devices(jobs, OPTIONS, devices=("cpu", "cpu")) as again:
         records = list(again)
     assert len(records) == len(jobs) and all(r.skipped for r in records)
-    assert {p.name: p.read_bytes() for p in (tmp_path / "two").iterdir()} == expected
+    assert written(tmp_path / "two") == expected
 
 
 def test_a_killed_worker_stops_the_run_leaves_no_partial_file_and_a_rerun_completes(styles_env, tmp_path):
@@ -86,14 +94,16 @@ def test_a_killed_worker_stops_the_run_leaves_no_partial_file_and_a_rerun_comple
                     os.kill(busy[0].process.pid, signal.SIGKILL)   # mid-run: it holds claimed jobs
     assert "pid" in str(failed.value)
     assert all(not w.process.is_alive() for w in run.workers)
-    assert leftovers(out) == []                                   # no temp file of the dead writer
-    written = {p.name: p.read_bytes() for p in out.iterdir()}
-    assert 0 < len(written) < len(jobs)
-    assert all(expected[name] == data for name, data in written.items())   # each one whole
-    with run_on_devices(jobs, OPTIONS, devices=("cpu", "cpu")) as rerun:
+    assert leftovers(out) == []                                   # nor its claims
+    done = written(out)
+    assert 0 < len(done) < len(jobs)
+    assert all(expected[name] == data for name, data in done.items())   # each one whole
+    rest = jobs_into(sources, out)                  # a re-run plans only what is missing
+    assert len(rest) == len(jobs) - len(done)
+    with run_on_devices(rest, OPTIONS, devices=("cpu", "cpu")) as rerun:
         records = list(rerun)
-    assert sum(r.skipped for r in records) == len(written)
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == expected
+    assert all(r.ok and not r.skipped for r in records) and len(records) == len(rest)
+    assert written(out) == expected
 
 
 def test_a_worker_that_cannot_load_its_engine_is_one_clear_error(styles_env, tmp_path):
@@ -102,7 +112,7 @@ def test_a_worker_that_cannot_load_its_engine_is_one_clear_error(styles_env, tmp
     with pytest.raises(WorkerFailed, match="no-such-style"):
         with run_on_devices(jobs_into(sources, tmp_path / "out"), bad, devices=("cpu", "cpu")) as run:
             list(run)
-    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    assert not (tmp_path / "out").exists() or written(tmp_path / "out") == {}
 
 
 def test_ctrl_c_in_the_cli_finishes_what_is_in_flight_and_exits_130(styles_env, tmp_path):
@@ -122,7 +132,7 @@ def test_ctrl_c_in_the_cli_finishes_what_is_in_flight_and_exits_130(styles_env, 
     _, err = child.communicate(timeout=120)
     assert child.returncode == 130, err
     assert "interrupted" in err and "not started" in err and "Traceback" not in err
-    assert [n for n in leftovers(out) if n != ".styleforge-output"] == []
-    written = {p.name: p.read_bytes() for p in out.iterdir() if not p.name.startswith(".")}
-    assert 0 < len(written) < len(sources)
-    assert all(expected[name] == data for name, data in written.items())
+    assert leftovers(out) == []
+    done = written(out)
+    assert 0 < len(done) < len(sources)
+    assert all(expected[name] == data for name, data in done.items())
