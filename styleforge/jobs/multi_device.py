@@ -1,22 +1,23 @@
 """One engine per device, each in its own process, over one list of image jobs (`--gpus`).
 
 `run_on_devices(jobs, options, pipeline, devices)` takes the jobs of a plan (`jobs.plan_jobs`,
-usually `Plan.pending(overwrite)`), makes their output folders (`jobs.prepare`) and starts one spawned worker per device string
-(`jobs.devices`): it loads the style once, owns its one device (`CUDA_VISIBLE_DEVICES`, or the
-CPU for tests) and runs the library's media pipeline (`media.images.stylize_images`) over the
-jobs it claims. Claims are dynamic: a shared counter hands out the next job index, so a slow or
-late device takes fewer jobs and never holds up the rest; each index is claimed once, and each
-target's claim and no-clobber atomic write (`jobs.write`, inside the pipeline) keep an output
-from being written twice even by an overlapping run. The parent yields the
-workers' `Record`s as they arrive (`index` is the job's position in `jobs`), so one report and
-one progress bar show all devices. Outputs are the bytes one device writes: each worker runs
-the same options, and its pipeline sees the whole plan's length, so the codec choice matches.
+usually `Plan.pending(overwrite)`), makes their output folders (`jobs.prepare`) and starts one
+spawned worker per device string (`jobs.devices`): it loads the style once, owns its one device
+(`CUDA_VISIBLE_DEVICES`, or the CPU for tests) and runs the library's media pipeline
+(`media.images.stylize_images`) over the jobs it claims. Claims are dynamic: a shared counter
+hands out the next job index, so a slow or late device takes fewer jobs and never holds up the
+rest; each index is claimed once, and each target's claim and no-clobber atomic write
+(`jobs.write`, inside the pipeline) keep an output from being written twice even by an
+overlapping run. The parent yields the workers' `Record`s as they arrive (`index` is the job's
+position in `jobs`), so one report and one progress bar show all devices. Outputs are the bytes
+one device writes: each worker runs the same options, and its pipeline sees the whole plan's
+length, so the codec choice matches.
 
-Stopping: Ctrl-C (the workers ignore SIGINT; the parent decides) or a worker that dies or
-cannot load its engine stops every worker from claiming more; the jobs in flight finish and are
-written whole, or, past `drain_s`, the workers are terminated. Then the temp files and
-target claims that dead workers left in the output folders are removed: no partial file stays. A failed worker is a
-`WorkerFailed` naming the device and the reason; jobs never claimed are simply not written
+Stopping: Ctrl-C (the workers ignore SIGINT; the parent decides) or a worker that dies or cannot
+load its engine stops every worker from claiming more; the jobs in flight finish and are written
+whole, or, past `drain_s`, the workers are terminated. Then the temp files and target claims
+that dead workers left in the output folders are removed: no partial file stays. A failed worker
+is a `WorkerFailed` naming the device and the reason; jobs never claimed are simply not written
 (a re-run skips what exists and does the rest). Not here: which files and output names
 (`jobs.plan`), the engine, one long video split over devices (docs/multi_gpu.md says why).
 """
