@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# `--gpus` scaling on one host (nvidia-h200-x2 or -x4) in one device call, well under 8 minutes.
+#
+# Run from the repository root of a copy of a committed tree (write the manifest first, as for
+# bench_e2e.sh: `python -m styleforge.bench.env`, carry .styleforge-tree), then on the device:
+#     bash dev/device/gpus_x2.sh                 # x2: 1 GPU, then all
+#     COUNTS=1,2,all IMAGES=1200 bash dev/device/gpus_x2.sh   # x4 (issue 42)
+# Steps: build the kernels; N 1080p JPEGs; the library's multi-device executor over them once per
+# device count (workers start together; images/s from then to the last output) with the SHA-256
+# of every output compared against the first count's (styleforge.bench.scaling); then the CLI
+# itself, `styleforge stylize … --gpus all`, whose outputs' hashes must equal the 1-GPU run's too.
+# Out: $OUT/scaling.csv (rows for benchmarks/results/scaling.csv), scaling.txt (the table),
+# cli.txt, sha256 lists, gpus.log. Bar: 2 GPUs ≥ 1.8× and 4 GPUs ≥ 3.5× the first row's images/s,
+# "same bytes" yes in every row, cli_same=yes. The lead copies $OUT/scaling.csv into
+# benchmarks/results/ (append the rows), commits, and runs `python -m styleforge.bench.tables`.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:?set OUT to the folder results go to}
+IMAGES=${IMAGES:-1200}        # ≥ 600 (issue 41), ≥ 1200 (issue 42); 1200 amortises warm-up at 2 GPUs
+COUNTS=${COUNTS:-1,all}
+WORK=$(mktemp -d)
+LOG="$OUT/gpus.log"
+mkdir -p "$OUT"
+START=$(date +%s)
+say() { echo "[$(( $(date +%s) - START )) s] $*" | tee -a "$LOG"; }
+if ! python -c "import av" 2>/dev/null && ls .whl/av-*.whl >/dev/null 2>&1; then
+  python -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/av-*.whl && export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+nvidia-smi --query-gpu=index,name,memory.total --format=csv >>"$LOG" 2>&1
+say "building kernels"
+python -m styleforge build 2>&1 | tail -3 | tee -a "$LOG"
+
+say "scaling: $IMAGES 1080p photos over $COUNTS GPUs"
+timeout 360 python -m styleforge.bench.scaling --images "$IMAGES" --gpus "$COUNTS" --workdir "$WORK" \
+    --output "$OUT" 2>&1 | tee -a "$LOG"
+say "scaling exit ${PIPESTATUS[0]}"
+python - "$OUT" <<'PY' >"$OUT/scaling.txt" 2>>"$LOG"
+import sys
+from pathlib import Path
+from styleforge.bench.tables import scaling_summary
+print(scaling_summary(Path(sys.argv[1])))
+PY
+cat "$OUT/scaling.txt" | tee -a "$LOG"
+
+# The CLI path end to end: same plan, same names, the bytes of the 1-GPU library run.
+if [ -d "$WORK/out1" ] && [ "$(( $(date +%s) - START ))" -lt 380 ]; then
+  say "CLI: styleforge stylize --gpus all"
+  /usr/bin/time -f "cli wall %e s" timeout 100 python -m styleforge stylize "$WORK/in" -o "$WORK/cli/" --keep-names \
+      --gpus all >"$OUT/cli.txt" 2>&1
+  echo "rc=$?" >>"$OUT/cli.txt"
+  (cd "$WORK/out1" && sha256sum -- *.jpg) >"$OUT/sha256_1gpu.txt"
+  (cd "$WORK/cli" && sha256sum -- *.jpg) >"$OUT/sha256_cli.txt"
+  if cmp -s "$OUT/sha256_1gpu.txt" "$OUT/sha256_cli.txt"; then echo "cli_same=yes" | tee -a "$LOG"
+  else echo "cli_same=NO" | tee -a "$LOG"; diff "$OUT/sha256_1gpu.txt" "$OUT/sha256_cli.txt" | head -5 >>"$LOG"; fi
+  tail -4 "$OUT/cli.txt" | tee -a "$LOG"
+fi
+rm -rf "$WORK"
+say "done: $(ls "$OUT" | tr '\n' ' ')"
