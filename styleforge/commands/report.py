@@ -71,25 +71,30 @@ class Report:
             self.json_to.write(record.to_json() + "\n")
             self.json_to.flush()
 
-    def item(self, record) -> None:
-        """One finished item from the pipeline: count it, say what went wrong, advance the bar."""
-        if record.skipped:      # another run wrote the output after this one was planned
+    def settled(self, record) -> None:
+        """A record the plan settled before any work (a refused input, an output that exists):
+        counted and said, not on the bar."""
+        if record.skipped:
             self.skipped += 1
             self.say(f"skipped {record.input}: {record.notes[0] if record.notes else 'output exists'}", "yellow")
-            self.emit(record)
-            self.progress.advance(self.task)
-            return
-        for note in record.notes:
-            self.say(f"note: {note}", "yellow")
-        if record.error is not None:
-            self.failed += 1
-            self.say(f"error: {record.error}", "bold red")
         else:
-            self.done += 1
+            for note in record.notes:
+                self.say(f"note: {note}", "yellow")
+            if record.error is not None:
+                self.failed += 1
+                self.say(f"error: {record.error}", "bold red")
+            else:
+                self.done += 1
         self.emit(record)
+
+    def item(self, record) -> None:
+        """One finished item from the pipeline (skipped: another run wrote or holds its output
+        since the plan was made): count it, say what went wrong, advance the bar."""
+        self.settled(record)
         self.progress.advance(self.task)
-        finished = self.done + self.failed
-        self.progress.update(self.task, rate=f"{finished / (time.perf_counter() - self.start):.1f} images/s")
+        if not record.skipped:
+            finished = self.done + self.failed
+            self.progress.update(self.task, rate=f"{finished / (time.perf_counter() - self.start):.1f} images/s")
 
     def summary(self, planned: int | None = None) -> str:
         """The counts; with `planned` (an interrupted run) also how many were never reached."""

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from ..api import get_stylizer
-    from ..jobs import STDIO, plan_jobs, run_jobs
+    from ..jobs import STDIO, done_records, plan_jobs, refused_records, run_jobs
     from ..jobs.devices import devices_from_args
     from ..media.records import Record
     from ..models.checkpoint import CheckpointError
@@ -79,15 +79,9 @@ def run(args: argparse.Namespace) -> int:
         Report(0, json_to).error(str(exc))
         return 2
     report = Report(len(plan.jobs), json_to)
-    for message in plan.errors:
-        report.error(message, message.split(": ", 1)[0])
     todo = plan.pending(options.overwrite)
-    pending = set(todo)
-    for job in plan.jobs:
-        if job not in pending:
-            report.skipped += 1
-            report.say(f"skipped {job.source}: {job.target} exists (--overwrite to replace it)", "yellow")
-            report.emit(Record(-1, str(job.source), str(job.target), skipped=True))
+    for record in refused_records(plan) + done_records(plan, todo):
+        report.settled(record)
     if todo and devices:
         report.progress.update(report.task, total=len(todo))
         return _stylize_on_devices(todo, options, pipeline, devices, report, len(plan.jobs))

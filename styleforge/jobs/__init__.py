@@ -36,12 +36,17 @@ Run jobs through the media pipeline (decode / engine / encode overlapped, claims
 
     for record in run_jobs(plan.pending(options.overwrite), stylizer, options, pipeline):
         ...   # one media.Record per job, in order (output, error, skipped, notes)
+
+  `refused_records(plan)` and `done_records(plan, todo)` are the records of what the plan settled
+  before any work; `RunReport(records)` sums them up (`.done`, `.skipped`, `.failed`). The whole
+  loop, as a call: `styleforge.stylize_files(inputs, output, style, **fields) -> RunReport`.
 """
 from .naming import NAME_MAX, output_kind, output_label, style_label, styled_name, writable_name
 from .plan import OUTPUT_MARK, STDIO, Job, Plan, expand_inputs, plan_jobs, plan_outputs, prepare
-from .run import run_jobs
+from .run import RunReport, done_records, refused_records, run_jobs
 from .write import Claim, claim, is_done, sweep, write_once
 
-__all__ = ["NAME_MAX", "OUTPUT_MARK", "STDIO", "Claim", "Job", "Plan", "claim", "expand_inputs",
-           "is_done", "output_kind", "output_label", "plan_jobs", "plan_outputs", "prepare",
-           "run_jobs", "style_label", "styled_name", "sweep", "write_once", "writable_name"]
+__all__ = ["NAME_MAX", "OUTPUT_MARK", "STDIO", "Claim", "Job", "Plan", "RunReport", "claim",
+           "done_records", "expand_inputs", "is_done", "output_kind", "output_label", "plan_jobs",
+           "plan_outputs", "prepare", "refused_records", "run_jobs", "style_label", "styled_name",
+           "sweep", "write_once", "writable_name"]

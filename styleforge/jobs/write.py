@@ -20,6 +20,7 @@ is completion. Not here: what the targets are (`jobs.plan`), how images are enco
 from __future__ import annotations
 
 import errno
+import glob
 import hashlib
 import os
 import threading
@@ -56,20 +57,24 @@ def claim_path(target: str | os.PathLike) -> Path:
     return target.with_name(f".{target.name[:40]}.{digest}{CLAIM_SUFFIX}")
 
 
-def _stale(path: Path, now: float) -> bool:
+def _judge(path: Path, now: float) -> tuple[str, str]:
+    """('gone' | 'live' | 'stale', the claim's text) for the claim file at `path`."""
     try:
-        owner = path.read_text().split()
+        text = path.read_text()
         age = now - path.stat().st_mtime
+    except FileNotFoundError:
+        return "gone", ""
     except (OSError, UnicodeDecodeError):
-        return False                      # gone meanwhile (then the next attempt succeeds)
-    if len(owner) != 3:
-        return age > REMOTE_CLAIM_S       # not ours to judge early; never written torn (link)
-    pid, host, started = owner
-    if host != HOST_TAG:
-        return age > REMOTE_CLAIM_S
+        return "live", ""                 # unreadable: not ours to judge
+    owner = text.split()
+    if len(owner) != 3 or owner[1] != HOST_TAG:
+        # another host's (or a claim still being written without hard links): by age only
+        return ("stale" if age > REMOTE_CLAIM_S else "live"), text
+    pid, _, started = owner
     if not pid.isdigit() or not _process_alive(int(pid)):
-        return True
-    return started != "0" and _start_time(int(pid)) not in ("0", started)
+        return "stale", text
+    reused = started != "0" and _start_time(int(pid)) not in ("0", started)
+    return ("stale" if reused else "live"), text
 
 
 class Claim:
@@ -80,8 +85,9 @@ class Claim:
 
     def release(self) -> None:
         try:
-            os.unlink(self.path)
-        except FileNotFoundError:
+            if self.path.read_text() == _OWNER:   # not a claim taken over from us (age, remote)
+                os.unlink(self.path)
+        except (FileNotFoundError, UnicodeDecodeError):
             pass
 
     def __enter__(self) -> Claim:
@@ -98,35 +104,67 @@ def claim(target: str | os.PathLike) -> Claim | None:
     path = claim_path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     sweep(target.parent)
-    for _ in range(3):
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}")
+    for _ in range(4):
+        if _create(path):
+            return Claim(target, path)
+        state, text = _judge(path, time.time())
+        if state == "live":
+            return None
+        if state == "stale":
+            _take_over(path, target, text)
+    return None               # contended this long: someone else has it by now
+
+
+def _create(path: Path) -> bool:
+    """Publish this process's claim at `path` whole (a link fails when the name exists); False
+    when a claim is there. Without hard links, an exclusive create (its text lands just after)."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}")
+    try:
         tmp.write_text(_OWNER)
         try:
             os.link(tmp, path)
-            return Claim(target, path)
+            return True
         except FileExistsError:
-            if not _stale(path, time.time()):
-                return None
-            try:
-                os.unlink(path)           # two takers of one stale claim: link decides again
-            except FileNotFoundError:
-                pass
-        except OSError as exc:            # no hard links here: O_EXCL create is as exclusive
+            return False
+        except OSError as exc:
             if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
                 raise
-            try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                if not _stale(path, time.time()):
-                    return None
-                os.unlink(path)
-                continue
-            with os.fdopen(fd, "w") as handle:
-                handle.write(_OWNER)
-            return Claim(target, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-    return None
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "w") as handle:
+            handle.write(_OWNER)
+        return True
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _take_over(path: Path, target: Path, seen: str) -> None:
+    """Remove the dead writer's claim `seen` on `target`, and the temp files it left for it: their
+    writer is known dead, so they go now, not after `io.atomic`'s grace period. The claim is moved
+    aside first and checked: if another taker replaced it meanwhile, theirs is put back."""
+    aside = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.old")
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return
+    try:
+        moved = aside.read_text()
+    except (OSError, UnicodeDecodeError):
+        moved = None
+    if moved != seen:
+        try:
+            os.link(aside, path)
+        except OSError:
+            pass              # a third writer claimed it meanwhile; the no-clobber rename still holds
+        aside.unlink(missing_ok=True)
+        return
+    aside.unlink(missing_ok=True)
+    pid = seen.split()[0] if seen.split() else ""
+    if pid.isdigit():
+        for leftover in target.parent.glob(f".{glob.escape(target.name[:40])}.{pid}-{HOST_TAG}.*.tmp"):
+            leftover.unlink(missing_ok=True)
 
 
 def sweep(folder: str | os.PathLike) -> None:
@@ -143,8 +181,9 @@ def sweep(folder: str | os.PathLike) -> None:
     except OSError:
         return
     for path in entries:
-        if path.name.startswith(".") and _stale(path, now):
-            path.unlink(missing_ok=True)
+        state, text = _judge(path, now)
+        if path.name.startswith(".") and state == "stale":
+            _take_over(path, path.with_name(path.name[1:].rsplit(".", 2)[0]), text)
 
 
 def is_done(target: str | os.PathLike) -> bool:
