@@ -20,20 +20,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from styleforge.io.image import load_image, pil_to_tensor  # noqa: E402
 from styleforge.models.checkpoint import build_model, load_checkpoint, save_checkpoint  # noqa: E402
 from styleforge.models.int8 import INT8_FORMAT  # noqa: E402
-from styleforge.training.samples import default_photos  # noqa: E402
+from styleforge.training.samples import default_photos, network_photo  # noqa: E402
 
 MAX_SIDE = 512
 
 
 def photo_tensors(paths) -> list[torch.Tensor]:
-    out = []
-    for path in paths:
-        x = pil_to_tensor(load_image(path).resized(MAX_SIDE).rgb)
-        out.append(x[..., :x.shape[-2] // 4 * 4, :x.shape[-1] // 4 * 4])
-    return out
+    return [network_photo(path, MAX_SIDE) for path in paths]
 
 
 @torch.no_grad()

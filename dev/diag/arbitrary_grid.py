@@ -1,7 +1,7 @@
 """Where the arbitrary model's 4-px grid comes from: grid scores stage by stage (CPU, fp32).
 
 Runs the shipped (or given) weights on a smooth input and a photo, one painting, and prints the
-`training.grid_loss.grid_score` of: the input; the output after 1 and 2 passes; the decoder's
+`training.grid.grid_score` of: the input; the output after 1 and 2 passes; the decoder's
 output on the photo's own features (no transfer: is it the decoder?); the same with the
 decoder's and the merge's nearest ×2 upsampling swapped for bilinear at inference; the
 per-channel median score of every decoder activation at full size; the encoder's relu1_1 and
@@ -23,7 +23,7 @@ from PIL import Image
 from styleforge.engine.stroke import downscale, upscale_styled
 from styleforge.models.arbitrary import load_arbitrary
 from styleforge.models.arbitrary.decoder import Upsample
-from styleforge.training.grid_loss import grid_score
+from styleforge.training.grid import grid_score
 
 ROOT = Path(__file__).resolve().parents[2]
 

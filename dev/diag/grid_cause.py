@@ -32,6 +32,7 @@ from styleforge.models.checkpoint import build_model, load_checkpoint  # noqa: E
 from styleforge.models.vgg import load_vgg16  # noqa: E402
 from styleforge.training.grid import grid_score_array, phase_variance  # noqa: E402
 from styleforge.training.losses import CONTENT_LAYER, STYLE_LAYERS, gram, style_targets  # noqa: E402
+from styleforge.training.samples import network_photo  # noqa: E402
 from styleforge.training.trainer import fresh_model  # noqa: E402
 
 
@@ -157,8 +158,7 @@ def main() -> int:
     p.add_argument("--rms", type=float, default=4.0)
     args = p.parse_args()
     torch.set_grad_enabled(False)
-    photo = pil_to_tensor(load_image(args.photo).resized(args.size).rgb)
-    photo = photo[..., :photo.shape[-2] // 4 * 4, :photo.shape[-1] // 4 * 4]
+    photo = network_photo(args.photo, args.size)
     table_layers(photo, [Path(w) for w in args.weights])
     vgg = load_vgg16(args.vgg, "cpu", torch.float32)
     painting = pil_to_tensor(load_image(args.painting).resized(512).rgb)

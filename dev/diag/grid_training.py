@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
 
-from styleforge.io.image import load_image, pil_to_tensor, tensor_to_pil  # noqa: E402
+from styleforge.io.image import tensor_to_pil  # noqa: E402
 from styleforge.models.checkpoint import load_checkpoint  # noqa: E402
 from styleforge.models.vgg import load_vgg16  # noqa: E402
 from styleforge.training import Trainer  # noqa: E402
@@ -32,7 +32,7 @@ from styleforge.training.config import TrainConfig  # noqa: E402
 from styleforge.training.data import load_content, load_style_image  # noqa: E402
 from styleforge.training.grid import grid_score_image  # noqa: E402
 from styleforge.training.losses import CONTENT_LAYER, style_distance, style_targets  # noqa: E402
-from styleforge.training.samples import default_photos  # noqa: E402
+from styleforge.training.samples import default_photos, network_photo  # noqa: E402
 
 
 @torch.no_grad()
@@ -41,8 +41,7 @@ def score(model, vgg, painting, photos, out_dir: Path) -> dict:
     grids, ratios, changes = [], [], []
     model.eval()
     for path in photos:
-        photo = pil_to_tensor(load_image(path).resized(256).rgb)
-        photo = photo[..., :photo.shape[-2] // 4 * 4, :photo.shape[-1] // 4 * 4]
+        photo = network_photo(path, 256)
         out = model(photo).clamp(0, 255).round()
         image = tensor_to_pil(out)
         image.save(out_dir / f"{path.stem}.png")

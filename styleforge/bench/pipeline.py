@@ -1,7 +1,7 @@
 """`styleforge bench --pipeline`: the media pipeline end to end beside the engine alone and a floor.
 
-For each case it generates its own data (smooth synthetic photos as JPEG; H.264 + AAC clips made
-with PyAV) in a temp folder, then measures on the same data: `pipeline` (file read to file
+For each case it generates its own data (`pipeline_inputs`: smooth synthetic photos as JPEG;
+H.264 + AAC clips made with PyAV) in a temp folder, then measures on the same data: `pipeline` (file read to file
 written through `media.stylize_images` / `media.stylize_video`, engine and codecs warmed on the
 first items beforehand, process start excluded), `engine` (the same `Stylizer` alone on
 device-resident inputs of the same shapes, in the same order) and `floor`, a plain decode +
@@ -21,7 +21,6 @@ from __future__ import annotations
 import tempfile
 import time
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
 from typing import Callable
 
@@ -31,6 +30,7 @@ import torch
 from ..engine.options import StylizeOptions
 from ..media.options import DEFAULT_PRESETS
 from .pipeline_floor import Check, check_images, check_video, jpeg_floor, video_floor
+from .pipeline_inputs import VIDEO_FPS, image_sizes, write_clip, write_photo
 from .results import DEFAULT_OUTPUT, Row, append_rows, new_run_id
 
 # name → (kind, count, sizes as (w, h); mixed: None = generated), full and quick.
@@ -45,8 +45,6 @@ _CASES = {
 _QUICK = {"jpeg-1080p": (6, [(96, 54)]), "jpeg-4k": (4, [(192, 108)]),
           "jpeg-mixed": (8, None), "jpeg-mixed-ref": (8, None),
           "video-1080p": (8, [(96, 54)]), "video-4k": (6, [(192, 108)])}
-MIXED_SIZES, MIXED_RANGE, QUICK_MIXED_RANGE = 50, (800, 4000), (24, 120)
-VIDEO_FPS = 30
 # Sampled outputs against the engine's own picture: JPEG q95 and x264 crf 23 of a stylized frame
 # stay well above these, a wrong or unstylized output (the photo itself) falls far below.
 IMAGE_PSNR_DB, VIDEO_PSNR_DB = 30.0, 25.0
@@ -126,8 +124,8 @@ def _run_case(name, config, stylizer, options, folder: Path, log) -> list[Row]:
     preset = config.video_preset or DEFAULT_PRESETS["h264"]
     expect = _engine_picture(stylizer)
     if kind == "images":
-        shapes = _image_sizes(name, count, sizes, config.quick)
-        files = [_write_photo(folder / "in" / f"{i:04d}.jpg", w, h, i) for i, (w, h) in enumerate(shapes)]
+        shapes = image_sizes(name, count, sizes, config.quick)
+        files = [write_photo(folder / "in" / f"{i:04d}.jpg", w, h, i) for i, (w, h) in enumerate(shapes)]
         runs = {"pipeline": lambda: _time_images(files, folder / "out", stylizer, options, config),
                 "floor": lambda: _timed(jpeg_floor, files, folder / "floor", options.quality, workers)}
         checks = {"pipeline": lambda: check_images(files, folder / "out", expect, IMAGE_PSNR_DB),
@@ -136,7 +134,7 @@ def _run_case(name, config, stylizer, options, folder: Path, log) -> list[Row]:
     else:
         (w, h), = sizes
         shapes = [(w, h)] * count
-        clip = _write_clip(folder / "in.mp4", w, h, count)
+        clip = write_clip(folder / "in.mp4", w, h, count)
         out, floor, styled = folder / "out.mp4", folder / "floor.mp4", folder / "restyled.mp4"
         runs = {"pipeline": lambda: _time_video(clip, out, stylizer, options, config),
                 "floor": lambda: _timed(video_floor, clip, floor, preset, config.video_crf),
@@ -218,71 +216,6 @@ def _check_engine(outputs: list, shapes: list[tuple[int, int]]) -> Check:
         if tuple(got) != (1, 3, h, w):
             check.size_errors.append(f"{tuple(got)} for {w}x{h}")
     return check
-
-
-def _image_sizes(name: str, count: int, sizes, quick: bool) -> list[tuple[int, int]]:
-    if sizes is not None:
-        return sizes * count
-    rng = np.random.default_rng(0)
-    low, high = QUICK_MIXED_RANGE if quick else MIXED_RANGE
-    distinct = min(MIXED_SIZES, count)
-    longs = np.linspace(low, high, distinct).round().astype(int)
-    aspects = rng.choice([4 / 3, 3 / 2, 16 / 9, 1.0], distinct)
-    mixed = [(int(l_), max(16, int(l_ / a)) // 4 * 4) if i % 2 else (max(16, int(l_ / a)) // 4 * 4, int(l_))
-             for i, (l_, a) in enumerate(zip(longs, aspects))]
-    mixed = [mixed[i % distinct] for i in range(count)]
-    if name == "jpeg-mixed":
-        return [mixed[i] for i in rng.permutation(count)]
-    side = int(np.sqrt(np.mean([w * h for w, h in mixed]) * 3 / 4))  # a 4:3 photo of the mean pixels
-    return [(side * 4 // 3 // 4 * 4, side // 4 * 4)] * count
-
-
-def _photo(width: int, height: int, seed: int) -> np.ndarray:
-    """A smooth, photo-like picture (JPEG sizes and decode times like a photo's, not noise's)."""
-    from PIL import Image
-    rng = np.random.default_rng(seed)
-    small = rng.integers(0, 256, (max(2, height // 64), max(2, width // 64), 3), dtype=np.uint8)
-    base = np.asarray(Image.fromarray(small).resize((width, height), Image.BICUBIC), dtype=np.int16)
-    grain = rng.integers(-6, 7, (height, width, 1), dtype=np.int16)
-    return np.clip(base + grain, 0, 255).astype(np.uint8)
-
-
-def _write_photo(path: Path, width: int, height: int, seed: int) -> Path:
-    from PIL import Image
-    path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(_photo(width, height, seed % 7)).save(path, quality=90)
-    return path
-
-
-def _write_clip(path: Path, width: int, height: int, frames: int) -> Path:
-    """H.264 (camera-like pan over a photo) + AAC tone, as a phone would record it."""
-    import av
-    picture = _photo(width + frames * 4, height, 0)
-    with av.open(str(path), "w") as out:
-        video = out.add_stream("libx264", rate=VIDEO_FPS)
-        video.width, video.height, video.pix_fmt = width, height, "yuv420p"
-        video.options = {"preset": "ultrafast", "crf": "18"}
-        sound = out.add_stream("aac", rate=48000)
-        sound.layout = "stereo"
-        for i in range(frames):
-            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(picture[:, 4 * i:4 * i + width]),
-                                               format="rgb24")
-            frame.pts, frame.time_base = i, Fraction(1, VIDEO_FPS)
-            for packet in video.encode(frame):
-                out.mux(packet)
-        for packet in video.encode(None):
-            out.mux(packet)
-        samples = 48000 * frames // VIDEO_FPS
-        tone = (0.2 * np.sin(2 * np.pi * 440 * np.arange(samples) / 48000)).astype(np.float32)
-        for start in range(0, samples, 1024):
-            chunk = np.ascontiguousarray(np.stack([tone[start:start + 1024]] * 2))
-            audio = av.AudioFrame.from_ndarray(chunk, format="fltp", layout="stereo")
-            audio.sample_rate, audio.pts, audio.time_base = 48000, start, Fraction(1, 48000)
-            for packet in sound.encode(audio):
-                out.mux(packet)
-        for packet in sound.encode(None):
-            out.mux(packet)
-    return path
 
 
 def _sync(device: torch.device) -> None:

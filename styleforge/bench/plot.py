@@ -41,9 +41,12 @@ def plot_throughput(output_dir: Path, plt) -> Path | None:
     rows = [r for r in latest_run(read_rows(output_dir, "e2e")) if r["status"] == "ok"]
     if not rows:
         return None
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(10, 5.5))
     ticks = {}
-    for provider in dict.fromkeys(r["provider"] for r in rows):
+    providers = list(dict.fromkeys(r["provider"] for r in rows))
+    # A run has up to ~14 providers: the default 10-colour cycle would give two lines one colour.
+    colours = plt.get_cmap("tab20").colors
+    for index, provider in enumerate(providers):
         points = []
         for r in rows:
             if r["provider"] != provider:
@@ -52,7 +55,8 @@ def plot_throughput(output_dir: Path, plt) -> Path | None:
             points.append((h * w / 1e6, float(r["fps"])))
             ticks[h * w / 1e6] = f"{r['size']}²" if r["size"].isdigit() else r["size"]
         points.sort()
-        line, = ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=provider)
+        line, = ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=provider,
+                        color=colours[index % len(colours)], linestyle="-" if index < len(colours) else "--")
         for x, y in points:
             ax.annotate(f"{y:.3g}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7,
                         color=line.get_color())
@@ -64,7 +68,7 @@ def plot_throughput(output_dir: Path, plt) -> Path | None:
     ax.set_ylabel(f"frames/s (log, batch {rows[0]['batch']})")
     ax.set_title(f"Style network throughput\n{_caption(rows)}", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     path = output_dir / "throughput.png"
     fig.tight_layout()
     fig.savefig(path, dpi=120)

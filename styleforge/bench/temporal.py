@@ -16,7 +16,7 @@ painting at 512 px, of the output divided by that of the input frame, averaged o
 `score_every`-th frame; it needs the painting and VGG weights, else it is left out. Speed: the
 whole clip through `media.video.stylize_video`, plain and `--temporal`, alternated, best of
 `repeats` each, after a warm-up of both at that size. Rows go to `OUTPUT/temporal.jsonl` with
-the environment; the table is printed.
+the environment; the table is printed (`temporal_report`: lines, table, the issue's bars).
 Run: `python -m styleforge.bench.temporal --help` or `styleforge bench --temporal`.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
@@ -40,12 +40,12 @@ from ..media.flow_ahead import FlowAhead
 from ..media.warping_error import step_masks, warping_error
 from .temporal_clips import read_clip, render_scene, write_clip
 from .temporal_options import TemporalBenchConfig, add_arguments, config_from_args
+from .temporal_report import line, markdown, save_rows
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 DEFAULT_PHOTOS = ("chelsea.jpg", "coffee.jpg", "astronaut.jpg")
 STYLE_LAYERS = ("relu1_2", "relu2_2", "relu3_3", "relu4_3")
 SCORE_SIDE = 512
-BARS = {"warp": 0.6, "style": 0.10, "speed": 0.7}   # issue 40: ≤ 0.6× warping error, style ±10 %, ≥ 0.7× frames/s
 ABSENT = "absent: no style trained with --stability-weight (pass --stability-checkpoint)"
 
 
@@ -280,63 +280,6 @@ def _relative(rows: list[dict]) -> None:
         row["warp_vs_per_frame"] = row["warp_error"] / base["warp_error"] if base["warp_error"] else None
         row["style_change"] = (row["style_ratio"] / base["style_ratio"] - 1.0
                                if row["style_ratio"] is not None and base["style_ratio"] else None)
-
-
-def verdict(row: dict) -> str:
-    """The issue's bars this row meets (✓) or misses (✗): warping error, style, speed."""
-    if "temporal" not in row["method"] or "absent" in row:
-        return ""
-    marks = []
-    if row.get("warp_vs_per_frame") is not None:
-        marks.append(("warp", row["warp_vs_per_frame"] <= BARS["warp"]))
-    if row.get("style_change") is not None:
-        marks.append(("style", abs(row["style_change"]) <= BARS["style"]))
-    if row.get("fps_ratio") is not None:
-        marks.append(("speed", row["fps_ratio"] >= BARS["speed"]))
-    return " ".join(f"{name} {'ok' if good else 'MISS'}" for name, good in marks)
-
-
-def line(row: dict) -> str:
-    if "absent" in row:
-        return f"{row['clip']:22s} {row['method']:20s} {row['absent']}"
-    text = f"{row['clip']:22s} {row['method']:20s}"
-    if "warp_error" in row:
-        text += f" warp {row['warp_error']:.5f} ({row['warp_vs_per_frame']:.2f}x)"
-    if row.get("style_ratio") is not None:
-        text += f" style {row['style_ratio']:.3f} ({row['style_change']:+.1%})"
-    if row.get("fps_plain") is not None:
-        text += f" fps plain {row['fps_plain']:.1f} temporal {row['fps_temporal']:.1f} ({row['fps_ratio']:.2f}x)"
-    return text
-
-
-def save_rows(rows: list[dict], config: TemporalBenchConfig) -> Path:
-    from .env import capture_environment
-    from .results import new_run_id
-    path = Path(config.output) / "temporal.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    env = capture_environment(config.device)
-    run_id = new_run_id()
-    with path.open("a") as f:
-        for row in rows:
-            f.write(json.dumps({"run_id": run_id, **row, "config": asdict(config), "env": env}) + "\n")
-    return path
-
-
-def markdown(rows: list[dict]) -> str:
-    def f(v, fmt):
-        return "–" if v is None else format(v, fmt)
-    lines = ["| clip | method | warping error | × per-frame | style ratio | style change | "
-             "video frames/s plain | --temporal | × plain | bars (issue 40) |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-    for r in rows:
-        if "absent" in r:
-            lines.append(f"| {r['clip']} | {r['method']} | {r['absent']} | | | | | | | |")
-            continue
-        lines.append(f"| {r['clip']} | {r['method']} | {f(r.get('warp_error'), '.5f')} | "
-                     f"{f(r.get('warp_vs_per_frame'), '.3f')} | {f(r.get('style_ratio'), '.3f')} | "
-                     f"{f(r.get('style_change'), '+.1%')} | {f(r.get('fps_plain'), '.1f')} | "
-                     f"{f(r.get('fps_temporal'), '.1f')} | {f(r.get('fps_ratio'), '.2f')} | {verdict(r)} |")
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

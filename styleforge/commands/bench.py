@@ -157,8 +157,9 @@ def announce_output(config, console) -> None:
 
 
 def run_temporal(args: argparse.Namespace) -> int:
-    from ..bench.temporal import markdown, run_temporal_bench
+    from ..bench.temporal import run_temporal_bench
     from ..bench.temporal_options import config_from_args as temporal_config
+    from ..bench.temporal_report import markdown
     from ..models.checkpoint import CheckpointError
     console = make_console()
     try:

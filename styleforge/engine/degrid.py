@@ -13,7 +13,7 @@ has a fixed phase; natural detail is not. The filter estimates it and subtracts 
 Detail that is not phase-locked averages out of P (it changes sign from block to block); a
 lattice whose amplitude drifts slowly is followed. Costs a few pooling passes; works on any
 size (the borders reflect). A repair for weights that carry a lattice, not a cure: the training
-penalty (`training/grid_loss.py`) is.
+penalty (`training/grid.py`) is.
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .tiling import exact_store_bytes, plan_steps, receptive_halo
+from .tiling_plan import exact_store_bytes, plan_steps, receptive_halo
 
 # Whole-frame peak per pixel of the padded input, by device type, per byte of element size.
 WHOLE_FRAME_BYTES_PER_PIXEL_PER_BYTE = {"cpu": 270, "cuda": 500}

@@ -4,7 +4,7 @@ Chen et al. 2022, "Towards Ultra-Resolution Neural Style Transfer via Thumbnail 
 Normalization" (URST): run the network once on a downscaled copy of the image, keep every
 InstanceNorm's per-channel mean and variance, then run independent tiles of the full image with
 those statistics frozen. Each tile carries a halo of the network's whole receptive field
-(`tiling.receptive_halo`, 54 px, rounded up to the total stride of 4) and starts on a multiple of
+(`tiling_plan.receptive_halo`, 54 px, rounded up to the total stride of 4) and starts on a multiple of
 4, so a tile's core equals what the whole frame computes *with the same frozen statistics*; the
 only error is the thumbnail's statistics themselves (measured in docs/tiling.md). Memory is one
 tile's activations, independent of the image size. The tiles run the model's own `forward`
@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..models.transformer_net import TransformerNet
-from .tiling import plan_steps, receptive_halo
+from .tiling_plan import plan_steps, receptive_halo
 
 STRIDE = 4               # the network's total downsampling: tiles start on multiples of it
 THUMBNAIL_SIDE = 1024    # URST uses ~1000-px thumbnails; larger costs more, gains little

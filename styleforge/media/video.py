@@ -17,7 +17,7 @@ The codec follows the container when not named (`resolve_codec`: vp9/av1 for
 WebM), and a codec or preset the container or encoder refuses is refused before any work.
 A second demuxer over the same file feeds audio and subtitle packets, remuxed untouched
 (bit-identical payloads) and interleaved by time behind the video, so no stream is buffered
-whole. Container and stream metadata, fps, time base and colour tags are copied; rotation
+whole (`remux`). Container and stream metadata, fps, time base and colour tags are copied; rotation
 travels as the stream's metadata where the container keeps it that way. The output is written
 to a temp file beside `dst` (`io.atomic`: the images' mode, no clobbering without `overwrite`)
 and renamed only when complete; a broken stream raises `VideoError` (one line naming the file,
@@ -45,6 +45,7 @@ from .flow import to_gray
 from .flow_ahead import FlowAhead
 from .options import CONTAINER_CODECS, DEFAULT_PRESETS, VIDEO_CODECS, VideoOptions, check_preset
 from .pipeline import Item, Stats, stream
+from .remux import PacketFeed, copy_streams, error_line
 from .yuv import YuvFrame, frame_tags
 
 CONTAINERS = {".mp4": "mp4", ".m4v": "mp4", ".mov": "mov", ".mkv": "matroska",
@@ -102,14 +103,9 @@ def _open_input(av, src: Path, hwaccel=None):
             except (av.FFmpegError, OSError):
                 pass
             else:
-                raise VideoError(f"{src}: NVIDIA's decoder is not usable here ({_reason(exc)}); "
+                raise VideoError(f"{src}: NVIDIA's decoder is not usable here ({error_line(exc)}); "
                                  "use --decoder cpu") from None
-        raise VideoError(f"{src}: cannot open as a video ({_reason(exc)})") from None
-
-
-def _reason(exc: BaseException) -> str:
-    text = getattr(exc, "strerror", None) or str(exc)
-    return text.splitlines()[0] if text else type(exc).__name__
+        raise VideoError(f"{src}: cannot open as a video ({error_line(exc)})") from None
 
 
 def _hwaccel(decoder: str, stylizer):
@@ -172,8 +168,8 @@ def stylize_video(src: str | os.PathLike, dst: str | os.PathLike, stylizer, opti
                                           video, progress, frame_filter, stats))
         except (av.FFmpegError, OSError) as exc:
             if getattr(exc, "errno", None) in _WRITE_ERRNOS:
-                raise OSError(exc.errno, _reason(exc)) from None   # atomic_write names dst
-            raise VideoError(f"{src}: broken or unreadable stream ({_reason(exc)})") from None
+                raise OSError(exc.errno, error_line(exc)) from None   # atomic_write names dst
+            raise VideoError(f"{src}: broken or unreadable stream ({error_line(exc)})") from None
 
     try:
         atomic_write(dst, write, replace=options.overwrite)
@@ -244,8 +240,8 @@ def _transcode(av, reader, src: Path, tmp: Path, fmt: str, codec: str, stylizer,
         vout.options = codec_options
         if VIDEO_CODECS[codec] in ENCODER_THREADING:
             vout.codec_context.thread_type = ENCODER_THREADING[VIDEO_CODECS[codec]]
-        copied = _copy_streams(reader, writer, notes)
-        packets = _PacketFeed(av, src, copied, start, end, offset_s)
+        copied = copy_streams(reader, writer, notes)
+        packets = PacketFeed(av, src, copied, start, end, offset_s)
         total = _frame_count(vin, rate, start, end)
         engine = EngineStage(stylizer) if stylizer is not None else None
         flows = None
@@ -391,7 +387,7 @@ def _frames(av, reader, vin, src: Path, start: float, end: float | None, check) 
             check(frame, count, first_time)
             yield frame
     except av.FFmpegError as exc:
-        raise VideoError(f"{src}: broken video stream ({_reason(exc)})") from None
+        raise VideoError(f"{src}: broken video stream ({error_line(exc)})") from None
 
 
 def _frame_count(vin, rate: Fraction, start: float, end: float | None) -> int | None:
@@ -400,61 +396,3 @@ def _frame_count(vin, rate: Fraction, start: float, end: float | None) -> int | 
     if vin.frames:
         return max(1, vin.frames - round(start * float(rate)))
     return None
-
-
-def _copy_streams(reader, writer, notes: list[str]) -> dict[int, object]:
-    """Input stream index → output stream, for the audio and subtitle streams the muxer takes."""
-    copied = {}
-    for stream_in in reader.streams:
-        if stream_in.type not in ("audio", "subtitle"):
-            continue
-        try:
-            stream_out = writer.add_stream_from_template(stream_in)
-            stream_out.metadata.update(stream_in.metadata)
-            copied[stream_in.index] = stream_out
-        except Exception as exc:  # e.g. a subtitle codec this container cannot hold
-            notes.append(f"{stream_in.type} stream {stream_in.index} "
-                         f"({stream_in.codec_context.name}) not kept: {_reason(exc)}")
-    return copied
-
-
-class _PacketFeed:
-    """Audio/subtitle packets from a second demuxer, muxed up to the video's current time."""
-
-    def __init__(self, av, src: Path, copied: dict, start: float, end: float | None, offset_s: float):
-        self.copied, self.start, self.end, self.offset_s = copied, start, end, offset_s
-        self.reader = av.open(str(src)) if copied else None
-        if self.reader is not None:
-            if start > 0:
-                self.reader.seek(int(start * av.time_base), backward=True, any_frame=False)
-            self.packets = self.reader.demux(*[self.reader.streams[i] for i in copied])
-        self.pending = None
-
-    def mux_until(self, writer, until: float | None, final: bool = False) -> None:
-        if self.reader is None:
-            return
-        while True:
-            packet = self.pending or next(self.packets, None)
-            self.pending = None
-            if packet is None:
-                return
-            if packet.size == 0:  # the demuxer's end-of-stream flush marker
-                continue
-            ts = packet.pts if packet.pts is not None else packet.dts
-            t = float(ts * packet.time_base) if ts is not None else None
-            if not final and until is not None and t is not None and t > until:
-                self.pending = packet
-                return
-            if t is not None and (t < self.start - 1e-6 and self.start > 0
-                                  or self.end is not None and t >= self.end - 1e-6):
-                continue
-            if self.offset_s:
-                shift = round(self.offset_s / packet.time_base)
-                packet.pts = None if packet.pts is None else packet.pts - shift
-                packet.dts = None if packet.dts is None else packet.dts - shift
-            packet.stream = self.copied[packet.stream_index]
-            writer.mux(packet)
-
-    def close(self) -> None:
-        if self.reader is not None:
-            self.reader.close()

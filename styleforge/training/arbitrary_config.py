@@ -42,7 +42,7 @@ class ArbitraryTrainConfig:
     identity_pixel_weight: float = 25.0
     identity_feature_weight: float = 0.5
     colour_weight: float = 0.0           # SW of pixel colours, 0–255 units (arbitrary_losses.colour_loss)
-    grid_weight: float = 0.0             # grid_loss.grid_penalty of the stylized output
+    grid_weight: float = 0.0             # grid.grid_penalty of the stylized output
     hue_jitter: float = 0.0              # paintings' hue turned by up to ± this many radians
     group_power: float = 0.5
     exclude: tuple[str, ...] = HELD_OUT

@@ -7,7 +7,7 @@ content_dist = ‖relu3_3(out) − relu3_3(photo)‖ / ‖relu3_3(photo)‖.
 palette_dist = sliced Wasserstein distance between the RGB colours of the 8-bit output and of the
                painting file, both resized (bilinear) to 256 px on the longer side: 32 fixed
                directions (NumPy's default_rng(0), as the tool), 101 quantiles, 0–255 units.
-grid_score   = `grid_loss.grid_score` of the 8-bit output (luma rounded, as the tool's "L").
+grid_score   = `grid.grid_score` of the 8-bit output (luma rounded, as the tool's "L").
 Photo, output and painting are read as the tool reads them (PIL RGB, longest side shrunk to 512
 px with bicubic resampling); the photo is stylized at that size. Medians over all pairs. The
 model's own encoder is NOT the yardstick: the metric network is the one the issue names.
@@ -24,7 +24,7 @@ import torch
 from PIL import Image
 
 from ..models.vgg import VGG16Features, load_vgg16
-from .grid_loss import grid_score_rgb
+from .grid import grid_score_rgb
 
 SIZE = 512
 LAYERS = ("relu1_2", "relu2_2", "relu3_3", "relu4_3")

@@ -16,7 +16,7 @@ identity: MSE((I_cc − I_c)/255) + MSE((I_ss − I_s)/255) (pixel) and Σ_l MSE
 colour:   sliced Wasserstein distance between the RGB colours of the output and of the painting
           (0–255 units, `models/arbitrary/palette.py`): the palette itself, which the feature
           statistics above let drift to a brown-grey wash (docs/arbitrary.md).
-grid:     `grid_loss.grid_penalty` of the output: a pattern locked to the 2/4-px lattice, which
+grid:     `grid.grid_penalty` of the output: a pattern locked to the 2/4-px lattice, which
           the shallow style statistics reward and nothing else forbids.
 Every term is computed in fp32 with autocast off and returned unweighted. Not the trainer.
 """
@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from ..models.arbitrary.encoder import LEVELS
 from ..models.arbitrary.palette import sliced_wasserstein
 from ..models.arbitrary.transfer import mean_std, subsample_grid, wide
-from .grid_loss import grid_penalty
+from .grid import grid_penalty
 
 Feats = dict[str, torch.Tensor]
 CONTENT_LEVELS = ("relu4_1", "relu5_1")

@@ -36,6 +36,15 @@ def load_photos(paths: list[str | Path], max_side: int = MAX_SIDE) -> list[torch
     return photos
 
 
+def network_photo(path: str | Path, max_side: int) -> torch.Tensor:
+    """A photo as the dev tools score it: float (1, 3, H, W) in 0–255, shrunk by the engine's own
+    resize (`io.image`) to a longer side of at most max_side, then cropped (not padded) to
+    multiples of 4 so the network's output has the photo's size."""
+    from ..io.image import load_image, pil_to_tensor
+    x = pil_to_tensor(load_image(path).resized(max_side).rgb)
+    return x[..., :x.shape[-2] // 4 * 4, :x.shape[-1] // 4 * 4]
+
+
 @torch.no_grad()
 def stylize_photos(model: torch.nn.Module, photos: list[torch.Tensor],
                    amp_dtype: torch.dtype | None = None) -> list[torch.Tensor]:

@@ -9,8 +9,9 @@ import pytest
 import torch
 from PIL import Image
 
-from styleforge.bench.temporal import markdown, run_temporal_bench
+from styleforge.bench.temporal import run_temporal_bench
 from styleforge.bench.temporal_options import TemporalBenchConfig
+from styleforge.bench.temporal_report import markdown
 from styleforge.cli import main
 from styleforge.models.vgg import VGG16Features
 

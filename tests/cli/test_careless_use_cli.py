@@ -8,21 +8,14 @@ import json
 import os
 import re
 
-import numpy as np
 import pytest
+from cli_photos import write
 from PIL import Image
 
 from styleforge.cli import main
 from styleforge.io.image import ImageError, load_image
 
 SUMMARY = re.compile(r"^(\d+) done, (\d+) skipped, (\d+) failed", re.M)
-
-
-def write(path, size=(20, 16), seed=0):
-    rng = np.random.default_rng(seed)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8)).save(path)
-    return path
 
 
 def cli(capsys, *argv):

@@ -38,11 +38,12 @@ def split_top_level(text: str) -> list[str]:
     return parts
 
 
-def rewrite_shared_launches(source: str, expected: int) -> str:
+def rewrite_shared_launches(source: str, expected: int, source_dir: Path) -> str:
     """The tensor-core kernels' rules: each `kernel<<<grid, block, smem, stream>>>(args);` becomes
     `emu::launch(grid, block, smem, [&] { kernel(args); });` and each `extern __shared__` buffer the
     emulator's per-block one. `expected` launches and buffers must be found, else the source changed
-    shape and the rules need a look."""
+    shape and the rules need a look. The copy is compiled elsewhere, so its relative includes are
+    pointed at `source_dir`, the folder of the source it was read from."""
     def launch(m: re.Match) -> str:
         grid, block, smem = split_top_level(m.group(2))[:3]
         return (f"emu::launch(dim3({grid}), dim3({block}), {smem}, "
@@ -53,7 +54,9 @@ def rewrite_shared_launches(source: str, expected: int) -> str:
     if launches != expected or shared != expected:
         raise RuntimeError(f"emulate: expected {expected} launches and shared buffers, found {launches} and "
                            f"{shared}; update the rewriting rules")
-    return out.replace(EXTERN_SHARED, "unsigned char* smem = emu::ctx.smem;")
+    out = out.replace(EXTERN_SHARED, "unsigned char* smem = emu::ctx.smem;")
+    return re.sub(r'#include "([\w./]+\.(?:cuh|h))"',
+                  lambda m: f'#include "{(source_dir / m.group(1)).resolve()}"', out)
 
 
 def cuda_include() -> str | None:

@@ -11,7 +11,8 @@ import torch.nn.functional as F
 from conftest import FP32_REL_TOL, psnr, random_net, rel_error
 
 from styleforge.engine.thumbnail import ThumbnailTiledRunner
-from styleforge.engine.tiling import TiledRunner, exact_store_bytes, plan_steps, receptive_halo
+from styleforge.engine.tiling import TiledRunner
+from styleforge.engine.tiling_plan import exact_store_bytes, plan_steps, receptive_halo
 from styleforge.models.transformer_net import TransformerNet
 
 

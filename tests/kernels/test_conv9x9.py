@@ -36,7 +36,7 @@ from conftest import (
     requires_hopper,
 )
 from mma_model import mma_from_fragments
-from torch.utils._python_dispatch import TorchDispatchMode
+from op_recorder import OpRecorder
 
 from styleforge import kernels
 from styleforge.kernels.reference import conv3x3 as reference_conv3x3
@@ -227,22 +227,12 @@ def test_fake_impl_matches_real_shape_and_strides():
         assert fake.stride() == real.stride() and fake.dtype == real.dtype
 
 
-class _Recorder(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.ops: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.append(str(func))
-        return func(*args, **(kwargs or {}))
-
-
 def test_switch_routes_between_op_and_twin():
     x, w, b = make_inputs("deconv3", 1, 2, 3)
-    with _Recorder() as rec:
+    with OpRecorder() as rec:
         via_op = kernels.conv9x9(x, w, b, out_float32=True)
     assert rec.ops == ["styleforge.conv9x9.default"]
-    with kernels.using("reference"), _Recorder() as rec:
+    with kernels.using("reference"), OpRecorder() as rec:
         via_twin = kernels.conv9x9(x, w, b, out_float32=True)
     assert "styleforge.conv9x9.default" not in rec.ops
     torch.testing.assert_close(via_op, via_twin, rtol=0, atol=0)
@@ -399,7 +389,7 @@ def test_norm_opcheck_and_fake_impl():
 
 def test_norm_entry_runs_the_twin_on_cpu_and_in_reference_mode():
     x, w, (nw, nb), pad = make_norm_inputs(1, 6, 5)
-    with _Recorder() as rec:
+    with OpRecorder() as rec:
         got = kernels.conv9x9_norm(x, w, pad=pad, norm_weight=nw, norm_bias=nb)
     assert "styleforge.conv9x9_norm.default" not in rec.ops
     with kernels.using("reference"):

@@ -18,7 +18,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import FP32_REL_TOL, assert_matches_reference, rel_error
-from torch.utils._python_dispatch import TorchDispatchMode
+from op_recorder import OpRecorder
 
 from styleforge import kernels
 from styleforge.kernels.reference import ffn as reference_ffn
@@ -98,16 +98,6 @@ def test_fused_composition_non_contiguous_and_single_token():
     assert ffn_module.fused_ffn(*make_inputs(0, 16, 48), "tanh").shape == (0, 16)
 
 
-class _Recorder(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.ops: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.append(str(func.overloadpacket.__name__))
-        return func(*args, **(kwargs or {}))
-
-
 @pytest.mark.parametrize("gelu, gemm1, extra", [("tanh", "_addmm_activation", None), ("erf", "addmm", "gelu_"),
                                                 ("none", "addmm", None)])
 def test_fused_composition_puts_the_elementwise_work_in_the_gemms(gelu, gemm1, extra, monkeypatch):
@@ -115,12 +105,12 @@ def test_fused_composition_puts_the_elementwise_work_in_the_gemms(gelu, gemm1, e
     the calls are checked, the values are by the float64 tests above and the GPU tests)."""
     monkeypatch.setattr(ffn_module, "has_gelu_epilogue", lambda x: True)
     args = make_inputs(5, 8, 32)
-    with _Recorder() as rec:
+    with OpRecorder() as rec:
         ffn_module.fused_ffn(*args, gelu)
-    gemms = [op for op in rec.ops if "mm" in op]
-    assert gemms == [gemm1, "addmm_"], rec.ops                # GEMM 2 accumulates onto residual + b2
-    assert ("gelu_" in rec.ops) == (extra == "gelu_") and "gelu" not in rec.ops
-    assert rec.ops.count("add") == 1 and "linear" not in rec.ops   # the one residual + b2 pass
+    gemms = [op for op in rec.names if "mm" in op]
+    assert gemms == [gemm1, "addmm_"], rec.names                # GEMM 2 accumulates onto residual + b2
+    assert ("gelu_" in rec.names) == (extra == "gelu_") and "gelu" not in rec.names
+    assert rec.names.count("add") == 1 and "linear" not in rec.names   # the one residual + b2 pass
 
 
 # ---- the op's registrations ----------------------------------------------------------------------
@@ -146,12 +136,12 @@ def test_gradcheck_float64(gelu):
 
 def test_switch_routes_between_op_and_twin():
     args = make_inputs(4, 8, 32)
-    with _Recorder() as rec:
+    with OpRecorder() as rec:
         via_op = kernels.ffn(*args[:5], residual=args[5])
-    assert rec.ops == ["ffn"]
-    with kernels.using("reference"), _Recorder() as rec:
+    assert rec.names == ["ffn"]
+    with kernels.using("reference"), OpRecorder() as rec:
         via_twin = kernels.ffn(*args[:5], residual=args[5])
-    assert "ffn" not in rec.ops
+    assert "ffn" not in rec.names
     torch.testing.assert_close(via_op, via_twin, rtol=0, atol=0)
 
 

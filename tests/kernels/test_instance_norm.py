@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import assert_matches_reference, cuda_kernel_names, rel_error
-from torch.utils._python_dispatch import TorchDispatchMode
+from op_recorder import OpRecorder
 
 from styleforge import kernels
 from styleforge.kernels.reference import instance_norm as reference
@@ -190,25 +190,15 @@ def test_fake_impl_matches_real_shape_and_strides():
         assert fake.shape == real.shape and fake.stride() == real.stride() and fake.dtype == real.dtype
 
 
-class _Recorder(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.ops: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.append(str(func))
-        return func(*args, **(kwargs or {}))
-
-
 def test_switch_routes_between_op_and_twin():
     x, w, b, _ = make_inputs((1, 2, 4, 4))
     assert kernels.current_mode() == "cuda"
-    with _Recorder() as rec:
+    with OpRecorder() as rec:
         via_op = kernels.instance_norm(x, w, b, relu=True, pad=1)
     assert rec.ops == ["styleforge.instance_norm.default"]
     with kernels.using("reference"):
         assert kernels.current_mode() == "reference"
-        with _Recorder() as rec:
+        with OpRecorder() as rec:
             via_twin = kernels.instance_norm(x, w, b, relu=True, pad=1)
         assert "styleforge.instance_norm.default" not in rec.ops
     assert kernels.current_mode() == "cuda"

@@ -1,4 +1,4 @@
-"""The arbitrary model's 4-px lattice, measured as the shared tool does (`training/grid_loss.grid_score`)
+"""The arbitrary model's 4-px lattice, measured as the shared tool does (`training/grid.grid_score`)
 on a smooth, sky-like photo, where a lattice shows most: the shipped weights carry one (issue 39,
 docs/arbitrary.md), the engine's `degrid` removes it, and the grid penalty trains it out of a
 tiny random model whose nearest-×2 decoder stamps one."""
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from styleforge.training.grid_loss import grid_penalty, grid_score
+from styleforge.training.grid import grid_penalty, grid_score
 
 ASSETS = Path(__file__).resolve().parents[2] / "styleforge" / "assets"
 SHIPPED = Path(__file__).resolve().parents[2] / "styleforge" / "styles" / "arbitrary" / "arbitrary.safetensors"

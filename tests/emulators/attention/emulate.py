@@ -11,7 +11,6 @@ without a GPU, not shipped.
 from __future__ import annotations
 
 import importlib.util
-import re
 import tempfile
 from pathlib import Path
 
@@ -34,9 +33,7 @@ cuda_include = common.cuda_include
 
 
 def transform(source: str) -> str:
-    out = common.rewrite_shared_launches(source, expected=1)
-    # The transformed copy is compiled elsewhere: point its relative includes at the sources.
-    return re.sub(r'#include "([\w./]+\.(?:cuh|h))"', lambda m: f'#include "{(CU.parent / m.group(1)).resolve()}"', out)
+    return common.rewrite_shared_launches(source, expected=1, source_dir=CU.parent)
 
 
 def build(workdir: Path, sanitize: bool = True) -> Path:
