@@ -1,13 +1,13 @@
 """StyleForge: fast neural style transfer (Johnson et al. 2016) with fused CUDA kernels.
 
-Library first: `stylize`, `stylize_video`, `load_style`, `list_styles` and `StylizeOptions` are the
+Library first: `stylize`, `stylize_files`, `stylize_video`, `load_style`, `list_styles` and `StylizeOptions` are the
 API; the `styleforge` command is a thin layer over them. The names load on first use (PEP 562), so
 `import styleforge.cli` and `styleforge --help` do not import torch.
 """
 __version__ = "0.1.0"
 
-__all__ = ["stylize", "stylize_video", "load_style", "list_styles", "StylizeOptions", "__version__"]
-_HOMES = {"stylize": "api", "stylize_video": "api", "load_style": "api", "list_styles": "api",
+__all__ = ["stylize", "stylize_files", "stylize_video", "load_style", "list_styles", "StylizeOptions", "__version__"]
+_HOMES = {"stylize": "api", "stylize_files": "api", "stylize_video": "api", "load_style": "api", "list_styles": "api",
           "StylizeOptions": "engine.options"}
 
 

@@ -1,4 +1,6 @@
-"""The Python API: `stylize`, `load_style`, `list_styles`. The CLI is a thin layer over this.
+"""The Python API: `stylize`, `stylize_files`, `stylize_video`, `load_style`, `list_styles`.
+The CLI is a thin layer over this; `stylize_files` writes files under the same plan and names
+as `styleforge stylize` (`styleforge.jobs`).
 
 `stylize` returns the kind of image it was given:
 
@@ -205,6 +207,47 @@ def stylize_video(src: str | os.PathLike, dst: str | os.PathLike, style: str | o
     video = VideoOptions(**video_fields, pipeline=PipelineOptions(**pipeline_fields))
     return run_video(src, dst, get_stylizer(opts), opts, video, progress=progress,
                      frame_filter=frame_filter)
+
+
+def stylize_files(inputs: Any, output: str | os.PathLike | None = None, style: Any = None, *,
+                  recursive: bool = False, keep_names: bool = False,
+                  options: StylizeOptions | None = None, progress: Any = None, **fields: Any):
+    """Stylize image files and write the results, as `styleforge stylize INPUTS -o OUTPUT` does:
+    the same plan (`styleforge.jobs`), so the same output names, skips and exactly-once writes.
+
+    `inputs` is a path or a list of files, folders and glob patterns; `output` None writes
+    beside each input (`photo_<style>.jpg`, folder `trip/` → `trip_<style>/`), a name with an
+    image suffix is one output file, anything else a folder. `style` as in `stylize` (a name,
+    checkpoint path or painting); `fields` are `StylizeOptions` fields (e.g. strength, overwrite,
+    device) and `PipelineOptions` fields (workers, depth, codec). `progress(done, total)` is
+    called after each written (or failed, or skipped-meanwhile) file.
+
+    Returns a `jobs.RunReport`: `.records` (one `media.Record` per input: output, error, skipped,
+    notes), `.done`, `.skipped`, `.failed`. A bad -o or an unusable style raises ValueError;
+    one bad file fails alone, in its record.
+    """
+    from .jobs import RunReport, done_records, plan_jobs, refused_records, run_jobs
+    from .media.options import PipelineOptions
+    pipeline_names = {f.name for f in dataclasses.fields(PipelineOptions)}
+    pipeline = PipelineOptions(**{name: fields.pop(name) for name in list(fields) if name in pipeline_names})
+    paintings = _painting_list(style)
+    if paintings:   # the plan names outputs by the paintings' file names
+        if not all(isinstance(p, (str, os.PathLike)) for p, _ in paintings):
+            raise ValueError("stylize_files names outputs after the painting's file: "
+                             "pass the painting as a path, not a PIL image")
+        fields["style_images"] = tuple((os.fspath(p), float(w)) for p, w in paintings)
+    opts = make_options(None if paintings else style, options, **fields)
+    sources = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
+    plan = plan_jobs(sources, output, opts, recursive=recursive, keep_names=keep_names)
+    todo = plan.pending(opts.overwrite)
+    report = RunReport(refused_records(plan) + done_records(plan, todo))
+    if todo:
+        stylizer = get_stylizer(opts)
+        for finished, record in enumerate(run_jobs(todo, stylizer, opts, pipeline), 1):
+            report.records.append(record)
+            if progress is not None:
+                progress(finished, len(todo))
+    return report
 
 
 def load_style(name_or_path: str | os.PathLike) -> TransformerNet:

@@ -10,12 +10,12 @@ from __future__ import annotations
 import argparse
 import time
 
-from .stylize import _checked, _number_in, add_pipeline_arguments
+from .arguments import _checked, _number_in, add_pipeline_arguments
 
 
 def register(subparsers) -> None:
     from ..media.options import VIDEO_CODECS, VIDEO_DECODERS
-    from .stylize import register_engine_arguments
+    from .arguments import register_engine_arguments
     p = subparsers.add_parser(
         "video", help="apply a style to a video (audio and metadata kept)",
         description="Stylize every frame of a video; audio and subtitle packets are copied as they are.")
@@ -52,8 +52,8 @@ def run(args: argparse.Namespace) -> int:
     from ..api import stylize_video
     from ..media.video import VideoError
     from ..models.checkpoint import CheckpointError
+    from .arguments import options_from_args
     from .extras import missing_extra
-    from .stylize import options_from_args
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     why = missing_extra("av", "styleforge video")
     if why:

@@ -5,12 +5,15 @@ workers read with `io.image.load_image` (EXIF, ICC, alpha, 16-bit as it handles 
 plain JPEG to the engine for nvJPEG (`media.codecs`); encode workers merge the alpha back and
 write atomically with `io.image.save_image` / `atomic_write`, or the GPU-encoded bytes. A
 source "-" is the bytes in `stdin`; a target "-" is written to `stdout` by the caller's thread,
-in order. Not here: which files and output names (`commands.stylize`), the engine (`engine`).
+in order. Each target's claim (`jobs.write`) is taken before
+decode and released with its record, so two runs never both stylize one output. Not here:
+which files and output names (`jobs.plan`), the engine (`engine`).
 """
 from __future__ import annotations
 
 import dataclasses
 import io
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
@@ -32,6 +35,7 @@ from ..io.image import (
     save_image,
     save_params,
 )
+from ..jobs.write import Claim, claim, is_done
 from .codecs import GPU_CHROMA, DeviceImage, decode_jpeg_gpu, encode_jpeg_gpu, gpu_decodable, resolve_codec
 from .engine_stage import EngineStage, host_pixels
 from .options import PipelineOptions
@@ -72,13 +76,13 @@ def stylize_images(jobs: Iterable[ImageJob], stylizer, options: StylizeOptions,
     gpu = engine is not None and resolve_codec(pipeline.codec, device, items) == "gpu"
     gpu_encode = gpu and options.chroma == GPU_CHROMA
 
+    claims: dict[int, Claim] = {}     # item index → its target's claim, released with its record
+    claims_lock = threading.Lock()
+
     def decode(item: Item) -> None:
         job: ImageJob = item.task
-        # Checked again here, not only when the run was planned: a second run over the same
-        # files may have written this output since (the write itself does not clobber either).
-        if not options.overwrite and str(job.target) != STDIO and Path(job.target).exists():
-            raise OutputExists(f"{job.target}: exists (written meanwhile by another run; "
-                               "--overwrite to replace it)")
+        if str(job.target) != STDIO:
+            _claim_target(item, job, options.overwrite, claims, claims_lock)
         data = None
         if str(job.source) == STDIO:
             data = (stdin.read() if stdin is not None else b"")
@@ -148,8 +152,41 @@ def stylize_images(jobs: Iterable[ImageJob], stylizer, options: StylizeOptions,
     items = stream(jobs, guarded(decode), engine, guarded(encode), decode_workers=pipeline.workers,
                    encode_workers=pipeline.workers, depth=pipeline.depth,
                    max_batch=options.batch_size, stats=stats)
-    for item in items:
-        yield _record(item, stdout)
+    try:
+        for item in items:
+            try:
+                yield _record(item, stdout)
+            finally:
+                with claims_lock:
+                    held = claims.pop(item.index, None)
+                if held is not None:
+                    held.release()
+    finally:   # a consumer that stops early (or an interrupt) must not leave live claims
+        with claims_lock:
+            for held in claims.values():
+                held.release()
+            claims.clear()
+
+
+def _claim_target(item: Item, job: ImageJob, overwrite: bool, claims: dict, lock) -> None:
+    """Take the target's claim before any work (`jobs.write`); OutputExists (a skip) when the
+    output exists by now (a second run over the same files wrote it since the plan was made)
+    or another live run holds the claim."""
+    def exists() -> OutputExists:
+        return OutputExists(f"{job.target}: exists (written meanwhile by another run; "
+                            "--overwrite to replace it)")
+    if not overwrite and is_done(job.target):
+        raise exists()
+    try:
+        held = claim(job.target)
+    except OSError:
+        return            # an unwritable folder: the write names the reason in its own words
+    if held is None:
+        raise OutputExists(f"{job.target}: being written by another run")
+    with lock:
+        claims[item.index] = held
+    if not overwrite and is_done(job.target):   # finished just before we claimed it
+        raise exists()
 
 
 def _record(item: Item, stdout: BinaryIO | None) -> Record:

@@ -22,7 +22,7 @@ SUMMARY = re.compile(r"^(\d+) done, (\d+) skipped, (\d+) failed in [\d.]+ s$", r
 
 def outputs(folder) -> list[str]:
     """The folder's file names, without the mark a run leaves in output folders it creates."""
-    from styleforge.commands.stylize import OUTPUT_MARK
+    from styleforge.jobs import OUTPUT_MARK
     return sorted(name for name in os.listdir(folder) if name != OUTPUT_MARK)
 
 def write(path, size=(24, 20), mode="RGB", seed=0):
