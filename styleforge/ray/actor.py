@@ -6,7 +6,7 @@ path inside the run's source filesystem), optionally `bytes` (the file's content
 `ray.data.read_binary_files(..., include_paths=True)` gives it; then `path` only names the file)
 and optionally `target` (an output path planned by the driver, as the CLI does). A row without a
 `target` is named here, from its path and the run's label, by the same rule as every other path
-(`naming.target_name`). Each batch streams through the library's pipeline (`media.pipeline`:
+(`ray.naming`, over `jobs.naming`). Each batch streams through the library's pipeline (`media.pipeline`:
 decode and encode threads around this actor's `EngineStage`), decoded and encoded with Pillow
 exactly as `media.images` does, so the bytes equal a `styleforge stylize --codec pillow` run.
 Outputs are written here, inside the worker, exactly once under their final names
@@ -55,7 +55,7 @@ class StylizeActor:
         import torch
 
         from styleforge.api import get_stylizer
-        from styleforge.ray.naming import output_label
+        from styleforge.jobs import output_label
         if threads:
             torch.set_num_threads(threads)
         self.options = options

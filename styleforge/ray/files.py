@@ -7,8 +7,9 @@ protocol fsspec knows) or a path inside a given `pyarrow.fs.FileSystem` / fsspec
 fsspec one is wrapped in pyarrow's `FSSpecHandler`, so one code path serves both).
 
 Writes never clobber and never leave a partial file under the final name. A local output goes
-through `io.atomic` (temp file beside it, fsync, a hard link that fails if the name exists, the
-temp files of killed writers swept by the next write into that folder). A remote output is
+through the job plan's `jobs.write_once` (a claim on the target, a temp file beside it, fsync, a
+rename that fails if the name exists; a killed writer's claim and temp file are swept by the
+next write into that folder), exactly as the CLI writes. A remote output is
 written to `.<name>.<random>.tmp` beside it and moved onto its name only if that name is still
 free; on an object store the move is a server-side copy, so readers see the whole object or
 none. This module knows nothing about images: callers hand it encoded bytes.
@@ -69,7 +70,7 @@ class Location:
         if filesystem is None and "://" in path:
             filesystem, path = _from_url(path)
         if filesystem is not None and isinstance(filesystem, _pyarrow_fs().LocalFileSystem):
-            filesystem = None       # local: io.atomic gives fsync and the no-clobber link
+            filesystem = None       # local: jobs.write_once gives claims, fsync and the no-clobber rename
         return cls(path, filesystem)
 
     @property
@@ -82,7 +83,8 @@ class Location:
 
     def exists(self) -> bool:
         if self.fs is None:
-            return os.path.exists(self.path)
+            from styleforge.jobs import is_done
+            return is_done(self.path)
         return self.fs.get_file_info(self.path).type != _pyarrow_fs().FileType.NotFound
 
     def read_bytes(self) -> bytes:
@@ -97,8 +99,13 @@ def write_once(target: Location, data: bytes, replace: bool = False) -> None:
     """`data` appears under `target` whole, or not at all. An existing `target` is kept
     (`OutputExists`: an earlier run, or a retry of the same batch, wrote it) unless `replace`."""
     if target.local:
-        from styleforge.io.image import atomic_write
-        atomic_write(target.path, lambda handle: handle.write(data), replace=replace)
+        from styleforge.jobs import write_once as write_local
+
+        def fill(temp: str) -> None:
+            with open(temp, "wb") as handle:
+                handle.write(data)
+        if write_local(target.path, fill, overwrite=replace) is None:
+            raise OutputExists(f"{target}: exists (kept; an earlier run or another worker wrote it)")
         return
     fs = target.fs
     if not replace and target.exists():

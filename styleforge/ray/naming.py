@@ -4,17 +4,14 @@ to a row's path, so a Ray run over `read_binary_files(folder)` names its outputs
 
 Only the relative part is decided here: the file's name (or, with `root`, its path below `root`,
 sub-folders kept). The rule itself (`photo.jpg` → `photo_<label>.jpg`, unwritable suffixes → .png,
-the 255-byte limit) is the job plan's; this module only adapts it to paths that may be URLs or
+the 255-byte limit) is the job plan's (`jobs.naming`); this module only adapts it to paths that may be URLs or
 paths inside a remote filesystem (always `/`-separated).
 """
 from __future__ import annotations
 
 import posixpath
-from pathlib import Path
 
-from styleforge.commands.stylize import _styled_name as styled_name
-from styleforge.commands.stylize import _writable_name as writable_name
-from styleforge.commands.stylize import style_label as output_label
+from styleforge.jobs import output_label, styled_name, writable_name
 
 __all__ = ["output_label", "target_name"]
 
@@ -33,4 +30,4 @@ def target_name(path: str, label: str, root: str | None = None, keep_names: bool
             raise ValueError(f"{path}: not inside root {root}")
     else:
         relative = posixpath.basename(path)
-    return writable_name(relative) if keep_names else styled_name(Path(relative), label)
+    return writable_name(relative) if keep_names else styled_name(relative, label)
