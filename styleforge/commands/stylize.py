@@ -48,6 +48,8 @@ def register(subparsers) -> None:
     p.add_argument("--keep-names", action="store_true",
                    help="with -o FOLDER, keep the input file names (default: NAME_<style>.EXT)")
     add_pipeline_arguments(p)
+    from ..ray.command import add_ray_arguments
+    add_ray_arguments(p, _checked)
     p.add_argument("--json", action="store_true",
                    help="print one JSON record per item on stdout (on stderr when the image itself "
                         "goes to stdout): input, output, size [w, h] stylized, seconds (from the item "
@@ -78,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
     todo = plan.pending(options.overwrite)
     for record in refused_records(plan) + done_records(plan, todo):
         report.settled(record)
+    if todo and getattr(args, "ray", None) is not None:   # the same jobs, on a Ray cluster
+        from ..ray.command import run_on_ray
+        report.progress.update(report.task, total=len(todo))
+        return run_on_ray(todo, options, args.ray, args.ray_actors, report)
     if todo:
         report.progress.update(report.task, total=len(todo))
         try:
