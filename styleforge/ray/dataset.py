@@ -57,7 +57,7 @@ def stylize_dataset(ds, style: Any = None, *, output: str | os.PathLike | None =
                     batch_size: int | None = None, num_gpus: float | None = None,
                     num_cpus: float | None = None, filesystem: Any = None,
                     output_filesystem: Any = None, root: str | None = None, keep_names: bool = False,
-                    workers: int = 2, ray_remote_args: dict | None = None, **option_fields: Any):
+                    workers: int = 2, map_batches_args: dict | None = None, **option_fields: Any):
     """Stylize every image the Dataset `ds` names; returns the lazy Dataset of results.
 
     - `ds`: rows with `path` (str) and optionally `bytes` and `target` — e.g.
@@ -73,7 +73,8 @@ def stylize_dataset(ds, style: Any = None, *, output: str | os.PathLike | None =
     - `actors` (pool size), `batch_size` (rows per actor call, default `options.batch_size` or
       4), `num_gpus` / `num_cpus` per actor: default one GPU per actor and one actor per GPU on
       a cluster with GPUs, else 1-core CPU actors. `workers`: decode and encode threads in
-      each actor. `ray_remote_args`: more `map_batches` arguments, e.g. `{"max_restarts": 0}`.
+      each actor. `map_batches_args`: more `map_batches` arguments, e.g. `{"memory": 4e9}` or
+      `{"max_restarts": 0}` (no actor restarts: a dead actor fails the job).
 
     Result rows: source, output, status ("written", "skipped": the output existed and was
     kept, "failed"), error, width, height, seconds. An existing output is never replaced unless
@@ -93,4 +94,4 @@ def stylize_dataset(ds, style: Any = None, *, output: str | os.PathLike | None =
     return ds.map_batches(StylizeActor, compute=ActorPoolStrategy(size=actors),
                           batch_size=batch_size or max(opts.batch_size, 4), batch_format="numpy",
                           num_gpus=num_gpus, num_cpus=num_cpus, fn_constructor_kwargs=constructor,
-                          **(ray_remote_args or {}))
+                          **(map_batches_args or {}))

@@ -48,10 +48,10 @@ def as_pyarrow(filesystem: Any):
 
 def _from_url(url: str):
     """(pyarrow filesystem, path inside it) for a URL; fsspec serves the protocols pyarrow lacks."""
-    fs = _pyarrow_fs()
+    import pyarrow
     try:
-        return fs.FileSystem.from_uri(url)
-    except (ValueError, fs.ArrowInvalid, fs.ArrowNotImplementedError):
+        return _pyarrow_fs().FileSystem.from_uri(url)
+    except (pyarrow.ArrowInvalid, pyarrow.ArrowNotImplementedError):   # e.g. memory://, http://
         import fsspec
         filesystem, path = fsspec.core.url_to_fs(url)
         return as_pyarrow(filesystem), path
