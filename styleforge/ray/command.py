@@ -13,6 +13,7 @@ ADDRESS: none (`RAY_ADDRESS`, else a new local cluster), `local` (a new local cl
 """
 from __future__ import annotations
 
+import os
 import re
 
 _ADDRESS = re.compile(r"^(|auto|local|[\w.-]+:\d+|\w+://\S+)$")
@@ -69,13 +70,16 @@ def run_on_ray(todo, options, address: str, actors: int | None, report) -> int:
         import logging
         logging.getLogger("ray").setLevel(logging.WARNING)         # the report says what happened
         DataContext.get_current().enable_progress_bars = False     # and its bar is the one shown
-        rows = [{"path": str(job.source), "target": str(job.target)} for job in todo]
+        # Absolute names: a worker on another node does not share the driver's working folder.
+        given = {os.path.abspath(job.target): job for job in todo}
+        rows = [{"path": os.path.abspath(job.source), "target": target} for target, job in given.items()]
         ds = ray.data.from_items(rows)
         report.say(f"ray: {len(rows)} images on {_describe(ray)}", "dim")
         with report.progress:
             for index, row in enumerate(stylize_dataset(ds, options=options, actors=actors).iter_rows()):
                 status, error = row["status"], row["error"] or None
-                record = Record(index, row["source"], row["output"] if status != FAILED else None,
+                job = given[row["output"]]       # the records name files as the user gave them
+                record = Record(index, str(job.source), str(job.target) if status != FAILED else None,
                                 int(row["width"]) or None, int(row["height"]) or None,
                                 float(row["seconds"]), error if status == FAILED else None,
                                 notes=[error] if status == SKIPPED else [], skipped=status == SKIPPED)

@@ -87,7 +87,11 @@ def stylize_dataset(ds, style: Any = None, *, output: str | os.PathLike | None =
     from styleforge.ray.actor import StylizeActor
     opts = make_options(style, options, **option_fields)
     actors, num_gpus, num_cpus = _pool_shape(opts, actors, num_gpus, num_cpus)
-    constructor = dict(options=opts, output=os.fspath(output) if output is not None else None,
+    if output is not None:
+        output = os.fspath(output)
+        if output_filesystem is None and "://" not in output:
+            output = os.path.abspath(output)     # the workers' working folder is not the driver's
+    constructor = dict(options=opts, output=output,
                        filesystem=filesystem, output_filesystem=output_filesystem, root=root,
                        keep_names=keep_names, workers=workers,
                        threads=None if num_gpus else max(1, int(num_cpus)))
