@@ -64,11 +64,12 @@ def run_on_ray(todo, options, address: str, actors: int | None, report) -> int:
     prepare(todo)
     started_here = not ray.is_initialized()
     if started_here:
-        ray.init(address=None if address in ("", "local") else address, include_dashboard=False,
+        ray.init(address=address or None, include_dashboard=False,
                  log_to_driver=False, configure_logging=False)
     try:
         import logging
-        logging.getLogger("ray").setLevel(logging.WARNING)         # the report says what happened
+        for name in ("ray", "ray.data"):                          # the report says what happened
+            logging.getLogger(name).setLevel(logging.WARNING)
         DataContext.get_current().enable_progress_bars = False     # and its bar is the one shown
         # Absolute names: a worker on another node does not share the driver's working folder.
         given = {os.path.abspath(job.target): job for job in todo}
@@ -87,6 +88,10 @@ def run_on_ray(todo, options, address: str, actors: int | None, report) -> int:
     except KeyboardInterrupt:
         report.say(f"interrupted: {report.summary(planned=len(todo))}", "bold red")
         return 130
+    except Exception as exc:     # the job failed as a whole, e.g. no actor could load the style
+        report.say(f"error: {_root_message(exc)}", "bold red")
+        report.say(f"stopped: {report.summary(planned=len(todo))}")
+        return 2
     finally:
         if started_here:
             ray.shutdown()
@@ -98,3 +103,18 @@ def _describe(ray) -> str:
     resources = ray.cluster_resources()
     return (f"{len(ray.nodes())} node(s), {int(resources.get('CPU', 0))} CPUs, "
             f"{int(resources.get('GPU', 0))} GPUs")
+
+
+_EXCEPTION_NAME = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception): ")
+
+
+def _root_message(exc: BaseException) -> str:
+    """One line: a Ray error's text ends with the worker's own exception, e.g. an actor that could
+    not load the style ("CheckpointError: x.safetensors: no such checkpoint file")."""
+    from ray.exceptions import RayError
+    while exc is not None and not isinstance(exc, RayError):
+        exc = exc.__cause__ or exc.__context__
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()] if exc is not None else []
+    if not lines:
+        return "the Ray job failed (see the Ray logs)"
+    return _EXCEPTION_NAME.sub("", lines[-1])

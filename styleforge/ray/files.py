@@ -105,7 +105,7 @@ def write_once(target: Location, data: bytes, replace: bool = False) -> None:
             with open(temp, "wb") as handle:
                 handle.write(data)
         if write_local(target.path, fill, overwrite=replace) is None:
-            raise OutputExists(f"{target}: exists (kept; an earlier run or another worker wrote it)")
+            raise OutputExists(f"{target}: exists or another writer holds it (kept)")
         return
     fs = target.fs
     if not replace and target.exists():
