@@ -50,6 +50,8 @@ def register(subparsers) -> None:
     add_pipeline_arguments(p)
     from ..jobs.devices import register_arguments
     register_arguments(p)
+    from ..ray.command import add_ray_arguments
+    add_ray_arguments(p, _checked)
     p.add_argument("--json", action="store_true",
                    help="print one JSON record per item on stdout (on stderr when the image itself "
                         "goes to stdout): input, output, size [w, h] stylized, seconds (from the item "
@@ -75,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
         plan = plan_jobs(args.inputs, args.output, options, recursive=args.recursive,
                          keep_names=getattr(args, "keep_names", False))
         devices = devices_from_args(args)
+        if devices and getattr(args, "ray", None) is not None:
+            raise ValueError("--gpus and --ray do not combine: on a Ray cluster each actor takes one GPU "
+                             "(--ray-actors N)")
     except (CheckpointError, ValueError) as exc:
         Report(0, json_to).error(str(exc))
         return 2
@@ -85,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
     if todo and devices:
         report.progress.update(report.task, total=len(todo))
         return _stylize_on_devices(todo, options, pipeline, devices, report, len(plan.jobs))
+    if todo and getattr(args, "ray", None) is not None:   # the same jobs, on a Ray cluster
+        from ..ray.command import run_on_ray
+        report.progress.update(report.task, total=len(todo))
+        return run_on_ray(todo, options, args.ray, args.ray_actors, report)
     if todo:
         report.progress.update(report.task, total=len(todo))
         try:

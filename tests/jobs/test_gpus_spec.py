@@ -63,6 +63,15 @@ def test_cli_refuses_gpus_on_the_cpu(tmp_path, capsys):
     assert code == 2 and "leave out --device cpu" in capsys.readouterr().err
 
 
+def test_cli_refuses_gpus_with_ray(tmp_path, capsys):
+    from PIL import Image
+    Image.new("RGB", (8, 8)).save(tmp_path / "a.png")
+    code = main(["stylize", str(tmp_path / "a.png"), "-o", str(tmp_path / "out"), "--devices", "cpu,cpu",
+                 "--ray", "auto"])
+    assert code == 2 and "--gpus and --ray do not combine" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 def test_claims_hand_out_every_job_once_across_workers():
     ctx = mp.get_context("spawn")
     counter, stop = ctx.Value("q", 0), ctx.Event()
