@@ -60,11 +60,16 @@ def load_photo(path: Path, side: int = SIDE) -> torch.Tensor:
     return torch.from_numpy(np.asarray(image).copy()).permute(2, 0, 1)[None].float()
 
 
+def stroke_scale(variant: Variant) -> float:
+    """The stroke scale that makes the model run at `variant.internal` on a SIDE-px photo."""
+    return SIDE / variant.internal
+
+
 def engine_for(variant: Variant, weights: str | None = None):
     from ..engine.arbitrary import ArbitraryStylizer
     from ..engine.options import StylizeOptions
     return ArbitraryStylizer(StylizeOptions(device="cpu", backend=variant.backend, precision=variant.precision,
-                                            passes=variant.passes, stroke_scale=SIDE / variant.internal,
+                                            passes=variant.passes, stroke_scale=stroke_scale(variant),
                                             arbitrary_weights=weights))
 
 
