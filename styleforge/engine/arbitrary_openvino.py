@@ -119,17 +119,18 @@ class OpenVINOArbitraryNet:
         return dict(zip(self.levels, outs))
 
     def decode(self, feats: dict[str, torch.Tensor]) -> torch.Tensor:
-        arrays = {i: np.ascontiguousarray(feats[level].float().numpy())
+        arrays = {i: np.ascontiguousarray(feats[level].detach().float().numpy())
                   for i, level in enumerate(self.model.config.levels)}
         with self._lock:
             out = np.array(self._decoder.infer(arrays)[0], copy=True)
         return torch.from_numpy(out)
 
+    @torch.no_grad()
     def encode_style(self, painting: torch.Tensor) -> StyleCode:
-        """As `ArbitraryStyleNet.encode_style`, the VGG part on OpenVINO."""
-        x = pad_to_multiple(painting.float(), self.model.config.multiple)
-        return self.model.encode_style_features(self.encode(x))
+        """As `ArbitraryStyleNet.encode_style` (the painting unpadded), the VGG part on OpenVINO."""
+        return self.model.encode_style_features(self.encode(painting.float()))
 
+    @torch.no_grad()
     def stylize(self, content: torch.Tensor, styles: list[tuple[StyleCode, float]],
                 alpha: float = 1.0) -> torch.Tensor:
         """As `ArbitraryStyleNet.stylize`: content (B, 3, H, W) 0–255 → the same, clamped."""

@@ -37,15 +37,19 @@ def test_fp32_equals_the_model_at_odd_sizes(cache):
     from styleforge.engine.arbitrary_openvino import OpenVINOArbitraryNet
     model = tiny_model()
     net = OpenVINOArbitraryNet(model, "fp32", threads=2)
-    painting = torch.rand(1, 3, 48, 64) * 255
+    painting = torch.rand(1, 3, 41, 50) * 255                    # not a multiple of the stride
     with torch.no_grad():
         code = model.encode_style(painting)
         ov_code = net.encode_style(painting)
         for level in code:
             assert rel_error(ov_code[level].k, code[level].k) < 1e-4
-        for shape in [(1, 3, 37, 53), (2, 3, 64, 20)]:           # padded inside, cropped back
+        for shape in [(1, 3, 37, 53), (1, 3, 64, 20)]:           # padded inside, cropped back
             x = torch.rand(shape) * 255
             assert rel_error(net.stylize(x, [(code, 1.0)], 0.7), model.stylize(x, [(code, 1.0)], 0.7)) < 1e-4
+        batch = torch.rand(2, 3, 32, 48) * 255                   # one model for any batch
+        feats, ov_feats = model.encode(batch), net.encode(batch)
+        for level, got in ov_feats.items():
+            assert rel_error(got, feats[level]) < 1e-4
     assert len(list(cache.glob("*-fp32-*-arb*-encoder.xml"))) == 1
     assert len(list(cache.glob("*-fp32-*-arb*-decoder.xml"))) == 1
 
@@ -55,18 +59,24 @@ def test_int8_is_close_and_read_back_from_the_cache(cache, monkeypatch):
     from styleforge.engine.arbitrary_openvino import OpenVINOArbitraryNet
     model = tiny_model()
     net = OpenVINOArbitraryNet(model, "int8", threads=2)
-    photo = torch.rand(1, 3, 64, 80) * 255
+    # A shipped photo, like the calibration set (uniform noise is far outside its ranges).
+    photo = torch.from_numpy(openvino_runner.calibration_images()[0][..., :64, :80].copy())
     with torch.no_grad():
-        code = model.encode_style(torch.rand(1, 3, 64, 64) * 255)
-        want = model.stylize(photo, [(code, 1.0)])
-        got = net.stylize(photo, [(code, 1.0)])
-    assert 18 < psnr(got, want) < 80        # quantized (not fp32 by mistake), and still the same picture
+        code = [(model.encode_style(torch.rand(1, 3, 64, 64) * 255), 1.0)]
+        # The encoder is a VGG stack, which random He-initialised weights keep image-like; the
+        # random decoder is not (its outputs reach −500), so its INT8 error says nothing about the
+        # shipped weights' (docs/cpu.md has theirs): here it is only read back from the cache.
+        feats, ov_feats = model.encode(photo), net.encode(photo)
+        got = net.decode(model.transfer_features(ov_feats, code))
+    for level, value in ov_feats.items():
+        assert 1e-4 < rel_error(value, feats[level]) < 0.1   # quantized, not fp32 by mistake; still close
 
     def fail(*_args, **_kwargs):
         raise AssertionError("a cached part was rebuilt")
     monkeypatch.setattr(openvino_runner, "quantize", fail)
     again = OpenVINOArbitraryNet(model, "int8", threads=2)
-    assert torch.equal(again.stylize(photo, [(code, 1.0)]), got)
+    with torch.no_grad():
+        assert rel_error(again.decode(model.transfer_features(again.encode(photo), code)), got) < 1e-3
 
 
 def test_auto_on_a_cpu_runs_the_engine_on_openvino(cache, tmp_path, monkeypatch):
@@ -80,15 +90,15 @@ def test_auto_on_a_cpu_runs_the_engine_on_openvino(cache, tmp_path, monkeypatch)
     monkeypatch.setenv("STYLEFORGE_OPENVINO", "1")
     switches.reset()
     try:
-        base = dict(device="cpu", arbitrary_weights=str(weights), passes=2, stroke_scale=1.5)
+        base = dict(device="cpu", arbitrary_weights=str(weights), passes=1, stroke_scale=1.5)
         auto = ArbitraryStylizer(StylizeOptions(**base))
         assert auto.backend == "openvino" and auto.openvino.precision == "int8"
         fp32 = ArbitraryStylizer(StylizeOptions(**base, backend="openvino", precision="fp32"))
         ref = ArbitraryStylizer(StylizeOptions(**base, backend="reference", precision="fp32"))
         assert "openvino fp32" in fp32.describe()
-        # The engine's loop (two passes, degrid, the stroke-scale resize) is the same around it.
+        # The engine's loop (degrid, the stroke-scale resize and detail) is the same around it.
         assert psnr(fp32.stylize(x, [(painting, 1.0)]), ref.stylize(x, [(painting, 1.0)])) > 60
-        assert auto.stylize(x, [(painting, 1.0)]).shape == x.shape
+        assert auto.stylize(x, [(painting, 1.0)], alpha=0.5).shape == x.shape
     finally:
         monkeypatch.setenv("STYLEFORGE_OPENVINO", "0")
         switches.reset()
