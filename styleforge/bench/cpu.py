@@ -17,6 +17,7 @@ Not the GPU tables (`bench.endtoend`), not the arbitrary model on the CPU (`benc
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 import time
@@ -66,6 +67,15 @@ def onednn_isa() -> str:
     return "unknown (no oneDNN verbose line)"
 
 
+def load_average() -> str:
+    """The 1-minute load average when the row was taken: the CPU may be shared, so a row says how
+    busy it was (the minimum over reps is the figure least disturbed by the other processes)."""
+    try:
+        return f"{os.getloadavg()[0]:.2f}"
+    except OSError:
+        return ""
+
+
 def load_metrics(path: str | None):
     """The shared style_metrics module, imported from its file, or None where it is absent."""
     candidates = [Path(path)] if path else [Path("../shared/tools/style_metrics.py"),
@@ -95,15 +105,22 @@ def to_tensor(image: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(image.copy()).permute(2, 0, 1)[None].float()
 
 
-def time_calls(fn: Callable[[object], object], inputs: list, reps: int) -> tuple[list, list[float]]:
-    """One untimed call per input (warm-up, outputs kept), then `reps` rounds over the inputs."""
+def time_calls(fn: Callable[[object], object], inputs: list, reps: int,
+               cpu_samples: list[float] | None = None) -> tuple[list, list[float]]:
+    """One untimed call per input (warm-up, outputs kept), then `reps` rounds over the inputs.
+
+    `cpu_samples`, when given, receives each call's CPU time (all threads of this process, ms):
+    on a shared machine the wall time grows with the other processes' load, the CPU time far less,
+    and on an idle machine a call on T threads takes at least CPU time / T."""
     outputs = [fn(x) for x in inputs]
     samples = []
     for _ in range(reps):
         for x in inputs:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             fn(x)
             samples.append((time.perf_counter() - start) * 1e3)
+            if cpu_samples is not None:
+                cpu_samples.append((time.process_time() - cpu) * 1e3)
     return outputs, samples
 
 
@@ -130,7 +147,7 @@ class CpuBench:
         return ratio
 
     def record(self, provider: str, size: int, dtype: str, images: list[np.ndarray], outputs: list[torch.Tensor],
-               samples: list[float], **notes) -> Row:
+               samples: list[float], cpu_samples: list[float] = (), **notes) -> Row:
         stats = summarize(samples, "perf_counter")
         ratios = [r for r in (self.style_ratio(p, o) for p, o in zip(images, outputs)) if r is not None]
         reference = self.reference.get(size)
@@ -140,11 +157,15 @@ class CpuBench:
                   p80_ms=round(stats.p80_ms, 2), reps=stats.reps, timer=stats.timer,
                   psnr_db=(round(min(psnr(o.clamp(0, 255), r) for o, r in zip(outputs, reference)), 2)
                            if reference and provider.startswith("ours") else ""),
-                  notes={"threads": self.config.threads, **self.isa, **notes,
+                  notes={"threads": self.config.threads, **self.isa, "min_ms": round(min(samples), 2),
+                         **({"cpu_ms_median": round(float(np.median(cpu_samples)), 1)} if cpu_samples else {}),
+                         "load_avg": load_average(), **notes,
                          **({"style_ratio": round(float(np.exp(np.mean(np.log(ratios)))), 4)} if ratios else {})})
         self.rows.append(row)
         ratio = row.notes.get("style_ratio", "-")
-        self.log(f"{provider:28} {size:5d} px  {row.median_ms:9.1f} ms  psnr {row.psnr_db or '-':>6}  "
+        self.log(f"{provider:28} {size:5d} px  {row.median_ms:9.1f} ms (min {row.notes['min_ms']}, CPU "
+                 f"{row.notes.get('cpu_ms_median', '-')} ms, load {row.notes['load_avg']})  "
+                 f"psnr {row.psnr_db or '-':>6}  "
                  f"style ratio {ratio}")
         return row
 
@@ -168,10 +189,11 @@ class CpuBench:
             extra["openvino"] = cpu_report()
         for size in self.config.sizes:
             images = photos(size)
-            outputs, samples = time_calls(stylizer, [to_tensor(p) for p in images], self.config.reps)
+            cpu_samples: list[float] = []
+            outputs, samples = time_calls(stylizer, [to_tensor(p) for p in images], self.config.reps, cpu_samples)
             if provider == "ours-fp32" and size not in self.reference:
                 self.reference[size] = outputs
-            self.record(provider, size, dtype_label, images, outputs, samples,
+            self.record(provider, size, dtype_label, images, outputs, samples, cpu_samples,
                         backend=stylizer.backend, **extra)
 
     def peer(self) -> None:
@@ -186,17 +208,19 @@ class CpuBench:
         for size in self.config.sizes:
             images = photos(size)
             pil = [Image.fromarray(p) for p in images]
+            cpu_samples: list[float] = []
             outputs, samples = time_calls(lambda im: peer.stylize(im, style=self.config.peer_style,
-                                                                  max_size=size), pil, self.config.reps)
+                                                                  max_size=size), pil, self.config.reps, cpu_samples)
             tensors = [to_tensor(np.asarray(o)) for o in outputs]
-            self.record(f"{PEER}-style{self.config.peer_style}", size, "fp32", images, tensors, samples,
+            self.record(f"{PEER}-style{self.config.peer_style}", size, "fp32", images, tensors, samples, cpu_samples,
                         version=version, note="its built-in style: the style ratio is against our painting")
             if self.painting:
                 painting = Image.open(self.painting).convert("RGB")
+                cpu_samples = []
                 outputs, samples = time_calls(lambda im: peer.stylize_with(im, painting, max_size=size),
-                                              pil, self.config.reps)
+                                              pil, self.config.reps, cpu_samples)
                 self.record(f"{PEER}-painting", size, "fp32", images,
-                            [to_tensor(np.asarray(o)) for o in outputs], samples, version=version,
+                            [to_tensor(np.asarray(o)) for o in outputs], samples, cpu_samples, version=version,
                             note="stylize_with(our painting): runs at 384 px and upscales")
 
     def run(self) -> list[Row]:

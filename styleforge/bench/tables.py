@@ -316,12 +316,75 @@ def stroke_summary(results: Path) -> str:
             " · `benchmarks/results/stroke_scale.json`._\n")
 
 
+def _notes(row: dict) -> dict:
+    return json.loads(row["notes"]) if row.get("notes") else {}
+
+
+def _cpu_run(results: Path, op: str) -> list[dict]:
+    return latest_run([r for r in read_rows(results, "cpu") if r.get("op") == op])
+
+
+def _cpu_provenance(rows: list[dict]) -> str:
+    """Where CPU rows were measured: the CPU, the ISA oneDNN and OpenVINO report, the threads and
+    the load average over the rows (the machine may be shared: wall times grow with it)."""
+    notes = [_notes(r) for r in rows]
+    loads = [float(n["load_avg"]) for n in notes if n.get("load_avg")]
+    isa = next((n["onednn"] for n in notes if n.get("onednn")), "")
+    ov = next((n["openvino"] for n in notes if n.get("openvino")), "")
+    cap = next((n["max_cpu_isa"] for n in notes if n.get("max_cpu_isa")), "")
+    bits = [f"oneDNN ISA {isa}" if isa else "", f"ONEDNN_MAX_CPU_ISA={cap}" if cap else "",
+            f"OpenVINO: {ov}" if ov else "", f"{notes[0].get('threads', '?')} threads",
+            f"load average {min(loads):.1f}–{max(loads):.1f}" if loads else ""]
+    return provenance(rows, "Measured") + " " + " · ".join(b for b in bits if b) + ".\n"
+
+
+def _num(value, digits: int = 0) -> str:
+    return "–" if value in (None, "") else f"{float(value):.{digits}f}"
+
+
+def cpu_summary(results: Path) -> str:
+    """The latest `styleforge bench --cpu` run: per path and size, wall ms (median, min), the
+    process's CPU ms per call, PSNR against PyTorch fp32 and the style ratio."""
+    rows = _cpu_run(results, "stylize")
+    if not rows:
+        return _no_rows("benchmarks/results/cpu.csv", "styleforge bench --cpu")
+    lines = ["| path | px | wall ms (median) | wall ms (min) | CPU ms per call | PSNR vs fp32 dB | "
+             "style ratio |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        n = _notes(r)
+        if r.get("status") != "ok":
+            lines.append(f"| {r['provider']} | – | {r.get('status')}: {r.get('error', '')[:70].replace('|', '/')} "
+                         "| – | – | – | – |")
+            continue
+        lines.append(f"| {r['provider']} | {r['size']} | {_num(r['median_ms'])} | {_num(n.get('min_ms'))} | "
+                     f"{_num(n.get('cpu_ms_median'))} | {r['psnr_db'] or '–'} | {n.get('style_ratio', '–')} |")
+    return "\n".join(lines) + "\n\n" + _cpu_provenance(rows)
+
+
+def cpu_arbitrary_summary(results: Path) -> str:
+    """The latest `python -m styleforge.bench.cpu_arbitrary` run: per variant, time for a 512-px
+    photo and the four quality measures (medians over the photo × painting pairs)."""
+    rows = _cpu_run(results, "stylize-arbitrary")
+    if not rows:
+        return _no_rows("benchmarks/results/cpu.csv", "python -m styleforge.bench.cpu_arbitrary")
+    lines = ["| variant | passes | internal px | wall ms (min) | CPU ms per call | style ratio | content dist | "
+             "palette dist | grid score |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        n = _notes(r)
+        lines.append(f"| {r['provider'].removeprefix('ours-arbitrary-')} | {n.get('passes')} | {n.get('internal')} | "
+                     f"{_num(n.get('min_ms'))} | {_num(n.get('cpu_ms_median'))} | {n.get('style_ratio')} | "
+                     f"{n.get('content_dist')} | {n.get('palette_dist')} | {n.get('grid_score')} |")
+    pairs = _notes(rows[0]).get("pairs", "?")
+    return "\n".join(lines) + f"\n\n_{pairs} photo × painting pairs per variant._ " + _cpu_provenance(rows)
+
+
 # A kernel's page shows the ops table of its own op cases (`op` names start with the key).
 OP_PAGES = ("attention", "conv3x3", "conv9x9", "ffn", "instance_norm")
 
 TABLES: dict[str, Callable[[Path], str]] = {
     "e2e": e2e_summary, "e2e-detail": e2e_detail, "e2e-history": e2e_history, "ops": ops_summary,
     "pipeline": pipeline_summary, "scaling": scaling_summary, "tiling": tiling_summary, "stroke-scale": stroke_summary,
+    "cpu": cpu_summary, "cpu-arbitrary": cpu_arbitrary_summary,
     **{f"ops-{op}": functools.partial(ops_summary, prefix=op) for op in OP_PAGES}}
 
 

@@ -9,7 +9,9 @@ and its shorter side at least `MIN_STYLE_SIDE` (upscaled: the statistics of a ti
 survive an upscale better than padding). `PaintingStylizer` binds a list of weighted paintings
 and has the `Stylizer` call contract: float (N, 3, H, W) in 0–255 in, float32 CPU out.
 Backends: reference (plain PyTorch, the ops' twins), fused (`arbitrary_fused.py` on the glue,
-attention and FFN kernels, CUDA graphs per input shape), compile (torch.compile of the model). Not the model
+attention and FFN kernels, CUDA graphs per input shape), compile (torch.compile of the model),
+openvino (`arbitrary_openvino.py`: encoder and decoder on OpenVINO, INT8 by default; what `auto`
+picks on a CPU where it is installed, as for the built-in styles). Not the model
 (`models/`).
 Around the passes, in plain PyTorch on every backend: `degrid` after each pass (the shipped
 weights stamp a 4-px lattice, docs/arbitrary.md) and, with `palette`, the painting's colours
@@ -34,7 +36,7 @@ from ..io.image import ImageError, load_image, open_image_file
 from ..models.arbitrary import ArbitraryStyleNet, StyleCode, load_arbitrary
 from ..models.arbitrary.palette import PaletteCode, encode_palette, transport
 from .arbitrary_fused import FusedArbitraryNet
-from .backends import resolve_device, resolve_dtype
+from .backends import OPENVINO_PRECISIONS, resolve_device, resolve_dtype, wants_openvino
 from .blending import apply_strength, preserve_color
 from .capture import capturing, cuda_work
 from .degrid import degrid
@@ -160,12 +162,12 @@ class ArbitraryStylizer:
     def __post_init__(self):
         opts = self.options
         self.device = resolve_device(opts.device)
-        if opts.precision == "int8" or opts.backend == "openvino":
-            raise RuntimeError("the arbitrary-style model (--style-image) runs on PyTorch; "
-                               "--precision int8 and --backend openvino apply to the built-in styles")
+        # The built-in styles' rule (`backends.wants_openvino`): auto on a CPU takes OpenVINO INT8
+        # for the encoder and decoder where it is installed; int8/openvino elsewhere is an error.
+        openvino = wants_openvino(opts.backend, opts.precision, self.device)
         self.dtype = torch.bfloat16 if (opts.precision == "auto" and self.device.type == "cuda") \
-            else resolve_dtype(opts.precision, self.device)
-        backend = opts.backend
+            else torch.float32 if openvino else resolve_dtype(opts.precision, self.device)
+        backend = "openvino" if openvino else opts.backend
         if backend == "auto":
             backend = "fused" if self.device.type == "cuda" and self.dtype != torch.float32 else "reference"
         if backend in ("fused", "compile") and self.device.type != "cuda":
@@ -176,6 +178,10 @@ class ArbitraryStylizer:
         self.fused = FusedArbitraryNet(model, self.device, self.dtype) if backend == "fused" else None
         self.memory_format = torch.channels_last if self.device.type == "cuda" else torch.contiguous_format
         self.model: ArbitraryStyleNet = model.to(self.device, self.dtype, memory_format=self.memory_format).eval()
+        self.openvino = None
+        if openvino:
+            from .arbitrary_openvino import OpenVINOArbitraryNet
+            self.openvino = OpenVINOArbitraryNet(self.model, OPENVINO_PRECISIONS[opts.precision])
         self._codes: OrderedDict[tuple, StyleCode] = OrderedDict()
         self._compiled = None
         if backend == "compile":
@@ -185,7 +191,8 @@ class ArbitraryStylizer:
         self._graphs = _GraphRunner(None) if backend == "fused" else None
 
     def describe(self) -> str:
-        return f"arbitrary style on {self.device} ({self.dtype}, {self.backend})"
+        what = f"openvino {self.openvino.precision}" if self.openvino else f"{self.dtype}, {self.backend}"
+        return f"arbitrary style on {self.device} ({what})"
 
     @torch.inference_mode()
     def style_code(self, painting: Painting) -> StyleCode:
@@ -195,7 +202,7 @@ class ArbitraryStylizer:
             self._codes.move_to_end(key)
             return self._codes[key]
         image = painting_tensor(painting_image(painting, self.options.max_pixels), self.options.style_size)
-        code = PaintedCode(self.model.encode_style(image.to(self.device, self.dtype)))
+        code = PaintedCode((self.openvino or self.model).encode_style(image.to(self.device, self.dtype)))
         code.palette = encode_palette(image.to(self.device))
         self._codes[key] = code
         while len(self._codes) > STYLE_CACHE_SIZE:
@@ -209,6 +216,8 @@ class ArbitraryStylizer:
         small = downscale(content, inner) if inner != tuple(content.shape[-2:]) else content
         if self.fused is not None:     # takes float32 and clamps: no rounding of 0–255 to bf16
             model, prepare = self.fused.stylize, (lambda t: t)
+        elif self.openvino is not None:
+            model, prepare = self.openvino.stylize, (lambda t: t.clamp(0, 255))
         else:
             model = self._compiled or self.model.stylize
             prepare = lambda t: t.clamp(0, 255).to(self.dtype).contiguous(memory_format=self.memory_format)  # noqa: E731

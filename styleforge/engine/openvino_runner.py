@@ -130,11 +130,17 @@ def quantize(ov_model, images: list[np.ndarray]):
                          fast_bias_correction=True)
 
 
-def load_or_build(model: torch.nn.Module, precision: str):
-    """The IR for this model and precision from the cache, building (and caching) it if absent."""
+def load_or_build(model: torch.nn.Module, precision: str, export_fn=None, calibration=None, tag: str = ""):
+    """The IR for this model and precision from the cache, building (and caching) it if absent.
+
+    `export_fn(model)` and `calibration()` default to the style network's (`export`,
+    `calibration_images`); another network (the arbitrary model's parts) passes its own and a
+    `tag` naming them, which joins the cache key."""
     import openvino as ov
+    export_fn = export_fn or export
+    calibration = calibration or calibration_images
     folder = cache_folder()
-    xml = folder / f"{cache_key(model, precision)}.xml"
+    xml = folder / f"{cache_key(model, precision)}{'-' + tag if tag else ''}.xml"
     core = ov.Core()
     if xml.is_file() and xml.with_suffix(".bin").is_file():
         try:
@@ -143,9 +149,9 @@ def load_or_build(model: torch.nn.Module, precision: str):
             log.warning("rebuilding the unreadable OpenVINO cache entry %s (%s)", xml, exc)
     start = time.perf_counter()
     log.info("preparing the OpenVINO %s model for these weights (once; cached in %s)", precision, folder)
-    ov_model = export(model)
+    ov_model = export_fn(model)
     if precision == "int8":
-        ov_model = quantize(ov_model, calibration_images())
+        ov_model = quantize(ov_model, calibration())
     try:
         folder.mkdir(parents=True, exist_ok=True)
         # Written under a name of this process and thread, then renamed (each rename atomic),

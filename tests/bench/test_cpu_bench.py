@@ -18,6 +18,16 @@ def test_time_calls_warms_each_input_then_times_every_round():
     assert outputs == [2, 4] and len(samples) == 6 and calls == [1, 2] * 4
 
 
+def test_time_calls_reports_each_timed_calls_cpu_time():
+    cpu: list[float] = []
+
+    def spin(n):
+        return sum(i * i for i in range(n))
+    _, samples = time_calls(spin, [200_000], reps=2, cpu_samples=cpu)
+    assert len(cpu) == len(samples) == 2
+    assert all(c > 1.0 for c in cpu)       # a busy loop of ~10 ms uses CPU time, not sleep
+
+
 def test_metrics_module_is_loaded_from_its_path(tmp_path):
     module = tmp_path / "style_metrics.py"
     module.write_text("DATA = 'somewhere'\ndef metrics(photo, out, style):\n    return 0.5, 0.1\n")
@@ -31,3 +41,10 @@ def test_onednn_isa_follows_the_cap(monkeypatch):
     assert not native.startswith("unknown"), native
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "SSE41")
     assert onednn_isa() == "Intel SSE4.1"
+
+
+def test_arbitrary_variants_run_at_their_internal_size():
+    from styleforge.bench.cpu_arbitrary import SIDE, VARIANTS, stroke_scale
+    from styleforge.engine.stroke import internal_size
+    for variant in VARIANTS:
+        assert internal_size(SIDE, 341, stroke_scale(variant))[0] == variant.internal

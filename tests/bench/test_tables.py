@@ -171,3 +171,26 @@ def test_a_manifest_the_copy_matches_beats_a_stale_git_head(tmp_path):
     assert env.git_commit(repo) == (second, False)
     (repo / "a.py").write_text("x = 3\n")                               # matches neither: git decides
     assert env.git_commit(repo) == (first, True)
+
+
+def test_cpu_tables_show_the_latest_run_with_its_isa_and_load(tmp_path):
+    results = tmp_path / "results"
+    assert "No rows" in tables.cpu_summary(results) and "No rows" in tables.cpu_arbitrary_summary(results)
+    rows = []
+    for run, ms in (("run-1", 900.0), ("run-2", 450.0)):
+        row = Row("cpu", "ours-openvino-int8", op="stylize", size="512", dtype="int8", median_ms=ms, psnr_db=31.5,
+                  notes={"threads": 2, "onednn": "Intel AVX2", "min_ms": ms - 10, "cpu_ms_median": 800,
+                         "load_avg": "3.50", "style_ratio": 0.11, "openvino": "EPYC [FP32, INT8]"})
+        arb = Row("cpu", "ours-arbitrary-openvino-int8-1pass-384", op="stylize-arbitrary", size="512",
+                  median_ms=ms * 2, notes={"threads": 2, "min_ms": ms * 2, "cpu_ms_median": 1500, "load_avg": "1.25",
+                                           "passes": 1, "internal": 384, "style_ratio": 0.3, "content_dist": 0.8,
+                                           "palette_dist": 20.5, "grid_score": 3.1, "pairs": 4})
+        rows += [row.stamp(run, "cpu"), arb.stamp(run, "cpu")]
+    append_rows(rows, results)
+    table = tables.cpu_summary(results)
+    assert "| ours-openvino-int8 | 512 | 450 | 440 | 800 | 31.5 | 0.11 |" in table
+    assert "900" not in table                                   # only the latest run
+    assert "oneDNN ISA Intel AVX2" in table and "2 threads" in table and "load average 3.5–3.5" in table
+    arbitrary = tables.cpu_arbitrary_summary(results)
+    assert "| openvino-int8-1pass-384 | 1 | 384 | 900 | 1500 | 0.3 | 0.8 | 20.5 | 3.1 |" in arbitrary
+    assert "4 photo × painting pairs" in arbitrary

@@ -1,0 +1,147 @@
+"""The arbitrary-style model on the CPU: time and quality of each way to run it, rows to cpu.csv.
+
+`python -m styleforge.bench.cpu_arbitrary --photos P... --paintings Q...` runs each variant (a
+backend, precision, number of passes and internal size) on every photo × painting pair, scores
+each output with the shared `style_metrics.py` (Gram style ratio, content distance, palette
+distance, grid score: medians over the pairs) and times one 512-px photo (the first photo,
+longer side 512) with the first painting's code cached, as a user's frames after the first:
+`reps` calls, the minimum and median wall time kept, and the median CPU time of the process (all
+threads; on a shared machine it grows far less with the others' load than the wall time does).
+The full path (PyTorch fp32, two passes, 512-px internal) is the quality reference. One row per
+variant, kind `cpu`, op `stylize-arbitrary`, with the load average, since the CPU may be shared.
+The photos and paintings are the caller's (held-out data, never committed). Not the built-in styles (`bench.cpu`).
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+
+from .cpu import load_average, load_metrics
+from .results import DEFAULT_OUTPUT, Row, append_rows, new_run_id
+
+SIDE = 512
+
+
+@dataclass(frozen=True)
+class Variant:
+    label: str
+    backend: str          # reference | openvino
+    precision: str        # fp32 | int8
+    passes: int
+    internal: int         # the longer side the model runs at (512: native)
+
+
+VARIANTS = (
+    Variant("torch-fp32-2pass-512", "reference", "fp32", 2, 512),
+    Variant("torch-fp32-1pass-512", "reference", "fp32", 1, 512),
+    Variant("openvino-fp32-1pass-512", "openvino", "fp32", 1, 512),
+    Variant("openvino-int8-2pass-512", "openvino", "int8", 2, 512),
+    Variant("openvino-int8-1pass-512", "openvino", "int8", 1, 512),
+    Variant("openvino-int8-1pass-384", "openvino", "int8", 1, 384),
+    Variant("openvino-int8-1pass-320", "openvino", "int8", 1, 320),
+    Variant("openvino-int8-1pass-256", "openvino", "int8", 1, 256),
+)
+
+
+def load_photo(path: Path, side: int = SIDE) -> torch.Tensor:
+    """Longer side `side` (bicubic), float (1, 3, H, W) in 0–255."""
+    image = Image.open(path).convert("RGB")
+    scale = side / max(image.size)
+    image = image.resize((round(image.width * scale), round(image.height * scale)), Image.BICUBIC)
+    return torch.from_numpy(np.asarray(image).copy()).permute(2, 0, 1)[None].float()
+
+
+def stroke_scale(variant: Variant) -> float:
+    """The stroke scale that makes the model run at `variant.internal` on a SIDE-px photo."""
+    return SIDE / variant.internal
+
+
+def engine_for(variant: Variant, weights: str | None = None):
+    from ..engine.arbitrary import ArbitraryStylizer
+    from ..engine.options import StylizeOptions
+    return ArbitraryStylizer(StylizeOptions(device="cpu", backend=variant.backend, precision=variant.precision,
+                                            passes=variant.passes, stroke_scale=stroke_scale(variant),
+                                            arbitrary_weights=weights))
+
+
+def score(metrics, photo: torch.Tensor, out: torch.Tensor, painting: Path, folder: Path) -> dict[str, float]:
+    style = metrics.load(str(painting), SIDE)
+    ratio, content = metrics.metrics(photo, out, style)
+    path = folder / "out.png"
+    Image.fromarray(out[0].permute(1, 2, 0).round().clamp(0, 255).byte().numpy()).save(path)
+    return {"style_ratio": ratio, "content_dist": content,
+            "palette_dist": metrics.palette_dist(str(path), str(painting)), "grid_score": metrics.grid_score(str(path))}
+
+
+def measure(variant: Variant, photos: list[Path], paintings: list[Path], metrics, reps: int,
+            weights: str | None = None, log=print) -> Row:
+    start = time.perf_counter()
+    engine = engine_for(variant, weights)
+    ready_s = time.perf_counter() - start
+    pairs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for photo_path in photos:
+            photo = load_photo(photo_path)
+            for painting in paintings:
+                out = engine.stylize(photo, [(str(painting), 1.0)])
+                pairs.append(score(metrics, photo, out, painting, Path(tmp)))
+    timed = engine.bind([(str(paintings[0]), 1.0)])
+    photo = load_photo(photos[0])
+    timed(photo)
+    samples, cpu = [], []
+    for _ in range(reps):
+        t0, c0 = time.perf_counter(), time.process_time()
+        timed(photo)
+        samples.append((time.perf_counter() - t0) * 1e3)
+        cpu.append((time.process_time() - c0) * 1e3)
+    quality = {key: round(statistics.median(p[key] for p in pairs), 4) for key in pairs[0]}
+    row = Row(kind="cpu", provider=f"ours-arbitrary-{variant.label}", op="stylize-arbitrary", size=str(SIDE),
+              dtype=variant.precision, shape=f"{photo.shape[-1]}x{photo.shape[-2]}", batch=1,
+              median_ms=round(statistics.median(samples), 1), reps=reps, timer="perf_counter",
+              notes={"threads": torch.get_num_threads(), "min_ms": round(min(samples), 1),
+                     "cpu_ms_median": round(statistics.median(cpu), 1),
+                     "load_avg": load_average(), "passes": variant.passes, "internal": variant.internal,
+                     "backend": engine.backend, "ready_s": round(ready_s, 2), "pairs": len(pairs), **quality})
+    log(f"{row.provider:42} min {min(samples):7.0f} ms  median {row.median_ms:7.0f} ms  CPU "
+        f"{row.notes['cpu_ms_median']:7.0f} ms  load {row.notes['load_avg']}"
+        f"  " + "  ".join(f"{k} {v}" for k, v in quality.items()))
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m styleforge.bench.cpu_arbitrary",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--photos", nargs="+", type=Path, required=True)
+    parser.add_argument("--paintings", nargs="+", type=Path, required=True)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--variants", nargs="*", default=None, help="labels to run (default: all)")
+    parser.add_argument("--weights", default=None, help="arbitrary weights file (default: the shipped one)")
+    parser.add_argument("--style-metrics", default=None, metavar="PATH")
+    parser.add_argument("--output", default=str(DEFAULT_OUTPUT))
+    args = parser.parse_args(argv)
+    metrics = load_metrics(args.style_metrics)
+    if metrics is None:
+        parser.error("style_metrics.py not found: pass --style-metrics PATH")
+    torch.set_num_threads(args.threads)
+    chosen = [v for v in VARIANTS if args.variants is None or v.label in args.variants]
+    rows = [measure(v, args.photos, args.paintings, metrics, args.reps, args.weights) for v in chosen]
+    run_id = new_run_id()
+    for row in rows:
+        row.stamp(run_id, "cpu")
+    for path in append_rows(rows, args.output):
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
