@@ -1,0 +1,40 @@
+"""`cli.leave`: the command ends without the interpreter's teardown, but only after what the
+ordinary exit does first: running threads finish, atexit handlers run, buffered output is written."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+_CHILD = """
+import atexit, sys, threading, time
+from pathlib import Path
+from styleforge.cli import leave
+folder = Path(sys.argv[1])
+atexit.register(lambda: (folder / "atexit").write_text("ran"))
+def late():
+    time.sleep(0.3)
+    (folder / "thread").write_text("finished")
+threading.Thread(target=late).start()
+sys.stdout.write("buffered, no newline")
+leave(3)
+print("never")
+"""
+
+
+def test_leave_waits_for_threads_runs_atexit_flushes_and_keeps_the_code(tmp_path):
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path)], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    assert done.stdout == "buffered, no newline"
+    assert (tmp_path / "thread").read_text() == "finished"
+    assert (tmp_path / "atexit").read_text() == "ran"
+
+
+def test_python_m_styleforge_exits_with_the_commands_code(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "styleforge", "stylize", str(tmp_path / "missing.jpg"),
+                           "-o", str(tmp_path / "out.jpg")], cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and done.stderr.startswith("error: ") and done.stdout == ""
