@@ -33,8 +33,15 @@ def test_leave_waits_for_threads_runs_atexit_flushes_and_keeps_the_code(tmp_path
     assert (tmp_path / "atexit").read_text() == "ran"
 
 
-def test_python_m_styleforge_exits_with_the_commands_code(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "styleforge", "stylize", str(tmp_path / "missing.jpg"),
-                           "-o", str(tmp_path / "out.jpg")], cwd=REPO, capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 2 and done.stderr.startswith("error: ") and done.stdout == ""
+def test_python_m_styleforge_exits_with_the_commands_code():
+    done = subprocess.run([sys.executable, "-m", "styleforge"], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and done.stdout.startswith("usage: styleforge")   # main's help, unbuffered
+
+
+def test_under_a_profiler_the_ordinary_exit_lets_it_write_its_results(tmp_path):
+    profile = tmp_path / "run.prof"
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "styleforge"], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.startswith("usage: styleforge"), done.stderr
+    assert profile.stat().st_size > 0
