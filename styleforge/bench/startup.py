@@ -55,15 +55,15 @@ atexit._run_exitfuncs()
 os._exit(0)
 """
 
-# The driver: the real CLI, with library functions wrapped to timestamp their calls. Top-level
-# parts are (label, owner module or class, attribute); the bench names a wrapped call by label.
+# The driver: the real CLI, with library functions wrapped (where the caller looks them up) to
+# timestamp their calls under a label: a part's name (`PARTS`) or a detail's.
 _DRIVER = """
 import atexit, json, sys, time, traceback
 first = time.time()
 args, HEAVY, warm = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3] == "warm"
 events, importers, results = [], {}, {}
-# Runs last of the atexit handlers (they run in reverse order): the end of the interpreter's own
-# part of the exit; what follows is module teardown and the C/C++ side (the CUDA context).
+# Runs last of the atexit handlers (they run in reverse order): what follows is the process's end
+# (after `cli.leave`'s os._exit, the kernel's part: memory, files, the CUDA context).
 atexit.register(lambda: print(json.dumps({"atexit_done": time.time()}), file=sys.__stderr__, flush=True))
 
 class Watch:   # who imports each heavy module first: the chain to cut
@@ -110,8 +110,8 @@ main_start = time.time()
 code = main(["stylize", *args])
 end = time.time()
 report = {"code": code, "first": first, "main_start": main_start, "end": end, "events": events,
-          "importers": importers, "heavy": [m for m in HEAVY if m in sys.modules],
-          "codec": results.get("codec")}
+          "importers": {k: v for k, v in importers.items() if k in sys.modules},
+          "heavy": [m for m in HEAVY if m in sys.modules], "codec": results.get("codec")}
 stylizer = results.get("model_load")
 cache = getattr(getattr(stylizer, "runner", None), "plan_cache", None)
 report["plan_cache_entries"] = len(cache._entries) if cache is not None else None
