@@ -97,7 +97,17 @@ def leave(code: int | None) -> None:
             stream.flush()
         except (OSError, ValueError):   # a closed pipe (`| head`): nothing more can be said there
             pass
+    _flush_c_streams()
     os._exit(code)
+
+
+def _flush_c_streams() -> None:
+    """C's stdio buffers (what a native library printed), which os._exit would drop unwritten."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError, TypeError):   # no C library handle here (Windows)
+        pass
 
 
 def _observed() -> bool:
