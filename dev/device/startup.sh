@@ -10,11 +10,17 @@
 #      who imported each heavy module first. Bar: second run total <= floor + 1.5 s. Rows: startup.csv.
 #   3. The exit alone: `import torch` + CUDA init ending normally vs as `cli.leave` ends (os._exit).
 #   4. `python -X importtime` and cProfile of the second kind of run, for the slowest imports/calls.
+# StyleForge's bytecode is compiled first (as a pip install leaves it); env.txt has the environment.
 # Takes about 3 minutes with the kernel build, 1-2 once built.
 set -u
 OUT=${OUT:-/tmp/styleforge-startup}
 mkdir -p "$OUT"
 { time python -m styleforge build ; } > "$OUT/build.txt" 2>&1
+# A user's pip install leaves bytecode beside the sources; a copied tree (or PYTHONDONTWRITEBYTECODE)
+# would otherwise compile StyleForge's modules in every measured run.
+python -m compileall -q styleforge > /dev/null
+{ env | grep -E '^(PYTHON|CUDA_|OMP_|TORCH_)' ; nproc; nvidia-smi --query-gpu=name,driver_version --format=csv; } \
+    > "$OUT/env.txt" 2>&1
 for i in 1 2; do
     python -m styleforge bench --startup --device cuda --output "$OUT" 2>&1 | tee "$OUT/startup_$i.txt"
 done
