@@ -66,5 +66,57 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def entry() -> None:
+    """The `styleforge` console script and `python -m styleforge`: `main`, then `leave`."""
+    leave(main())
+
+
+def leave(code: int | None) -> None:
+    """End the process with `code` once the command's work is done, skipping interpreter teardown.
+
+    Tearing the interpreter down (every module's globals, then torch's and the CUDA runtime's
+    destructors) is a visible part of a short command and does nothing the operating system does
+    not do when the process ends: outputs are already closed and renamed into place. So this takes
+    the ordinary exit's first steps in its order (threading's shutdown: thread pools stopped,
+    running threads waited for; then the atexit handlers: logging, temporary folders, ray),
+    flushes the streams and ends with `os._exit`. Under a profiler, tracer or debugger (which
+    write their results after the command returns: `python -m cProfile -m styleforge`), or where
+    threading has no `_shutdown` (another Python), the ordinary exit is taken.
+    """
+    import atexit
+    import os
+    import threading
+    code = 0 if code is None else code
+    shutdown = getattr(threading, "_shutdown", None)
+    if not isinstance(code, int) or shutdown is None or _observed():
+        sys.exit(code)
+    shutdown()                # what Py_Finalize calls first: joins non-daemon threads
+    atexit._run_exitfuncs()   # and then this
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):   # a closed pipe (`| head`): nothing more can be said there
+            pass
+    _flush_c_streams()
+    os._exit(code)
+
+
+def _flush_c_streams() -> None:
+    """C's stdio buffers (what a native library printed), which os._exit would drop unwritten."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError, TypeError):   # no C library handle here (Windows)
+        pass
+
+
+def _observed() -> bool:
+    """Whether a profiler, tracer or debugger watches this process."""
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        return True
+    monitoring = getattr(sys, "monitoring", None)   # Python 3.12+: cProfile and debuggers use it
+    return monitoring is not None and any(monitoring.get_tool(tool) is not None for tool in range(6))
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -1,25 +1,51 @@
 #!/usr/bin/env bash
 # Start-up on the GPU (issue 38): run from the repository root on the device machine; results in $OUT.
-#   1. `styleforge build` first, so the kernel build is not what is measured (its own line says how long).
-#   2. `styleforge bench --startup --device cuda`: import torch + CUDA init in a fresh interpreter,
-#      then a one-photo 1080p `stylize --device cuda` twice in fresh interpreters, with the parts of
-#      each run, the heavy modules each imported and who imported torch._dynamo first.
-#      The bar: the second run's total <= (import torch + CUDA init) + 1.5 s. Row: $OUT/startup.csv.
-#   3. `python -X importtime` of the second kind of run, for the slowest imports.
-# Takes about 1-2 minutes once the kernels are built.
+#   1. `styleforge build` first, so the kernel build is not what is measured (build.txt says how long).
+#   2. `styleforge bench --startup --device cuda`, twice (the spread): import torch + CUDA init in a
+#      fresh interpreter (the floor), then a one-photo 1080p `stylize --device cuda` twice in fresh
+#      interpreters. Each run's parts add up to its spawn-to-exit total: interpreter, imports, cli,
+#      model_load, codec, decode, stage, stylize, write, other, exit; `details` splits model_load
+#      (cuda_init, weights, build_model, runner, kernels), stylize (plan, compute) and the exit
+#      (exit_threads, exit_atexit, exit_teardown); `other_where` names where "other" went; `importers`
+#      who imported each heavy module first. Bar: second run total <= floor + 1.5 s. Rows: startup.csv.
+#   3. The exit alone: `import torch` + CUDA init ending normally vs as `cli.leave` ends (os._exit).
+#   4. `python -X importtime` and cProfile of the second kind of run, for the slowest imports/calls.
+# StyleForge's bytecode is compiled first (as a pip install leaves it); env.txt has the environment.
+# Takes about 3 minutes with the kernel build, 1-2 once built.
 set -u
 OUT=${OUT:-/tmp/styleforge-startup}
 mkdir -p "$OUT"
 { time python -m styleforge build ; } > "$OUT/build.txt" 2>&1
-python -m styleforge bench --startup --device cuda --output "$OUT" 2>&1 | tee "$OUT/startup.txt"
+# A user's pip install leaves bytecode beside the sources; a copied tree (or PYTHONDONTWRITEBYTECODE)
+# would otherwise compile StyleForge's modules in every measured run.
+python -m compileall -q styleforge > /dev/null
+{ env | grep -E '^(PYTHON|CUDA_|OMP_|TORCH_)' ; nproc; nvidia-smi --query-gpu=name,driver_version --format=csv; } \
+    > "$OUT/env.txt" 2>&1
+for i in 1 2; do
+    python -m styleforge bench --startup --device cuda --output "$OUT" 2>&1 | tee "$OUT/startup_$i.txt"
+done
+python - <<'PY' | tee "$OUT/floor_exit.txt"
+import subprocess, sys, time
+body = "import torch; torch.zeros(1, device='cuda'); torch.cuda.synchronize()"
+endings = {"ordinary exit": "", "as cli.leave": "; import atexit, os; atexit._run_exitfuncs(); os._exit(0)"}
+for _ in range(3):
+    for name, ending in endings.items():
+        start = time.time()
+        subprocess.run([sys.executable, "-c", body + ending], check=True)
+        print(f"import torch + CUDA init, {name}: {time.time() - start:.2f} s")
+PY
 python - "$OUT" <<'PY'
 import sys
 from PIL import Image
 Image.new("RGB", (1920, 1080), (120, 90, 60)).save(f"{sys.argv[1]}/photo.jpg")
 PY
-python -X importtime -m styleforge stylize "$OUT/photo.jpg" -o "$OUT/photo_out.jpg" --device cuda --overwrite \
-    2> "$OUT/importtime.txt" > /dev/null
+ARGS=("$OUT/photo.jpg" -o "$OUT/photo_out.jpg" --device cuda --overwrite)
+python -m styleforge stylize "${ARGS[@]}" > /dev/null 2>&1    # the first run: plans cached
+python -X importtime -m styleforge stylize "${ARGS[@]}" 2> "$OUT/importtime.txt" > /dev/null
 sort -t'|' -k2 -n "$OUT/importtime.txt" | tail -40 > "$OUT/importtime_top.txt"
-grep -E "torch\._dynamo|fsdp|_inductor|sympy|cpp_extension|setuptools|rich" "$OUT/importtime.txt" \
+grep -E "torch\._dynamo|fsdp|_inductor|sympy|cpp_extension|setuptools|rich|torchvision|triton" "$OUT/importtime.txt" \
     | sort -t'|' -k2 -n | tail -15 > "$OUT/importtime_heavy.txt"
+python -m cProfile -o "$OUT/stylize.prof" -m styleforge stylize "${ARGS[@]}" > /dev/null 2>&1
+python -c "import pstats, sys; pstats.Stats(sys.argv[1]).sort_stats('cumulative').print_stats(60)" \
+    "$OUT/stylize.prof" > "$OUT/stylize_profile.txt"
 echo "done: $OUT"
