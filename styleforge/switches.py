@@ -10,10 +10,11 @@ and not the CLI's options (those are `engine.options`).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping
 
 _OFF = ("0", "off", "false", "no")
 
@@ -132,6 +133,28 @@ def reset() -> None:
     """Forget the switches read so far, so the next `switches()` reads the environment again (tests)."""
     global _current
     _current = None
+
+
+def cuda_mask() -> str | None:
+    """`CUDA_VISIBLE_DEVICES` as this process was started with it: the CUDA driver's variable, not a
+    StyleForge switch; `--gpus` numbers GPUs within it. Read at each call (a parent may set it)."""
+    return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
+@contextlib.contextmanager
+def environment_added(env: Mapping[str, str]) -> Iterator[None]:
+    """This process's environment with `env` added, then restored: what a child started inside sees
+    from its first instruction (a `--gpus` worker's CUDA_VISIBLE_DEVICES, set before torch reads it)."""
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def configure_library(settings: Mapping[str, str]) -> None:

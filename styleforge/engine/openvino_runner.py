@@ -66,9 +66,9 @@ def weights_digest(model: torch.nn.Module) -> str:
 def cache_key(model: torch.nn.Module, precision: str) -> str:
     import openvino
     parts = [weights_digest(model)[:32], precision, f"ov{openvino.__version__.split('-')[0]}"]
-    if precision == "int8":
-        import nncf
-        parts += [f"nncf{nncf.__version__}", f"cal{CALIBRATION_RECIPE}"]
+    if precision == "int8":   # the version from metadata: importing nncf costs 0.5-2 s (scipy, networkx)
+        from importlib.metadata import version
+        parts += [f"nncf{version('nncf')}", f"cal{CALIBRATION_RECIPE}"]
     return "-".join(parts)
 
 

@@ -9,8 +9,9 @@ Not here: starting the processes (`jobs.multi_device`).
 """
 from __future__ import annotations
 
-import os
 import re
+
+from ..switches import cuda_mask
 
 _INDEX = re.compile(r"^\d+$")
 _DEVICE = re.compile(r"^(cpu|cuda:\d+)$")
@@ -58,7 +59,7 @@ def worker_environment(device: str) -> dict[str, str]:
     if device == "cpu":
         return {}
     index = device.split(":", 1)[1]
-    outer = os.environ.get("CUDA_VISIBLE_DEVICES")
+    outer = cuda_mask()
     if outer is not None and outer.strip():
         visible = [v.strip() for v in outer.split(",") if v.strip()]
         index = visible[int(index)]

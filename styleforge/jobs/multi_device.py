@@ -36,6 +36,7 @@ from typing import Iterator, Sequence
 from ..engine.options import StylizeOptions
 from ..media.options import PipelineOptions
 from ..media.records import Record
+from ..switches import environment_added
 from .devices import engine_device, worker_environment
 
 DRAIN_S = 30.0      # after a stop, how long the workers may finish the jobs they hold
@@ -111,16 +112,8 @@ def _worker_main(device: str, jobs: Sequence, options: StylizeOptions, pipeline:
 def _start_with_env(process: mp.Process, env: dict[str, str]) -> None:
     """Start a spawned process with `env` added to this one's environment (what the child sees
     from its first instruction, before torch can read CUDA_VISIBLE_DEVICES)."""
-    saved = {key: os.environ.get(key) for key in env}
-    os.environ.update(env)
-    try:
+    with environment_added(env):
         process.start()
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def _exit_reason(process: mp.Process) -> str:

@@ -81,8 +81,6 @@ _HAS_OPENVINO = all(importlib.util.find_spec(name) is not None for name in ("ope
 
 @pytest.mark.slow   # an INT8 export of a tiny style, then a fresh interpreter importing torch
 @pytest.mark.skipif(not _HAS_OPENVINO, reason="openvino and nncf are not installed")
-@pytest.mark.xfail(strict=True, reason="engine/openvino_runner.py's cache_key imports nncf (and with it "
-                   "rich, scipy, networkx) for nncf.__version__ even when the model is cached")
 def test_a_one_photo_openvino_run_imports_only_what_it_uses(tmp_path, tiny_styles, monkeypatch):
     from styleforge.engine import openvino_runner
     from styleforge.models.checkpoint import build_model, load_checkpoint
