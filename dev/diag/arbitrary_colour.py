@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from styleforge.engine.arbitrary import painting_image, painting_tensor
+from styleforge.engine.paintings import painting_image, painting_tensor
 from styleforge.models.arbitrary import load_arbitrary
 from styleforge.models.arbitrary.palette import encode_palette, transport
 from styleforge.models.vgg import load_vgg16

@@ -3,10 +3,8 @@
 `ArbitraryStylizer` owns one loaded `ArbitraryStyleNet` on one device/precision/backend and an
 in-memory LRU of style codes keyed by the painting's bytes (SHA-256 of the file, or of a PIL
 image's pixels) and the style size, so a painting is encoded once however many frames use it.
-Paintings get the same care as photos (`io.image.load_image`: broken, huge, grey, 16-bit);
-transparent ones are composited on white; each is resized so its longer side is `style_size`
-and its shorter side at least `MIN_STYLE_SIDE` (upscaled: the statistics of a tiny painting
-survive an upscale better than padding). `PaintingStylizer` binds a list of weighted paintings
+Paintings are read, keyed and sized by `paintings.py` (the same care as photos; transparent
+ones composited on white). `PaintingStylizer` binds a list of weighted paintings
 and has the `Stylizer` call contract: float (N, 3, H, W) in 0–255 in, float32 CPU out.
 Backends: reference (plain PyTorch, the ops' twins), fused (`arbitrary_fused.py` on the glue,
 attention and FFN kernels, CUDA graphs per input shape), compile (torch.compile of the model),
@@ -20,19 +18,12 @@ with the style code (one painting; a mix of several is not transported).
 """
 from __future__ import annotations
 
-import hashlib
-import os
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Union
 
-import numpy as np
 import torch
-from PIL import Image
 
-from ..io.image import ImageError, load_image, open_image_file
 from ..models.arbitrary import ArbitraryStyleNet, StyleCode, load_arbitrary
 from ..models.arbitrary.palette import PaletteCode, encode_palette, transport
 from .arbitrary_fused import FusedArbitraryNet
@@ -46,62 +37,12 @@ from .options import (
     check_style_weight,
     check_style_weights,
 )
+from .paintings import Painting, painting_image, painting_key, painting_label, painting_tensor
 from .stroke import downscale, internal_size, upscale_styled
 
-Painting = Union[str, os.PathLike, Image.Image]
-MIN_STYLE_SIDE = 64
 STYLE_CACHE_SIZE = 16
 GRAPH_CACHE_SIZE = 2
 GRAPH_MAX_VALUES = 3 * 3840 * 2160 * 2   # larger frames run eagerly: a graph keeps its temporaries
-
-
-def painting_image(painting: Painting, max_pixels: int | None = None) -> Image.Image:
-    """Any painting → RGB PIL image (alpha composited on white). Raises ImageError."""
-    if isinstance(painting, Image.Image):
-        image = painting
-        if image.width < 1 or image.height < 1:
-            raise ImageError("style image has no pixels")
-    else:
-        loaded = load_image(painting, max_pixels)
-        if loaded.alpha is None:
-            return loaded.rgb
-        image = loaded.rgb.convert("RGBA")
-        image.putalpha(loaded.alpha)
-    if image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info:
-        rgba = image.convert("RGBA")
-        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-        return Image.alpha_composite(white, rgba).convert("RGB")
-    return image.convert("RGB")
-
-
-def painting_label(painting: Painting) -> str:
-    return "image" if isinstance(painting, Image.Image) else Path(painting).name
-
-
-def painting_key(painting: Painting) -> str:
-    """SHA-256 of the file's bytes, or of a PIL image's mode, size and pixels."""
-    h = hashlib.sha256()
-    if isinstance(painting, Image.Image):
-        h.update(f"{painting.mode}{painting.size}".encode())
-        h.update(painting.tobytes())
-    else:
-        try:
-            with open_image_file(Path(painting)) as f:   # refuses a FIFO or /dev/zero first
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    h.update(block)
-        except OSError as exc:
-            raise ImageError(f"{painting}: cannot read ({exc.strerror or exc})") from None
-    return h.hexdigest()
-
-
-def painting_tensor(image: Image.Image, style_size: int) -> torch.Tensor:
-    """RGB PIL → float (1, 3, H, W) 0–255, longer side = style_size, shorter ≥ MIN_STYLE_SIDE."""
-    w, h = image.size
-    scale = max(style_size / max(w, h), MIN_STYLE_SIDE / min(w, h))
-    size = (max(MIN_STYLE_SIDE, round(w * scale)), max(MIN_STYLE_SIDE, round(h * scale)))
-    if size != image.size:
-        image = image.resize(size, Image.Resampling.LANCZOS)
-    return torch.from_numpy(np.asarray(image, dtype=np.float32).copy()).permute(2, 0, 1).unsqueeze(0)
 
 
 class PaintedCode(dict):
