@@ -118,7 +118,7 @@ def sweep_stale_temps(folder: str | os.PathLike, now: float | None = None) -> li
     return removed
 
 
-def _sweep_once(folder: Path) -> None:
+def sweep_once(folder: Path) -> None:
     """The first write of this process into `folder` clears what killed runs left there."""
     key = folder.resolve()
     with _swept_lock:
@@ -159,7 +159,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], None], mode: in
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        _sweep_once(path.parent)
+        sweep_once(path.parent)
         fd, tmp = temp_path_for(path)
     except OSError as exc:
         raise OSError(exc.errno, f"{path}: cannot write ({exc.strerror or exc})") from None

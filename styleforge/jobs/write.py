@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..io.atomic import HOST_TAG, _process_alive, atomic_write, sweep_stale_temps
+from ..io.atomic import HOST_TAG, _process_alive, atomic_write, sweep_once
 
 REMOTE_CLAIM_S = 30 * 60.0      # another host's claim counts as abandoned after this long
 CLAIM_SUFFIX = ".claim"
@@ -168,13 +168,14 @@ def _take_over(path: Path, target: Path, seen: str) -> None:
 
 
 def sweep(folder: str | os.PathLike) -> None:
-    """Once per process and folder: remove the stale claims and temp files of killed writers."""
+    """Once per process and folder: remove the stale claims and temp files of killed writers
+    (the temp files through `io.atomic`'s own once-per-folder sweep, which its writes then skip)."""
     key = Path(folder).resolve()
+    sweep_once(key)
     with _swept_lock:
         if key in _swept:
             return
         _swept.add(key)
-    sweep_stale_temps(key)
     now = time.time()
     try:
         entries = [Path(e.path) for e in os.scandir(key) if e.name.endswith(CLAIM_SUFFIX)]
