@@ -51,7 +51,7 @@ def register(subparsers) -> None:
     from ..jobs.devices import register_arguments
     register_arguments(p)
     from ..ray.command import add_ray_arguments
-    add_ray_arguments(p, _checked)
+    add_ray_arguments(p)
     p.add_argument("--json", action="store_true",
                    help="print one JSON record per item on stdout (on stderr when the image itself "
                         "goes to stdout): input, output, size [w, h] stylized, seconds (from the item "

@@ -13,6 +13,7 @@ ADDRESS: none (`RAY_ADDRESS`, else a new local cluster), `local` (a new local cl
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 
@@ -27,21 +28,16 @@ def ray_address(text: str) -> str:
     return text
 
 
-def add_ray_arguments(p, checked) -> None:
-    """`--ray [ADDRESS]` and `--ray-actors N` (`checked` wraps a converter as the command's others)."""
+def add_ray_arguments(p) -> None:
+    """`--ray [ADDRESS]` and `--ray-actors N` on `styleforge stylize`'s parser."""
+    from styleforge.commands.arguments import _checked, _number_in
     p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
-                   type=checked(ray_address, "Ray address"),
+                   type=_checked(ray_address, "Ray address"),
                    help="run on a Ray cluster (pip install \"styleforge[ray]\"; docs/ray.md): none = "
                         "RAY_ADDRESS or a new local cluster, auto = the running one, HOST:PORT, ray://…")
-    p.add_argument("--ray-actors", type=checked(_positive, "positive integer"), default=None, metavar="N",
+    p.add_argument("--ray-actors", type=_checked(_number_in(1, math.inf, int), "positive integer"), default=None,
+                   metavar="N",
                    help="--ray: actors in the pool (default: one per GPU, else one per two CPUs)")
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError(f"{text} is not ≥ 1")
-    return value
 
 
 def run_on_ray(todo, options, address: str, actors: int | None, report) -> int:
