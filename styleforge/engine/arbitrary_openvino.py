@@ -14,6 +14,7 @@ Not here: choosing this path (`engine/arbitrary.py`), degrid and the passes (the
 """
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
@@ -23,7 +24,14 @@ from torch import nn
 from ..models.arbitrary import ArbitraryStyleNet, StyleCode
 from ..models.arbitrary.encoder import LEVELS, level_index
 from ..models.arbitrary.model import pad_to_multiple
-from .openvino_runner import PRECISIONS, calibration_images, compile_config, load_or_build, openvino_available
+from .openvino_runner import (
+    PRECISIONS,
+    calibration_images,
+    compile_config,
+    export,
+    load_or_build,
+    openvino_available,
+)
 
 ARBITRARY_RECIPE = 1   # bump when the calibration below changes: cached INT8 parts are rebuilt
 
@@ -57,12 +65,6 @@ class DecoderPart(nn.Module):
         return self.model.decode(dict(zip(self.levels, feats)))
 
 
-def _export(part: nn.Module, example: tuple[torch.Tensor, ...]):
-    import openvino as ov
-    shapes = [ov.PartialShape([-1, t.shape[1], -1, -1]) for t in example]
-    return ov.convert_model(part.float().eval(), example_input=example, input=shapes)
-
-
 def _calibration(model: ArbitraryStyleNet) -> tuple[list, list]:
     """(encoder inputs, decoder inputs) from the shipped photos; each photo at 256 px is styled by
     the next photo's code, so the decoder's ranges come from real transfer outputs."""
@@ -94,16 +96,16 @@ class OpenVINOArbitraryNet:
         self.levels = encoder_levels(model)
         threads = threads or torch.get_num_threads()
         encoder, decoder = EncoderPart(self.model), DecoderPart(self.model)
-        calibration = _Lazy(lambda: _calibration(self.model))
+        calibration = functools.cache(lambda: _calibration(self.model))   # shared; none when cached
         tiny = torch.zeros(1, 3, 4 * model.config.multiple, 4 * model.config.multiple)
         with torch.no_grad():   # not inference_mode: the export traces these tensors
             dec_example = tuple(self.model.transfer_features(self.model.encode(tiny),
                                                              [(self.model.encode_style(tiny), 1.0)])[level]
                                 for level in model.config.levels)
         tag = f"arb{ARBITRARY_RECIPE}"
-        enc_ir = load_or_build(encoder, precision, lambda m: _export(m, (tiny,)),
+        enc_ir = load_or_build(encoder, precision, lambda m: export(m, (tiny,)),
                                lambda: calibration()[0], tag=f"{tag}-encoder")
-        dec_ir = load_or_build(decoder, precision, lambda m: _export(m, dec_example),
+        dec_ir = load_or_build(decoder, precision, lambda m: export(m, dec_example),
                                lambda: calibration()[1], tag=f"{tag}-decoder")
         core = ov.Core()
         config = compile_config(precision, threads)
@@ -138,16 +140,4 @@ class OpenVINOArbitraryNet:
         x = pad_to_multiple(content.float(), self.model.config.multiple)
         out = self.decode(self.model.transfer_features(self.encode(x), styles, alpha))
         return out[..., :h, :w].clamp(0, 255)
-
-
-class _Lazy:
-    """A value computed on first call: a cached IR needs no calibration data."""
-
-    def __init__(self, make):
-        self.make, self.value = make, None
-
-    def __call__(self):
-        if self.value is None:
-            self.value = self.make()
-        return self.value
 

@@ -110,16 +110,17 @@ def calibration_images(folder: Path = ASSETS, seed: int = 0) -> list[np.ndarray]
     return out
 
 
-def export(model: torch.nn.Module):
-    """The PyTorch network → an `openvino.Model` with dynamic batch, height and width."""
+def export(model: torch.nn.Module, example: tuple[torch.Tensor, ...] | None = None):
+    """The PyTorch network → an `openvino.Model`, every input with dynamic batch, height and width
+    (its channels from `example`; default one 64-px RGB image, the style network's input)."""
     import openvino as ov
-    example = torch.zeros(1, 3, 64, 64)
+    example = example or (torch.zeros(1, 3, 64, 64),)
     with warnings.catch_warnings():
         # The trace notes InstanceNorm's Python-side size checks as constants: they only guard
         # against misuse, and the test suite checks the exported model at other shapes.
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
         return ov.convert_model(model.float().eval(), example_input=example,
-                                input=[ov.PartialShape([-1, 3, -1, -1])])
+                                input=[ov.PartialShape([-1, t.shape[1], -1, -1]) for t in example])
 
 
 def quantize(ov_model, images: list[np.ndarray]):
