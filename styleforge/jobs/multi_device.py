@@ -247,25 +247,19 @@ class DeviceRun:
                     worker.process.join()
                 if not worker.conn.closed:
                     worker.conn.close()
-            _sweep_partial_files(self.jobs, {w.process.pid for w in self.workers})
+            _sweep_partial_files(self.jobs)
 
 
-def _sweep_partial_files(jobs: Sequence, pids: set[int]) -> None:
-    """Remove what ended workers (`pids`) left beside the targets: temp files of writers that
-    are gone, without the usual age limit since we know they ended, and the workers' claims."""
+def _sweep_partial_files(jobs: Sequence) -> None:
+    """Remove what the ended workers left beside the targets: temp files of writers that are
+    gone, without the usual age limit since we know they ended, and their claims."""
     from ..io.atomic import STALE_AFTER_S, sweep_stale_temps
-    from .write import claim_path
+    from .write import clear_if_stale
     later = time.time() + STALE_AFTER_S + 1
     for folder in {Path(job.target).parent for job in jobs}:
         sweep_stale_temps(folder, now=later)
     for job in jobs:
-        path = claim_path(job.target)
-        try:
-            owner = path.read_text().split()
-        except (OSError, UnicodeDecodeError):
-            continue                     # no claim left (the usual case)
-        if owner and owner[0].isdigit() and int(owner[0]) in pids:
-            path.unlink(missing_ok=True)
+        clear_if_stale(job.target)
 
 
 def run_on_devices(jobs: Sequence, options: StylizeOptions, pipeline: PipelineOptions = PipelineOptions(),

@@ -187,6 +187,16 @@ def sweep(folder: str | os.PathLike) -> None:
             _take_over(path, path.with_name(path.name[1:].rsplit(".", 2)[0]), text)
 
 
+def clear_if_stale(target: str | os.PathLike) -> None:
+    """Remove `target`'s claim and its writer's temp files now if that writer is gone (what `claim`
+    does on meeting them), for a caller that knows its writers just ended."""
+    target = Path(target)
+    path = claim_path(target)
+    state, text = _judge(path, time.time())
+    if state == "stale":
+        _take_over(path, target, text)
+
+
 def is_done(target: str | os.PathLike) -> bool:
     """Whether `target` holds a finished output (outputs appear only whole, by rename)."""
     return os.path.lexists(target)
