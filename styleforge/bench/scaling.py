@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..engine.options import StylizeOptions
 from ..media.options import PipelineOptions
-from .pipeline import _write_photo
+from .pipeline_inputs import write_photo
 from .results import Row, append_rows, new_run_id
 
 
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     inputs.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     with ThreadPoolExecutor() as pool:     # Pillow encodes without the GIL
-        list(pool.map(lambda i: _write_photo(inputs / f"{i:05d}.jpg", width, height, i), range(args.images)))
+        list(pool.map(lambda i: write_photo(inputs / f"{i:05d}.jpg", width, height, i), range(args.images)))
     print(f"{args.images} photos {width}x{height} in {time.perf_counter() - start:.1f} s", flush=True)
     every = parse_devices(args.devices) if args.devices else parse_gpus("all")
     kind = "cpu" if every[0] == "cpu" else "cuda"
