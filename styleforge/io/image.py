@@ -263,10 +263,16 @@ def save_image(image: Image.Image, path: str | os.PathLike, quality: int = 95,
     """
     path = Path(path)
     fmt = format_for(path)
+    return atomic_write(path, lambda handle: encode_into(handle, image, fmt, quality, chroma, icc_profile), replace)
+
+
+def encode_into(handle: BinaryIO, image: Image.Image, fmt: str, quality: int = 95, chroma: str = "444",
+                icc_profile: bytes | None = None) -> None:
+    """Encode `image` as `fmt` into `handle` (a file or a BytesIO): alpha dropped where the format
+    has none, JPEG at `chroma` sampling, the ICC profile kept (what every writer of outputs uses)."""
     if image.mode == "RGBA" and not holds_alpha(fmt):
         image = image.convert("RGB")
-    params = save_params(fmt, quality, chroma, icc_profile)
-    return atomic_write(path, lambda handle: image.save(handle, format=fmt, **params), replace)
+    image.save(handle, format=fmt, **save_params(fmt, quality, chroma, icc_profile))
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None], replace: bool = True) -> Path:

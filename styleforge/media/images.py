@@ -28,12 +28,12 @@ from ..io.image import (
     LoadedImage,
     OutputExists,
     atomic_write,
+    encode_into,
     format_for,
     holds_alpha,
     load_image,
     multi_frame_message,
     save_image,
-    save_params,
 )
 from ..jobs.write import Claim, claim, is_done
 from .codecs import GPU_CHROMA, DeviceImage, decode_jpeg_gpu, encode_jpeg_gpu, gpu_decodable, resolve_codec
@@ -132,9 +132,7 @@ def stylize_images(jobs: Iterable[ImageJob], stylizer, options: StylizeOptions,
         icc = loaded.icc_profile if loaded is not None else None
         if meta.stdout_format:
             buffer = io.BytesIO()
-            if image.mode == "RGBA" and not holds_alpha(fmt):
-                image = image.convert("RGB")
-            image.save(buffer, format=fmt, **save_params(fmt, options.quality, options.chroma, icc))
+            encode_into(buffer, image, fmt, options.quality, options.chroma, icc)
             item.result = buffer.getvalue()
         else:
             item.result = save_image(image, job.target, options.quality, icc, options.chroma,

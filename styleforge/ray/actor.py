@@ -24,7 +24,7 @@ import numpy as np
 from PIL import Image
 
 from styleforge.engine.options import StylizeOptions
-from styleforge.io.image import OutputExists, format_for, holds_alpha, load_image, save_params
+from styleforge.io.image import OutputExists, encode_into, format_for, load_image
 from styleforge.media.engine_stage import EngineStage, host_pixels
 from styleforge.media.pipeline import Item, stream
 from styleforge.ray.files import Location, write_once
@@ -118,12 +118,9 @@ class StylizeActor:
         task: _Task = item.task
         loaded = item.meta
         image = loaded.merged(Image.fromarray(np.ascontiguousarray(host_pixels(item.out))))
-        fmt = format_for(task.target.path)
-        if image.mode == "RGBA" and not holds_alpha(fmt):
-            image = image.convert("RGB")
         buffer = io.BytesIO()
-        image.save(buffer, format=fmt, **save_params(fmt, self.options.quality, self.options.chroma,
-                                                     loaded.icc_profile))
+        encode_into(buffer, image, format_for(task.target.path), self.options.quality, self.options.chroma,
+                    loaded.icc_profile)
         item.out = None
         write_once(task.target, buffer.getvalue(), replace=self.options.overwrite)
 
