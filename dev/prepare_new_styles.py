@@ -4,9 +4,12 @@
 
 Without --deb it runs `apt-get download stellarium-data` (246 MB) into --cache. The catalogue
 (`styleforge/training/catalogue.py`) names each file, its source path and licence: the artworks
-are public domain by age, the package is GPL-2+. Figures drawn on black are cropped to their
-bounding box (pixels brighter than 24) so the black does not dominate the Gram statistics; each
-image is written as JPEG q92 4:4:4 with its longer side at most 640 px (~100 KB). The images are
+are public domain by age, the package is GPL-2+. Stellarium draws its figures additively on the
+night sky, so their black means "no paint", not black paint: trained as is, the styles turned
+photos near-black (v2 at 1,800 steps). Figures on black are therefore cropped to their bounding
+box (pixels brighter than 24) and laid on a parchment tone with a soft luminance matte; the
+Primeros Memoriales page, white lines on black for the sky, is inverted back to ink on paper.
+Each image is written as JPEG q92 4:4:4 with its longer side at most 640 px (~100 KB). The images are
 training data: they go into an ignored folder and are never committed.
 """
 from __future__ import annotations
@@ -21,15 +24,16 @@ import numpy as np
 from PIL import Image
 
 ROOT = "./usr/share/stellarium/skycultures/"
-# file name in the styles folder ← path under skycultures/, crop to the figure?
+# file name in the styles folder ← path under skycultures/, how its black is treated
 FILES = {
-    "song_star_chart.jpg": ("chinese_medieval/xyxfy.png", False),
-    "dendera.jpg": ("egyptian_dendera/Dendera_zodiac_Louvre.jpg", False),
-    "aratea.jpg": ("greek_leidenAratea/Eri_Aratea_bg.jpg", True),
-    "al_sufi.jpg": ("arabic_al-sufi/Arg.png", True),
-    "primeros_memoriales.jpg": ("aztec/Primeros_Memoriales.png", False),
+    "song_star_chart.jpg": ("chinese_medieval/xyxfy.png", "as_is"),
+    "dendera.jpg": ("egyptian_dendera/Dendera_zodiac_Louvre.jpg", "as_is"),
+    "aratea.jpg": ("greek_leidenAratea/Eri_Aratea_bg.jpg", "figure"),
+    "al_sufi.jpg": ("arabic_al-sufi/Arg.png", "figure"),
+    "primeros_memoriales.jpg": ("aztec/Primeros_Memoriales.png", "ink"),
 }
 MAX_SIDE = 640
+PARCHMENT = np.array([232.0, 219.0, 188.0])
 
 
 def fetch_deb(cache: Path) -> Path:
@@ -54,14 +58,22 @@ def members(deb: Path) -> dict[str, bytes]:
     return out
 
 
-def prepare(data: bytes, crop: bool) -> Image.Image:
+def prepare(data: bytes, mode: str) -> Image.Image:
     import io
     with Image.open(io.BytesIO(data)) as im:
         im = im.convert("RGBA").convert("RGB") if im.mode in ("P", "LA", "RGBA") else im.convert("RGB")
-    if crop:
+    if mode != "as_is":
         bright = np.asarray(im.convert("L")) > 24
         ys, xs = np.nonzero(bright)
         im = im.crop((xs.min(), ys.min(), xs.max() + 1, ys.max() + 1))
+        rgb = np.asarray(im, dtype=np.float64)
+        if mode == "ink":      # white strokes → dark ink; the rest is paper
+            ink = rgb.max(axis=2, keepdims=True) / 255.0
+            rgb = PARCHMENT * (1.0 - 0.85 * ink)
+        else:                  # additive figure: brightness is its coverage
+            cover = np.clip(rgb.max(axis=2, keepdims=True) / 64.0, 0.0, 1.0)
+            rgb = cover * rgb + (1.0 - cover) * PARCHMENT
+        im = Image.fromarray(np.clip(rgb + 0.5, 0, 255).astype(np.uint8))
     im.thumbnail((MAX_SIDE, MAX_SIDE), Image.LANCZOS)
     return im
 
@@ -76,11 +88,11 @@ def main() -> int:
     found = members(deb)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for name, (src, crop) in FILES.items():
+    for name, (src, mode) in FILES.items():
         if src not in found:
             print(f"{deb.name} has no {src}", file=sys.stderr)
             return 1
-        image = prepare(found[src], crop)
+        image = prepare(found[src], mode)
         image.save(out / name, quality=92, subsampling=0)
         print(f"{out / name}: {image.size[0]}x{image.size[1]}, {(out / name).stat().st_size // 1024} KB ← {src}")
     return 0

@@ -16,10 +16,12 @@ artworks are public domain by age; the package as a whole is GPL-2+ (its debian/
 `RECIPE` (v2) is what every style shares: the grid penalty (training/grid.py; docs/training.md
 "The 4-px grid"), the stability term for video, and a real budget (Johnson et al. trained 40k
 steps of batch 4; 20k of batch 8 here). Tweaks: udnie and shipwreck barely stylized at the default
-weights (content distance 0.7, issue 44), so their style weight is tripled; candy painted pink
-"eye" blobs, the painting's large spirals matched at relu4_3 on 256-px crops, so its painting is
-seen smaller (style_size 384) to make those features smaller than a blob; great_wave was a
-cream-and-blue wash, so it gets twice the style weight.
+weights (content distance 0.7, issue 44), so shipwreck's style weight is tripled and udnie's,
+still grey at 1,800 steps, is 5×; candy painted pink "eye" blobs, the painting's large spirals
+matched at relu4_3 on 256-px crops, so its painting is seen smaller (style_size 384 still left
+rings at 1,800 steps; now 256) to make those features smaller than a blob; great_wave was a
+cream-and-blue wash, and mosaic and the_scream stayed at a style ratio of 0.20 at 1,800 steps, so
+they get twice the style weight.
 
 great_wave uses `wave_crop.jpg`, not `wave.jpg`: the full print's right third is flat beige sky,
 which pulls the Gram statistics towards a plain wash; the crop is mostly the wave's blue curls
@@ -71,16 +73,18 @@ GPL2 = "GPL-2+ (stellarium-data debian/copyright, Files: *)"
 
 BUILTIN_STYLES: tuple[BuiltinStyle, ...] = (
     BuiltinStyle("candy", "candy.jpg", "Candy", "unknown artist (pytorch/examples)", "", UNCLEAR,
-                 {"style_size": 384}),
-    BuiltinStyle("mosaic", "mosaic.jpg", "Mosaic", "unknown artist (pytorch/examples)", "", UNCLEAR),
+                 {"style_size": 256}),
+    BuiltinStyle("mosaic", "mosaic.jpg", "Mosaic", "unknown artist (pytorch/examples)", "", UNCLEAR,
+                 {"style_weight": 2e10}),
     BuiltinStyle("udnie", "udnie.jpg", "Udnie", "Francis Picabia", "1913", PUBLIC_DOMAIN,
-                 {"style_weight": 3e10}),
+                 {"style_weight": 5e10}),
     BuiltinStyle("rain_princess", "rain-princess.jpg", "Rain Princess", "Leonid Afremov", "", IN_COPYRIGHT),
     BuiltinStyle("starry_night", "starry_night.jpg", "The Starry Night", "Vincent van Gogh", "1889",
                  PUBLIC_DOMAIN),
     BuiltinStyle("great_wave", "wave_crop.jpg", "The Great Wave off Kanagawa", "Hokusai", "c. 1831",
                  PUBLIC_DOMAIN, {"style_weight": 2e10}),
-    BuiltinStyle("the_scream", "the_scream.jpg", "The Scream", "Edvard Munch", "1893", PUBLIC_DOMAIN),
+    BuiltinStyle("the_scream", "the_scream.jpg", "The Scream", "Edvard Munch", "1893", PUBLIC_DOMAIN,
+                 {"style_weight": 2e10}),
     BuiltinStyle("composition_vii", "composition_vii.jpg", "Composition VII", "Wassily Kandinsky", "1913",
                  PUBLIC_DOMAIN),
     BuiltinStyle("shipwreck", "the_shipwreck_of_the_minotaur.jpg", "The Shipwreck of the Minotaur",

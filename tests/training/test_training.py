@@ -187,7 +187,7 @@ def test_catalogue_matches_the_sources():
 def test_catalogue_config_layers_recipe_tweaks_and_settings():
     from styleforge.training.catalogue import RECIPE, get
     udnie = get("udnie").config("paintings", content_dir="c", steps=7)
-    assert udnie.style_weight == 3e10 and udnie.grid_weight == RECIPE["grid_weight"] and udnie.steps == 7
+    assert udnie.style_weight == 5e10 and udnie.grid_weight == RECIPE["grid_weight"] and udnie.steps == 7
     assert udnie.style_image == str(Path("paintings") / "udnie.jpg")
     assert get("udnie").config("p", recipe=False).grid_weight == 0.0
     assert get("dendera").metadata()["source_licence"].startswith("GPL-2+")

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# One x2 device call: the built-in styles train on GPU 1 while GPU 0 runs the checks that need
+# no second GPU (kernel build, start-up bench, compute-sanitizer). Results in $OUT:
+# styles_*.tar, logs.tar.gz, curves.png, sheet.jpg (dev/device/train_styles.sh) and checks.tar.gz.
+#
+#   bash dev/device/round_train_checks.sh [DEADLINE_S (default 560)]
+#
+# Warm start: every *.safetensors in runs/warm_carry/ (and, with WARM_FROM_PACKAGE=1, the
+# package's styles, when a session has overwritten them in its copy with newer weights) is copied
+# into runs/warm/; a style with a checkpoint in runs/builtin/ (a warm machine) resumes that
+# instead. Carry .data/content, .data/styles, .data/vgg16_relu4_3.fp16.pth (dev/device/pack_data.sh).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+DEADLINE=${1:-560}
+OUT=${OUT:?}
+START=$(date +%s)
+W=$(mktemp -d)
+mkdir -p runs/warm
+[ "${WARM_FROM_PACKAGE:-0}" = 1 ] && cp styleforge/styles/*.safetensors runs/warm/
+ls runs/warm_carry/*.safetensors >/dev/null 2>&1 && cp runs/warm_carry/*.safetensors runs/warm/
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+CUDA_VISIBLE_DEVICES=${TRAIN_GPU:-1} OUT=$OUT bash dev/device/train_styles.sh "$DEADLINE" > "$W/train.log" 2>&1 &
+TRAIN=$!
+left() { echo $(( DEADLINE - 25 - ($(date +%s) - START) )); }
+export CUDA_VISIBLE_DEVICES=${CHECK_GPU:-0}
+timeout 200 env OUT="$W/startup" bash dev/device/startup.sh > "$W/startup.log" 2>&1
+echo "startup done at $(( $(date +%s) - START )) s" >> "$W/round.log"
+[ "$(left)" -gt 60 ] && OUT="$W" BUDGET_S=$(left) bash dev/device/sanitize_all.sh > "$W/sanitize.log" 2>&1
+echo "sanitize done at $(( $(date +%s) - START )) s" >> "$W/round.log"
+wait $TRAIN
+echo "training rc=$? at $(( $(date +%s) - START )) s" >> "$W/round.log"
+tar -czf "$OUT/checks.tar.gz" -C "$W" . 2>/dev/null
+ls -la "$OUT"
