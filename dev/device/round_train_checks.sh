@@ -19,7 +19,9 @@ mkdir -p runs/warm
 [ "${WARM_FROM_PACKAGE:-0}" = 1 ] && cp styleforge/styles/*.safetensors runs/warm/
 ls runs/warm_carry/*.safetensors >/dev/null 2>&1 && cp runs/warm_carry/*.safetensors runs/warm/
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-CUDA_VISIBLE_DEVICES=${TRAIN_GPU:-1} OUT=$OUT bash dev/device/train_styles.sh "$DEADLINE" > "$W/train.log" 2>&1 &
+# --reserve 100: 14 workers exporting at once, then the parent's packing, took ~90 s on an x2
+# host (2026-11-28); the default 45 s let the call's 600-s limit cut the packing off.
+CUDA_VISIBLE_DEVICES=${TRAIN_GPU:-1} OUT=$OUT EXTRA_ARGS="--reserve 100 ${EXTRA_ARGS:-}" bash dev/device/train_styles.sh "$DEADLINE" > "$W/train.log" 2>&1 &
 TRAIN=$!
 left() { echo $(( DEADLINE - 25 - ($(date +%s) - START) )); }
 export CUDA_VISIBLE_DEVICES=${CHECK_GPU:-0}
