@@ -113,7 +113,7 @@ report = {"code": code, "first": first, "main_start": main_start, "end": end, "e
           "importers": {k: v for k, v in importers.items() if k in sys.modules},
           "heavy": [m for m in HEAVY if m in sys.modules], "codec": results.get("codec")}
 stylizer = results.get("model_load")
-cache = getattr(getattr(stylizer, "runner", None), "plan_cache", None)
+cache = getattr(getattr(getattr(stylizer, "runner", None), "layer_choices", None), "plan_cache", None)
 report["plan_cache_entries"] = len(cache._entries) if cache is not None else None
 if code == 0 and warm and stylizer is not None:
     from PIL import Image

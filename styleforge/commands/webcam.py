@@ -75,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[red]error:[/] {escape(why)} (for the window: pip install opencv-python instead)")
         return 2
 
-    from ..media.camera import CameraError, run_camera
+    from ..media.camera import run_camera
+    from ..media.camera_devices import CameraError
     from ..models.checkpoint import CheckpointError
     try:
         options = options_from_args(args)

@@ -3,8 +3,8 @@
 `FusedRunner(model, device, dtype)` reads the network off a `TransformerNet` (`plan.describe`,
 never a second copy of its structure), turns it into steps for a plan variant (`plan.build_steps`)
 and runs them (`steps.run_steps`): cuDNN convolutions with StyleForge's InstanceNorm op, or our
-9×9 and fused 3×3 ops, chosen per shape (`autotune`; timed choices persist per GPU in
-`plan_cache`, and a shape close in size to a timed one takes its choice). One CUDA graph is captured per input shape
+9×9 and fused 3×3 ops, chosen per shape (`autotune`; the choices are kept in `shape_choices`, which
+persists them per GPU and lends a timed one to a shape close in size). One CUDA graph is captured per input shape
 and dtype (warm-up on a side stream first, as the `torch.cuda.graphs` docs prescribe) and
 replayed (captured through `engine.capture`: thread-local mode under the process's capture lock,
 so the media pipeline's other threads cannot invalidate it; a capture that fails anyway runs that
@@ -20,7 +20,6 @@ but it lets CI check every plan against the reference model.
 from __future__ import annotations
 
 import contextlib
-import math
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -37,12 +36,12 @@ from .graph_io import GraphIO, new_graph
 from .memory import whole_frame_bytes
 from .plan import build_steps, describe
 from .plan_cache import PlanCache
+from .shape_choices import ShapeChoices
 from .steps import Context, run_steps
 
 MIN_SIDE = 8          # the 1/4-scale planes must be ≥ 2 px for their reflection pad of 1
 MAX_GRAPHS = 64       # captured shapes kept at most (each holds its own activation memory) …
 GRAPH_MEMORY_SHARE = 0.1   # … and their activations within this share of the GPU's memory
-SIMILAR_PIXELS = 1.25      # a new shape takes the plan timed at a shape this close in pixels
 MAX_SEEN = 4096       # shapes remembered as seen once (a folder of many sizes)
 WARMUP_ITERS = 3
 MAX_CAPTURE_FAILURES = 3   # a shape whose capture failed this often stays eager
@@ -82,13 +81,12 @@ class FusedRunner:
         self._seen_once: OrderedDict[tuple, None] = OrderedDict()
         # (layer, input shape) → which implementation runs the 9×9 convolution there; ("residual",
         # image shape) → which plan the captured graph runs.
-        self.layer_choices: dict[tuple[str, tuple[int, ...]], LayerChoice] = {}
+        self.layer_choices = ShapeChoices(dtype)
         self.layers = describe(model)
         self.context = Context(self.layers, device, dtype, self._pick)
         # Choices timed by an earlier process on this GPU and kernel build: no timing again.
-        self.plan_cache = None
         if device.type == "cuda" and self.switches.plan_cache:
-            self.adopt_plan_cache(PlanCache.for_device(device))
+            self.layer_choices.adopt_plan_cache(PlanCache.for_device(device))
 
     # ---- the plan --------------------------------------------------------------------------
 
@@ -131,13 +129,13 @@ class FusedRunner:
         if choice is None:
             # A size close to one already timed takes its choice: a folder of many sizes would
             # otherwise time both 9×9 paths (and build cuDNN's plans) at every new size.
-            near = self._similar_choice(name, key[1], lambda c: c.op_ms is not None)
+            near = self.layer_choices.similar(name, key[1], lambda c: c.op_ms is not None)
             if near is not None and not autotune.op_unavailable(x, op_args, self.dtype, self.switches):
                 choice = near
             else:
                 choice = autotune.choose_layer(name, x, op_args, op, cudnn, self.dtype, self.switches)
                 if choice.op_ms is not None:
-                    self._remember(name, key[1], choice)
+                    self.layer_choices.remember(name, key[1], choice)
             if choice.reason != "capturing":    # decide again outside the caller's capture
                 self.layer_choices[key] = choice
         return op() if choice.provider == "styleforge" else cudnn()
@@ -238,48 +236,14 @@ class FusedRunner:
             reason = "default" if automatic else "STYLEFORGE_CONV3X3"
             self.layer_choices[("residual", shape)] = LayerChoice(plan, reason)
             return self._capture(static_in, plan)
-        known = self._known_plan(shape)
+        known = self.layer_choices.known_plan(shape)
         if known is not None:   # timed before at this shape (then evicted) or at one of similar size
             self.layer_choices.setdefault(("residual", shape), known)
             return self._capture(static_in, known.provider)
         best, choice = autotune.choose_plan(lambda candidate: self._capture(static_in, candidate), shape)
         self.layer_choices[("residual", shape)] = choice
-        self._remember("residual", shape, choice)
+        self.layer_choices.remember("residual", shape, choice)
         return best
-
-    def adopt_plan_cache(self, cache: PlanCache | None) -> None:
-        """Take `cache`'s choices for this dtype (those made here win) and record new ones in it."""
-        self.plan_cache = cache
-        if cache is not None:
-            for key, choice in cache.choices(self.dtype).items():
-                self.layer_choices.setdefault(key, choice)
-
-    def _remember(self, name: str, shape: tuple[int, ...], choice: LayerChoice) -> None:
-        if self.plan_cache is not None:
-            self.plan_cache.record(self.dtype, name, shape, choice)
-
-    def _known_plan(self, shape: tuple[int, ...]) -> LayerChoice | None:
-        """The plan timed at `shape`, else the one timed at the shape nearest in pixels within
-        SIMILAR_PIXELS: the winner follows the plane's size, so timing four captures again at
-        every new size of a mixed folder buys nothing."""
-        exact = self.layer_choices.get(("residual", shape))
-        if exact is not None and exact.plans:
-            return exact
-        return self._similar_choice("residual", shape, lambda c: bool(c.plans))
-
-    def _similar_choice(self, name: str, shape: tuple[int, ...], timed) -> LayerChoice | None:
-        """A copy of the `timed` choice for `name` at the same batch and channels whose plane is
-        nearest to `shape`'s in pixels, within SIMILAR_PIXELS; None if there is none."""
-        n, c, h, w = shape
-        near = [(abs(math.log(k[1][2] * k[1][3] / (h * w))), k[1], choice)
-                for k, choice in self.layer_choices.items()
-                if k[0] == name and k[1][:2] == (n, c) and k[1] != shape and timed(choice)]
-        if not near:
-            return None
-        distance, like, choice = min(near, key=lambda t: t[0])
-        if distance > math.log(SIMILAR_PIXELS):
-            return None
-        return LayerChoice(choice.provider, f"timed at {like[2]}x{like[3]}", choice.op_ms, choice.cudnn_ms)
 
     @contextlib.contextmanager
     def _cudnn_flags(self, benchmark: bool):

@@ -7,31 +7,34 @@ at its own frame rate like a camera unless `realtime=False`, which hands over ev
 offline use). Keys in the window: 1–9 pick a style, n/p next/previous, t toggles temporal
 blending, q or Esc quits. The window needs an OpenCV with GUI support (`opencv-python`; the
 headless wheel has none, so `window=False` is then required); the virtual camera needs
-`pyvirtualcam` and a backend (v4l2loopback, OBS). Not here: the CLI (`commands/webcam.py`) and
-the file/video pipeline.
+`pyvirtualcam` and a backend (v4l2loopback, OBS). This module is the frame loop; not here: the
+reader thread, the window and the outputs (`media.camera_devices`), the CLI (`commands/webcam.py`)
+and the file/video pipeline.
 """
 from __future__ import annotations
 
 import dataclasses
-import os
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import cv2
 import numpy as np
 import torch
 
+from .camera_devices import (
+    WINDOW,
+    CameraError,
+    LatestFrame,
+    VideoFileSink,
+    check_gui,
+    open_capture,
+    open_virtual_camera,
+    overlay,
+)
 from .temporal import TemporalBlender
 
 QUIT_KEYS = (ord("q"), 27)
-WINDOW = "styleforge webcam"
-
-
-class CameraError(RuntimeError):
-    """The camera, file, window or virtual camera cannot be used; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -75,79 +78,6 @@ class CameraStats:
         return self.frames / self.seconds if self.seconds > 0 else 0.0
 
 
-def open_capture(source: str, width: int | None = None, height: int | None = None) -> cv2.VideoCapture:
-    if source.isdigit():
-        capture = cv2.VideoCapture(int(source))
-        what = f"camera {source}"
-    else:
-        if not Path(source).is_file():
-            raise CameraError(f"--source {source!r}: no such file (give a camera index like 0, or a video file)")
-        capture = cv2.VideoCapture(source)
-        what = source
-    if not capture.isOpened():
-        raise CameraError(f"cannot open {what}: no such device, in use, or no permission "
-                          "(a file: OpenCV cannot decode it)")
-    if width:
-        capture.set(cv2.CAP_PROP_FRAME_WIDTH, width)
-    if height:
-        capture.set(cv2.CAP_PROP_FRAME_HEIGHT, height)
-    return capture
-
-
-class LatestFrame:
-    """Reads the capture on its own thread and keeps the newest frame only (`take` blocks for a
-    new one, None at the end). With `pace` > 0 a file is read at that frame rate, as a camera
-    would deliver it; with `keep_all` the reader waits for each frame to be taken instead."""
-
-    def __init__(self, capture: cv2.VideoCapture, pace: float = 0.0, keep_all: bool = False):
-        self._capture, self._pace, self._keep_all = capture, pace, keep_all
-        self._cond = threading.Condition()
-        self._frame: np.ndarray | None = None
-        self._ended = False
-        self._stop = False
-        self.dropped = 0
-        self._thread = threading.Thread(target=self._read, name="camera-reader", daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        start = time.perf_counter()
-        count = 0
-        while not self._stop:
-            ok, frame = self._capture.read()
-            if not ok:
-                break
-            count += 1
-            if self._pace:
-                delay = start + count / self._pace - time.perf_counter()
-                if delay > 0:
-                    time.sleep(delay)
-            with self._cond:
-                while self._keep_all and self._frame is not None and not self._stop:
-                    self._cond.wait()
-                if self._frame is not None:
-                    self.dropped += 1
-                self._frame = frame
-                self._cond.notify_all()
-        with self._cond:
-            self._ended = True
-            self._cond.notify_all()
-
-    def take(self) -> np.ndarray | None:
-        with self._cond:
-            while self._frame is None and not self._ended:
-                self._cond.wait()
-            frame, self._frame = self._frame, None
-            self._cond.notify_all()
-            return frame
-
-    def close(self) -> None:
-        with self._cond:
-            self._stop = True
-            self._cond.notify_all()
-        self._thread.join(timeout=5)
-        self._capture.release()
-
-
 def _stylize_frame(stylizer, rgb: np.ndarray) -> np.ndarray:
     tensor = torch.from_numpy(rgb).permute(2, 0, 1).unsqueeze(0).float()
     out = stylizer(tensor)[0].round().clamp(0, 255).to(torch.uint8)
@@ -163,60 +93,6 @@ def _fit(rgb: np.ndarray, max_side: int | None, mirror: bool) -> np.ndarray:
         rgb = cv2.resize(rgb, (max(1, round(width * scale)), max(1, round(height * scale))),
                          interpolation=cv2.INTER_AREA)
     return np.ascontiguousarray(rgb)
-
-
-class VideoFileSink:
-    """Styled frames to a video file (mp4v in .mp4, MJPG in .avi) that appears only when complete."""
-
-    def __init__(self, path: str, fps: float):
-        self.path = Path(path)
-        self._tmp = self.path.with_name(f".{self.path.stem}.partial{self.path.suffix}")
-        self._fps = fps
-        self._writer: cv2.VideoWriter | None = None
-
-    def write(self, rgb: np.ndarray) -> None:
-        if self._writer is None:
-            fourcc = cv2.VideoWriter_fourcc(*("MJPG" if self.path.suffix.lower() == ".avi" else "mp4v"))
-            self._writer = cv2.VideoWriter(str(self._tmp), fourcc, self._fps, (rgb.shape[1], rgb.shape[0]))
-            if not self._writer.isOpened():
-                raise CameraError(f"cannot write {self.path}: use a .mp4 or .avi name in a writable folder")
-        self._writer.write(cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
-
-    def close(self, keep: bool) -> None:
-        if self._writer is None:
-            return
-        self._writer.release()
-        if keep:
-            os.replace(self._tmp, self.path)
-        else:
-            self._tmp.unlink(missing_ok=True)
-
-
-def _open_virtual_camera(width: int, height: int, fps: float):
-    try:
-        import pyvirtualcam
-    except ImportError:
-        raise CameraError("--virtual-camera needs pyvirtualcam: pip install pyvirtualcam") from None
-    try:
-        return pyvirtualcam.Camera(width=width, height=height, fps=fps, fmt=pyvirtualcam.PixelFormat.RGB)
-    except RuntimeError as exc:
-        raise CameraError(f"no virtual camera backend ({exc}); on Linux load v4l2loopback, "
-                          "elsewhere install OBS") from None
-
-
-def _check_gui() -> None:
-    try:
-        cv2.namedWindow(WINDOW, cv2.WINDOW_AUTOSIZE)
-    except cv2.error:
-        raise CameraError("this OpenCV has no GUI (opencv-python-headless): install opencv-python "
-                          "for the window, or use --no-window with --virtual-camera or --output") from None
-
-
-def _overlay(rgb: np.ndarray, text: str) -> np.ndarray:
-    bgr = cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)
-    cv2.putText(bgr, text, (8, 20), cv2.FONT_HERSHEY_SIMPLEX, 0.5, (0, 0, 0), 3, cv2.LINE_AA)
-    cv2.putText(bgr, text, (8, 20), cv2.FONT_HERSHEY_SIMPLEX, 0.5, (255, 255, 255), 1, cv2.LINE_AA)
-    return bgr
 
 
 def next_style(key: int, current: int, count: int) -> int:
@@ -253,7 +129,7 @@ def run_camera(options: CameraOptions, *, on_frame: Callable[[np.ndarray, str], 
 
     stylizer(styles[0])             # fail on a bad style before the camera turns on
     if options.window:
-        _check_gui()
+        check_gui()
     capture = open_capture(options.source, options.capture_width, options.capture_height)
     source_fps = capture.get(cv2.CAP_PROP_FPS) or 30.0
     is_file = not options.source.isdigit()
@@ -286,7 +162,7 @@ def run_camera(options: CameraOptions, *, on_frame: Callable[[np.ndarray, str], 
                 sink.write(out)
             if options.virtual_camera:
                 if virtual is None:
-                    virtual = _open_virtual_camera(out.shape[1], out.shape[0], source_fps)
+                    virtual = open_virtual_camera(out.shape[1], out.shape[0], source_fps)
                 if (out.shape[1], out.shape[0]) == (virtual.width, virtual.height):
                     virtual.send(out)
             if on_frame is not None:
@@ -294,7 +170,7 @@ def run_camera(options: CameraOptions, *, on_frame: Callable[[np.ndarray, str], 
             key = -1
             if options.window:
                 text = f"{name}  {fps:.1f} fps  dropped {reader.dropped}" + ("  temporal" if temporal_on else "")
-                shown = _overlay(out, text) if options.show_fps else cv2.cvtColor(out, cv2.COLOR_RGB2BGR)
+                shown = overlay(out, text) if options.show_fps else cv2.cvtColor(out, cv2.COLOR_RGB2BGR)
                 cv2.imshow(WINDOW, shown)
                 key = cv2.waitKey(1) & 0xFF
                 if cv2.getWindowProperty(WINDOW, cv2.WND_PROP_VISIBLE) < 1:

@@ -13,8 +13,9 @@ as they are.
 (`temporal_torch`), the decode workers computing each frame pair's flows ahead (`flow_ahead`,
 from the frame's luma), and frames keep travelling as YUV planes; on the CPU the OpenCV blender
 (`temporal`) runs as the frame filter.
-The codec follows the container when not named (`resolve_codec`: vp9/av1 for
-WebM), and a codec or preset the container or encoder refuses is refused before any work.
+The codec follows the container when not named (vp9/av1 for WebM), and a codec or preset the
+container or encoder refuses is refused before any work (`video_setup`, which also opens the
+input and sets up the encoder).
 A second demuxer over the same file feeds audio and subtitle packets, remuxed untouched
 (bit-identical payloads) and interleaved by time behind the video, so no stream is buffered
 whole (`remux`). Container and stream metadata, fps, time base and colour tags are copied; rotation
@@ -22,7 +23,8 @@ travels as the stream's metadata where the container keeps it that way. The outp
 to a temp file beside `dst` (`io.atomic`: the images' mode, no clobbering without `overwrite`)
 and renamed only when complete; a broken stream raises `VideoError` (one line naming the file,
 or naming `dst` when writing failed) and leaves nothing behind. `video.max_seconds` and
-`options.max_pixels` are enforced on the frames as decoded, not on what the header claims. Not here: the frame
+`options.max_pixels` are enforced on the frames as decoded, not on what the header claims
+(`video_range`). Not here: the frame
 filter's logic
 (temporal blending lives with its own module) and images (`media.images`).
 """
@@ -34,31 +36,25 @@ import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 import numpy as np
 
 from ..engine.options import StylizeOptions
-from ..io.atomic import atomic_write, unwritable_reason
+from ..io.atomic import atomic_write
 from .engine_stage import EngineStage, host_pixels
 from .flow import to_gray
 from .flow_ahead import FlowAhead
-from .options import CONTAINER_CODECS, DEFAULT_PRESETS, VIDEO_CODECS, VideoOptions, check_preset
+from .options import VideoOptions
 from .pipeline import Item, Stats, stream
 from .remux import PacketFeed, copy_streams, error_line
+from .video_range import expected_frames, frame_check, frames_in_range
+from .video_setup import VideoError, add_video_stream, check_request, decoder_hwaccel, open_input
 from .yuv import YuvFrame, frame_tags
 
-CONTAINERS = {".mp4": "mp4", ".m4v": "mp4", ".mov": "mov", ".mkv": "matroska",
-              ".webm": "webm", ".avi": "avi"}
-_PRESET_KEYS = {"libx264": "preset", "libx265": "preset", "libsvtav1": "preset"}
-# PyAV opens encoders with thread_type SLICE, which FFmpeg passes to x264 as sliced threads:
-# one frame at a time split across cores. Frame threads keep every core busy on several frames.
-ENCODER_THREADING = {"libx264": "FRAME", "libx265": "FRAME"}
 # NVDEC does the decoding; FFmpeg's frame threads would only add CPU threads that parse headers.
 HW_DECODE_THREAD_TYPE = "SLICE"
 
-# libvpx-vp9's own defaults run at a few frames/s; row threads and speed 4 are its usual good trade.
-_CODEC_DEFAULTS = {"vp9": {"row-mt": "1", "cpu-used": "4", "deadline": "good"}}
 # An FFmpeg error with one of these errnos is the output's fault (disk full, read-only), not the input's.
 _WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM})
 # A stream that ends before this share of the frames its header promises is called out.
@@ -66,10 +62,6 @@ _SHORT_STREAM = 0.98
 
 FrameFilter = Callable[[np.ndarray, np.ndarray], np.ndarray]
 Progress = Callable[[int, "int | None"], None]
-
-
-class VideoError(ValueError):
-    """A video that cannot be read or written; the message names the file and the reason."""
 
 
 @dataclass
@@ -93,39 +85,6 @@ class _FrameMeta:
     flow: object = None            # pair flows from the frame before (GPU --temporal), staged
 
 
-def _open_input(av, src: Path, hwaccel=None):
-    try:   # no hwaccel argument unless asked: PyAV before 14 does not take it
-        return av.open(str(src), hwaccel=hwaccel) if hwaccel is not None else av.open(str(src))
-    except (av.FFmpegError, OSError) as exc:
-        if hwaccel is not None:   # the file may be fine and the GPU's decoder not
-            try:
-                av.open(str(src)).close()
-            except (av.FFmpegError, OSError):
-                pass
-            else:
-                raise VideoError(f"{src}: NVIDIA's decoder is not usable here ({error_line(exc)}); "
-                                 "use --decoder cpu") from None
-        raise VideoError(f"{src}: cannot open as a video ({error_line(exc)})") from None
-
-
-def _hwaccel(decoder: str, stylizer):
-    """PyAV's CUDA hwaccel settings for `decoder` "cuda" (on the stylizer's GPU), else None."""
-    if decoder != "cuda":
-        return None
-    try:
-        from av.codec.hwaccel import HWAccel, hwdevices_available
-    except ImportError:
-        raise VideoError("--decoder cuda needs PyAV 14 or later; use --decoder cpu") from None
-    if "cuda" not in hwdevices_available():
-        raise VideoError("--decoder cuda: this PyAV build's FFmpeg has no CUDA hwaccel; use --decoder cpu")
-    device = getattr(stylizer, "device", None)
-    index = None
-    if device is not None and str(device).startswith("cuda"):
-        import torch
-        index = torch.device(device).index
-    return HWAccel("cuda", device=None if index is None else str(index), allow_software_fallback=False)
-
-
 def stylize_video(src: str | os.PathLike, dst: str | os.PathLike, stylizer, options: StylizeOptions,
                   video: VideoOptions = VideoOptions(), *, progress: Progress | None = None,
                   frame_filter: FrameFilter | None = None, stats: Stats | None = None) -> VideoResult:
@@ -138,26 +97,8 @@ def stylize_video(src: str | os.PathLike, dst: str | os.PathLike, stylizer, opti
     except ImportError:
         raise ModuleNotFoundError('video needs PyAV: pip install "styleforge[video]"', name="av") from None
     src, dst = Path(src), Path(dst)
-    fmt = CONTAINERS.get(dst.suffix.lower())
-    if fmt is None:
-        raise VideoError(f"{dst}: cannot write videos with suffix {dst.suffix!r}; "
-                         f"use one of {', '.join(sorted(CONTAINERS))}")
-    codec = resolve_codec(video.codec, fmt, dst)
-    if video.preset is not None:
-        try:
-            check_preset(codec, video.preset)
-        except ValueError as exc:
-            raise VideoError(str(exc)) from None
-    if dst.exists() and not options.overwrite:
-        raise VideoError(f"{dst}: exists (--overwrite to replace it)")
-    if not src.is_file():
-        raise VideoError(f"{src}: no such file")
-    if src.resolve() == dst.resolve():
-        raise VideoError(f"{dst}: the output would replace the input; choose another name")
-    why = unwritable_reason(dst)
-    if why:
-        raise VideoError(f"{dst}: cannot write ({why}); choose another -o")
-    reader = _open_input(av, src, _hwaccel(video.decoder, stylizer))
+    fmt, codec = check_request(src, dst, video, options)
+    reader = open_input(av, src, decoder_hwaccel(video.decoder, stylizer))
     started = time.perf_counter()
     results = []
 
@@ -178,25 +119,6 @@ def stylize_video(src: str | os.PathLike, dst: str | os.PathLike, stylizer, opti
     result = results[0]
     result.output, result.seconds = dst, time.perf_counter() - started
     return result
-
-
-def resolve_codec(codec: str, fmt: str, dst: Path) -> str:
-    """The codec name (VIDEO_CODECS key) to write `fmt` with; VideoError when it cannot hold it."""
-    takes = CONTAINER_CODECS[fmt]
-    if codec != "auto":
-        if codec not in takes:
-            raise VideoError(f"{dst}: a {dst.suffix} file cannot hold {codec} video; "
-                             f"use --video-codec {' or '.join(takes)}, or another suffix")
-        return codec
-    import av
-    for name in takes:
-        try:
-            av.codec.Codec(VIDEO_CODECS[name], "w")
-        except (av.FFmpegError, ValueError):
-            continue
-        return name
-    raise VideoError(f"{dst}: this PyAV build has no encoder for {dst.suffix} "
-                     f"({', '.join(takes)}); use .mp4 or .mkv")
 
 
 def _transcode(av, reader, src: Path, tmp: Path, fmt: str, codec: str, stylizer, options: StylizeOptions,
@@ -221,28 +143,10 @@ def _transcode(av, reader, src: Path, tmp: Path, fmt: str, codec: str, stylizer,
         notes.append(f"{src}: {width}×{height} cropped to {even_w}×{even_h} (4:2:0 needs even sides)")
     with av.open(str(tmp), "w", format=fmt) as writer:
         writer.metadata.update(reader.metadata)
-        vout = writer.add_stream(VIDEO_CODECS[codec], rate=rate)
-        vout.width, vout.height, vout.pix_fmt = even_w, even_h, "yuv420p"
-        vout.time_base = vin.time_base
-        vout.codec_context.time_base = vin.time_base
-        vout.metadata.update(vin.metadata)
-        for name in ("color_range", "colorspace", "color_primaries", "color_trc"):
-            try:
-                setattr(vout.codec_context, name, getattr(vin.codec_context, name))
-            except (AttributeError, TypeError, ValueError):
-                pass
-        codec_options = dict(_CODEC_DEFAULTS.get(codec, {}))
-        if video.crf is not None:
-            codec_options["crf"] = str(video.crf)
-        preset = video.preset if video.preset is not None else DEFAULT_PRESETS.get(codec)
-        if preset is not None:
-            codec_options[_PRESET_KEYS[VIDEO_CODECS[codec]]] = preset
-        vout.options = codec_options
-        if VIDEO_CODECS[codec] in ENCODER_THREADING:
-            vout.codec_context.thread_type = ENCODER_THREADING[VIDEO_CODECS[codec]]
+        vout = add_video_stream(writer, vin, codec, video, rate, even_w, even_h)
         copied = copy_streams(reader, writer, notes)
         packets = PacketFeed(av, src, copied, start, end, offset_s)
-        total = _frame_count(vin, rate, start, end)
+        total = expected_frames(vin, rate, start, end)
         engine = EngineStage(stylizer) if stylizer is not None else None
         flows = None
         if engine is not None and frame_filter is None and video.temporal > 0:
@@ -313,7 +217,8 @@ def _transcode(av, reader, src: Path, tmp: Path, fmt: str, codec: str, stylizer,
                                          dst_color_range=meta.color_range or None)
 
         done = 0
-        frames = _frames(av, reader, vin, src, start, end, _limit(video.max_seconds, rate, vin, src, options))
+        frames = frames_in_range(av, reader, vin, src, start, end,
+                                 frame_check(video.max_seconds, rate, vin, src, options))
         pipeline = video.pipeline
         # Frames must stay in order through a stateful filter: it sees them one by one, so the
         # encode workers (which apply it) are one thread then.
@@ -344,55 +249,9 @@ def _transcode(av, reader, src: Path, tmp: Path, fmt: str, codec: str, stylizer,
     return VideoResult(tmp, done, 0.0, notes)
 
 
-def _limit(max_seconds: float | None, rate: Fraction, vin, src: Path, options: StylizeOptions):
-    """check(frame, count) → None, raising VideoError once the decoded stream passes
-    `max_seconds` by its timestamps or its frame count (the header's duration may lie), or
-    a frame passes `options.max_pixels` (a stream may change size midway)."""
-    most_frames = None if max_seconds is None else max_seconds * float(rate) + 1
-
-    def check(frame, count: int, first_time: float | None) -> None:
-        if frame.width * frame.height > options.max_pixels:
-            raise VideoError(f"{src}: a {frame.width}×{frame.height} frame is over the limit of "
-                             f"{options.max_pixels:,} pixels")
-        if max_seconds is None:
-            return
-        t = frame.time
-        if count > most_frames or (t is not None and first_time is not None and t - first_time > max_seconds):
-            raise VideoError(f"{src}: longer than the limit of {max_seconds:g} s (stopped at frame "
-                             f"{count}); trim it first")
-    return check
-
-
 def _filtered(frame_filter: FrameFilter, content: np.ndarray, out: np.ndarray) -> np.ndarray:
     filtered = np.asarray(frame_filter(content, out))
     if filtered.shape != out.shape or filtered.dtype != np.uint8:
         raise ValueError(f"frame_filter returned {filtered.dtype} {filtered.shape}; "
                          f"expected uint8 {out.shape}")
     return filtered
-
-
-def _frames(av, reader, vin, src: Path, start: float, end: float | None, check) -> Iterator:
-    if start > 0:
-        reader.seek(int(start * av.time_base), backward=True, any_frame=False)
-    count, first_time = 0, None
-    try:
-        for frame in reader.decode(vin):
-            t = frame.time
-            if t is not None and t < start - 1e-6:
-                continue
-            if end is not None and t is not None and t >= end - 1e-6:
-                return
-            count += 1
-            first_time = t if first_time is None else first_time
-            check(frame, count, first_time)
-            yield frame
-    except av.FFmpegError as exc:
-        raise VideoError(f"{src}: broken video stream ({error_line(exc)})") from None
-
-
-def _frame_count(vin, rate: Fraction, start: float, end: float | None) -> int | None:
-    if end is not None:
-        return max(1, round((end - start) * float(rate)))
-    if vin.frames:
-        return max(1, vin.frames - round(start * float(rate)))
-    return None

@@ -50,8 +50,8 @@ def test_runner_takes_cached_plans_and_its_own_win(tmp_path):
     mine = LayerChoice("cudnn", "slower", 1.0, 1.0, {"cudnn": 1.0})
     runner.layer_choices[("residual", (1, 3, 32, 32))] = mine
     cache.record(torch.float32, "residual", (1, 3, 32, 32), LayerChoice("hybrid", "faster", 0.5, 1.0, {"hybrid": 0.5}))
-    runner.adopt_plan_cache(PlanCache(tmp_path / "plans.json"))
-    assert runner._known_plan((1, 3, 64, 64)).provider == "hybrid"
+    runner.layer_choices.adopt_plan_cache(PlanCache(tmp_path / "plans.json"))
+    assert runner.layer_choices.known_plan((1, 3, 64, 64)).provider == "hybrid"
     assert runner.layer_choices[("residual", (1, 3, 32, 32))] is mine
 
 
@@ -60,14 +60,14 @@ def test_a_new_runner_does_not_time_plans_again(loaded, monkeypatch, tmp_path):
     from styleforge.engine import autotune
     cache_path = tmp_path / "plans.json"
     first = FusedRunner(random_net(0), torch.device("cuda"), torch.bfloat16)
-    first.adopt_plan_cache(PlanCache(cache_path))
+    first.layer_choices.adopt_plan_cache(PlanCache(cache_path))
     x = torch.rand(1, 3, 64, 96, device="cuda") * 255
     first(x)
     want = first(x)                                   # the second call times the plans and captures
     if first.default_plan() == "conv3x3":            # Hopper: the plans were timed, so kept
         assert ("residual", (1, 3, 64, 96)) in PlanCache(cache_path).choices(torch.bfloat16)
     second = FusedRunner(random_net(0), torch.device("cuda"), torch.bfloat16)
-    second.adopt_plan_cache(PlanCache(cache_path))
+    second.layer_choices.adopt_plan_cache(PlanCache(cache_path))
     monkeypatch.setattr(autotune, "choose_plan", lambda *a, **k: pytest.fail("plans timed again"))
     second(x)
     got = second(x)

@@ -251,19 +251,19 @@ def test_known_plan_reuses_the_plan_timed_at_this_or_a_similar_size():
     runner.layer_choices[("residual", (1, 3, 512, 384))] = timed
     runner.layer_choices[("residual", (1, 3, 2048, 2048))] = LayerChoice(
         "cudnn", "slower", 9.0, 9.0, {"cudnn": 9.0, "hybrid": 9.5})
-    assert runner._known_plan((1, 3, 512, 384)) is timed
-    near = runner._known_plan((1, 3, 384, 544))            # 6 % more pixels
+    assert runner.layer_choices.known_plan((1, 3, 512, 384)) is timed
+    near = runner.layer_choices.known_plan((1, 3, 384, 544))            # 6 % more pixels
     assert near.provider == "hybrid" and near.reason == "timed at 512x384" and not near.plans
-    assert runner._known_plan((1, 3, 2048, 1920)).provider == "cudnn"
-    assert runner._known_plan((1, 3, 1024, 1024)) is None, "4× the pixels of the nearest timed shape"
+    assert runner.layer_choices.known_plan((1, 3, 2048, 1920)).provider == "cudnn"
+    assert runner.layer_choices.known_plan((1, 3, 1024, 1024)) is None, "4× the pixels of the nearest timed shape"
     runner.layer_choices[("residual", (1, 3, 384, 544))] = near
-    assert runner._known_plan((1, 3, 384, 544)).provider == "hybrid", "an untimed choice is not a source"
+    assert runner.layer_choices.known_plan((1, 3, 384, 544)).provider == "hybrid", "an untimed choice is not a source"
     # The 9×9 layers' op-or-cuDNN choices travel the same way, per layer, batch and channels.
     runner.layer_choices[("conv1", (1, 3, 512, 384))] = LayerChoice("styleforge", "faster", 0.1, 0.2)
     timed = lambda c: c.op_ms is not None  # noqa: E731
-    assert runner._similar_choice("conv1", (1, 3, 500, 400), timed).provider == "styleforge"
-    assert runner._similar_choice("conv1", (2, 3, 500, 400), timed) is None, "another batch size"
-    assert runner._similar_choice("head", (1, 3, 500, 400), timed) is None, "another layer"
+    assert runner.layer_choices.similar("conv1", (1, 3, 500, 400), timed).provider == "styleforge"
+    assert runner.layer_choices.similar("conv1", (2, 3, 500, 400), timed) is None, "another batch size"
+    assert runner.layer_choices.similar("head", (1, 3, 500, 400), timed) is None, "another layer"
 
 
 @pytest.mark.gpu

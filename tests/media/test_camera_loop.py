@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from styleforge.cli import main
-from styleforge.media.camera import CameraError, CameraOptions, next_style, run_camera
+from styleforge.media.camera import CameraOptions, next_style, run_camera
+from styleforge.media.camera_devices import CameraError
 
 
 def write_video(path, frames: int = 6, size: tuple[int, int] = (24, 16), fps: float = 25.0) -> str:
