@@ -128,8 +128,9 @@ class Background:
     """Other threads doing what the media pipeline's workers do while the main thread captures:
     pinned staging and uploads (decode), launches with allocations (flow, blends), downloads
     waited on (encode), random draws on the GPU (under the lock) — through the package's
-    workers' own calls, and raw work on side streams; with `clip`, one more thread runs `styleforge.stylize_video(--temporal)` on it over and over
-    (PyAV decode and encode workers, an engine thread of its own that captures too)."""
+    workers' own calls, and raw work on side streams; with `clip`, one more thread runs
+    `styleforge.stylize_video(--temporal)` on it over and over (PyAV decode and
+    encode workers, an engine thread of its own that captures too)."""
 
     def __init__(self, threads_each: int = 2, clip=None):
         from styleforge.media.engine_stage import EngineStage
