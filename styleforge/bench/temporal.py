@@ -35,6 +35,7 @@ import cv2
 import numpy as np
 import torch
 
+from ..engine.stroke import stroke_factor
 from ..media.flow import FlowEstimator, to_gray
 from ..media.flow_ahead import FlowAhead
 from ..media.warping_error import step_masks, warping_error
@@ -138,14 +139,18 @@ def shot_error(outputs, flows, masks, cuts: tuple[int, ...]) -> float:
     return float(np.mean([e for t, e in enumerate(steps, start=1) if t not in cuts]))
 
 
-def blend_frames(frames, styled, config: TemporalBenchConfig, device: torch.device) -> tuple[list[np.ndarray], float]:
-    """The video path's blend of `styled` (its flows computed first, as the decode workers do)
+def blend_frames(frames, styled, config: TemporalBenchConfig, device: torch.device,
+                 stroke_scale: float | None = None) -> tuple[list[np.ndarray], float]:
+    """The video path's blend of `styled` (its flows computed first, as the decode workers do;
+    the detail blur sized to the stylizer's strokes, `stroke_scale` as in StylizeOptions)
     → blended frames and ms per frame of the blend alone."""
     ahead = FlowAhead()
     flows = [ahead(i, to_gray(f)) for i, f in enumerate(frames)]
+    settings = dict(strength=config.strength, detail_sigma=config.detail_sigma,
+                    stroke_factor=stroke_factor(*styled[0].shape[:2], stroke_scale))
     if device.type == "cuda":
         from ..media.temporal_torch import TorchTemporalBlender
-        blender = TorchTemporalBlender(strength=config.strength, detail_sigma=config.detail_sigma, device=device)
+        blender = TorchTemporalBlender(**settings, device=device)
         upload = [(torch.from_numpy(c).to(device).permute(2, 0, 1).float(),
                    torch.from_numpy(s).to(device).permute(2, 0, 1).float(),
                    torch.from_numpy(f).to(device) if f is not None else None) for c, s, f in zip(frames, styled, flows)]
@@ -156,7 +161,7 @@ def blend_frames(frames, styled, config: TemporalBenchConfig, device: torch.devi
         ms = (time.perf_counter() - start) * 1e3 / len(frames)
         return [o.permute(1, 2, 0).to(torch.uint8).cpu().numpy() for o in outputs], ms
     from ..media.temporal import TemporalBlender
-    blender = TemporalBlender(strength=config.strength, detail_sigma=config.detail_sigma)
+    blender = TemporalBlender(**settings)
     start = time.perf_counter()
     outputs = [blender.blend(c, s, f) for c, s, f in zip(frames, styled, flows)]
     return outputs, (time.perf_counter() - start) * 1e3 / len(frames)
@@ -237,9 +242,10 @@ def run_temporal_bench(config: TemporalBenchConfig, log=print) -> list[dict]:
             if clip.frames:
                 flows = input_flows(clip.frames, workers)
                 masks = step_masks(flows)
-                for model_name, (model, _) in models.items():
+                for model_name, (model, model_options) in models.items():
                     styled, stylize_ms = stylize_frames(model, clip.frames)
-                    blended, blend_ms = blend_frames(clip.frames, styled, config, device)
+                    blended, blend_ms = blend_frames(clip.frames, styled, config, device,
+                                                     model_options.stroke_scale)
                     both = "temporal" if model_name == "per-frame" else f"{model_name}+temporal"
                     for method, outputs, extra_ms in ((model_name, styled, 0.0), (both, blended, blend_ms)):
                         clip_rows.append({

@@ -28,7 +28,7 @@ class TemporalBenchConfig:
     repeats: int = 2                          # timed runs of each mode per clip (the best is kept)
     score_every: int = 4                      # style ratio on every n-th scored frame
     strength: float = 0.8
-    detail_sigma: float = 2.0                 # TemporalSettings.detail_sigma
+    detail_sigma: float = 1.0                 # TemporalSettings.detail_sigma (px at the network scale)
     device: str = "cpu"
     output: str | None = "benchmarks/results"
 

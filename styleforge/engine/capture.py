@@ -13,6 +13,13 @@ together; a capture waits for those inside and new ones wait for the capture (so
 stream of workers cannot starve it). Both sides are re-entrant per thread, and a thread that
 holds the shared side may still capture (its own calls are in thread_local's scope anyway).
 
+PyTorch's default CUDA generator is process-wide state that every capture enters: from a
+capture's begin to its end, a random draw from it on ANY other thread raises "Offset increment
+outside graph capture encountered unexpectedly" (a CPU-side check, so no capture mode helps).
+Random draws on the GPU are therefore CUDA work: hold `cuda_work()` around them. And a capture
+that fails leaves the generator in that state for good (torch raises cudaStreamEndCapture's
+error before the generator's epilogue), so `capturing` closes it with a one-kernel capture.
+
 Not here: what is captured (`engine.runner`, `engine.arbitrary`). A capture that fails anyway
 raises from `capturing`; the runners turn that into one eager call and one warning.
 """
@@ -94,11 +101,32 @@ def cuda_work() -> contextlib.AbstractContextManager:
 def capturing(graph: torch.cuda.CUDAGraph, **kwargs) -> Iterator[None]:
     """`torch.cuda.graph(graph, capture_error_mode="thread_local", **kwargs)` under the exclusive
     lock. On failure the thread's current stream is put back (torch's context manager leaves the
-    capture stream current when `capture_end` raises) and the error propagates."""
+    capture stream current when `capture_end` raises), the default CUDA generator is taken out of
+    capture mode (`close_rng_capture`) and the error propagates."""
     stream = torch.cuda.current_stream()
     with CAPTURE_LOCK.exclusive():
         try:
             with torch.cuda.graph(graph, capture_error_mode="thread_local", **kwargs):
                 yield
+        except BaseException:
+            torch.cuda.set_stream(stream)
+            try:
+                close_rng_capture(stream.device)
+            except RuntimeError:   # a device that cannot capture now: the first error says why
+                pass
+            raise
         finally:
             torch.cuda.set_stream(stream)
+
+
+def close_rng_capture(device: torch.device) -> None:
+    """Take the default CUDA generator of `device` out of capture mode after a failed capture.
+
+    Every capture's begin puts the generator into capture mode and only a successful end takes it
+    out; until then each random draw on the GPU anywhere in the process raises. A capture of one
+    in-place kernel on a tensor allocated beforehand runs that begin and end once more (it draws
+    nothing, so the generator's offset is unchanged). Called under the exclusive lock."""
+    with torch.cuda.device(device):
+        scratch = torch.zeros(1, device=device)
+        with torch.cuda.graph(torch.cuda.CUDAGraph(), capture_error_mode="thread_local"):
+            scratch.add_(1)

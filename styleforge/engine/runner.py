@@ -157,7 +157,9 @@ class FusedRunner:
             with cuda_work():
                 return self.forward(x.to(self.device, non_blocking=True))
         key = (tuple(x.shape), x.dtype, x.device.type)
-        if key not in self._graphs and key not in self._seen_once:
+        # A shape whose capture failed is not new: its next call tries the capture again (up to
+        # MAX_CAPTURE_FAILURES) instead of running eagerly as if seen for the first time.
+        if key not in self._graphs and key not in self._seen_once and key not in self.capture_failures:
             self._seen_once[key] = None
             while len(self._seen_once) > MAX_SEEN:
                 self._seen_once.popitem(last=False)

@@ -45,7 +45,8 @@ class TemporalSettings:
     photometric_tolerance: float = 30.0   # max input difference (0–255) after the warp to trust a pixel
     scene_cut: float = 0.6                # restart when more than this share of pixels is untrusted
     feather: int = 2                      # px: the trust mask is blurred by this radius
-    detail_sigma: float = 2.0             # px: finer detail than this Gaussian stays the current frame's; 0 = off
+    detail_sigma: float = 1.0             # px at the network's scale: finer detail stays the current frame's; 0 = off
+    stroke_factor: float = 1.0            # the stylizer's downscale (engine.stroke.stroke_factor): σ's px multiplier
 
     def __post_init__(self):
         if not 0.0 <= self.strength < 1.0:
@@ -54,12 +55,18 @@ class TemporalSettings:
             raise ValueError(f"flow preset must be one of {tuple(PRESETS)}, got {self.preset!r}")
         if not 0.0 < self.scene_cut <= 1.0:
             raise ValueError(f"scene_cut must be in (0, 1], got {self.scene_cut}")
-        if self.feather < 0 or self.photometric_tolerance <= 0 or self.detail_sigma < 0:
-            raise ValueError("feather and detail_sigma must be ≥ 0, photometric_tolerance > 0")
+        if self.feather < 0 or self.photometric_tolerance <= 0 or self.detail_sigma < 0 or self.stroke_factor < 1:
+            raise ValueError("feather and detail_sigma must be ≥ 0, photometric_tolerance > 0, stroke_factor ≥ 1")
+
+    def detail_px(self) -> float:
+        """The detail blur's σ in output pixels. The network paints at its internal size (`stroke`
+        scale: auto draws 512-px strokes at any size), so its strokes grow with that factor; a σ
+        fixed in output pixels would let the blend average ever more of them as frames grow."""
+        return self.detail_sigma * self.stroke_factor
 
     def detail_size(self) -> int:
         """The detail blur's kernel size: cv2.GaussianBlur's rule for float images (±4σ)."""
-        return round(self.detail_sigma * 8 + 1) | 1
+        return round(self.detail_px() * 8 + 1) | 1
 
 
 @dataclass
@@ -125,7 +132,7 @@ class TemporalBlender(TemporalSettings):
         change = warp(self._output, backward, cv2.INTER_CUBIC) - current
         if self.detail_sigma:
             size = self.detail_size()
-            change = cv2.GaussianBlur(change, (size, size), self.detail_sigma)
+            change = cv2.GaussianBlur(change, (size, size), self.detail_px())
         blended = current + (self.strength * mask)[..., None] * change
         return self._keep(content, np.clip(blended, 0.0, 255.0))
 

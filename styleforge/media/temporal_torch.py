@@ -90,7 +90,7 @@ class TorchTemporalBlender(TemporalSettings):
         super().__post_init__()
         self.device = torch.device(self.device)
         self._feather_taps = _taps(2 * self.feather + 1, FEATHER_SIGMA, self.device)
-        self._detail_taps = _taps(self.detail_size(), self.detail_sigma, self.device) if self.detail_sigma else None
+        self._detail_taps = _taps(self.detail_size(), self.detail_px(), self.device) if self.detail_sigma else None
         self.reset()
 
     def reset(self) -> None:

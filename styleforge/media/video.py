@@ -41,6 +41,7 @@ from typing import Callable
 import numpy as np
 
 from ..engine.options import StylizeOptions
+from ..engine.stroke import stroke_factor
 from ..io.atomic import atomic_write
 from .engine_stage import EngineStage, host_pixels
 from .flow import to_gray
@@ -150,13 +151,16 @@ def _transcode(av, reader, src: Path, tmp: Path, fmt: str, codec: str, stylizer,
         engine = EngineStage(stylizer) if stylizer is not None else None
         flows = None
         if engine is not None and frame_filter is None and video.temporal > 0:
+            # The blend keeps strokes finer than detail_sigma at the network's scale, i.e. this many px.
+            strokes = stroke_factor(even_h, even_w, getattr(getattr(stylizer, "options", None), "stroke_scale", None))
             if engine.cuda:   # the blend on the engine's output, its flows ahead in the decode workers
                 from .temporal_torch import TorchTemporalBlender
-                engine.temporal = TorchTemporalBlender(strength=video.temporal, device=engine.device)
+                engine.temporal = TorchTemporalBlender(strength=video.temporal, stroke_factor=strokes,
+                                                       device=engine.device)
                 flows = FlowAhead(engine.temporal.preset, engine.temporal.flow_max_side)
             else:             # one OpenCV blender per video, called in frame order
                 from .temporal import TemporalBlender
-                frame_filter = TemporalBlender(strength=video.temporal)
+                frame_filter = TemporalBlender(strength=video.temporal, stroke_factor=strokes)
         offset_pts = round(offset_s / vin.time_base) if offset_s else 0
 
         # On CUDA without a frame filter, frames travel as yuv420p planes and the colour conversion

@@ -12,7 +12,7 @@ import pytest
 import torch
 from conftest import random_net, rel_error
 
-from styleforge.engine.capture import CAPTURE_LOCK, CaptureLock
+from styleforge.engine.capture import CAPTURE_LOCK, CaptureLock, cuda_work
 
 STRESS_CAPTURES = 200
 
@@ -113,6 +113,11 @@ def test_a_failed_capture_runs_eagerly_with_one_warning():
     assert [str(w.message).count("capture failed") for w in caught] == [1]
     assert all(rel_error(out, expected) <= 1e-4 for out in outs)
     assert runner.captures == 0 and sum(runner.capture_failures.values()) == 2
+    # The failed captures left PyTorch's default CUDA generator out of capture mode: a random draw
+    # works and takes the values a fresh generator of the same seed gives (close_rng_capture).
+    torch.cuda.manual_seed(7)
+    drawn = torch.rand(16, device="cuda")
+    assert torch.equal(drawn, torch.rand(16, device="cuda", generator=torch.Generator("cuda").manual_seed(7)))
     assert torch.cuda.current_stream() == torch.cuda.default_stream()   # the stream was put back
     runner.forward = forward
     out = runner(x)                                  # a later capture of the shape succeeds
@@ -122,16 +127,17 @@ def test_a_failed_capture_runs_eagerly_with_one_warning():
 class Background:
     """Other threads doing what the media pipeline's workers do while the main thread captures:
     pinned staging and uploads (decode), launches with allocations (flow, blends), downloads
-    waited on (encode) — through the package's workers' own calls, and raw work on side streams;
-    with `clip`, one more thread runs `styleforge.stylize_video(--temporal)` on it over and over
-    (PyAV decode and encode workers, an engine thread of its own that captures too)."""
+    waited on (encode), random draws on the GPU (under the lock) — through the package's
+    workers' own calls, and raw work on side streams; with `clip`, one more thread runs
+    `styleforge.stylize_video(--temporal)` on it over and over (PyAV decode and
+    encode workers, an engine thread of its own that captures too)."""
 
     def __init__(self, threads_each: int = 2, clip=None):
         from styleforge.media.engine_stage import EngineStage
         self.stage = EngineStage(lambda x: x, device=torch.device("cuda"))
         self.stop, self.errors, self.rounds, self.videos = threading.Event(), [], 0, 0
         self.clip = clip
-        kinds = [self.decode, self.launch, self.encode]
+        kinds = [self.decode, self.launch, self.encode, self.draw]
         self.threads = [threading.Thread(target=self.loop, args=(k, i)) for k in kinds for i in range(threads_each)]
         if clip is not None:
             self.threads.append(threading.Thread(target=self.loop, args=(self.video, 0)))
@@ -149,7 +155,6 @@ class Background:
     def decode(self, rng, stream):
         pixels = rng.integers(0, 256, (rng.integers(64, 300), 320, 3), dtype=np.uint8)
         pinned = self.stage.stage(pixels)
-        from styleforge.engine.capture import cuda_work
         with cuda_work(), torch.cuda.stream(stream):
             on_gpu = pinned.to("cuda", non_blocking=True)
             back = on_gpu.float().mul_(1.0).to(torch.uint8).cpu()
@@ -176,6 +181,14 @@ class Background:
         pixels = host_pixels(DeviceResult(host, ready))
         if not (pixels == pixels.flat[0]).all() or pixels.flat[0] != int(image[0, 0, 0]):
             raise AssertionError("a download waited on did not hold the pixels")
+
+    def draw(self, rng, stream):
+        # PyTorch's default CUDA generator is in capture mode during any capture, and a draw from
+        # another thread then raises: draws are CUDA work, under the lock (engine.capture).
+        with cuda_work(), torch.cuda.stream(stream):
+            mean = float(torch.rand(int(rng.integers(1024, 8192)), device="cuda").mean())
+        if not 0.4 < mean < 0.6:
+            raise AssertionError(f"uniform draws averaged {mean}")
 
     def video(self, rng, stream):
         import styleforge
@@ -215,7 +228,8 @@ def test_stress_captures_of_new_shapes_beside_concurrent_cuda_work(styles_env, t
         clip = write_clip(tmp_path / "clip.mp4", render_scene("pan", [photo], (96, 160), 12))
         with Background(clip=clip) as background:
             for i, shape in enumerate(shapes):
-                x = torch.rand(shape, device="cuda") * 255
+                with cuda_work():   # the video's engine thread may be capturing: see draw()
+                    x = torch.rand(shape, device="cuda") * 255
                 runner(x)                           # seen once: eager
                 out = runner(x)                     # captured now, under the other threads' work
                 if i % 20 == 0:

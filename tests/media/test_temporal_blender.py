@@ -50,6 +50,22 @@ def test_fine_detail_stays_the_current_frames():
     assert warping_error(blended, clip.flows).mean > 0.6 * warping_error(stylized, clip.flows).mean
 
 
+def test_detail_blur_grows_with_the_networks_stroke_factor():
+    # Strokes painted at half size and upscaled 2× are twice as wide: σ 1 at the network's scale
+    # blurs like σ 2 px, and unlike σ 1 px.
+    clip = motion_clip(texture(), "subpixel-pan", (48, 64), 5)
+    stylized = flickering_stylization(clip.frames, blur=1.0)
+
+    def run(**settings):
+        blender = TemporalBlender(strength=0.8, **settings)
+        return [blender(c, s) for c, s in zip(clip.frames, stylized)]
+    scaled, wide, narrow = run(detail_sigma=1.0, stroke_factor=2.0), run(detail_sigma=2.0), run(detail_sigma=1.0)
+    assert all(np.array_equal(a, b) for a, b in zip(scaled, wide))
+    assert not np.array_equal(scaled[-1], narrow[-1])
+    with pytest.raises(ValueError):
+        TemporalBlender(stroke_factor=0.5)
+
+
 def test_strength_zero_passes_through():
     clip = motion_clip(texture(), "integer-pan", (32, 40), 3)
     stylized = flickering_stylization(clip.frames)
