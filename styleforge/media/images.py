@@ -180,7 +180,11 @@ def warm_images(job: ImageJob, stylizer, options: StylizeOptions,
     import torch
     codec = resolve_codec(pipeline.codec, torch.device(getattr(stylizer, "device", "cpu")), items)
     warm = dataclasses.replace(options, overwrite=True)
-    with tempfile.TemporaryDirectory(prefix="styleforge-warm-") as scratch:
+    try:
+        folder = tempfile.TemporaryDirectory(prefix="styleforge-warm-")
+    except OSError:
+        return            # no scratch space: the first real items pay the set-up instead
+    with folder as scratch:
         suffix = Path(job.target).suffix
         twice = [ImageJob(job.source, Path(scratch) / f"warm{i}{suffix}") for i in range(2)]
         for _ in stylize_images(twice, stylizer, warm, dataclasses.replace(pipeline, codec=codec)):
