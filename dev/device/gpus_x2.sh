@@ -5,14 +5,21 @@
 # bench_e2e.sh: `python -m styleforge.bench.env`, carry .styleforge-tree), then on the device:
 #     bash dev/device/gpus_x2.sh                 # x2: 1 GPU, then all
 #     COUNTS=1,2,all IMAGES=1200 bash dev/device/gpus_x2.sh   # x4 (issue 42)
-# Steps: build the kernels; N 1080p JPEGs; the library's multi-device executor over them once per
-# device count (workers start together; images/s from then to the last output) with the SHA-256
-# of every output compared against the first count's (styleforge.bench.scaling); then the CLI
-# itself, `styleforge stylize … --gpus all`, whose outputs' hashes must equal the 1-GPU run's too.
+# Steps (about 3 minutes, at most 6): build the kernels; the one-process pipeline bench's 1080p
+# JPEG case on GPU 0 (`bench --pipeline`, 120 photos, warm-up excluded: the rate one engine
+# reaches end to end, for comparison); N 1080p JPEGs; the library's multi-device executor over
+# them once per device count (workers warm up, then start together; images/s from then to the
+# last output, and over the middle 80 % of the outputs), then the same folder through the
+# one-process loop, with the SHA-256 of every output compared against the first count's
+# (styleforge.bench.scaling); then the CLI itself, `styleforge stylize … --gpus all`, whose
+# outputs' hashes must equal the 1-GPU run's too.
 # Out: $OUT/scaling.csv (rows for benchmarks/results/scaling.csv), scaling.txt (the table),
-# cli.txt, sha256 lists, gpus.log. Bar: 2 GPUs ≥ 1.8× and 4 GPUs ≥ 3.5× the first row's images/s,
-# "same bytes" yes in every row, cli_same=yes. The lead copies $OUT/scaling.csv into
-# benchmarks/results/ (append the rows), commits, and runs `python -m styleforge.bench.tables`.
+# pipeline/pipeline.csv + pipeline.txt (the one-engine rate), cli.txt, sha256 lists, gpus.log.
+# Bar: 2 GPUs ≥ 1.8× and 4 GPUs ≥ 3.5× the first row's images/s, "same bytes" yes in every row
+# (the one-process row included), cli_same=yes. Read beside it: the 1-GPU row against the
+# one-process row (the executor's own cost) and against pipeline.txt (a folder of 1,200 against
+# 120 photos). The lead copies $OUT/scaling.csv into benchmarks/results/ (append the rows),
+# commits, and runs `python -m styleforge.bench.tables`.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:?set OUT to the folder results go to}
@@ -31,8 +38,22 @@ nvidia-smi --query-gpu=index,name,memory.total --format=csv >>"$LOG" 2>&1
 say "building kernels"
 python -m styleforge build 2>&1 | tail -3 | tee -a "$LOG"
 
-say "scaling: $IMAGES 1080p photos over $COUNTS GPUs"
-timeout 360 python -m styleforge.bench.scaling --images "$IMAGES" --gpus "$COUNTS" --workdir "$WORK" \
+# One engine in one process, the pipeline bench's way (warm-up excluded), on GPU 0.
+say "pipeline bench: jpeg-1080p on GPU 0"
+CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} timeout 70 python -m styleforge bench --pipeline --device cuda \
+    --pipeline-cases jpeg-1080p --output "$OUT/pipeline" >>"$LOG" 2>&1
+say "pipeline bench exit $?"
+python - "$OUT/pipeline" <<'PY' 2>>"$LOG" | tee "$OUT/pipeline.txt" | tee -a "$LOG"
+import sys
+from pathlib import Path
+from styleforge.bench.results import read_rows
+for r in read_rows(Path(sys.argv[1]), "pipeline"):
+    print(f"one process, bench --pipeline {r['op']}: {r['provider']} {float(r['fps'] or 0):.1f} images/s "
+          f"({r['reps']} photos, {r['status']})")
+PY
+
+say "scaling: $IMAGES 1080p photos over $COUNTS GPUs, then one process"
+timeout 170 python -m styleforge.bench.scaling --images "$IMAGES" --gpus "$COUNTS" --workdir "$WORK" \
     --output "$OUT" 2>&1 | tee -a "$LOG"
 say "scaling exit ${PIPESTATUS[0]}"
 python - "$OUT" <<'PY' >"$OUT/scaling.txt" 2>>"$LOG"
@@ -44,9 +65,9 @@ PY
 cat "$OUT/scaling.txt" | tee -a "$LOG"
 
 # The CLI path end to end: same plan, same names, the bytes of the 1-GPU library run.
-if [ -d "$WORK/out1" ] && [ "$(( $(date +%s) - START ))" -lt 380 ]; then
+if [ -d "$WORK/out1" ] && [ "$(( $(date +%s) - START ))" -lt 290 ]; then
   say "CLI: styleforge stylize --gpus all"
-  /usr/bin/time -f "cli wall %e s" timeout 100 python -m styleforge stylize "$WORK/in" -o "$WORK/cli/" --keep-names \
+  /usr/bin/time -f "cli wall %e s" timeout 60 python -m styleforge stylize "$WORK/in" -o "$WORK/cli/" --keep-names \
       --gpus all >"$OUT/cli.txt" 2>&1
   echo "rc=$?" >>"$OUT/cli.txt"
   (cd "$WORK/out1" && sha256sum -- *.jpg) >"$OUT/sha256_1gpu.txt"

@@ -2,13 +2,17 @@
 
 `python -m styleforge.bench.scaling --images 600 --gpus 1,all --output DIR` writes N 1080p JPEGs
 (the pipeline bench's synthetic photos), then runs the library's multi-device executor
-(`jobs.multi_device`) over them once per device count, each into a fresh folder, and appends one
-`scaling` row per count to DIR/scaling.csv (the `scaling` table in docs/multi_gpu.md): provider
-`gpus-N`, op `jpeg-1080p-folder`, `fps` the images/s once every engine was loaded (records that
-arrived after the last worker said ready, over the time from then to the last record), and in
-`notes` the wall images/s (start-up included), the ratio to the first count, each device's
-share, and whether every output's SHA-256 equals the first count's. Not a measurement of one
-engine (`bench --pipeline` is), nor of the CLI's start-up (`bench --startup`).
+(`jobs.multi_device`) over them once per device count, each into a fresh folder, and last the
+same folder through the one-process loop (`jobs.run_jobs`, what `stylize` runs without --gpus)
+in this process, warmed as a worker warms. It appends one `scaling` row per run to
+DIR/scaling.csv (the `scaling` table in docs/multi_gpu.md): provider `gpus-N` or `one-process`,
+op `jpeg-1080p-folder`, `fps` the images/s once every engine was warm (records after the last
+worker said ready, over the time from then to the last record), and in `notes` the images/s
+over the middle 80 % of the records (no warm-up leftovers, no tail), the wall images/s (start-up
+included), the ratio to the first count, the longest warm-up, the fewest jobs a worker's
+pipeline held at once at its peak, each device's share, and whether every output's SHA-256
+equals the first count's. Not a measurement of one engine (`bench --pipeline` is), nor of the
+CLI's start-up (`bench --startup`).
 """
 from __future__ import annotations
 
@@ -31,18 +35,65 @@ def digests(folder: Path) -> dict[str, str]:
             for p in sorted(folder.iterdir()) if not p.name.startswith(".")}
 
 
+def _rates(times: list[float], since: float) -> tuple[float, float]:
+    """(images/s from `since` to the last record, images/s over the middle 80 % of the records):
+    the second leaves out the first and last tenth, where warm-up leftovers and the tail sit."""
+    if not times:
+        return 0.0, 0.0
+    steady = len(times) / (times[-1] - since) if times[-1] > since else 0.0
+    lo, hi = len(times) // 10, len(times) * 9 // 10
+    middle = (hi - lo) / (times[hi] - times[lo]) if hi > lo and times[hi] > times[lo] else steady
+    return steady, middle
+
+
 def run_count(inputs: Path, out: Path, devices: tuple[str, ...], options: StylizeOptions) -> dict:
-    from ..jobs import plan_jobs
+    """The multi-device executor over the folder; rates from the moment every engine was warm."""
     from ..jobs.multi_device import run_on_devices
-    plan = plan_jobs([str(inputs)], str(out) + "/", options, keep_names=True)
-    jobs = plan.pending(options.overwrite)
+    jobs = _plan(inputs, out, options)
+    times, failed = [], []
     with run_on_devices(jobs, options, PipelineOptions(), devices, start_together=True) as run:
-        failed = [r.error for r in run if r.error]
+        for record in run:
+            times.append(time.perf_counter())
+            if record.error:
+                failed.append(record.error)
     if failed:
         raise RuntimeError(f"{len(failed)} images failed, e.g. {failed[0]}")
-    steady = run.after_ready / (run.finished - run.ready_at) if run.after_ready else 0.0
-    return {"steady": steady, "wall": len(jobs) / (run.finished - run.started), "images": len(jobs),
-            "shares": run.shares(), "digests": digests(out)}
+    steady, middle = _rates(times, run.ready_at)
+    return {"steady": steady, "middle": middle, "wall": len(jobs) / (run.finished - run.started),
+            "images": len(jobs), "shares": run.shares(), "digests": digests(out),
+            "warm_s": max(w.warm_s for w in run.workers),
+            "peak_in_flight": min(w.peak_in_flight for w in run.workers)}
+
+
+def run_one_process(inputs: Path, out: Path, options: StylizeOptions) -> dict:
+    """The same folder through the library's one-process loop (`jobs.run_jobs`, what `styleforge
+    stylize` runs without --gpus) in this process, warmed the way a worker warms: the baseline the
+    executor's one-device row is compared with."""
+    from ..api import get_stylizer
+    from ..jobs import run_jobs
+    from ..media.images import ImageJob, warm_images
+    jobs = _plan(inputs, out, options)
+    start = time.perf_counter()
+    stylizer = get_stylizer(options)
+    loaded = time.perf_counter()
+    warm_images(ImageJob(jobs[0].source, jobs[0].target), stylizer, options, PipelineOptions(), len(jobs))
+    ready = time.perf_counter()
+    times, failed = [], []
+    for record in run_jobs(jobs, stylizer, options, PipelineOptions()):
+        times.append(time.perf_counter())
+        if record.error:
+            failed.append(record.error)
+    if failed:
+        raise RuntimeError(f"{len(failed)} images failed, e.g. {failed[0]}")
+    steady, middle = _rates(times, ready)
+    return {"steady": steady, "middle": middle, "wall": len(jobs) / (times[-1] - start),
+            "images": len(jobs), "shares": f"{stylizer.device} {len(jobs)} (one process)",
+            "digests": digests(out), "warm_s": ready - loaded, "peak_in_flight": None}
+
+
+def _plan(inputs: Path, out: Path, options: StylizeOptions) -> list:
+    from ..jobs import plan_jobs
+    return plan_jobs([str(inputs)], str(out) + "/", options, keep_names=True).pending(options.overwrite)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--style", default="candy")
     p.add_argument("--workdir", default=None, help="where the photos and outputs go (default: temp)")
     p.add_argument("--output", default="benchmarks/results")
+    p.add_argument("--no-one-process", action="store_true",
+                   help="leave out the one-process baseline over the same folder")
     args = p.parse_args(argv)
     width, height = map(int, args.size.lower().split("x"))
     work = Path(args.workdir or tempfile.mkdtemp(prefix="sf-scaling-"))
@@ -68,21 +121,33 @@ def main(argv: list[str] | None = None) -> int:
     kind = "cpu" if every[0] == "cpu" else "cuda"
     options = StylizeOptions(style=args.style, device=kind, backend="reference" if kind == "cpu" else "auto")
     run_id, rows, first = new_run_id(), [], None
-    for count_text in args.gpus.split(","):
-        devices = every if count_text == "all" else every[:int(count_text)]
-        result = run_count(inputs, work / f"out{len(devices)}", devices, options)
+    runs = [(count_text, every if count_text == "all" else every[:int(count_text)])
+            for count_text in args.gpus.split(",")]
+    if not args.no_one_process:
+        runs.append(("one", every[:1]))   # last: this process touches no GPU before the workers
+    for count_text, devices in runs:
+        one = count_text == "one"
+        if one:
+            result = run_one_process(inputs, work / "out-one", options)
+        else:
+            result = run_count(inputs, work / f"out{len(devices)}", devices, options)
         first = first or result
         same = result["digests"] == first["digests"]
         ratio = result["steady"] / first["steady"] if first["steady"] else 0.0
-        print(f"{len(devices)} GPU(s): {result['steady']:.1f} images/s steady, {result['wall']:.1f} wall, "
-              f"{ratio:.2f}x, bytes identical: {same}, shares: {result['shares']}", flush=True)
-        rows.append(Row("scaling", f"gpus-{len(devices)}", "ok" if same else "failed",
+        label = "one process" if one else f"{len(devices)} GPU(s)"
+        print(f"{label}: {result['steady']:.1f} images/s warm, {result['middle']:.1f} over the middle 80 %, "
+              f"{result['wall']:.1f} wall, {ratio:.2f}x, bytes identical: {same}, warm-up "
+              f"{result['warm_s']:.1f} s, shares: {result['shares']}"
+              + (f", jobs in flight per worker ≥ {result['peak_in_flight']}" if not one else ""), flush=True)
+        rows.append(Row("scaling", "one-process" if one else f"gpus-{len(devices)}", "ok" if same else "failed",
                         "" if same else "output bytes differ from the first count's",
                         "jpeg-1080p-folder", f"{width}x{height}", batch=1, fps=round(result["steady"], 2),
                         reps=result["images"], timer="wall",
-                        notes={"devices": len(devices), "wall_fps": round(result["wall"], 2),
-                               "ratio_vs_first": round(ratio, 3), "bytes_identical": same,
-                               "shares": result["shares"], "style": args.style},
+                        notes={"devices": len(devices), "one_process": one, "wall_fps": round(result["wall"], 2),
+                               "middle_fps": round(result["middle"], 2), "ratio_vs_first": round(ratio, 3),
+                               "bytes_identical": same, "warm_s": round(result["warm_s"], 2),
+                               "peak_in_flight": result["peak_in_flight"], "shares": result["shares"],
+                               "style": args.style},
                         ).stamp(run_id, kind))
     append_rows(rows, args.output)
     return 0 if all(r.status == "ok" for r in rows) else 1

@@ -216,16 +216,25 @@ def pipeline_summary(results: Path) -> str:
 
 
 def scaling_summary(results: Path) -> str:
-    """`--gpus`: images/s of one folder over 1, 2, … GPUs, the ratio to the first, same bytes."""
+    """`--gpus`: images/s of one folder over 1, 2, … GPUs and through one process, the ratio to
+    the first row, the warm-up each run paid before its rate counts, same bytes."""
     rows = _cuda_run(results, "scaling")
     if not rows:
         return _no_rows("benchmarks/results/scaling.csv", "bash dev/device/gpus_x2.sh")
-    lines = ["| GPUs | images | images/s (engines loaded) | × first row | images/s (wall, with start-up) | "
-             "same bytes |", "|---:|---:|---:|---:|---:|---|"]
-    for r in sorted(rows, key=lambda r: json.loads(r["notes"]).get("devices", 0)):
+    lines = ["| GPUs | images | images/s (engines ready) | images/s (middle 80 %) | × first row | "
+             "images/s (wall, with start-up) | warm-up s | same bytes |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
+
+    def order(r: dict) -> tuple:
         notes = json.loads(r["notes"])
-        lines.append(f"| {notes.get('devices', '?')} | {r.get('reps', '?')} | {float(r['fps']):.1f} | "
-                     f"{notes.get('ratio_vs_first', 0):.2f} | {notes.get('wall_fps', 0):.1f} | "
+        return bool(notes.get("one_process")), notes.get("devices", 0)
+    for r in sorted(rows, key=order):
+        notes = json.loads(r["notes"])
+        gpus = f"{notes.get('devices', '?')}" + (", one process" if notes.get("one_process") else "")
+        middle, warm = notes.get("middle_fps"), notes.get("warm_s")
+        lines.append(f"| {gpus} | {r.get('reps', '?')} | {float(r['fps']):.1f} | "
+                     f"{'-' if middle is None else f'{middle:.1f}'} | {notes.get('ratio_vs_first', 0):.2f} | "
+                     f"{notes.get('wall_fps', 0):.1f} | {'-' if warm is None else f'{warm:.1f}'} | "
                      f"{'yes' if notes.get('bytes_identical') else 'NO'} |")
     return "\n".join(lines) + "\n\n" + provenance(rows, "Measured") + "\n"
 

@@ -3,15 +3,22 @@
 `run_on_devices(jobs, options, pipeline, devices)` takes the jobs of a plan (`jobs.plan_jobs`,
 usually `Plan.pending(overwrite)`), makes their output folders (`jobs.prepare`) and starts one
 spawned worker per device string (`jobs.devices`): it loads the style once, owns its one device
-(`CUDA_VISIBLE_DEVICES`, or the CPU for tests) and runs the library's media pipeline
-(`media.images.stylize_images`) over the jobs it claims. Claims are dynamic: a shared counter
-hands out the next job index, so a slow or late device takes fewer jobs and never holds up the
-rest; each index is claimed once, and each target's claim and no-clobber atomic write
+(`CUDA_VISIBLE_DEVICES`, or the CPU for tests), warms its pipeline on the first job's image
+(`media.images.warm_images`: codec set-up, the engine's first call and graph capture at that
+shape, into a scratch folder) and only then says ready, so "engines loaded" means ready to run
+at speed. Then it runs the library's media pipeline (`media.images.stylize_images`) over the
+jobs it claims. Claims are dynamic and lazy: the pipeline's feeder pulls the next job from a
+shared counter whenever its decoders have room (up to about 2 × `depth` jobs in flight per
+worker, `_Worker.peak_in_flight` says how many were), so decode, engine and encode overlap as in
+one process, a slow or late device takes fewer jobs and never holds up the rest, and each index
+is claimed once (a claim is one lock on a shared integer, far below an image's cost; claiming
+chunks would gain nothing and lengthen the tail). Each target's claim and no-clobber atomic write
 (`jobs.write`, inside the pipeline) keep an output from being written twice even by an
 overlapping run. The parent yields the workers' `Record`s as they arrive (`index` is the job's
 position in `jobs`), so one report and one progress bar show all devices. Outputs are the bytes
 one device writes: each worker runs the same options, and its pipeline sees the whole plan's
-length, so the codec choice matches.
+length, so the codec choice matches. Each worker's decode/encode threads and torch's intra-op
+threads are the host's cores ÷ devices.
 
 Stopping: Ctrl-C (the workers ignore SIGINT; the parent decides) or a worker that dies or cannot
 load its engine stops every worker from claiming more; the jobs in flight finish and are written
@@ -53,6 +60,8 @@ class _Worker:
     process: mp.Process
     conn: Connection
     engine: str | None = None     # the engine it loaded, once ready
+    warm_s: float = 0.0           # its pipeline's one-time set-up before it said ready
+    peak_in_flight: int = 0       # the most jobs its pipeline held at once (overlap), once done
     records: int = 0              # records received from it
     done: bool = False            # it finished every job it claimed
     failure: str | None = None    # what it said before it stopped, if it failed
@@ -83,24 +92,27 @@ class _Claims:
 
 def _worker_main(device: str, jobs: Sequence, options: StylizeOptions, pipeline: PipelineOptions,
                  threads: int, counter, stop, go, conn: Connection) -> None:
-    """One device's process: load the engine, then stream claimed jobs, sending each record."""
+    """One device's process: load the engine, warm it, then stream claimed jobs, sending each record."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the parent's to handle
     try:
         import torch
 
         from ..api import get_stylizer
-        from ..media.images import stylize_images
-        if device == "cpu":
-            torch.set_num_threads(threads)
+        from ..media.images import stylize_images, warm_images
+        from ..media.pipeline import Stats
+        torch.set_num_threads(threads)   # N processes' intra-op pools share the host's cores
         stylizer = get_stylizer(dataclasses.replace(options, device=engine_device(device)))
-        conn.send(("ready", stylizer.describe()))
+        started = time.perf_counter()
+        if jobs and not stop.is_set():
+            warm_images(jobs[0], stylizer, options, pipeline, len(jobs))
+        conn.send(("ready", (stylizer.describe(), time.perf_counter() - started)))
         if go is not None:
             go.wait()
-        claims = _Claims(jobs, counter, stop)
-        for record in stylize_images(claims, stylizer, options, pipeline):
+        claims, stats = _Claims(jobs, counter, stop), Stats()
+        for record in stylize_images(claims, stylizer, options, pipeline, stats=stats):
             record.index = claims.claimed[record.index]
             conn.send(("record", record))
-        conn.send(("done", None))
+        conn.send(("done", stats.peak_in_flight))
     except BaseException as exc:    # noqa: BLE001 - the parent reports it; the process ends
         conn.send(("fatal", f"{type(exc).__name__}: {exc}" if not isinstance(exc, (RuntimeError, ValueError))
                    else str(exc)))
@@ -134,7 +146,8 @@ class DeviceRun:
         self.jobs, self.options, self.devices, self.drain_s = list(jobs), options, tuple(devices), drain_s
         self.start_together = start_together
         share = max(1, (os.cpu_count() or 1) // len(self.devices))
-        # One pipeline per device: their decode/encode threads share the host's cores.
+        # One pipeline per device: their decode/encode threads and torch's intra-op pools share
+        # the host's cores.
         self.pipeline = pipeline if pipeline.workers is not None else dataclasses.replace(
             pipeline, workers=min(16, share))
         self.threads = share
@@ -212,13 +225,13 @@ class DeviceRun:
                     self.after_ready += self.ready_at is not None
                     yield payload
                 elif kind == "ready":
-                    worker.engine = payload
+                    worker.engine, worker.warm_s = payload
                     if all(w.engine for w in self.workers):
                         self.ready_at = time.perf_counter()
                         if self.go is not None:
                             self.go.set()
                 elif kind == "done":
-                    worker.done = True
+                    worker.done, worker.peak_in_flight = True, payload
                 elif kind == "fatal":
                     worker.failure = f"failed: {payload}"
         self.finished = time.perf_counter()

@@ -166,6 +166,31 @@ def stylize_images(jobs: Iterable[ImageJob], stylizer, options: StylizeOptions,
             claims.clear()
 
 
+def warm_images(job: ImageJob, stylizer, options: StylizeOptions,
+                pipeline: PipelineOptions = PipelineOptions(), items: int | None = None) -> None:
+    """Pay the pipeline's one-time costs at `job`'s image before real work: the codec (importing
+    torchvision and nvJPEG's set-up, where `items` jobs would take it), the engine's first call at
+    that shape (cuDNN's heuristics, the 9×9 choice) and its graph capture (cuDNN's timing, the plan
+    choice) — the first item runs eagerly and the second captures, as in any stream. The image is
+    stylized twice into a scratch folder in the system's temp space, never beside the outputs.
+    For a process that must be ready when it says so (`jobs.multi_device`); a single run gains
+    nothing from it, its first items pay the same. A bad `job` only warms less."""
+    import tempfile
+
+    import torch
+    codec = resolve_codec(pipeline.codec, torch.device(getattr(stylizer, "device", "cpu")), items)
+    warm = dataclasses.replace(options, overwrite=True)
+    try:
+        folder = tempfile.TemporaryDirectory(prefix="styleforge-warm-")
+    except OSError:
+        return            # no scratch space: the first real items pay the set-up instead
+    with folder as scratch:
+        suffix = Path(job.target).suffix
+        twice = [ImageJob(job.source, Path(scratch) / f"warm{i}{suffix}") for i in range(2)]
+        for _ in stylize_images(twice, stylizer, warm, dataclasses.replace(pipeline, codec=codec)):
+            pass
+
+
 def _claim_target(item: Item, job: ImageJob, overwrite: bool, claims: dict, lock) -> None:
     """Take the target's claim before any work (`jobs.write`); OutputExists (a skip) when the
     output exists by now (a second run over the same files wrote it since the plan was made)
@@ -218,4 +243,4 @@ def _stdout_format(source: Path | str, data: bytes | None) -> str:
         return "PNG"
 
 
-__all__ = ["ImageJob", "stylize_images", "STDIO"]
+__all__ = ["ImageJob", "stylize_images", "warm_images", "STDIO"]

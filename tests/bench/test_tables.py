@@ -64,6 +64,23 @@ def test_a_missing_row_file_gives_a_sentence_not_a_number(tmp_path):
     assert "No rows" in block and not any(ch.isdigit() for ch in block.replace("pipeline.csv", ""))
 
 
+def test_the_scaling_table_puts_the_one_process_baseline_after_the_gpu_counts(tmp_path):
+    rows = []
+    for provider, devices, one, fps, middle in (("one-process", 1, True, 360.0, 370.0),
+                                                ("gpus-2", 2, False, 700.0, 720.0),
+                                                ("gpus-1", 1, False, 350.0, 365.0)):
+        row = Row("scaling", provider, op="jpeg-1080p-folder", batch=1, fps=fps, reps=1200,
+                  notes={"devices": devices, "one_process": one, "middle_fps": middle, "wall_fps": fps / 2,
+                         "ratio_vs_first": fps / 350.0, "warm_s": 2.5, "bytes_identical": True})
+        row.stamp("run-1", "cpu")
+        row.device, row.device_name = "cuda", "GPU-X"
+        rows.append(row)
+    append_rows(rows, tmp_path)
+    lines = [line for line in tables.scaling_summary(tmp_path).splitlines() if line.startswith("| ")]
+    assert [line.split("|")[1].strip() for line in lines[1:]] == ["1", "2", "1, one process"]
+    assert lines[2] == "| 2 | 1200 | 700.0 | 720.0 | 2.00 | 350.0 | 2.5 | yes |"
+
+
 def test_each_kernel_page_and_the_history_carry_their_generated_tables():
     for op in tables.OP_PAGES:
         text = (ROOT / "docs" / "kernels" / f"{op}.md").read_text()

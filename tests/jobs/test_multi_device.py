@@ -79,6 +79,23 @@ def test_two_devices_write_the_bytes_of_one_each_job_once(styles_env, tmp_path):
     assert written(tmp_path / "two") == expected
 
 
+def test_a_worker_streams_its_claims_with_the_pipeline_full(styles_env, tmp_path):
+    """Claims are pulled by the pipeline's feeder whenever it has room, so one worker holds more
+    than its queue's depth in flight (decode, engine and encode overlap), not one job at a time;
+    and it warmed its pipeline before it said ready."""
+    sources = make_inputs(tmp_path / "in", 12)
+    expected = one_process(sources, tmp_path / "one")
+    depth = 3
+    with run_on_devices(jobs_into(sources, tmp_path / "out"), OPTIONS, PipelineOptions(workers=1, depth=depth),
+                        devices=("cpu",)) as run:
+        records = list(run)
+    worker, = run.workers
+    assert worker.records == len(records) == len(sources)
+    assert worker.peak_in_flight > depth
+    assert worker.warm_s > 0 and worker.engine
+    assert written(tmp_path / "out") == expected
+
+
 def test_a_killed_worker_stops_the_run_leaves_no_partial_file_and_a_rerun_completes(styles_env, tmp_path):
     sources = make_inputs(tmp_path / "in", 40)
     expected = one_process(sources, tmp_path / "one")
