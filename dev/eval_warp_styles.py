@@ -93,7 +93,8 @@ def describe(path: Path) -> dict:
 
 def evaluate(args: argparse.Namespace, log=print) -> dict:
     v2 = {p.stem: p for p in sorted(args.v2_dir.glob("*.safetensors"))}
-    names = args.styles or sorted(v2)
+    # styles with a v1 first: they carry the verdict
+    names = args.styles or sorted(v2, key=lambda n: (not (args.v1_dir / f"{n}.safetensors").is_file(), n))
     missing = [n for n in names if n not in v2]
     if missing:
         raise FileNotFoundError(f"no v2 file for {', '.join(missing)} in {args.v2_dir}")
