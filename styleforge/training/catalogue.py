@@ -19,9 +19,11 @@ steps of batch 4; 20k of batch 8 here). Tweaks: udnie and shipwreck barely styli
 weights (content distance 0.7, issue 44), so shipwreck's style weight is tripled and udnie's,
 still grey at 1,800 steps, is 5×; candy painted pink "eye" blobs, the painting's large spirals
 matched at relu4_3 on 256-px crops, so its painting is seen smaller (style_size 384 still left
-rings at 1,800 steps; now 256) to make those features smaller than a blob; great_wave was a
+rings at 1,800 steps; 256 put its textures at the wrong scale, a Gram style ratio of 0.84–0.91
+against 0.19, so it is back at 384) to make those features smaller than a blob; great_wave was a
 cream-and-blue wash, and mosaic and the_scream stayed at a style ratio of 0.20 at 1,800 steps, so
-they get twice the style weight.
+they get twice the style weight. shipwreck's 3× style weight outweighed the grid penalty (its PNGs
+scored a grid of 34–43 at 4,700 steps), so its grid weight is tripled with it.
 
 great_wave uses `wave_crop.jpg`, not `wave.jpg`: the full print's right third is flat beige sky,
 which pulls the Gram statistics towards a plain wash; the crop is mostly the wave's blue curls
@@ -73,7 +75,7 @@ GPL2 = "GPL-2+ (stellarium-data debian/copyright, Files: *)"
 
 BUILTIN_STYLES: tuple[BuiltinStyle, ...] = (
     BuiltinStyle("candy", "candy.jpg", "Candy", "unknown artist (pytorch/examples)", "", UNCLEAR,
-                 {"style_size": 256}),
+                 {"style_size": 384}),
     BuiltinStyle("mosaic", "mosaic.jpg", "Mosaic", "unknown artist (pytorch/examples)", "", UNCLEAR,
                  {"style_weight": 2e10}),
     BuiltinStyle("udnie", "udnie.jpg", "Udnie", "Francis Picabia", "1913", PUBLIC_DOMAIN,
@@ -88,7 +90,7 @@ BUILTIN_STYLES: tuple[BuiltinStyle, ...] = (
     BuiltinStyle("composition_vii", "composition_vii.jpg", "Composition VII", "Wassily Kandinsky", "1913",
                  PUBLIC_DOMAIN),
     BuiltinStyle("shipwreck", "the_shipwreck_of_the_minotaur.jpg", "The Shipwreck of the Minotaur",
-                 "J. M. W. Turner", "c. 1810", PUBLIC_DOMAIN, {"style_weight": 3e10}),
+                 "J. M. W. Turner", "c. 1810", PUBLIC_DOMAIN, {"style_weight": 3e10, "grid_weight": 3e10}),
     # v2: five more, for variety of medium (ink print, relief, illumination, ink-and-wash, codex).
     BuiltinStyle("song_star_chart", "song_star_chart.jpg", "Song-dynasty star map (woodblock print)",
                  "unknown Song-dynasty cartographer", "11th c. (data of 1052)", PUBLIC_DOMAIN,
