@@ -1,0 +1,66 @@
+"""Copy trained built-in style files into the package, adding how they were trained in total.
+
+    python dev/ship_styles.py --from runs/v2 --styles starry_night,udnie \
+        --train-log runs/warm/train_log.json --train-log out/c4/train_log.json ... \
+        --note "chosen: ..." [--dest styleforge/styles]
+
+A style trained over several device calls carries only its last call's `train_seconds` in its
+metadata (dev/train_builtin.py writes one call's row). Given every call's `train_log.json` (in
+order; rows of style, steps and seconds — one rebuilt from the workers' logs will do), this writes
+`train_segments` (seconds and the step reached, per call) and `train_seconds_total` beside the
+existing fields, plus an optional free-text `selection` note, and leaves the tensors untouched
+(the int8 file as trained). A dev tool, not part of the package.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from safetensors import safe_open
+from safetensors.torch import save_file
+
+
+def segments(logs: list[Path], name: str, steps: int) -> list[tuple[int, float]]:
+    """(steps reached, seconds) per call, in the logs' order, up to the file's step count."""
+    out = []
+    for log in logs:
+        for row in json.loads(log.read_text()):
+            if row["style"] == name and row["steps"] <= steps:
+                out.append((row["steps"], float(row["seconds"])))
+    return out
+
+
+def ship(src: Path, dest: Path, logs: list[Path], note: str) -> dict[str, str]:
+    with safe_open(str(src), "pt") as f:
+        meta = dict(f.metadata() or {})
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    steps = int(meta["steps"])
+    parts = segments(logs, meta["style"], steps)
+    if parts:
+        meta["train_segments"] = " + ".join(f"{s:.0f} s to step {n}" for n, s in parts)
+        meta["train_seconds_total"] = f"{sum(s for _, s in parts):.0f}"
+    if note:
+        meta["selection"] = note
+    save_file(tensors, str(dest), metadata=meta)
+    return meta
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--from", dest="src", required=True, type=Path)
+    p.add_argument("--styles", required=True)
+    p.add_argument("--dest", default=Path("styleforge/styles"), type=Path)
+    p.add_argument("--train-log", action="append", default=[], type=Path)
+    p.add_argument("--note", default="")
+    args = p.parse_args()
+    for name in args.styles.split(","):
+        meta = ship(args.src / f"{name}.safetensors", args.dest / f"{name}.safetensors",
+                    args.train_log, args.note)
+        print(f"{name}: step {meta['steps']}, {meta.get('train_segments', 'one call')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
