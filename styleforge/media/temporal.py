@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from .flow import PRESETS, FlowEstimator, reliable, resize_flow, warp
+from .flow import BLEND_PRESET, PRESETS, FlowEstimator, reliable, resize_flow, warp
 from .options import TEMPORAL_STRENGTH
 
 FEATHER_SIGMA = 0.0     # cv2's rule for the feather's kernel: σ from its size (binomial ≤ 7 taps)
@@ -42,7 +42,7 @@ MAX_GAIN = 2.0          # the energy restore amplifies the fine band at most thi
 @dataclass
 class TemporalSettings:
     strength: float = TEMPORAL_STRENGTH    # α: weight of the warped previous output where trusted
-    preset: str = "medium"                # DIS preset: ultrafast, fast, medium
+    preset: str = BLEND_PRESET            # DIS preset of the blend's flows: ultrafast, fast, medium
     flow_max_side: int | None = 640       # flow on a copy downscaled to this (None: full size)
     photometric_tolerance: float = 30.0   # max input difference (0–255) after the warp to trust a pixel
     scene_cut: float = 0.6                # restart when more than this share of pixels is untrusted
