@@ -12,7 +12,9 @@ shows. Along a trajectory the coarse content is an exponential moving average; o
 take S_t alone. G_σ keeps the current frame's finest detail: averaging brush strokes that are
 not perfectly aligned washes them out, which the Gram-matrix style loss punishes at once (a
 plain blend at α = 0.7 raised it by two thirds on 160-px clips; see docs/temporal.md), while the
-most of the measured flicker is coarser. A scene cut (most pixels untrusted) restarts the
+most of the measured flicker is coarser. The band between σ and the strokes' size is still
+averaged, so afterwards it is scaled back to the current frame's local energy (`_restore`).
+A scene cut (most pixels untrusted) restarts the
 history. The previous output is kept in float32 so that rounding does not accumulate, and warped
 bicubically so that repeated warps blur less. It is a post-process like Lai et al. 2018's, without their trained
 network: it
