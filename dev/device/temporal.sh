@@ -3,7 +3,8 @@
 # --temporal` on a 1080p H.264 + AAC clip 10 times (each must succeed, keep every frame and the
 # audio bit for bit), and `bench --temporal` at 1080p with 4K timing. Results under $OUT
 # (default out/device-temporal). Run from the repository root; about 6-8 minutes on one H200.
-# For the style ratio, carry .data/temporal/{vgg16_relu4_3.fp16.pth,candy.jpg} (shared/data).
+# Confirms (docs/temporal.md): both bars per clip with the energy restore and fast flows, >= 0.7x
+# frames/s, the GPU blend_ms. For the style ratio, carry .data/temporal/{vgg16_relu4_3.fp16.pth,candy.jpg} (shared/data).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out/device-temporal}

@@ -1,20 +1,29 @@
-"""Playground (never imported): the CPU blend's settings swept on the bench's clips, per clip.
+"""Playground (never imported): blend settings swept on the bench's five clips, per clip.
 
 Stylizes each clip once (cached under --cache), then blends with every setting given and prints
-warping error and style ratio as ratios to per-frame, as `bench --temporal` does. Settings are
-`strength:detail_sigma[:scaled]`; `scaled` multiplies σ by the stylizer's stroke factor.
+warping error and style ratio as ratios to per-frame, as `bench --temporal` does. A setting is
+`key=value,...` with keys
+  a      strength α (0.8)             s      detail_sigma at the network's scale (1; ×stroke factor)
+  px     detail σ in output px instead of s
+  hi     strength of the band finer than σ (0: the shipped blend keeps it the current frame's)
+  var    1: restore the current frame's local energy of the band finer than `vb`×σ after the
+         blend (energy window `vr`×σ)
+  preset DIS preset of the blend's flows (medium)   one   1: backward flow only (no fwd–bwd test)
+  ship   1: the shipped TemporalBlender as it is (only a, s, preset apply)
+The prototypes here use the shipped blender's trust masks; a winner moves into both blenders.
 """
 import argparse
 import pickle
 import sys
 from pathlib import Path
 
+import cv2
+import numpy as np
+
 from styleforge.bench.temporal import StyleScorer, input_flows, make_clips, shot_error, stylize_frames
 from styleforge.bench.temporal_options import TemporalBenchConfig
-from styleforge.engine.options import StylizeOptions
-from styleforge.engine.pipeline import Stylizer
 from styleforge.engine.stroke import stroke_factor
-from styleforge.media.flow import to_gray
+from styleforge.media.flow import inside, motion_boundary, resize_flow, to_gray, warp
 from styleforge.media.flow_ahead import FlowAhead
 from styleforge.media.temporal import TemporalBlender
 from styleforge.media.warping_error import step_masks
@@ -23,12 +32,15 @@ p = argparse.ArgumentParser()
 p.add_argument("--size", type=int, default=960)
 p.add_argument("--frames", type=int, default=16)
 p.add_argument("--cache", default="/tmp/tb/sweep.pkl")
+p.add_argument("--clips", default="", help="comma-separated clip-name prefixes (default: all)")
 p.add_argument("settings", nargs="+")
 a = p.parse_args()
 cache = Path(a.cache)
 if cache.exists():
     clips = pickle.loads(cache.read_bytes())
 else:
+    from styleforge.engine.options import StylizeOptions
+    from styleforge.engine.pipeline import Stylizer
     config = TemporalBenchConfig(size=a.size, frames=a.frames, speed_frames=0, output=None)
     stylizer = Stylizer(StylizeOptions(style="candy", device="cpu"))
     clips = []
@@ -41,19 +53,91 @@ else:
             pair = [ahead(i, to_gray(f)) for i, f in enumerate(clip.frames)]
             clips.append((clip.name, clip.cuts, clip.frames, styled, flows, pair))
     cache.write_bytes(pickle.dumps(clips))
+if a.clips:
+    clips = [c for c in clips if c[0].startswith(tuple(a.clips.split(",")))]
+
+
+def parse(setting: str) -> dict:
+    out = dict(a=0.8, s=1.0, px=None, hi=0.0, var=0, vr=2.0, vb=1.0, preset="medium", one=0, ship=0)
+    for item in filter(None, setting.split(",")):
+        key, value = item.split("=")
+        out[key] = value if key == "preset" else float(value)
+    return out
+
+
+class Prototype(TemporalBlender):
+    """The shipped blender with the sweep's options in its blend."""
+
+    def configure(self, o: dict, sigma_px: float):
+        self.o, self.sigma_px = o, sigma_px
+        return self
+
+    def trust(self, content, previous, flows):
+        if not self.o["one"]:
+            return super().trust(content, previous, flows)
+        backward = resize_flow(flows[1].copy(), content.shape[:2])
+        trusted = ~motion_boundary(backward) & inside(backward)
+        difference = np.abs(content.astype(np.int16) - warp(previous, backward).astype(np.int16)).max(-1)
+        trusted &= difference <= self.photometric_tolerance
+        mask = trusted.astype(np.float32)
+        size = 2 * self.feather + 1
+        mask = cv2.erode(mask, np.ones((size, size), np.uint8))
+        return backward, cv2.GaussianBlur(mask, (size, size), 0)
+
+    def blend(self, content, stylized, flows):
+        current = stylized.astype(np.float32)
+        if flows is None or self._content is None:
+            return self._keep(content, current)
+        backward, mask = self.trust(content, self._content, flows)
+        if 1.0 - float(mask.mean()) > self.scene_cut:
+            self.restarts += 1
+            return self._keep(content, current)
+        o, sigma = self.o, self.sigma_px
+        size = round(sigma * 8 + 1) | 1
+        low = lambda x: cv2.GaussianBlur(x, (size, size), sigma)
+        change = warp(self._output, backward, cv2.INTER_CUBIC) - current
+        smooth = low(change)
+        m = mask[..., None]
+        blended = current + self.strength * m * smooth + o["hi"] * m * (change - smooth)
+        if o["var"]:
+            vs = o["vr"] * sigma
+            vsize = round(vs * 8 + 1) | 1
+            energy = lambda x: cv2.GaussianBlur((x - low(x)) ** 2, (vsize, vsize), vs).sum(-1, keepdims=True)
+            bs = o["vb"] * sigma
+            bsize = round(bs * 8 + 1) | 1
+            base_of = lambda x: cv2.GaussianBlur(x, (bsize, bsize), bs)
+            energy = lambda x: cv2.GaussianBlur((x - base_of(x)) ** 2, (vsize, vsize), vs).sum(-1, keepdims=True)
+            base = base_of(blended)
+            gain = np.sqrt((energy(current) + 1.0) / (energy(blended) + 1.0))
+            blended = base + np.clip(gain, 1.0, 2.0) * (blended - base)
+        return self._keep(content, np.clip(blended, 0.0, 255.0))
+
+
 scorer = StyleScorer("/work/shared/data/vgg16_relu4_3.fp16.pth", "/work/shared/data/styles/candy.jpg")
+preset_flows: dict = {}
 for name, cuts, frames, styled, flows, pair in clips:
     masks = step_masks(flows)
     base_w = shot_error(styled, flows, masks, cuts)
     base_s = scorer.ratio(frames, styled, 4)
     h, w = frames[0].shape[:2]
+    factor = stroke_factor(h, w, None)
     for setting in a.settings:
-        parts = setting.split(":")
-        strength, sigma = float(parts[0]), float(parts[1])
-        if len(parts) > 2:
-            sigma *= stroke_factor(h, w, None)
-        blender = TemporalBlender(strength=strength, detail_sigma=sigma)
-        out = [blender.blend(c, s, f) for c, s, f in zip(frames, styled, pair)]
+        o = parse(setting)
+        if o["preset"] != "medium":
+            key = (name, o["preset"])
+            if key not in preset_flows:
+                ahead = FlowAhead(o["preset"])
+                preset_flows[key] = [ahead(i, to_gray(f)) for i, f in enumerate(frames)]
+            use = preset_flows[key]
+        else:
+            use = pair
+        if o["ship"]:
+            blender = TemporalBlender(strength=o["a"], detail_sigma=o["s"], stroke_factor=factor)
+        else:
+            sigma = o["px"] if o["px"] else o["s"] * factor
+            blender = Prototype(strength=o["a"]).configure(o, sigma)
+        out = [blender.blend(c, s, f) for c, s, f in zip(frames, styled, use)]
         we = shot_error(out, flows, masks, cuts) / base_w
         sr = scorer.ratio(frames, out, 4) / base_s - 1
-        print(f"{name:16s} {setting:14s} warp {we:.3f}x style {sr:+.1%}", flush=True)
+        ok = "ok" if we <= 0.6 and abs(sr) <= 0.1 else "--"
+        print(f"{name:16s} {setting:34s} warp {we:.3f}x style {sr:+6.1%} {ok}", flush=True)

@@ -9,6 +9,8 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..media.options import TEMPORAL_STRENGTH
+
 SCENE_NAMES = ("pan", "zoom", "subject", "rotation", "cut")   # bench/temporal_clips.py's SCENES
 
 
@@ -27,7 +29,7 @@ class TemporalBenchConfig:
     speed_4k: bool = False                    # also time the pan at 3840×2160
     repeats: int = 2                          # timed runs of each mode per clip (the best is kept)
     score_every: int = 4                      # style ratio on every n-th scored frame
-    strength: float = 0.8
+    strength: float = TEMPORAL_STRENGTH
     detail_sigma: float = 1.0                 # TemporalSettings.detail_sigma (px at the network scale)
     device: str = "cpu"
     output: str | None = "benchmarks/results"

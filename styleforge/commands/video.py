@@ -14,7 +14,7 @@ from .arguments import _checked, _number_in, add_pipeline_arguments
 
 
 def register(subparsers) -> None:
-    from ..media.options import VIDEO_CODECS, VIDEO_DECODERS
+    from ..media.options import TEMPORAL_STRENGTH, VIDEO_CODECS, VIDEO_DECODERS
     from .arguments import register_engine_arguments
     p = subparsers.add_parser(
         "video", help="apply a style to a video (audio and metadata kept)",
@@ -36,9 +36,9 @@ def register(subparsers) -> None:
                    metavar="S", help="begin S seconds into the input")
     p.add_argument("--duration", type=_checked(_number_in(1e-6, 1e9), "seconds > 0"), default=None,
                    metavar="S", help="keep S seconds")
-    p.add_argument("--temporal", type=_checked(_number_in(0, 1), "number in 0..1"), nargs="?", const=0.8,
-                   default=0.0, metavar="STRENGTH",
-                   help="blend the flow-warped previous output in, against flicker (default strength 0.8)")
+    p.add_argument("--temporal", type=_checked(_number_in(0, 1), "number in 0..1"), nargs="?",
+                   const=TEMPORAL_STRENGTH, default=0.0, metavar="STRENGTH",
+                   help="blend the flow-warped previous output in, against flicker (default strength %(const)s)")
     add_pipeline_arguments(p, image_codec=False)
 
 

@@ -14,6 +14,7 @@ _KEYS = "keys in the window: 1-9 pick a style, n/p next/previous, t toggles --te
 
 def register(subparsers) -> None:
     from ..engine.options import BACKENDS, DEVICES, PRECISIONS
+    from ..media.options import TEMPORAL_STRENGTH
     p = subparsers.add_parser(
         "webcam", help="stylize a camera live (window, virtual camera, or file)",
         description="Stylize a camera (or a video file standing in for one) live. Frames are dropped, "
@@ -27,8 +28,8 @@ def register(subparsers) -> None:
     p.add_argument("--max-side", type=int, default=640, metavar="PX",
                    help="downscale frames to this longer side before stylizing (default 640)")
     p.add_argument("--mirror", action="store_true", help="flip left-right (selfie view)")
-    p.add_argument("--temporal", type=float, nargs="?", const=0.8, default=0.0, metavar="STRENGTH",
-                   help="flow-warped blending of the previous output against flicker (default strength 0.8)")
+    p.add_argument("--temporal", type=float, nargs="?", const=TEMPORAL_STRENGTH, default=0.0, metavar="STRENGTH",
+                   help="flow-warped blending of the previous output against flicker (default strength %(const)s)")
     p.add_argument("--device", choices=DEVICES, default="auto")
     p.add_argument("--precision", choices=PRECISIONS, default="auto")
     p.add_argument("--backend", choices=BACKENDS, default="auto")

@@ -16,6 +16,10 @@ import numpy as np
 PRESETS = {"ultrafast": cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST,
            "fast": cv2.DISOPTICAL_FLOW_PRESET_FAST,
            "medium": cv2.DISOPTICAL_FLOW_PRESET_MEDIUM}
+# The temporal blend's flows (the metric keeps medium at full size): fast costs a fifth to a third
+# of medium on the CPU and kept issue 40's bars on every bench clip (the moving subject's warping
+# error rose most, 0.43 → 0.48×; docs/temporal.md); on CUDA these CPU flows bound `--temporal`.
+BLEND_PRESET = "fast"
 
 
 def to_gray(image: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ from concurrent.futures import Future
 
 import numpy as np
 
-from .flow import dis, shrink
+from .flow import BLEND_PRESET, dis, shrink
 
 WAIT_S = 120.0    # a predecessor this late means a bug, not a slow frame: fail the frame instead of hanging
 
@@ -30,7 +30,7 @@ def pair_flows(engine, previous: np.ndarray, current: np.ndarray) -> np.ndarray:
 class FlowAhead:
     """Pair flows of one stream, frame by frame; thread-safe, one DIS instance per thread."""
 
-    def __init__(self, preset: str = "medium", max_side: int | None = 640):
+    def __init__(self, preset: str = BLEND_PRESET, max_side: int | None = 640):
         dis(preset)   # checks the preset now, not in a worker
         self.preset, self.max_side = preset, max_side
         self._slots: dict[int, Future] = {}

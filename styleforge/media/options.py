@@ -17,6 +17,9 @@ CONTAINER_CODECS = {"mp4": ("h264", "h265", "av1", "vp9"), "mov": ("h264", "h265
 X264_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",
                 "veryslow", "placebo")
 SVTAV1_PRESETS = tuple(str(n) for n in range(-1, 14))
+# `--temporal`'s strength when given bare: with the fine band's energy restored, α 0.95 kept both of
+# issue 40's bars on the CPU sweep (docs/temporal.md); here so parsing needs no OpenCV.
+TEMPORAL_STRENGTH = 0.95
 PRESETS = {"h264": X264_PRESETS, "h265": X264_PRESETS, "av1": SVTAV1_PRESETS, "vp9": ()}
 # The preset when none is given. x264's own default (medium) encodes 1080p far below the
 # engine's rate; superfast keeps CABAC and deblocking (unlike ultrafast), and through the whole

@@ -12,7 +12,9 @@ shows. Along a trajectory the coarse content is an exponential moving average; o
 take S_t alone. G_σ keeps the current frame's finest detail: averaging brush strokes that are
 not perfectly aligned washes them out, which the Gram-matrix style loss punishes at once (a
 plain blend at α = 0.7 raised it by two thirds on 160-px clips; see docs/temporal.md), while the
-most of the measured flicker is coarser. A scene cut (most pixels untrusted) restarts the
+most of the measured flicker is coarser. The band between σ and the strokes' size is still
+averaged, so afterwards it is scaled back to the current frame's local energy (`_restore`).
+A scene cut (most pixels untrusted) restarts the
 history. The previous output is kept in float32 so that rounding does not accumulate, and warped
 bicubically so that repeated warps blur less. It is a post-process like Lai et al. 2018's, without their trained
 network: it
@@ -32,21 +34,26 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from .flow import PRESETS, FlowEstimator, reliable, resize_flow, warp
+from .flow import BLEND_PRESET, PRESETS, FlowEstimator, reliable, resize_flow, warp
+from .options import TEMPORAL_STRENGTH
 
 FEATHER_SIGMA = 0.0     # cv2's rule for the feather's kernel: σ from its size (binomial ≤ 7 taps)
+MAX_GAIN = 2.0          # the energy restore amplifies the fine band at most this much
 
 
 @dataclass
 class TemporalSettings:
-    strength: float = 0.8                 # α: weight of the warped previous output where trusted
-    preset: str = "medium"                # DIS preset: ultrafast, fast, medium
+    strength: float = TEMPORAL_STRENGTH    # α: weight of the warped previous output where trusted
+    preset: str = BLEND_PRESET            # DIS preset of the blend's flows: ultrafast, fast, medium
     flow_max_side: int | None = 640       # flow on a copy downscaled to this (None: full size)
     photometric_tolerance: float = 30.0   # max input difference (0–255) after the warp to trust a pixel
     scene_cut: float = 0.6                # restart when more than this share of pixels is untrusted
     feather: int = 2                      # px: the trust mask is blurred by this radius
     detail_sigma: float = 1.0             # px at the network's scale: finer detail stays the current frame's; 0 = off
     stroke_factor: float = 1.0            # the stylizer's downscale (engine.stroke.stroke_factor): σ's px multiplier
+    restore_scale: float = 8.0            # × σ: the band finer than this gets back the current frame's
+    #                                       local energy (`_restore`); 0 = off
+    restore_window: float = 2.0           # × σ: the Gaussian window over which that energy is measured
 
     def __post_init__(self):
         if not 0.0 <= self.strength < 1.0:
@@ -57,6 +64,8 @@ class TemporalSettings:
             raise ValueError(f"scene_cut must be in (0, 1], got {self.scene_cut}")
         if self.feather < 0 or self.photometric_tolerance <= 0 or self.detail_sigma < 0 or self.stroke_factor < 1:
             raise ValueError("feather and detail_sigma must be ≥ 0, photometric_tolerance > 0, stroke_factor ≥ 1")
+        if self.restore_scale < 0 or self.restore_window <= 0:
+            raise ValueError("restore_scale must be ≥ 0 and restore_window > 0")
 
     def detail_px(self) -> float:
         """The detail blur's σ in output pixels. The network paints at its internal size (`stroke`
@@ -66,7 +75,28 @@ class TemporalSettings:
 
     def detail_size(self) -> int:
         """The detail blur's kernel size: cv2.GaussianBlur's rule for float images (±4σ)."""
-        return round(self.detail_px() * 8 + 1) | 1
+        return kernel_size(self.detail_px())
+
+    def restores(self) -> bool:
+        return bool(self.restore_scale and self.detail_sigma)
+
+    def restore_blurs(self) -> tuple[tuple[int, float], tuple[int, float]]:
+        """(size, σ) of the restore's two blurs in output px: the band's split, the energy window."""
+        band, window = self.restore_scale * self.detail_px(), self.restore_window * self.detail_px()
+        return (kernel_size(band), band), (kernel_size(window), window)
+
+
+def kernel_size(sigma: float) -> int:
+    """cv2.GaussianBlur's kernel size for a float image and σ (±4σ, odd)."""
+    return round(sigma * 8 + 1) | 1
+
+
+def restore_gain(current_energy, blended_energy):
+    """The fine band's gain: the current frame's local energy over the blend's, kept in
+    [1, MAX_GAIN] (the blend only removes energy; +1 level² keeps flat areas at 1). Works on
+    NumPy arrays and tensors alike, so both blenders share it."""
+    ratio = ((current_energy + 1.0) / (blended_energy + 1.0)) ** 0.5
+    return ratio.clip(1.0, MAX_GAIN)
 
 
 @dataclass
@@ -134,7 +164,24 @@ class TemporalBlender(TemporalSettings):
             size = self.detail_size()
             change = cv2.GaussianBlur(change, (size, size), self.detail_px())
         blended = current + (self.strength * mask)[..., None] * change
+        if self.restores():
+            blended = self._restore(current, blended)
         return self._keep(content, np.clip(blended, 0.0, 255.0))
+
+    def _restore(self, current: np.ndarray, blended: np.ndarray) -> np.ndarray:
+        """The blend with its band finer than restore_scale·σ scaled back up to the current
+        frame's local energy: averaging strokes that do not line up lowers their contrast, which
+        the style's Gram statistics see, while the coarse part that carries the flicker stays."""
+        (band_size, band_sigma), (window_size, window_sigma) = self.restore_blurs()
+
+        def split(image):
+            base = cv2.GaussianBlur(image, (band_size, band_size), band_sigma)
+            fine = image - base
+            energy = cv2.GaussianBlur((fine * fine).sum(-1), (window_size, window_size), window_sigma)
+            return base, fine, energy
+        _, _, current_energy = split(current)
+        base, fine, blended_energy = split(blended)
+        return base + restore_gain(current_energy, blended_energy)[..., None] * fine
 
     def _keep(self, content: np.ndarray, output: np.ndarray) -> np.ndarray:
         self._content = content.copy()

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .temporal import FEATHER_SIGMA, TemporalSettings
+from .temporal import FEATHER_SIGMA, TemporalSettings, restore_gain
 
 
 def _coordinates(flow: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -91,6 +91,8 @@ class TorchTemporalBlender(TemporalSettings):
         self.device = torch.device(self.device)
         self._feather_taps = _taps(2 * self.feather + 1, FEATHER_SIGMA, self.device)
         self._detail_taps = _taps(self.detail_size(), self.detail_px(), self.device) if self.detail_sigma else None
+        self._restore_taps = ([_taps(size, sigma, self.device) for size, sigma in self.restore_blurs()]
+                              if self.restores() else None)
         self.reset()
 
     def reset(self) -> None:
@@ -146,11 +148,26 @@ class TorchTemporalBlender(TemporalSettings):
         change = warp(self._output, backward, "bicubic") - current
         if self._detail_taps is not None:
             change = _blur(change, self._detail_taps)
-        blended = (current + (self.strength * mask) * change).clamp_(0.0, 255.0)
+        blended = current + (self.strength * mask) * change
+        if self._restore_taps is not None:
+            blended = self._restore(current, blended)
+        blended = blended.clamp_(0.0, 255.0)
         cut = (1.0 - trusted) > self.scene_cut
         self._restarts += cut
         self._trusted = trusted
         return self._keep(content, torch.where(cut, current, blended))
+
+    def _restore(self, current: torch.Tensor, blended: torch.Tensor) -> torch.Tensor:
+        """TemporalBlender._restore's twin: the fine band scaled back to the current frame's energy."""
+        band_taps, window_taps = self._restore_taps
+
+        def split(image):
+            base = _blur(image, band_taps)
+            fine = image - base
+            return base, fine, _blur((fine * fine).sum(0, keepdim=True), window_taps)
+        _, _, current_energy = split(current)
+        base, fine, blended_energy = split(blended)
+        return base + restore_gain(current_energy, blended_energy) * fine
 
     def _keep(self, content: torch.Tensor, output: torch.Tensor) -> torch.Tensor:
         self._content = content

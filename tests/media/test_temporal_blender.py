@@ -7,7 +7,7 @@ import pytest
 from test_flow_warp import texture
 
 from styleforge.media.synthetic import motion_clip
-from styleforge.media.temporal import TemporalBlender
+from styleforge.media.temporal import MAX_GAIN, TemporalBlender, restore_gain
 from styleforge.media.warping_error import warping_error
 
 
@@ -64,6 +64,31 @@ def test_detail_blur_grows_with_the_networks_stroke_factor():
     assert not np.array_equal(scaled[-1], narrow[-1])
     with pytest.raises(ValueError):
         TemporalBlender(stroke_factor=0.5)
+
+
+def test_energy_restore_gives_the_fine_band_its_contrast_back():
+    import cv2
+    rng = np.random.default_rng(3)
+
+    def strokes():
+        return cv2.GaussianBlur(rng.normal(128, 60, (64, 80, 3)).astype(np.float32), (0, 0), 1.0)
+
+    def fine(image):   # the band the restore works on: finer than restore_scale·σ = 4 px
+        return float(((image - cv2.GaussianBlur(image, (0, 0), 4.0)) ** 2).mean())
+    current, other = strokes(), strokes()
+    blended = 0.5 * current + 0.5 * other          # strokes that do not line up: contrast falls
+    blender = TemporalBlender(detail_sigma=1.0, restore_scale=4.0, restore_window=4.0)
+    restored = blender._restore(current, blended)
+    assert fine(blended) < 0.6 * fine(current)
+    assert fine(restored) == pytest.approx(fine(current), rel=0.15)
+    # The coarse part is the blend's; a frame blended with itself is left as it is.
+    coarse = cv2.GaussianBlur(restored - blended, (0, 0), 8.0)
+    assert np.abs(coarse).mean() < 0.05 * np.abs(restored - blended).mean()
+    assert np.allclose(blender._restore(current, current), current, atol=1e-3)
+    # The gain only amplifies, and at most MAX_GAIN times (a faded blend is not blown up).
+    assert list(restore_gain(np.array([1e4, 0.0, 3.5]), np.array([0.0, 1e4, 1.0]))) == [MAX_GAIN, 1.0, 1.5]
+    with pytest.raises(ValueError):
+        TemporalBlender(restore_window=0.0)
 
 
 def test_strength_zero_passes_through():
