@@ -60,6 +60,9 @@ grep -c " ok " "$OUT/video_runs.txt" | sed 's/^/video --temporal runs ok: /;s/$/
 style_ratio=()
 if [ -f .data/temporal/vgg16_relu4_3.fp16.pth ] && [ -f .data/temporal/candy.jpg ]; then
   style_ratio=(--vgg-weights .data/temporal/vgg16_relu4_3.fp16.pth --painting .data/temporal/candy.jpg)
+elif [ -f runs/arbitrary-data/vgg16_relu5_1.fp16.pth ]; then   # staged by train_arbitrary.sh: a superset
+  style_ratio=(--vgg-weights runs/arbitrary-data/vgg16_relu5_1.fp16.pth
+               --painting runs/arbitrary-data/eval/paintings_held_out/candy.jpg)
 fi
 timeout 300 python -m styleforge bench --temporal --style candy --device cuda --temporal-4k \
   "${style_ratio[@]}" --output "$OUT" > "$OUT/bench_temporal.md" 2> "$OUT/bench_temporal.log" || status=1

@@ -38,7 +38,8 @@ if [[ -n "${TINY:-}" ]]; then    # a CPU smoke run: a few steps on tiny crops
           --max-content 8 --warmup 1 --checkpoint-every 2 --sample-every 0 --log-every 1 --no-progress"
 fi
 
-gpus() { [[ $DEVICE == cpu ]] && echo 1 || nvidia-smi -L | wc -l; }
+# GPUS=N with CUDA_VISIBLE_DEVICES leaves the other GPUs to other work (a bench beside training)
+gpus() { [[ -n ${GPUS:-} ]] && echo "$GPUS" && return; [[ $DEVICE == cpu ]] && echo 1 || nvidia-smi -L | wc -l; }
 
 stage() {
   mkdir -p "$DATA"
@@ -148,7 +149,7 @@ case $cmd in
     name=${1:?train NAME LIMIT_S}; limit=${2:?train NAME LIMIT_S}; need_data
     secs=$(( limit - EVAL_RESERVE - ($(date +%s) - start) ))
     train_one "$name" "$secs" "$(gpus)"
-    evaluate "$name" 0; pack "$name"; summary ;;
+    evaluate "$name" "${CUDA_VISIBLE_DEVICES:-0}"; pack "$name"; summary ;;
   eval)
     need_data; i=0
     for name in "$@"; do evaluate "$name" $((i % $(gpus))) & i=$((i + 1)); done
