@@ -24,9 +24,17 @@ PERIOD = 4
 WINDOW = 5          # blocks: the lattice is estimated over 20 × 20 px
 
 
+def _taps(like: torch.Tensor) -> torch.Tensor:
+    """[1, 2, 2, 2, 1]/8 made on the device by fills: a host-to-device copy of a pageable tensor
+    is not allowed inside a CUDA graph capture, and the arbitrary engine captures degrid."""
+    k = torch.full((5,), 2.0 / 8, dtype=like.dtype, device=like.device)
+    k[0] = k[4] = 1.0 / 8
+    return k
+
+
 def _lowpass(x: torch.Tensor) -> torch.Tensor:
     c = x.shape[1]
-    k = torch.tensor([1.0, 2.0, 2.0, 2.0, 1.0], dtype=x.dtype, device=x.device) / 8
+    k = _taps(x)
     x = F.conv2d(F.pad(x, (2, 2, 0, 0), mode="reflect"), k.view(1, 1, 1, 5).expand(c, 1, 1, 5), groups=c)
     return F.conv2d(F.pad(x, (0, 0, 2, 2), mode="reflect"), k.view(1, 1, 5, 1).expand(c, 1, 5, 1), groups=c)
 

@@ -76,3 +76,23 @@ def test_grid_penalty_trains_the_lattice_out_of_a_tiny_decoder():
         scores[weight] = (learned, fit(model, feats, x, 60, weight))
     assert scores[0.0][0] > 30, scores                      # the lattice was learned
     assert scores[1.0][1] < 10 and scores[1.0][1] < 0.5 * scores[0.0][1], scores
+
+
+@pytest.mark.gpu
+def test_degrid_is_captured_in_a_cuda_graph():
+    """The arbitrary engine captures its whole frame, degrid included: a host-made filter tensor
+    made every capture fail and the engine run eagerly (a warning per shape)."""
+    from styleforge.engine.capture import capturing
+    from styleforge.engine.degrid import degrid
+    x = sky(96).cuda()
+    want = degrid(x)
+    graph, side = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        degrid(x)                      # warm-up off the capture, as the engine does
+    torch.cuda.current_stream().wait_stream(side)
+    with capturing(graph):
+        out = degrid(x)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, want)
