@@ -13,6 +13,23 @@ together; a capture waits for those inside and new ones wait for the capture (so
 stream of workers cannot starve it). Both sides are re-entrant per thread, and a thread that
 holds the shared side may still capture (its own calls are in thread_local's scope anyway).
 
+Every capture runs on the package's own capture stream (`capture_stream`, one per device), not
+on `torch.cuda.graph`'s default one. A `torch.cuda.Stream()` is not a new stream: PyTorch hands
+out 32 pooled streams per priority in turn (c10/cuda/CUDAStream.h, "Stream pool note"), and its
+default capture stream is one of them, so one in every 32 streams a process asks for afterwards
+(a worker's, the engine stage's, a warm-up's) is the capturing stream itself. Work another
+thread issues there joins or breaks the capture, and pinned host memory used there and freed
+during a capture gets its release event recorded inside it; the host allocator
+(aten/src/ATen/cuda/CachingHostAllocator.cpp) later queries that event from whichever thread
+allocates pinned memory next (`.item()` does; only a thread whose own current stream is
+capturing skips the query), which fails with "operation not permitted on an event last recorded
+in a capturing stream" (cudaErrorCapturedEvent). The
+capture stream is taken from the pool of priority −1, which `torch.cuda.Stream()` (priority 0)
+never hands out, so no default stream in the process aliases it. Other threads' unlocked CUDA
+work on their own streams is then within CUDA's rules: in thread-local capture mode only the
+capturing thread is barred from unsafe calls (CUDA Runtime API, cudaStreamBeginCapture and
+cudaThreadExchangeStreamCaptureMode).
+
 PyTorch's default CUDA generator is process-wide state that every capture enters: from a
 capture's begin to its end, a random draw from it on ANY other thread raises "Offset increment
 outside graph capture encountered unexpectedly" (a CPU-side check, so no capture mode helps).
@@ -91,6 +108,24 @@ class CaptureLock:
 
 CAPTURE_LOCK = CaptureLock()
 
+# Not `torch.cuda.Stream()`'s pool (priority 0); on a device with more than two priority levels,
+# not the pool of PyTorch's internal high-priority requests (the highest level) either.
+CAPTURE_PRIORITY = -1
+_capture_streams: dict[int, torch.cuda.Stream] = {}
+_capture_streams_lock = threading.Lock()
+
+
+def capture_stream(device: torch.device | int | None = None) -> torch.cuda.Stream:
+    """The stream every capture on `device` (default: the current one) runs on, taken once."""
+    index = device if isinstance(device, int) else None if device is None else torch.device(device).index
+    if index is None:
+        index = torch.cuda.current_device()
+    with _capture_streams_lock:
+        stream = _capture_streams.get(index)
+        if stream is None:
+            stream = _capture_streams[index] = torch.cuda.Stream(index, priority=CAPTURE_PRIORITY)
+    return stream
+
 
 def cuda_work() -> contextlib.AbstractContextManager:
     """Held by every CUDA user other than a capture: no graph is captured while it is held."""
@@ -99,11 +134,12 @@ def cuda_work() -> contextlib.AbstractContextManager:
 
 @contextlib.contextmanager
 def capturing(graph: torch.cuda.CUDAGraph, **kwargs) -> Iterator[None]:
-    """`torch.cuda.graph(graph, capture_error_mode="thread_local", **kwargs)` under the exclusive
-    lock. On failure the thread's current stream is put back (torch's context manager leaves the
-    capture stream current when `capture_end` raises), the default CUDA generator is taken out of
-    capture mode (`close_rng_capture`) and the error propagates."""
+    """`torch.cuda.graph(graph, capture_error_mode="thread_local", **kwargs)` on `capture_stream()`
+    under the exclusive lock. On failure the thread's current stream is put back (torch's context
+    manager leaves the capture stream current when `capture_end` raises), the default CUDA
+    generator is taken out of capture mode (`close_rng_capture`) and the error propagates."""
     stream = torch.cuda.current_stream()
+    kwargs.setdefault("stream", capture_stream(stream.device))
     with CAPTURE_LOCK.exclusive():
         try:
             with torch.cuda.graph(graph, capture_error_mode="thread_local", **kwargs):
@@ -128,5 +164,6 @@ def close_rng_capture(device: torch.device) -> None:
     nothing, so the generator's offset is unchanged). Called under the exclusive lock."""
     with torch.cuda.device(device):
         scratch = torch.zeros(1, device=device)
-        with torch.cuda.graph(torch.cuda.CUDAGraph(), capture_error_mode="thread_local"):
+        with torch.cuda.graph(torch.cuda.CUDAGraph(), stream=capture_stream(device),
+                              capture_error_mode="thread_local"):
             scratch.add_(1)

@@ -7,8 +7,9 @@ JPEG with no ICC profile and no EXIF rotation, and writes only `.jpg`/`.jpeg` ou
 no alpha and no ICC profile. Anything else (PNG, CMYK, 16-bit, alpha, rotated, ICC) takes the
 Pillow path in `styleforge.io.image`. Decode runs on the pipeline's decode workers and encode on
 its encode workers, one image a call (torchvision serialises the calls). The two decoders differ
-by IDCT rounding and, at 4:2:0, chroma upsampling (a grey level or two), as `tests/media` checks
-on CUDA.
+by IDCT rounding and, at 4:2:0, chroma upsampling (libjpeg-turbo interpolates, nvJPEG's output
+fits replication): a grey level or two on photos, more where colour changes within a few pixels
+(dev/diag/jpeg_chroma_model.py), as `tests/media` checks on CUDA.
 """
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """engine.capture: the capture lock keeps CUDA work out of a capture (CPU threads check the lock);
-on the GPU a failed capture runs that call eagerly with one warning, and ≥ 200 captures of new
-shapes survive decode, copy and launch work in other threads (the stress test)."""
+on the GPU a failed capture runs that call eagerly with one warning, no stream another thread
+takes is the capture stream, and ≥ 200 captures of new shapes survive decode, copy and launch
+work in other threads (the stress test)."""
 from __future__ import annotations
 
 import threading
@@ -12,7 +13,7 @@ import pytest
 import torch
 from conftest import random_net, rel_error
 
-from styleforge.engine.capture import CAPTURE_LOCK, CaptureLock, cuda_work
+from styleforge.engine.capture import CAPTURE_LOCK, CaptureLock, capture_stream, capturing, cuda_work
 
 STRESS_CAPTURES = 200
 
@@ -124,11 +125,55 @@ def test_a_failed_capture_runs_eagerly_with_one_warning():
     assert runner.captures == 1 and rel_error(out, expected) <= 1e-4
 
 
+@pytest.mark.gpu
+def test_unlocked_work_on_new_streams_beside_an_open_capture():
+    """While a capture is open on this thread, another thread takes 64 new streams (twice round
+    PyTorch's pool of 32) and on each, without the lock, uploads from pinned memory, frees it (the
+    host allocator records its release event on that stream) and reads a sum back (`.item()`'s
+    pinned buffer queries those events). In thread-local mode that is within CUDA's rules as long
+    as none of those streams is the capturing one: with `torch.cuda.graph`'s default capture
+    stream, from the same pool, one of them was, and its work broke the capture or its event
+    query failed with cudaErrorCapturedEvent (engine.capture)."""
+    opened, finished, errors, sums = threading.Event(), threading.Event(), [], []
+
+    def other():
+        opened.wait(10)
+        try:
+            for i in range(64):
+                stream = torch.cuda.Stream()
+                if stream == capture_stream():
+                    raise AssertionError(f"new stream {i} is the capture stream")
+                with torch.cuda.stream(stream):
+                    pinned = torch.full((4096,), float(i), pin_memory=True)
+                    on_gpu = pinned.to("cuda", non_blocking=True)
+                    del pinned
+                    sums.append(float(on_gpu.sum()))
+        except Exception as exc:   # reported below
+            errors.append(f"{type(exc).__name__}: {exc}")
+        finally:
+            finished.set()
+
+    x = torch.zeros(16, device="cuda")
+    graph, worker = torch.cuda.CUDAGraph(), threading.Thread(target=other)
+    worker.start()
+    with capturing(graph):
+        x.add_(1)
+        opened.set()
+        assert finished.wait(60)   # the capture stays open until the other thread is done
+    worker.join(10)
+    assert not errors, errors
+    assert sums == [4096.0 * i for i in range(64)]
+    graph.replay()
+    graph.replay()
+    assert torch.equal(x, torch.full_like(x, 2.0))   # the graph holds this thread's one kernel
+
+
 class Background:
     """Other threads doing what the media pipeline's workers do while the main thread captures:
     pinned staging and uploads (decode), launches with allocations (flow, blends), downloads
     waited on (encode), random draws on the GPU (under the lock) — through the package's
-    workers' own calls, and raw work on side streams; with `clip`, one more thread runs
+    workers' own calls, and raw work on side streams (a new `torch.cuda.Stream()` each round, so
+    the threads cycle through PyTorch's pool of 32); with `clip`, one more thread runs
     `styleforge.stylize_video(--temporal)` on it over and over (PyAV decode and
     encode workers, an engine thread of its own that captures too)."""
 
@@ -144,10 +189,9 @@ class Background:
 
     def loop(self, kind, seed):
         rng = np.random.default_rng(seed)
-        stream = torch.cuda.Stream()
         try:
             while not self.stop.is_set():
-                kind(rng, stream)
+                kind(rng, torch.cuda.Stream())
                 self.rounds += 1
         except Exception as exc:   # reported by the test, with its kind
             self.errors.append(f"{kind.__name__}: {type(exc).__name__}: {exc}")

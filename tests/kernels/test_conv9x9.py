@@ -52,17 +52,20 @@ EMULATOR = Path(__file__).resolve().parents[1] / "emulators" / "conv9x9"
 
 
 def make_inputs(layer, n, h, w, dtype=torch.bfloat16, device="cpu", bias=True, seed=0):
-    """A pre-padded x for an (h, w) output with the layer's realistic value range, weight, bias."""
+    """A pre-padded x for an (h, w) output with the layer's realistic value range, weight, bias.
+    Drawn on `device` by a generator there, so that a GPU test's 4K planes are not drawn on the
+    CPU and copied over."""
     cin, cout = LAYERS[layer]
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator(device).manual_seed(seed)
+    draw = (lambda f, *size, dt=torch.float64: f(*size, generator=g, dtype=dt, device=device))
     if layer == "conv1":    # the image in 0–255
-        x = torch.rand(n, cin, h + 8, w + 8, generator=g, dtype=torch.float64) * 255
+        x = draw(torch.rand, n, cin, h + 8, w + 8) * 255
     else:                   # a ReLU'd InstanceNorm output: non-negative, mean ≈ 0.4
-        x = torch.relu(torch.randn(n, cin, h + 8, w + 8, generator=g, dtype=torch.float64))
-    weight = torch.randn(cout, cin, 9, 9, generator=g, dtype=torch.float64) / (cin * 81) ** 0.5
-    b = torch.randn(cout, generator=g) if bias else None
-    x = x.to(device, dtype).contiguous(memory_format=torch.channels_last)
-    return x, weight.to(device, dtype), None if b is None else b.to(device)
+        x = torch.relu(draw(torch.randn, n, cin, h + 8, w + 8))
+    weight = draw(torch.randn, cout, cin, 9, 9) / (cin * 81) ** 0.5
+    b = draw(torch.randn, cout, dt=torch.float32) if bias else None
+    x = x.to(dtype).contiguous(memory_format=torch.channels_last)
+    return x, weight.to(dtype), b
 
 
 def ref64(x, weight, bias):
@@ -71,19 +74,21 @@ def ref64(x, weight, bias):
 
 def make_fused_inputs(layer, n, h, w, dtype=torch.bfloat16, device="cpu", seed=0, channels_last=False):
     """Unpadded inputs for an (h, w) output with pad=4: conv1 gets the fp32 0–255 image (NCHW, or
-    channels_last), deconv3 a raw deconv2-like output with its InstanceNorm's (scale, shift)."""
+    channels_last), deconv3 a raw deconv2-like output with its InstanceNorm's (scale, shift). Drawn
+    on `device`, as make_inputs."""
     cin, cout = LAYERS[layer]
-    g = torch.Generator().manual_seed(seed)
-    weight = (torch.randn(cout, cin, 9, 9, generator=g, dtype=torch.float64) / (cin * 81) ** 0.5).to(device, dtype)
-    bias = torch.randn(cout, generator=g).to(device)
+    g = torch.Generator(device).manual_seed(seed)
+    draw = (lambda f, *size, dt=torch.float32: f(*size, generator=g, dtype=dt, device=device))
+    weight = (draw(torch.randn, cout, cin, 9, 9, dt=torch.float64) / (cin * 81) ** 0.5).to(dtype)
+    bias = draw(torch.randn, cout)
     if layer == "conv1":
-        x = (torch.rand(n, cin, h, w, generator=g) * 255).to(device)
+        x = draw(torch.rand, n, cin, h, w) * 255
         if channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
         return x, weight, bias, None, None
-    x = (torch.randn(n, cin, h, w, generator=g) * 3 + 5).to(device, dtype).contiguous(memory_format=torch.channels_last)
+    x = (draw(torch.randn, n, cin, h, w) * 3 + 5).to(dtype).contiguous(memory_format=torch.channels_last)
     var, mean = torch.var_mean(x.float(), dim=(2, 3), unbiased=False)
-    gamma, beta = torch.rand(cin, generator=g).to(device) + 0.5, torch.randn(cin, generator=g).to(device) * 0.2
+    gamma, beta = draw(torch.rand, cin) + 0.5, draw(torch.randn, cin) * 0.2
     scale = gamma / torch.sqrt(var + 1e-5)
     return x, weight, bias, scale, beta - mean * scale
 
@@ -249,8 +254,8 @@ def make_norm_inputs(n, h, w, dtype=torch.bfloat16, device="cpu", seed=0, image=
     else:
         x, weight, _ = make_inputs("conv1", n, h, w, dtype, device, bias=False, seed=seed)
         pad = 0
-    g = torch.Generator().manual_seed(seed + 1)
-    nw, nb = (torch.rand(32, generator=g) + 0.5).to(device), torch.randn(32, generator=g).to(device)
+    g = torch.Generator(device).manual_seed(seed + 1)
+    nw, nb = torch.rand(32, generator=g, device=device) + 0.5, torch.randn(32, generator=g, device=device)
     return x, weight, (nw, nb) if affine else (None, None), pad
 
 

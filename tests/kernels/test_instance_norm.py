@@ -61,19 +61,22 @@ def torch_same_dtype(x, weight=None, bias=None, residual=None, eps=1e-5, relu=Fa
 
 def make_inputs(shape, dtype=torch.float32, device="cpu", channels_last=False, affine="both",
                 residual=None, mean=60.0, std=25.0, seed=0):
-    """Fresh random x with a non-zero mean (the network works in 0–255), and the options."""
-    g = torch.Generator().manual_seed(seed)
+    """Fresh random x with a non-zero mean (the network works in 0–255), and the options. Drawn on
+    `device` by a generator there, so that a GPU test's large planes are not drawn on the CPU and
+    copied over."""
+    g = torch.Generator(device).manual_seed(seed)
+    draw = (lambda f, size, dt=torch.float32: f(size, generator=g, dtype=dt, device=device))
     n, c, h, w = shape
-    x = (torch.randn(shape, generator=g, dtype=torch.float64) * std + mean).to(device, dtype)
+    x = (draw(torch.randn, shape, torch.float64) * std + mean).to(dtype)
     if channels_last:
         x = x.contiguous(memory_format=torch.channels_last)
-    weight = (torch.rand(c, generator=g) + 0.5).to(device) if affine in ("both", "weight") else None
-    bias = torch.randn(c, generator=g).to(device) if affine == "both" else None
+    weight = draw(torch.rand, (c,)) + 0.5 if affine in ("both", "weight") else None
+    bias = draw(torch.randn, (c,)) if affine == "both" else None
     res = None
     if residual == "contiguous":
-        res = torch.randn(shape, generator=g).to(device, dtype)
+        res = draw(torch.randn, shape).to(dtype)
     elif residual == "strided":   # the interior of a padded tensor, as the engine passes it
-        padded = torch.randn((n, c, h + 2, w + 2), generator=g).to(device, dtype)
+        padded = draw(torch.randn, (n, c, h + 2, w + 2)).to(dtype)
         if channels_last:
             padded = padded.contiguous(memory_format=torch.channels_last)
         res = padded[..., 1:-1, 1:-1]
