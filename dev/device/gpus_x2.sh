@@ -14,12 +14,18 @@
 # (styleforge.bench.scaling); then the CLI itself, `styleforge stylize … --gpus all`, whose
 # outputs' hashes must equal the 1-GPU run's too.
 # Out: $OUT/scaling.csv (rows for benchmarks/results/scaling.csv), scaling.txt (the table),
+# scaling_run.txt (the bench's lines: under each count, when 10/50/90/100 % of the outputs
+# arrived after the go and, per GPU, its go, first and last record and the longest a record
+# waited for the parent; also in each row's notes, `arrived_s` and `workers`),
 # pipeline/pipeline.csv + pipeline.txt (the one-engine rate), cli.txt, sha256 lists, gpus.log.
 # Bar: 2 GPUs ≥ 1.8× and 4 GPUs ≥ 3.5× the first row's images/s, "same bytes" yes in every row
 # (the one-process row included), cli_same=yes. Read beside it: the 1-GPU row against the
 # one-process row (the executor's own cost) and against pipeline.txt (a folder of 1,200 against
 # 120 photos). The lead copies $OUT/scaling.csv into benchmarks/results/ (append the rows),
-# commits, and runs `python -m styleforge.bench.tables`.
+# commits, and runs `python -m styleforge.bench.tables`. Where the engines-ready rate falls short of
+# the middle-80 % rate, scaling_run.txt says whether the time sits before the 10 % mark (the start:
+# a late go or a slow first record on one GPU) or after the 90 % mark (the tail: one GPU's last
+# record late, or records waiting for the parent).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:?set OUT to the folder results go to}
@@ -54,7 +60,7 @@ PY
 
 say "scaling: $IMAGES 1080p photos over $COUNTS GPUs, then one process"
 timeout 170 python -m styleforge.bench.scaling --images "$IMAGES" --gpus "$COUNTS" --workdir "$WORK" \
-    --output "$OUT" 2>&1 | tee -a "$LOG"
+    --output "$OUT" 2>&1 | tee "$OUT/scaling_run.txt" | tee -a "$LOG"
 say "scaling exit ${PIPESTATUS[0]}"
 python - "$OUT" <<'PY' >"$OUT/scaling.txt" 2>>"$LOG"
 import sys

@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
 # Start-up on the GPU (issue 38): run from the repository root on the device machine; results in $OUT.
 #   1. `styleforge build` first, so the kernel build is not what is measured (build.txt says how long).
-#   2. `styleforge bench --startup --device cuda`, twice (the spread): import torch + CUDA init in a
-#      fresh interpreter (the floor), then a one-photo 1080p `stylize --device cuda` twice in fresh
-#      interpreters. Each run's parts add up to its spawn-to-exit total: interpreter, imports, cli,
+#   2. `styleforge bench --startup --device cuda --startup-runs $RUNS` (default 5): a one-photo 1080p
+#      `stylize --device cuda` in a fresh interpreter, untimed for the bar (kernels, plans cached),
+#      then RUNS rounds of import torch + CUDA init in a fresh interpreter (the floor) and a fresh
+#      one-photo run, alternating which goes first. The bar compares medians, so one spawn slowed
+#      by the host's other work does not decide; every sample is printed and kept in the row.
+#      Each run's parts add up to its spawn-to-exit total: interpreter, imports, cli,
 #      model_load, codec, decode, stage, stylize, write, other, exit; `details` splits model_load
 #      (cuda_init, weights, build_model, runner, kernels), stylize (plan, compute) and the exit
 #      (exit_threads, exit_atexit, exit_teardown); `other_where` names where "other" went; `importers`
-#      who imported each heavy module first. Bar: second run total <= floor + 1.5 s. Rows: startup.csv.
+#      who imported each heavy module first. Bar: median one-photo total <= median floor + 1.5 s.
+#      Rows: startup.csv (one row; `floor_samples`, `totals`, `runs`, `median` in its notes).
 #   3. The exit alone: `import torch` + CUDA init ending normally vs as `cli.leave` ends (os._exit).
-#   4. `python -X importtime` and cProfile of the second kind of run, for the slowest imports/calls.
+#   4. `python -X importtime` and cProfile of a cached one-photo run, for the slowest imports/calls.
 # StyleForge's bytecode is compiled first (as a pip install leaves it); env.txt has the environment.
-# Takes about 3 minutes with the kernel build, 1-2 once built.
+# Takes about 4 minutes with the kernel build (11 spawns of ~5 s in step 2), 2-3 once built.
 set -u
 OUT=${OUT:-/tmp/styleforge-startup}
+RUNS=${RUNS:-5}
 mkdir -p "$OUT"
 { time python -m styleforge build ; } > "$OUT/build.txt" 2>&1
 # A user's pip install leaves bytecode beside the sources; a copied tree (or PYTHONDONTWRITEBYTECODE)
@@ -21,9 +26,8 @@ mkdir -p "$OUT"
 python -m compileall -q styleforge > /dev/null
 { env | grep -E '^(PYTHON|CUDA_|OMP_|TORCH_)' ; nproc; nvidia-smi --query-gpu=name,driver_version --format=csv; } \
     > "$OUT/env.txt" 2>&1
-for i in 1 2; do
-    python -m styleforge bench --startup --device cuda --output "$OUT" 2>&1 | tee "$OUT/startup_$i.txt"
-done
+python -m styleforge bench --startup --device cuda --startup-runs "$RUNS" --output "$OUT" 2>&1 \
+    | tee "$OUT/startup.txt"
 python - <<'PY' | tee "$OUT/floor_exit.txt"
 import subprocess, sys, time
 body = "import torch; torch.zeros(1, device='cuda'); torch.cuda.synchronize()"

@@ -11,13 +11,19 @@ worker said ready, over the time from then to the last record), and in `notes` t
 over the middle 80 % of the records (no warm-up leftovers, no tail), the wall images/s (start-up
 included), the ratio to the first count, the longest warm-up, the fewest jobs a worker's
 pipeline held at once at its peak, each device's share, and whether every output's SHA-256
-equals the first count's. Not a measurement of one engine (`bench --pipeline` is), nor of the
-CLI's start-up (`bench --startup`).
+equals the first count's. Where the time went, also in `notes` and printed: `arrived_s`, the
+seconds from the go (every engine warm) until 10, 50, 90 and 100 % of the outputs had arrived,
+and `workers`, per device, when it passed the go, when its first and last record arrived and the
+longest a record waited for the parent (`jobs.multi_device.DeviceRun.timeline`); against the
+middle rate they show whether a shortfall sits at the start, in the tail, or on one device.
+Not a measurement of one engine (`bench --pipeline` is), nor of the CLI's start-up
+(`bench --startup`).
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import sys
 import tempfile
 import time
@@ -46,6 +52,29 @@ def _rates(times: list[float], since: float) -> tuple[float, float]:
     return steady, middle
 
 
+ARRIVED = (10, 50, 90, 100)     # the % of outputs whose arrival time a row records
+
+
+def _arrived(times: list[float], since: float) -> dict[str, float]:
+    """Seconds from `since` until p % of the records had arrived, for p in ARRIVED."""
+    if not times:
+        return {}
+    return {str(p): round(times[max(0, math.ceil(p * len(times) / 100) - 1)] - since, 4) for p in ARRIVED}
+
+
+def _timeline_text(result: dict) -> str:
+    """'arrived 10/50/90/100 %: 0.31/1.20/2.10/2.40 s after the engines were warm; cuda:0 go 0.001,
+    first 0.050, last 2.400 s, waited for the parent ≤ 0.004 s; cuda:1 …'"""
+    arrived = "/".join(f"{result['arrived_s'][str(p)]:.2f}" for p in ARRIVED if str(p) in result["arrived_s"])
+    parts = [f"arrived {'/'.join(map(str, ARRIVED))} %: {arrived} s after the engines were warm"]
+    def fmt(value: float | None) -> str:
+        return "-" if value is None else f"{value:.3f}"
+    for name, w in (result.get("workers") or {}).items():
+        parts.append(f"{name} go {fmt(w['go_s'])}, first {fmt(w['first_s'])}, last {fmt(w['last_s'])} s, "
+                     f"waited for the parent ≤ {fmt(w['lag_max_s'])} s")
+    return "; ".join(parts)
+
+
 def run_count(inputs: Path, out: Path, devices: tuple[str, ...], options: StylizeOptions) -> dict:
     """The multi-device executor over the folder; rates from the moment every engine was warm."""
     from ..jobs.multi_device import run_on_devices
@@ -53,7 +82,7 @@ def run_count(inputs: Path, out: Path, devices: tuple[str, ...], options: Styliz
     times, failed = [], []
     with run_on_devices(jobs, options, PipelineOptions(), devices, start_together=True) as run:
         for record in run:
-            times.append(time.perf_counter())
+            times.append(time.monotonic())      # the executor's clock (its ready_at, its workers')
             if record.error:
                 failed.append(record.error)
     if failed:
@@ -61,6 +90,7 @@ def run_count(inputs: Path, out: Path, devices: tuple[str, ...], options: Styliz
     steady, middle = _rates(times, run.ready_at)
     return {"steady": steady, "middle": middle, "wall": len(jobs) / (run.finished - run.started),
             "images": len(jobs), "shares": run.shares(), "digests": digests(out),
+            "arrived_s": _arrived(times, run.ready_at), "workers": run.timeline(),
             "warm_s": max(w.warm_s for w in run.workers),
             "peak_in_flight": min(w.peak_in_flight for w in run.workers)}
 
@@ -73,14 +103,14 @@ def run_one_process(inputs: Path, out: Path, options: StylizeOptions) -> dict:
     from ..jobs import run_jobs
     from ..media.images import ImageJob, warm_images
     jobs = _plan(inputs, out, options)
-    start = time.perf_counter()
+    start = time.monotonic()
     stylizer = get_stylizer(options)
-    loaded = time.perf_counter()
+    loaded = time.monotonic()
     warm_images(ImageJob(jobs[0].source, jobs[0].target), stylizer, options, PipelineOptions(), len(jobs))
-    ready = time.perf_counter()
+    ready = time.monotonic()
     times, failed = [], []
     for record in run_jobs(jobs, stylizer, options, PipelineOptions()):
-        times.append(time.perf_counter())
+        times.append(time.monotonic())
         if record.error:
             failed.append(record.error)
     if failed:
@@ -88,7 +118,8 @@ def run_one_process(inputs: Path, out: Path, options: StylizeOptions) -> dict:
     steady, middle = _rates(times, ready)
     return {"steady": steady, "middle": middle, "wall": len(jobs) / (times[-1] - start),
             "images": len(jobs), "shares": f"{stylizer.device} {len(jobs)} (one process)",
-            "digests": digests(out), "warm_s": ready - loaded, "peak_in_flight": None}
+            "digests": digests(out), "warm_s": ready - loaded, "peak_in_flight": None,
+            "arrived_s": _arrived(times, ready), "workers": None}
 
 
 def _plan(inputs: Path, out: Path, options: StylizeOptions) -> list:
@@ -139,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{result['wall']:.1f} wall, {ratio:.2f}x, bytes identical: {same}, warm-up "
               f"{result['warm_s']:.1f} s, shares: {result['shares']}"
               + (f", jobs in flight per worker ≥ {result['peak_in_flight']}" if not one else ""), flush=True)
+        print(f"  {_timeline_text(result)}", flush=True)
         rows.append(Row("scaling", "one-process" if one else f"gpus-{len(devices)}", "ok" if same else "failed",
                         "" if same else "output bytes differ from the first count's",
                         "jpeg-1080p-folder", f"{width}x{height}", batch=1, fps=round(result["steady"], 2),
@@ -147,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
                                "middle_fps": round(result["middle"], 2), "ratio_vs_first": round(ratio, 3),
                                "bytes_identical": same, "warm_s": round(result["warm_s"], 2),
                                "peak_in_flight": result["peak_in_flight"], "shares": result["shares"],
+                               "arrived_s": result["arrived_s"], "workers": result["workers"],
                                "style": args.style},
                         ).stamp(run_id, kind))
     append_rows(rows, args.output)

@@ -77,8 +77,11 @@ def register(subparsers) -> None:
     p.add_argument("--codec", default="auto", choices=("auto", "pillow", "gpu"),
                    help="--pipeline: image codec")
     p.add_argument("--startup", action="store_true",
-                   help="a one-photo 1080p stylize from a cold process, run twice, beside import torch "
-                        "(+ CUDA init) alone: the parts of each run; rows to startup.csv (only this is run)")
+                   help="a one-photo 1080p stylize from a cold process (one untimed run, then N timed "
+                        "ones alternating with import torch (+ CUDA init) alone; medians against the "
+                        "bar): the parts of each run; rows to startup.csv (only this is run)")
+    p.add_argument("--startup-runs", type=int, default=3, metavar="N",
+                   help="--startup: timed one-photo runs and floors, each (default 3)")
     p.add_argument("--temporal", action="store_true",
                    help="temporal consistency: warping error, style ratio and cost of per-frame vs "
                         "--temporal stylization (styleforge/bench/temporal.py; only this is run)")
@@ -197,8 +200,9 @@ def run_startup(args: argparse.Namespace) -> int:
     from ..bench.results import append_rows, new_run_id
     from ..bench.startup import run_startup as measure
     try:
-        row = measure(args.device, args.style, log=lambda message: print(message, flush=True))
-    except RuntimeError as exc:
+        row = measure(args.device, args.style, log=lambda message: print(message, flush=True),
+                      runs=args.startup_runs)
+    except (RuntimeError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     for path in append_rows([row.stamp(new_run_id(), row.provider)], args.output):

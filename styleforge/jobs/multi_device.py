@@ -18,7 +18,14 @@ overlapping run. The parent yields the workers' `Record`s as they arrive (`index
 position in `jobs`), so one report and one progress bar show all devices. Outputs are the bytes
 one device writes: each worker runs the same options, and its pipeline sees the whole plan's
 length, so the codec choice matches. Each worker's decode/encode threads and torch's intra-op
-threads are the host's cores ÷ devices.
+threads are the host's cores ÷ devices. A worker that has finished is joined only in `close`,
+never inside the receive loop: its exit (CUDA context teardown) takes a second or so, and
+the other workers' last records must not wait behind it.
+
+Timeline (for the scaling bench, `DeviceRun.timeline`): each worker stamps when it passed the go
+barrier and when it sent each record, on `time.monotonic` (system-wide on Linux, so comparable
+with the parent's stamps); the parent keeps, per worker, its first and last record's arrival and
+the largest send → arrival delay (time a record waited for the parent).
 
 Stopping: Ctrl-C (the workers ignore SIGINT; the parent decides) or a worker that dies or cannot
 load its engine stops every worker from claiming more; the jobs in flight finish and are written
@@ -48,6 +55,7 @@ from .devices import engine_device, worker_environment
 
 DRAIN_S = 30.0      # after a stop, how long the workers may finish the jobs they hold
 _POLL_S = 0.5
+_EXIT_S = 30.0      # how long a worker that finished may take to exit before it is terminated
 
 
 class WorkerFailed(RuntimeError):
@@ -63,6 +71,10 @@ class _Worker:
     warm_s: float = 0.0           # its pipeline's one-time set-up before it said ready
     peak_in_flight: int = 0       # the most jobs its pipeline held at once (overlap), once done
     records: int = 0              # records received from it
+    go_at: float | None = None    # when it passed the go barrier (its own stamp, time.monotonic)
+    first_at: float | None = None  # when its first record arrived here
+    last_at: float | None = None   # when its last record arrived here
+    lag_max: float = 0.0          # the longest a record waited between its send and its arrival
     done: bool = False            # it finished every job it claimed
     failure: str | None = None    # what it said before it stopped, if it failed
 
@@ -108,10 +120,11 @@ def _worker_main(device: str, jobs: Sequence, options: StylizeOptions, pipeline:
         conn.send(("ready", (stylizer.describe(), time.perf_counter() - started)))
         if go is not None:
             go.wait()
+        conn.send(("go", time.monotonic()))
         claims, stats = _Claims(jobs, counter, stop), Stats()
         for record in stylize_images(claims, stylizer, options, pipeline, stats=stats):
             record.index = claims.claimed[record.index]
-            conn.send(("record", record))
+            conn.send(("record", (record, time.monotonic())))
         conn.send(("done", stats.peak_in_flight))
     except BaseException as exc:    # noqa: BLE001 - the parent reports it; the process ends
         conn.send(("fatal", f"{type(exc).__name__}: {exc}" if not isinstance(exc, (RuntimeError, ValueError))
@@ -157,6 +170,18 @@ class DeviceRun:
         self.late = 0                               # records finished after a stop (written, not yielded)
         self._closed = False
 
+    def timeline(self) -> dict[str, dict[str, float | None]]:
+        """Per worker (keyed 'cuda:0', or 'cuda:0#2' for a repeated device), in seconds from the
+        moment every engine was ready (the go): when it passed go, its first and last record's
+        arrival here, and the longest a record waited for this process to receive it."""
+        def since(t: float | None) -> float | None:
+            return None if t is None or self.ready_at is None else round(t - self.ready_at, 4)
+        names = [w.device for w in self.workers]
+        return {(w.device if names.count(w.device) == 1 else f"{w.device}#{i}"):
+                {"go_s": since(w.go_at), "first_s": since(w.first_at), "last_s": since(w.last_at),
+                 "lag_max_s": round(w.lag_max, 4)}
+                for i, w in enumerate(self.workers)}
+
     def shares(self) -> str:
         """'cuda:0 312, cuda:1 288': how many jobs each device finished."""
         return ", ".join(f"{w.device} {w.records}" for w in self.workers)
@@ -189,7 +214,7 @@ class DeviceRun:
         ctx = mp.get_context("spawn")
         self.counter, self.stop = ctx.Value("q", 0), ctx.Event()
         self.go = ctx.Event() if self.start_together else None
-        self.started = time.perf_counter()
+        self.started = time.monotonic()
         for device in self.devices:
             reader, writer = ctx.Pipe(duplex=False)
             process = ctx.Process(target=_worker_main, name=f"styleforge-{device}", daemon=True,
@@ -204,7 +229,7 @@ class DeviceRun:
 
     def _receive(self, live: dict[Connection, _Worker], deadline: float | None = None) -> Iterator[Record]:
         """Records from the workers in `live` until all have ended (or `deadline` passes)."""
-        while live and (deadline is None or time.perf_counter() < deadline):
+        while live and (deadline is None or time.monotonic() < deadline):
             for conn in wait(list(live), timeout=_POLL_S):
                 worker = live[conn]
                 try:
@@ -212,29 +237,37 @@ class DeviceRun:
                 except (EOFError, OSError):
                     del live[conn]
                     conn.close()
-                    worker.process.join()
                     if not worker.done and worker.failure is None:
+                        # It died without a word: it is gone (or going), so this join is short
+                        # and gives the reason. A finished worker is joined in `close`.
+                        worker.process.join()
                         worker.failure = f"(pid {worker.process.pid}) {_exit_reason(worker.process)}"
                     if worker.failure is not None and not self.stop.is_set():
                         self.stop.set()          # the others finish what they hold, claim no more
-                        limit = time.perf_counter() + self.drain_s
+                        limit = time.monotonic() + self.drain_s
                         deadline = limit if deadline is None else min(deadline, limit)
                     continue
                 if kind == "record":
+                    record, sent = payload
+                    now = time.monotonic()
                     worker.records += 1
+                    worker.first_at = worker.first_at or now
+                    worker.last_at, worker.lag_max = now, max(worker.lag_max, now - sent)
                     self.after_ready += self.ready_at is not None
-                    yield payload
+                    yield record
+                elif kind == "go":
+                    worker.go_at = payload
                 elif kind == "ready":
                     worker.engine, worker.warm_s = payload
                     if all(w.engine for w in self.workers):
-                        self.ready_at = time.perf_counter()
+                        self.ready_at = time.monotonic()
                         if self.go is not None:
                             self.go.set()
                 elif kind == "done":
                     worker.done, worker.peak_in_flight = True, payload
                 elif kind == "fatal":
                     worker.failure = f"failed: {payload}"
-        self.finished = time.perf_counter()
+        self.finished = time.monotonic()
 
     def close(self) -> None:
         """Stop claiming, let the jobs in flight finish for up to `drain_s` (a second Ctrl-C cuts
@@ -246,11 +279,17 @@ class DeviceRun:
         if self.go is not None:
             self.go.set()           # a worker still waiting to start then finds nothing to claim
         try:
-            for _ in self._receive(self._live(), time.perf_counter() + self.drain_s):
+            for _ in self._receive(self._live(), time.monotonic() + self.drain_s):
                 self.late += 1
         except KeyboardInterrupt:
             pass
         finally:
+            try:     # the finished end on their own (CUDA teardown); a second Ctrl-C cuts this short
+                for worker in self.workers:
+                    if worker.done:
+                        worker.process.join(_EXIT_S)
+            except KeyboardInterrupt:
+                pass
             for worker in self.workers:
                 if worker.process.is_alive():
                     worker.process.terminate()
