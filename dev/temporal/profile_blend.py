@@ -34,6 +34,7 @@ p.add_argument("--sizes", default="1080,2160")
 p.add_argument("--versions", default="v1,new")
 p.add_argument("--device", default="cpu")
 p.add_argument("--top", type=int, default=6)
+p.add_argument("--repeat", type=int, default=0, help="timed calls without the profiler (0: none)")
 a = p.parse_args()
 torch.set_grad_enabled(False)
 device = torch.device(a.device)
@@ -94,3 +95,16 @@ for height in map(int, a.sizes.split(",")):
         print("     most issued: " + ", ".join(f"{n.removeprefix('aten::')}×{c}" for n, c in names.most_common(8)))
         print("     costliest (self CPU ms): " + ", ".join(
             f"{k.key.removeprefix('aten::')} {k.self_cpu_time_total / 1e3:.0f}" for k in costly), flush=True)
+        if device.type == "cuda":
+            kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+            gpu = sorted(prof.key_averages(), key=lambda k: -k.self_device_time_total)[:a.top]
+            print(f"     CUDA: {len(kernels)} kernels, {sum(e.device_time for e in kernels) / 1e3:.2f} ms of GPU time; "
+                  + ", ".join(f"{k.key[:40]} {k.self_device_time_total / 1e3:.2f}" for k in gpu))
+        if a.repeat:
+            sync()
+            start = time.perf_counter()
+            for _ in range(a.repeat):
+                blender(content[2], styled[2], flows[2])
+            sync()
+            print(f"     {(time.perf_counter() - start) * 1e3 / a.repeat:.2f} ms per blend (mean of {a.repeat})",
+                  flush=True)
