@@ -25,7 +25,8 @@ depends on the inputs only and so may run ahead, in parallel) and the blend, whi
 This module is the NumPy/OpenCV blend, for CPU runs: `TemporalBlender(content, stylized)` fits
 the video pipeline's `frame_filter` argument and computes the flows itself, or takes them
 (`blend`). `temporal_torch.TorchTemporalBlender` is the same blend in PyTorch, run on the
-engine's GPU output; a test holds the two equal.
+engine's GPU output, with its wide blurs on a pyramid level; this one is the exact reference and
+a test holds the two within a stated tolerance.
 """
 from __future__ import annotations
 
