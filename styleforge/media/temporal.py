@@ -36,7 +36,7 @@ import cv2
 import numpy as np
 
 from .flow import BLEND_PRESET, PRESETS, FlowEstimator, reliable, resize_flow, warp
-from .options import TEMPORAL_STRENGTH
+from .options import TEMPORAL_DETAIL_SIGMA, TEMPORAL_STRENGTH
 
 FEATHER_SIGMA = 0.0     # cv2's rule for the feather's kernel: σ from its size (binomial ≤ 7 taps)
 MAX_GAIN = 2.0          # the energy restore amplifies the fine band at most this much
@@ -50,7 +50,8 @@ class TemporalSettings:
     photometric_tolerance: float = 30.0   # max input difference (0–255) after the warp to trust a pixel
     scene_cut: float = 0.6                # restart when more than this share of pixels is untrusted
     feather: int = 2                      # px: the trust mask is blurred by this radius
-    detail_sigma: float = 1.0             # px at the network's scale: finer detail stays the current frame's; 0 = off
+    detail_sigma: float = TEMPORAL_DETAIL_SIGMA   # px at the network's scale: finer detail stays
+    #                                       the current frame's; 0 = off
     stroke_factor: float = 1.0            # the stylizer's downscale (engine.stroke.stroke_factor): σ's px multiplier
     restore_scale: float = 8.0            # × σ: the band finer than this gets back the current frame's
     #                                       local energy (`_restore`); 0 = off
