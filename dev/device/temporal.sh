@@ -4,7 +4,8 @@
 # audio bit for bit), and `bench --temporal` at 1080p with 4K timing. Results under $OUT
 # (default out/device-temporal). Run from the repository root; about 6-8 minutes on one H200.
 # Confirms (docs/temporal.md): both bars per clip with the energy restore and fast flows, >= 0.7x
-# frames/s, the GPU blend_ms. For the style ratio, carry .data/temporal/{vgg16_relu4_3.fp16.pth,candy.jpg} (shared/data).
+# frames/s, the GPU blend_ms (pyramid blurs: <= ~2.5 ms a 1080p frame expected), and the blend
+# alone against the 77a3991 one at 1080p and 4K (blend_profile.txt). For the style ratio, carry .data/temporal/{vgg16_relu4_3.fp16.pth,candy.jpg} (shared/data).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out/device-temporal}
@@ -67,5 +68,11 @@ fi
 timeout 300 python -m styleforge bench --temporal --style candy --device cuda --temporal-4k \
   "${style_ratio[@]}" --output "$OUT" > "$OUT/bench_temporal.md" 2> "$OUT/bench_temporal.log" || status=1
 cat "$OUT/bench_temporal.md"; tail -40 "$OUT/bench_temporal.log"
+
+# 4. The blend alone, the 77a3991 version (full-size blurs) against the shipped one (pyramid):
+#    kernels launched, GPU time, mean ms per blend at 1080p and 4K.
+timeout 180 python dev/temporal/profile_blend.py --device cuda --sizes 1080,2160 --repeat 20 \
+  > "$OUT/blend_profile.txt" 2>&1 || status=1
+grep -v USDT "$OUT/blend_profile.txt"
 rm -f "$OUT"/*.mp4
 exit $status

@@ -9,7 +9,9 @@ warping error and style ratio as ratios to per-frame, as `bench --temporal` does
   var    1: restore the current frame's local energy of the band finer than `vb`×σ after the
          blend (energy window `vr`×σ)
   preset DIS preset of the blend's flows (medium)   one   1: backward flow only (no fwd–bwd test)
-  ship   1: the shipped TemporalBlender as it is (only a, s, preset apply)
+  ship   1: the shipped TemporalBlender as it is (only a, s, vb, vr, preset apply; vb, vr as
+         restore_scale, restore_window, default 8 and 2)
+  torch  1 with ship=1: the shipped TorchTemporalBlender on the CPU instead (its pyramid blurs)
 The prototypes here use the shipped blender's trust masks; a winner moves into both blenders.
 """
 import argparse
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+import torch
 
 from styleforge.bench.temporal import StyleScorer, input_flows, make_clips, shot_error, stylize_frames
 from styleforge.bench.temporal_options import TemporalBenchConfig
@@ -26,6 +29,7 @@ from styleforge.engine.stroke import stroke_factor
 from styleforge.media.flow import inside, motion_boundary, resize_flow, to_gray, warp
 from styleforge.media.flow_ahead import FlowAhead
 from styleforge.media.temporal import TemporalBlender
+from styleforge.media.temporal_torch import TorchTemporalBlender
 from styleforge.media.warping_error import step_masks
 
 p = argparse.ArgumentParser()
@@ -58,7 +62,7 @@ if a.clips:
 
 
 def parse(setting: str) -> dict:
-    out = dict(a=0.8, s=1.0, px=None, hi=0.0, var=0, vr=2.0, vb=1.0, preset="medium", one=0, ship=0)
+    out = dict(a=0.8, s=1.0, px=None, hi=0.0, var=0, vr=2.0, vb=1.0, preset="medium", one=0, ship=0, torch=0)
     for item in filter(None, setting.split(",")):
         key, value = item.split("=")
         out[key] = value if key == "preset" else float(value)
@@ -113,6 +117,19 @@ class Prototype(TemporalBlender):
         return self._keep(content, np.clip(blended, 0.0, 255.0))
 
 
+class TorchBlend:
+    """The torch blender behind TemporalBlender.blend's uint8 (H, W, 3) interface."""
+
+    def __init__(self, blender):
+        self.blender = blender
+
+    def blend(self, content, stylized, flows):
+        chw = lambda x: torch.from_numpy(x).permute(2, 0, 1).float()   # noqa: E731
+        with torch.no_grad():
+            out = self.blender(chw(content), chw(stylized), None if flows is None else torch.from_numpy(flows))
+        return out.permute(1, 2, 0).to(torch.uint8).numpy()
+
+
 scorer = StyleScorer("/work/shared/data/vgg16_relu4_3.fp16.pth", "/work/shared/data/styles/candy.jpg")
 preset_flows: dict = {}
 for name, cuts, frames, styled, flows, pair in clips:
@@ -132,7 +149,11 @@ for name, cuts, frames, styled, flows, pair in clips:
         else:
             use = pair
         if o["ship"]:
-            blender = TemporalBlender(strength=o["a"], detail_sigma=o["s"], stroke_factor=factor)
+            restore = dict(restore_scale=o["vb"] if "vb=" in setting else 8.0, restore_window=o["vr"])
+            blender = TemporalBlender(strength=o["a"], detail_sigma=o["s"], stroke_factor=factor, **restore)
+            if o["torch"]:
+                blender = TorchBlend(TorchTemporalBlender(strength=o["a"], detail_sigma=o["s"],
+                                                          stroke_factor=factor, **restore))
         else:
             sigma = o["px"] if o["px"] else o["s"] * factor
             blender = Prototype(strength=o["a"]).configure(o, sigma)

@@ -9,7 +9,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..media.options import TEMPORAL_STRENGTH
+from ..media.options import TEMPORAL_DETAIL_SIGMA, TEMPORAL_STRENGTH
 
 SCENE_NAMES = ("pan", "zoom", "subject", "rotation", "cut")   # bench/temporal_clips.py's SCENES
 
@@ -30,7 +30,7 @@ class TemporalBenchConfig:
     repeats: int = 2                          # timed runs of each mode per clip (the best is kept)
     score_every: int = 4                      # style ratio on every n-th scored frame
     strength: float = TEMPORAL_STRENGTH
-    detail_sigma: float = 1.0                 # TemporalSettings.detail_sigma (px at the network scale)
+    detail_sigma: float = TEMPORAL_DETAIL_SIGMA   # TemporalSettings.detail_sigma (px at the network scale)
     device: str = "cpu"
     output: str | None = "benchmarks/results"
 

@@ -20,6 +20,10 @@ SVTAV1_PRESETS = tuple(str(n) for n in range(-1, 14))
 # `--temporal`'s strength when given bare: with the fine band's energy restored, α 0.95 kept both of
 # issue 40's bars on the CPU sweep (docs/temporal.md); here so parsing needs no OpenCV.
 TEMPORAL_STRENGTH = 0.95
+# The blend's detail σ in px at the network's scale (TemporalSettings.detail_sigma): 0.85 rather
+# than 1 blends more of each stroke, buying the warping error the 1080p device run lacked with
+# part of its style margin (the 1080p CPU sweep in docs/temporal.md).
+TEMPORAL_DETAIL_SIGMA = 0.85
 PRESETS = {"h264": X264_PRESETS, "h265": X264_PRESETS, "av1": SVTAV1_PRESETS, "vp9": ()}
 # The preset when none is given. x264's own default (medium) encodes 1080p far below the
 # engine's rate; superfast keeps CABAC and deblocking (unlike ultrafast), and through the whole

@@ -25,7 +25,8 @@ depends on the inputs only and so may run ahead, in parallel) and the blend, whi
 This module is the NumPy/OpenCV blend, for CPU runs: `TemporalBlender(content, stylized)` fits
 the video pipeline's `frame_filter` argument and computes the flows itself, or takes them
 (`blend`). `temporal_torch.TorchTemporalBlender` is the same blend in PyTorch, run on the
-engine's GPU output; a test holds the two equal.
+engine's GPU output, with its wide blurs on a pyramid level; this one is the exact reference and
+a test holds the two within a stated tolerance.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ import cv2
 import numpy as np
 
 from .flow import BLEND_PRESET, PRESETS, FlowEstimator, reliable, resize_flow, warp
-from .options import TEMPORAL_STRENGTH
+from .options import TEMPORAL_DETAIL_SIGMA, TEMPORAL_STRENGTH
 
 FEATHER_SIGMA = 0.0     # cv2's rule for the feather's kernel: σ from its size (binomial ≤ 7 taps)
 MAX_GAIN = 2.0          # the energy restore amplifies the fine band at most this much
@@ -49,7 +50,8 @@ class TemporalSettings:
     photometric_tolerance: float = 30.0   # max input difference (0–255) after the warp to trust a pixel
     scene_cut: float = 0.6                # restart when more than this share of pixels is untrusted
     feather: int = 2                      # px: the trust mask is blurred by this radius
-    detail_sigma: float = 1.0             # px at the network's scale: finer detail stays the current frame's; 0 = off
+    detail_sigma: float = TEMPORAL_DETAIL_SIGMA   # px at the network's scale: finer detail stays
+    #                                       the current frame's; 0 = off
     stroke_factor: float = 1.0            # the stylizer's downscale (engine.stroke.stroke_factor): σ's px multiplier
     restore_scale: float = 8.0            # × σ: the band finer than this gets back the current frame's
     #                                       local energy (`_restore`); 0 = off
