@@ -119,6 +119,25 @@ EOF
   mkdir -p "$OUT/samples_${name}"
   cp "$(ls "$run"/samples/*.png 2>/dev/null | tail -1)" "$OUT/samples_${name}/" 2>/dev/null
   tail -2 "$run/train.log" > "$OUT/train_tail_${name}.txt"
+  # The int8 file's error against the weights it was made from, on held-out pairs (fp32 compute):
+  # the repository ships only int8, so this is measured where the full weights still exist.
+  python - "$run/arbitrary.safetensors" "$OUT/${name}.safetensors" "$DATA/eval" "$DEVICE" \
+    > "$OUT/int8_error_${name}.txt" 2>&1 <<'PY'
+import math, sys
+from pathlib import Path
+from styleforge.engine.arbitrary import ArbitraryStylizer
+from styleforge.engine.options import StylizeOptions
+from styleforge.training.arbitrary_eval import load_scaled
+full, int8, data, device = sys.argv[1], sys.argv[2], Path(sys.argv[3]), sys.argv[4]
+engines = [ArbitraryStylizer(StylizeOptions(arbitrary_weights=w, device=device, precision="fp32")) for w in (full, int8)]
+for photo in sorted((data / "photos").iterdir())[:3]:
+    for painting in sorted((data / "paintings_held_out").iterdir()):
+        x = load_scaled(photo)
+        a, b = (e.stylize(x, [(painting, 1.0)]).round().clamp(0, 255).float() for e in engines)
+        mse = float((a - b).square().mean())
+        print(f"{photo.name} {painting.name} PSNR int8 vs full {10 * math.log10(255 ** 2 / max(mse, 1e-12)):.1f} dB "
+              f"max {float((a - b).abs().max()):.0f}")
+PY
 }
 
 summary() {

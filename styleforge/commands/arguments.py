@@ -81,8 +81,12 @@ def register_engine_arguments(p) -> None:
     p.add_argument("--degrid", action=argparse.BooleanOptionalAction, default=_DEFAULTS.degrid,
                    help="--style-image: remove the 4-px lattice the model leaves, after each pass (default on)")
     p.add_argument("--palette", choices=PALETTE_MODES, default=_DEFAULTS.palette,
-                   help="--style-image: move the colours to the painting's between passes, or also after "
-                        "the last (all); default none")
+                   help="--style-image: move the colours to the painting's between passes (between), and "
+                        "part of the way after the last (all, the default), or not at all (none)")
+    p.add_argument("--palette-strength", type=_checked(_number_in(0, 1), "number in 0..1"),
+                   default=_DEFAULTS.palette_strength, metavar="X",
+                   help="--style-image with --palette all: how far the colours move after the last pass "
+                        f"(default {_DEFAULTS.palette_strength:g}; 1 = the painting's palette exactly)")
     p.add_argument("--style-size", type=_checked(_number_in(64, 4096, int), "integer in 64..4096"),
                    default=_DEFAULTS.style_size, metavar="PX",
                    help=f"--style-image: the painting's longer side when encoded (default {_DEFAULTS.style_size})")
@@ -121,7 +125,7 @@ def register_engine_arguments(p) -> None:
                            "(default: the temp folder)")
 
 
-_PAINTING_ONLY = ("alpha", "passes", "style_size", "arbitrary_weights")
+_PAINTING_ONLY = ("alpha", "passes", "style_size", "arbitrary_weights", "palette_strength")
 
 
 def options_from_args(args: argparse.Namespace) -> StylizeOptions:

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import argparse
 
+from ..engine.options import StylizeOptions
+
+_DEFAULTS = StylizeOptions()
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("eval-arbitrary", help="score the any-painting model on held-out pairs")
@@ -22,8 +26,11 @@ def register(subparsers) -> None:
     p.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"), default="auto")
     p.add_argument("--degrid", action=argparse.BooleanOptionalAction, default=True,
                    help="remove the 4-px lattice after each pass (default on)")
-    p.add_argument("--palette", choices=("none", "between", "all"), default="none",
-                   help="transport the painting's colours between passes (or also after the last)")
+    p.add_argument("--palette", choices=("none", "between", "all"), default=_DEFAULTS.palette,
+                   help="transport the painting's colours between passes (between), and part of the way "
+                        f"after the last (all, default; --palette-strength {_DEFAULTS.palette_strength:g})")
+    p.add_argument("--palette-strength", type=float, default=_DEFAULTS.palette_strength,
+                   help="with --palette all: how far the colours move after the last pass")
     p.add_argument("--save-dir", metavar="DIR", help="also write every output as PNG here")
     p.add_argument("--csv", metavar="FILE",
                    help="append one row per pair (e.g. benchmarks/results/arbitrary_quality.csv)")
@@ -52,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from ..training.arbitrary_report import append_rows, contact_sheet, table
     engine = ArbitraryStylizer(StylizeOptions(arbitrary_weights=args.weights, alpha=args.alpha, passes=args.passes,
                                               device=args.device, precision=args.precision, degrid=args.degrid,
-                                              palette=args.palette))
+                                              palette=args.palette, palette_strength=args.palette_strength))
     photos, paintings = _files(args.photos), _files(args.paintings)
     with tempfile.TemporaryDirectory() as tmp:
         save_dir = Path(args.save_dir) if args.save_dir else (Path(tmp) if args.sheet else None)
@@ -60,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
                           photos, paintings, args.metric_vgg, str(engine.device), save_dir)
         print(table(scores))
         label = args.label or (f"{Path(args.weights).name} passes={args.passes} degrid={int(args.degrid)} "
-                               f"palette={args.palette} {engine.dtype}".replace("torch.", ""))
+                               f"palette={args.palette}:{args.palette_strength:g} {engine.dtype}".replace("torch.", ""))
         if args.csv:
             print("rows:", append_rows(args.csv, scores, label, str(engine.device)))
         if args.sheet:

@@ -142,7 +142,8 @@ def parse_style_image(spec: str) -> tuple[str, float]:
     return path, check_style_weight(path, value)
 
 
-# Arbitrary model: where the painting's colours are transported onto the image (docs/arbitrary.md).
+# Arbitrary model: where the painting's colours are transported onto the image (docs/arbitrary.md):
+# fully between the passes and, with `all` (the default), `palette_strength` of the way after the last.
 PALETTE_MODES = ("none", "between", "all")
 
 
@@ -174,7 +175,8 @@ class StylizeOptions:
     passes: int = 2                   # arbitrary model: times it is applied (the output restyled)
     arbitrary_weights: str | None = None  # arbitrary model weights file (None: the shipped one)
     degrid: bool = True               # arbitrary model: remove a 4-px lattice after each pass
-    palette: str = "none"             # arbitrary model: painting-colour transport: none | between | all
+    palette: str = "all"              # arbitrary model: painting-colour transport: none | between | all
+    palette_strength: float = 0.25    # arbitrary model: share of the transport after the last pass (all)
 
     def __post_init__(self):
         check_fraction("strength", self.strength)
@@ -203,6 +205,7 @@ class StylizeOptions:
             raise ValueError(f"style_size must be ≥ 64, got {self.style_size}")
         if self.palette not in PALETTE_MODES:
             raise ValueError(f"palette must be one of {PALETTE_MODES}, got {self.palette!r}")
+        check_fraction("palette_strength", self.palette_strength)
         if isinstance(self.style_images, str):
             object.__setattr__(self, "style_images", (parse_style_image(self.style_images),))
         elif isinstance(self.style_images, list):

@@ -15,7 +15,8 @@ changes the picture and is not at its default, in a fixed order, each after a `-
 | --max-side (none)                 | `max<n>`        | `candy-max1024`         |
 | --stroke-scale (auto)             | `x<s>`          | `candy-x2`              |
 | --alpha (1), --passes (2)         | `a<x>`, `p<n>`  | `starry-a0.8-p1`        |
-| --no-degrid, --palette (none)     | `nodegrid`, `pal<mode>` |                 |
+| --no-degrid, --palette (all)      | `nodegrid`, `pal<mode>` |                 |
+| --palette-strength (0.25; all)   | `ps<x>`         | `starry-ps0.5`          |
 | --style-size (512)                | `ss<px>`        |                         |
 
 So every default run keeps the names it always had, and two runs that would paint different
@@ -88,6 +89,8 @@ def settings_tokens(options: StylizeOptions) -> list[str]:
             f"p{options.passes}" if options.passes != d.passes else None,
             "nodegrid" if not options.degrid else None,
             f"pal{options.palette}" if options.palette != d.palette else None,
+            f"ps{_number(options.palette_strength)}" if options.palette == "all"
+            and options.palette_strength != d.palette_strength else None,
             f"ss{options.style_size}" if options.style_size != d.style_size else None,
         ]
     return [token for token in tokens if token]

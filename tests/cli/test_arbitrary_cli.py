@@ -153,9 +153,9 @@ def test_two_passes_restyle_the_first_pass_output(tmp_path, weights):
     painting = picture(tmp_path / "s.png", (50, 50))
     content = torch.rand(1, 3, 48, 64) * 255
 
-    def engine(passes):
+    def engine(passes):   # palette none: the transports between and after the passes are tested apart
         return api.get_arbitrary_engine(api.make_options(arbitrary_weights=str(weights), device="cpu",
-                                                         precision="fp32", passes=passes))
+                                                         precision="fp32", passes=passes, palette="none"))
     once, twice = engine(1), engine(2)
     calls = []
     run = twice.model.stylize

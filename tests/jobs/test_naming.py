@@ -1,6 +1,8 @@
 """Output names (`jobs.naming`): default settings keep the plain `photo_<style>.jpg`; a setting
 that changes the picture adds its token, one that does not (device, precision, quality) does
 not; long names keep the label whole."""
+import dataclasses
+
 import pytest
 
 from styleforge.engine.options import StylizeOptions
@@ -35,8 +37,12 @@ def test_mix_weights_and_painting_settings():
     blend = StylizeOptions(blend=(("candy", 3.0), ("mosaic", 1.0)))
     assert output_label(blend) == "candy+mosaic-w0.75_0.25"
     paintings = StylizeOptions(style_images=(("a.jpg", 0.7), ("b.jpg", 0.3)), alpha=0.8, passes=1,
-                               degrid=False, palette="all", style_size=256)
-    assert output_label(paintings) == "a+b-w0.7_0.3-a0.8-p1-nodegrid-palall-ss256"
+                               degrid=False, palette="none", style_size=256)
+    assert output_label(paintings) == "a+b-w0.7_0.3-a0.8-p1-nodegrid-palnone-ss256"
+    stronger = StylizeOptions(style_images=(("a.jpg", 1.0),), palette_strength=0.5)
+    assert output_label(stronger) == "a-ps0.5"
+    # the strength moves nothing when there is no transport after the last pass
+    assert output_label(dataclasses.replace(stronger, palette="between")) == "a-palbetween"
 
 
 def test_settings_that_keep_the_picture_keep_the_name():

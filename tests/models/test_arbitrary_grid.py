@@ -1,7 +1,7 @@
 """The arbitrary model's 4-px lattice, measured as the shared tool does (`training/grid.grid_score`)
-on a smooth, sky-like photo, where a lattice shows most: the shipped weights carry one (issue 39,
-docs/arbitrary.md), the engine's `degrid` removes it, and the grid penalty trains it out of a
-tiny random model whose nearest-×2 decoder stamps one."""
+on a smooth, sky-like photo, where a lattice shows most: the shipped weights, trained with the grid
+penalty, carry none (issue 39, docs/arbitrary.md), the engine's `degrid` removes what is left, and
+the penalty trains a lattice out of a tiny random model whose nearest-×2 decoder stamps one."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -40,9 +40,9 @@ def test_degrid_clears_the_shipped_weights_lattice():
 
 @pytest.mark.slow
 @pytest.mark.skipif(not SHIPPED.is_file(), reason="shipped arbitrary weights not installed")
-@pytest.mark.xfail(strict=True, reason="issue 39: the shipped weights stamp a 4-px lattice (grid score in the "
-                                       "hundreds); weights trained with the grid penalty should pass: then drop this")
 def test_shipped_weights_leave_no_lattice():
+    """Trained with the grid penalty (issue 39): no lattice even without degrid. The weights
+    shipped before it stamped one with a grid score in the hundreds."""
     assert float(grid_score(shipped_output(degrid=False))[0]) <= 10
 
 

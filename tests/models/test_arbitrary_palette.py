@@ -68,7 +68,14 @@ def test_engine_palette_and_degrid_options(tmp_path):
         engine = ArbitraryStylizer(StylizeOptions(arbitrary_weights=str(weights), device="cpu", **kw))
         return engine.stylize(photo, [(image, 1.0)])
 
-    plain, moved = run(palette="none", degrid=False), run(palette="all", degrid=False)
+    plain, moved = run(palette="none", degrid=False), run(palette="all", palette_strength=1.0, degrid=False)
     assert float(sliced_wasserstein(moved, painting)[0]) < 0.5 * float(sliced_wasserstein(plain, painting)[0])
+    # The strength is the share of the last transport: none of it is `between`, the default
+    # quarter lies between that and the full transport in colour distance to the painting.
+    between = run(palette="between", degrid=False)
+    assert torch.equal(run(palette="all", palette_strength=0.0, degrid=False), between)
+    sw = {name: float(sliced_wasserstein(image, painting)[0])
+          for name, image in (("between", between), ("quarter", run(palette="all", degrid=False)), ("all", moved))}
+    assert sw["all"] < sw["quarter"] < sw["between"], sw
     cleaned = run(palette="none", degrid=True)
     assert not torch.equal(cleaned, plain) and (cleaned - plain).abs().mean() < 0.1 * plain.std()
