@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from .results import DEFAULT_OUTPUT, as_float, latest_run, read_rows
+from .tables_quality import arbitrary_quality_summary
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MARKER = re.compile(r"(<!-- table:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /table:(?P=name) -->)", re.S)
@@ -394,7 +395,7 @@ OP_PAGES = ("attention", "conv3x3", "conv9x9", "ffn", "instance_norm")
 TABLES: dict[str, Callable[[Path], str]] = {
     "e2e": e2e_summary, "e2e-detail": e2e_detail, "e2e-history": e2e_history, "ops": ops_summary,
     "pipeline": pipeline_summary, "scaling": scaling_summary, "tiling": tiling_summary, "stroke-scale": stroke_summary,
-    "cpu": cpu_summary, "cpu-arbitrary": cpu_arbitrary_summary,
+    "cpu": cpu_summary, "cpu-arbitrary": cpu_arbitrary_summary, "arbitrary-quality": arbitrary_quality_summary,
     **{f"ops-{op}": functools.partial(ops_summary, prefix=op) for op in OP_PAGES}}
 
 
