@@ -73,9 +73,10 @@ def _engine_options(options: ExportOptions):
               "tiling": "off"}
     if options.arbitrary:
         # The exported graph is the model's passes alone: the engine's lattice repair (`degrid`)
-        # is not in the file (docs/export.md), so the file is checked against the engine without it.
+        # and palette transport are not in the file (docs/export.md), so the file is checked
+        # against the engine without them.
         return StylizeOptions(arbitrary_weights=options.arbitrary_weights, passes=options.passes,
-                              style_size=options.style_size, degrid=False, **common)
+                              style_size=options.style_size, degrid=False, palette="none", **common)
     return StylizeOptions(style=options.style, **common)
 
 
