@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..engine.options import StylizeOptions
+from ..engine.options import PALETTE_MODES, StylizeOptions
 
 _DEFAULTS = StylizeOptions()
 
@@ -24,9 +24,9 @@ def register(subparsers) -> None:
     p.add_argument("--passes", type=int, default=2, help="times the model is applied (default 2)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"), default="auto")
-    p.add_argument("--degrid", action=argparse.BooleanOptionalAction, default=True,
+    p.add_argument("--degrid", action=argparse.BooleanOptionalAction, default=_DEFAULTS.degrid,
                    help="remove the 4-px lattice after each pass (default on)")
-    p.add_argument("--palette", choices=("none", "between", "all"), default=_DEFAULTS.palette,
+    p.add_argument("--palette", choices=PALETTE_MODES, default=_DEFAULTS.palette,
                    help="transport the painting's colours between passes (between), and part of the way "
                         f"after the last (all, default; --palette-strength {_DEFAULTS.palette_strength:g})")
     p.add_argument("--palette-strength", type=float, default=_DEFAULTS.palette_strength,
