@@ -91,7 +91,7 @@ def normalize_state_dict(raw: dict[str, torch.Tensor], source: str) -> dict[str,
     check_layout({k: tuple(v.shape) for k, v in out.items()}, source)
     # numpy, not torch.isfinite: torch's first CPU reduction in a process spins up its thread
     # pool (0.45 s of a one-photo GPU run's start on an H200 host, ~1 ms this way)
-    bad = [k for k, v in out.items() if not np.isfinite(v.numpy()).all()]
+    bad = [k for k, v in out.items() if not np.isfinite(v.detach().cpu().numpy()).all()]
     if bad:
         raise CheckpointError(f"{source}: {len(bad)} weights hold NaN or inf (first: {bad[0]}); the "
                               "file is damaged or its training diverged; use an earlier checkpoint")
