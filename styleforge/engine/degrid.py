@@ -25,11 +25,11 @@ WINDOW = 5          # blocks: the lattice is estimated over 20 × 20 px
 
 
 def _taps(like: torch.Tensor) -> torch.Tensor:
-    """[1, 2, 2, 2, 1]/8 made on the device by fills: a host-to-device copy of a pageable tensor
-    is not allowed inside a CUDA graph capture, and the arbitrary engine captures degrid."""
-    k = torch.full((5,), 2.0 / 8, dtype=like.dtype, device=like.device)
-    k[0] = k[4] = 1.0 / 8
-    return k
+    """[1, 2, 2, 2, 1]/8 made on the device by arithmetic: a host-to-device copy of a pageable
+    tensor is not allowed inside a CUDA graph capture, and the arbitrary engine captures degrid.
+    (`k[0] = v` on a CUDA tensor is such a copy: torch makes v a CPU tensor and copies it.)"""
+    inner = (torch.arange(5, device=like.device) - 2).abs() < 2
+    return inner.to(like.dtype) * (1.0 / 8) + 1.0 / 8
 
 
 def _lowpass(x: torch.Tensor) -> torch.Tensor:
