@@ -9,7 +9,7 @@ README.md and docs/*.md; `--check` rewrites nothing and exits 1 naming each bloc
 from its rows (a CPU test runs it). Comparisons are precision-matched: each fused precision
 against the fastest torch.compile mode of the same precision. Formatting only: the numbers are the
 rows' medians, and a ratio is the quotient of two medians of one run. Over 400 lines because it
-holds one short formatter per table (fifteen); splitting them by table would scatter `TABLES`.
+holds one short formatter per table (sixteen); splitting them by table would scatter `TABLES`.
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from .results import DEFAULT_OUTPUT, as_float, latest_run, read_rows
+from .tables_arbitrary import arbitrary_speed_summary
 from .tables_quality import arbitrary_quality_summary
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -396,6 +397,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "e2e": e2e_summary, "e2e-detail": e2e_detail, "e2e-history": e2e_history, "ops": ops_summary,
     "pipeline": pipeline_summary, "scaling": scaling_summary, "tiling": tiling_summary, "stroke-scale": stroke_summary,
     "cpu": cpu_summary, "cpu-arbitrary": cpu_arbitrary_summary, "arbitrary-quality": arbitrary_quality_summary,
+    "arbitrary-speed": arbitrary_speed_summary,
     **{f"ops-{op}": functools.partial(ops_summary, prefix=op) for op in OP_PAGES}}
 
 
