@@ -90,7 +90,7 @@ def clear_cache() -> None:
 
 
 def is_painting(style: Any) -> bool:
-    from .io.image import SCAN_SUFFIXES
+    from .io.suffixes import SCAN_SUFFIXES
     return isinstance(style, Image.Image) or (
         isinstance(style, (str, os.PathLike)) and Path(style).suffix.lower() in SCAN_SUFFIXES)
 

@@ -59,6 +59,11 @@ class Switches:
         "doc": "`--backend auto` on a CPU runs the built-in styles on OpenVINO INT8 where openvino and nncf "
                "are installed (`engine/openvino_runner.py`); `0` keeps it on PyTorch (an explicit "
                "`--backend openvino` or `--precision int8` still runs OpenVINO)"})
+    cuda_warmup: bool = field(default=True, metadata={
+        "env": "STYLEFORGE_CUDA_WARMUP", "values": "`1` (default), `0`",
+        "doc": "a one-device CUDA run starts the CUDA driver and the GPU's context on a background thread "
+               "while torch is imported and the weights load (`engine/cuda_warmup.py`); `0` leaves both to "
+               "PyTorch's first CUDA call"})
     cache_dir: Path | None = field(default=None, metadata={
         "env": "STYLEFORGE_CACHE_DIR", "values": "a folder (default: `$XDG_CACHE_HOME/styleforge` or "
                                                  "`~/.cache/styleforge`)",
@@ -94,6 +99,7 @@ class Switches:
             graph_io=env.get("STYLEFORGE_GRAPH_IO", "1").strip().lower() not in _OFF,
             plan_cache=env.get("STYLEFORGE_PLAN_CACHE", "1").strip().lower() not in _OFF,
             openvino=env.get("STYLEFORGE_OPENVINO", "1").strip().lower() not in _OFF,
+            cuda_warmup=env.get("STYLEFORGE_CUDA_WARMUP", "1").strip().lower() not in _OFF,
             cache_dir=_path(env, "STYLEFORGE_CACHE_DIR"),
             xdg_cache_home=_path(env, "XDG_CACHE_HOME"),
             styles_dir=_path(env, "STYLEFORGE_STYLES_DIR"),
@@ -139,6 +145,13 @@ def cuda_mask() -> str | None:
     """`CUDA_VISIBLE_DEVICES` as this process was started with it: the CUDA driver's variable, not a
     StyleForge switch; `--gpus` numbers GPUs within it. Read at each call (a parent may set it)."""
     return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
+def cuda_driver_defaults() -> None:
+    """`CUDA_MODULE_LOADING=LAZY` where it is unset, as `torch.cuda` sets it before its first CUDA
+    call: the driver reads it once, at `cuInit`, so StyleForge sets it where it calls `cuInit` before
+    PyTorch does (`engine/cuda_warmup.py`). A driver variable, not a StyleForge switch."""
+    os.environ.setdefault("CUDA_MODULE_LOADING", "LAZY")
 
 
 @contextlib.contextmanager

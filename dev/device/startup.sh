@@ -14,8 +14,13 @@
 #      Rows: startup.csv (one row; `floor_samples`, `totals`, `runs`, `median` in its notes).
 #   3. The exit alone: `import torch` + CUDA init ending normally vs as `cli.leave` ends (os._exit).
 #   4. `python -X importtime` and cProfile of a cached one-photo run, for the slowest imports/calls.
+#   5. The real command from the shell (`python -m styleforge stylize`, spawn to exit), RUNS rounds of
+#      the floor, the run with STYLEFORGE_CUDA_WARMUP=1 and with =0, order reversed every other round:
+#      warmup_ab.txt. bench --startup's driver imports torch before `main`, so it cannot show the
+#      part of the driver warm-up that overlaps the import; this does.
 # StyleForge's bytecode is compiled first (as a pip install leaves it); env.txt has the environment.
-# Takes about 4 minutes with the kernel build (11 spawns of ~5 s in step 2), 2-3 once built.
+# Takes about 5 minutes with the kernel build at RUNS=5 (11 spawns of ~5 s in step 2, 15 in step 5);
+# RUNS=9 about 7.
 set -u
 OUT=${OUT:-/tmp/styleforge-startup}
 RUNS=${RUNS:-5}
@@ -52,4 +57,24 @@ grep -E "torch\._dynamo|fsdp|_inductor|sympy|cpp_extension|setuptools|rich|torch
 python -m cProfile -o "$OUT/stylize.prof" -m styleforge stylize "${ARGS[@]}" > /dev/null 2>&1
 python -c "import pstats, sys; pstats.Stats(sys.argv[1]).sort_stats('cumulative').print_stats(60)" \
     "$OUT/stylize.prof" > "$OUT/stylize_profile.txt"
+python - "$OUT" "$RUNS" <<'PY' | tee "$OUT/warmup_ab.txt"
+import os, statistics, subprocess, sys, time
+out, runs = sys.argv[1], int(sys.argv[2])
+floor = ["-c", "import torch; torch.zeros(1, device='cuda'); torch.cuda.synchronize(); "
+               "import atexit, os; atexit._run_exitfuncs(); os._exit(0)"]
+command = ["-m", "styleforge", "stylize", f"{out}/photo.jpg", "-o", f"{out}/photo_ab.jpg", "--device", "cuda",
+           "--overwrite"]
+cases = [("floor", floor, "1"), ("warmup on", command, "1"), ("warmup off", command, "0")]
+times = {name: [] for name, _, _ in cases}
+for i in range(runs):
+    for name, args, flag in (cases if i % 2 == 0 else cases[::-1]):
+        env = {**os.environ, "STYLEFORGE_CUDA_WARMUP": flag}
+        start = time.time()
+        subprocess.run([sys.executable, *args], check=True, env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        times[name].append(time.time() - start)
+for name, samples in times.items():
+    print(f"{name}: median {statistics.median(samples):.2f} s; samples " + " ".join(f"{t:.2f}" for t in samples))
+print(f"bar on the real command (floor + 1.5 s): {statistics.median(times['floor']) + 1.5:.2f} s")
+PY
 echo "done: $OUT"

@@ -41,7 +41,7 @@ def register(subparsers) -> None:
 def _files(paths: list[str]) -> list:
     from pathlib import Path
 
-    from ..io.image import SCAN_SUFFIXES
+    from ..io.suffixes import SCAN_SUFFIXES
     out = []
     for raw in paths:
         path = Path(raw)

@@ -62,11 +62,10 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from ..api import get_stylizer
+    # Nothing before `_start_cuda` imports torch (planning does: the default style's name).
     from ..jobs import STDIO, done_records, plan_jobs, refused_records, run_jobs
     from ..jobs.devices import devices_from_args
     from ..media.records import Record
-    from ..models.checkpoint import CheckpointError
     from .report import Report
     json_to = None
     if args.json:
@@ -74,13 +73,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         options = options_from_args(args)
         pipeline = pipeline_options_from_args(args)
+        _start_cuda(args, options.device)
         plan = plan_jobs(args.inputs, args.output, options, recursive=args.recursive,
                          keep_names=getattr(args, "keep_names", False))
         devices = devices_from_args(args)
         if devices and getattr(args, "ray", None) is not None:
             raise ValueError("--gpus and --ray do not combine: on a Ray cluster each actor takes one GPU "
                              "(--ray-actors N)")
-    except (CheckpointError, ValueError) as exc:
+    except ValueError as exc:   # CheckpointError is one
         Report(0, json_to).error(str(exc))
         return 2
     report = Report(len(plan.jobs), json_to)
@@ -96,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
         return run_on_ray(todo, options, args.ray, args.ray_actors, report)
     if todo:
         report.progress.update(report.task, total=len(todo))
+        from ..api import get_stylizer
+        from ..models.checkpoint import CheckpointError
         try:
             stylizer = get_stylizer(options)
         except (CheckpointError, RuntimeError, ValueError) as exc:  # unusable style or device
@@ -119,6 +121,16 @@ def run(args: argparse.Namespace) -> int:
             return 130
     report.say(report.summary())
     return 1 if report.failed else 0
+
+
+def _start_cuda(args: argparse.Namespace, device: str) -> None:
+    """The one-process path: the CUDA driver and context start on a thread while torch is imported
+    (`engine.cuda_warmup`; the import takes seconds, the driver's start tenths). Not for `--gpus`
+    or `--ray`, whose engines run in other processes."""
+    if any(getattr(args, name, None) is not None for name in ("gpus", "devices", "ray")):
+        return
+    from ..engine import cuda_warmup
+    cuda_warmup.start(device)
 
 
 def _stylize_on_devices(todo: list, options: StylizeOptions, pipeline, devices, report, planned: int) -> int:

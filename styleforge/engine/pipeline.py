@@ -18,6 +18,7 @@ import torch.nn.functional as F
 
 from ..models.checkpoint import Checkpoint, build_model, load_checkpoint
 from ..models.registry import default_style, load_style
+from . import cuda_warmup
 from .backends import backend_for_width, make_runner, resolve_device, resolve_engine
 from .blending import apply_strength, blend_state_dicts, preserve_color
 from .memory import (
@@ -73,11 +74,14 @@ class Stylizer:
     options: StylizeOptions
 
     def __post_init__(self):
+        # The CUDA driver and context start on a thread (`cuda_warmup`) while the weights load and
+        # the model is built on the CPU: those come before the first CUDA call (resolve_device).
+        cuda_warmup.start(self.options.device)
+        self.checkpoint = load_weights(self.options)
+        model = build_model(self.checkpoint)
         self.device = resolve_device(self.options.device)
         self.backend, self.dtype, self.precision = resolve_engine(
             self.options.backend, self.options.precision, self.device)
-        self.checkpoint = load_weights(self.options)
-        model = build_model(self.checkpoint)
         self.backend = backend_for_width(self.backend, self.options.backend, model.width)
         self.runner = make_runner(model, self.device, self.dtype, self.backend, self.precision)
         self._tiling_model = None           # built on first tiled use

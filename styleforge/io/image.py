@@ -26,9 +26,6 @@ import numpy as np
 import torch
 from PIL import Image, ImageOps
 
-# Suffixes picked up when a folder is scanned; an explicitly named file may have any suffix.
-SCAN_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff", ".gif",
-                           ".ppm", ".pgm", ".pbm", ".pnm", ".tga", ".jp2", ".j2k"})
 _ALPHA_FORMATS = frozenset({"PNG", "WEBP", "TIFF", "GIF", "TGA", "JPEG2000"})
 _SIXTEEN_BIT_MODES = frozenset({"I;16", "I;16L", "I;16B", "I;16N", "I"})
 

@@ -128,7 +128,7 @@ def styled_name(relative: str | os.PathLike, label: str) -> str:
 
 def output_kind(output: str | os.PathLike | None) -> str:
     """'none', 'file' or 'folder' for an -o value; ValueError for a name that is neither."""
-    from ..io.image import SCAN_SUFFIXES
+    from ..io.suffixes import SCAN_SUFFIXES
     if output is None:
         return "none"
     output = os.fspath(output)

@@ -70,7 +70,7 @@ def plan_jobs(inputs: Iterable[str | os.PathLike], output: str | os.PathLike | N
     Raises ValueError for a plan that cannot be made at all (a bad -o, several inputs into one
     file name, stdin/stdout with more than one image); per-input problems go to `Plan.errors`.
     """
-    from ..io.image import SCAN_SUFFIXES
+    from ..io.suffixes import SCAN_SUFFIXES
     options = options or StylizeOptions()
     label = output_label(options)
     raw = [os.fspath(i) for i in inputs]
@@ -94,7 +94,7 @@ def plan_jobs(inputs: Iterable[str | os.PathLike], output: str | os.PathLike | N
 
 def expand_inputs(inputs: list[str], recursive: bool) -> tuple[list[tuple[Path, Path | None]], list[str]]:
     """INPUT args → ([(file, the folder it was found in or None)], [error lines])."""
-    from ..io.image import SCAN_SUFFIXES
+    from ..io.suffixes import SCAN_SUFFIXES
 
     def scan(folder: Path) -> list[Path]:
         found: list[Path] = []
@@ -135,7 +135,7 @@ def expand_inputs(inputs: list[str], recursive: bool) -> tuple[list[tuple[Path, 
 
 
 def _empty_folder_message(folder: Path, recursive: bool) -> str:
-    from ..io.image import SCAN_SUFFIXES
+    from ..io.suffixes import SCAN_SUFFIXES
     has_folders = any(p.is_dir() and not p.name.startswith(".") for p in folder.iterdir())
     hint = "; add -r to look in its sub-folders" if has_folders and not recursive else ""
     kinds = ", ".join(sorted(SCAN_SUFFIXES)[:6])

@@ -12,9 +12,11 @@ from conftest import assert_matches_reference, random_style_state
 from styleforge.models.checkpoint import (
     CheckpointError,
     build_model,
+    expected_shapes,
     load_checkpoint,
     save_checkpoint,
 )
+from styleforge.models.transformer_net import TransformerNet
 
 
 def reference_forward(sd: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
@@ -169,3 +171,13 @@ def test_int8_file_round_trips_within_half_a_step_and_stylizes_alike(tmp_path):
     save_file(stray, tmp_path / "stray.safetensors")
     with pytest.raises(CheckpointError, match="belongs to no weight"):
         load_checkpoint(tmp_path / "stray.safetensors")
+
+
+@pytest.mark.parametrize("width", [16, 32])
+def test_expected_shapes_are_the_networks_own_and_a_fresh_dict_each_call(width):
+    # Read off a meta-device network once per width: they must be what a real one holds, in order.
+    real = {k: tuple(v.shape) for k, v in TransformerNet(width).state_dict().items()}
+    shapes = expected_shapes(width)
+    assert list(shapes.items()) == list(real.items())
+    shapes.clear()   # a caller's edit does not reach the cached answer
+    assert expected_shapes(width) == real
