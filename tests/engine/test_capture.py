@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+import traceback
 import warnings
 
 import numpy as np
@@ -193,8 +194,12 @@ class Background:
             while not self.stop.is_set():
                 kind(rng, torch.cuda.Stream())
                 self.rounds += 1
-        except Exception as exc:   # reported by the test, with its kind
-            self.errors.append(f"{kind.__name__}: {type(exc).__name__}: {exc}")
+        except Exception:   # reported by the test whole: kind, message, traceback and its causes
+            self.errors.append(f"{kind.__name__} failed:\n{traceback.format_exc()}")
+
+    def report(self) -> str:
+        """Every error in full (a str: pytest shortens a list's repr in the middle)."""
+        return "\n".join(self.errors)
 
     def decode(self, rng, stream):
         pixels = rng.integers(0, 256, (rng.integers(64, 300), 320, 3), dtype=np.uint8)
@@ -278,9 +283,11 @@ def test_stress_captures_of_new_shapes_beside_concurrent_cuda_work(styles_env, t
                 out = runner(x)                     # captured now, under the other threads' work
                 if i % 20 == 0:
                     assert rel_error(out, reference(x)) <= 2e-2, shape
-                assert not background.errors, background.errors
+                assert not background.errors, background.report()
     torch.cuda.synchronize()
-    assert not [w for w in caught if "capture failed" in str(w.message)]   # here or in the video's engine
-    assert background.rounds > 0 and background.videos > 0 and not background.errors, background.errors
+    assert not background.errors, background.report()
+    failed = [str(w.message) for w in caught if "capture failed" in str(w.message)]   # here or in the video's engine
+    assert not failed, "\n".join(failed)
+    assert background.rounds > 0 and background.videos > 0
     assert runner.captures == STRESS_CAPTURES and not runner.capture_failures
     assert CAPTURE_LOCK.captures - locked_before >= STRESS_CAPTURES
