@@ -170,9 +170,10 @@ def cuda_work() -> contextlib.AbstractContextManager:
 @contextlib.contextmanager
 def capturing(graph: torch.cuda.CUDAGraph, **kwargs) -> Iterator[None]:
     """`torch.cuda.graph(graph, capture_error_mode="thread_local", **kwargs)` on `capture_stream()`
-    under the exclusive lock, the garbage collector paused. On failure the thread's current stream is put back (torch's context
-    manager leaves the capture stream current when `capture_end` raises), the default CUDA
-    generator is taken out of capture mode (`close_rng_capture`) and the error propagates."""
+    under the exclusive lock, the garbage collector paused. On failure the thread's current
+    stream is put back (torch's context manager leaves the capture stream current when
+    `capture_end` raises), the default CUDA generator is taken out of capture mode
+    (`close_rng_capture`) and the error propagates."""
     stream = torch.cuda.current_stream()
     kwargs.setdefault("stream", capture_stream(stream.device))
     with CAPTURE_LOCK.exclusive(), _collector_paused():
