@@ -66,30 +66,31 @@ class _GraphRunner:
     def __call__(self, x: torch.Tensor, key: tuple, keep: object) -> torch.Tensor:
         """`keep` (the style codes) stays referenced by the graph: their memory is what it reads."""
         key = (tuple(x.shape), x.dtype, *key)
-        if key not in self.graphs:
-            static_in = x.clone()
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):           # warm-up off the capture (torch.cuda.graphs docs)
-                self.fn(static_in)
-            torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            try:   # engine.capture: the media pipeline's workers wait while the engine thread captures
-                with capturing(graph):
-                    static_out = self.fn(static_in)
-            except RuntimeError as exc:
-                if not self.failures:
-                    warnings.warn(f"CUDA graph capture failed ({str(exc).strip()[:200]}); that call ran "
-                                  "eagerly", RuntimeWarning, stacklevel=3)
-                self.failures += 1
-                with cuda_work():
-                    return self.fn(x)
-            self.graphs[key] = (graph, static_in, static_out, keep)
-            while len(self.graphs) > GRAPH_CACHE_SIZE:
-                self.graphs.popitem(last=False)
-        self.graphs.move_to_end(key)
-        graph, static_in, static_out, _ = self.graphs[key]
+        # All of it is CUDA work (engine.capture): the warm-up may autotune cuDNN (a device
+        # synchronisation), an evicted graph is destroyed; the capture gives the shared side up.
         with cuda_work():
+            if key not in self.graphs:
+                static_in = x.clone()
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):           # warm-up off the capture (torch.cuda.graphs docs)
+                    self.fn(static_in)
+                torch.cuda.current_stream().wait_stream(side)
+                graph = torch.cuda.CUDAGraph()
+                try:   # engine.capture: the media pipeline's workers wait while the engine thread captures
+                    with capturing(graph):
+                        static_out = self.fn(static_in)
+                except RuntimeError as exc:
+                    if not self.failures:
+                        warnings.warn(f"CUDA graph capture failed ({str(exc).strip()[:200]}); that call ran "
+                                      "eagerly", RuntimeWarning, stacklevel=3)
+                    self.failures += 1
+                    return self.fn(x)
+                self.graphs[key] = (graph, static_in, static_out, keep)
+                while len(self.graphs) > GRAPH_CACHE_SIZE:
+                    self.graphs.popitem(last=False)
+            self.graphs.move_to_end(key)
+            graph, static_in, static_out, _ = self.graphs[key]
             static_in.copy_(x)
             graph.replay()
             return static_out.clone()

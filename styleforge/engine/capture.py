@@ -5,13 +5,28 @@ cudaErrorStreamCaptureInvalidated when, while it runs, a call the capture forbid
 the default "global" mode by ANY thread of the process (a pinned allocation in a decode worker,
 an event wait in an encode worker, a synchronous copy). Every capture in the package goes
 through `capturing`: "thread_local" mode, so only the capturing thread's calls count, and the
-exclusive side of one process-wide lock (`CAPTURE_LOCK`). Every other CUDA user in the package
-— the media pipeline's decode workers (pinned staging, nvJPEG), the engine stage's uploads of
-frames and flows, encode workers waiting on their pixels — holds the shared side around its CUDA
-calls (`cuda_work`), so none of them runs while a graph is captured. Shared holders run
-together; a capture waits for those inside and new ones wait for the capture (so a steady
-stream of workers cannot starve it). Both sides are re-entrant per thread, and a thread that
-holds the shared side may still capture (its own calls are in thread_local's scope anyway).
+exclusive side of one process-wide lock (`CAPTURE_LOCK`). Every other CUDA call in the package
+holds the shared side (`cuda_work`), so none runs while a graph is captured: the media pipeline's
+decode workers (pinned staging, nvJPEG), the engine stage's whole batch (uploads of frames and
+flows, the stylizer's resampling and checks, the network, the temporal blend, the colour
+conversion, the downloads), encode workers waiting on their pixels, the temporal blender, the
+runners' eager calls, warm-ups, plan timing and graph releases. Thread-local mode alone does not
+make other threads' calls safe: CUDA forbids synchronising the whole device on ANY thread while
+any stream of it captures (CUDA Programming Guide, "Prohibited and Unhandled Operations"), and
+cuDNN's autotuner does exactly that when it times a convolution new to it (cudnn_frontend's
+`time_sorted_plan` calls cudaDeviceSynchronize and ignores the error, which the next launch
+check on that thread then raises). `torch.backends.cudnn.benchmark` is one process-wide flag
+(`engine.cudnn_flags`), so any thread's convolution may autotune while a runner has it on.
+Shared holders run together; a capture waits for those inside and new ones wait for the capture
+(so a steady stream of workers cannot starve it). Both sides are re-entrant per thread, and a
+thread that holds the shared side may capture: it gives its shared hold up while it waits and
+captures (so two such threads cannot deadlock) and takes it back after.
+
+Python's cyclic garbage collector runs finalizers on whichever thread happens to trigger it: a
+`CUDAGraph` it frees on the capturing thread calls cudaGraphExecDestroy there, which thread-local
+mode refuses ("operation not permitted when stream is capturing"; a warning from
+CUDAGraph::reset with that text came up in the device's stress run, from a thread not known).
+`capturing` pauses automatic collection while it captures.
 
 Every capture runs on the package's own capture stream (`capture_stream`, one per device), not
 on `torch.cuda.graph`'s default one. A `torch.cuda.Stream()` is not a new stream: PyTorch hands
@@ -26,9 +41,10 @@ capturing skips the query), which fails with "operation not permitted on an even
 in a capturing stream" (cudaErrorCapturedEvent). The
 capture stream is taken from the pool of priority −1, which `torch.cuda.Stream()` (priority 0)
 never hands out, so no default stream in the process aliases it. Other threads' unlocked CUDA
-work on their own streams is then within CUDA's rules: in thread-local capture mode only the
-capturing thread is barred from unsafe calls (CUDA Runtime API, cudaStreamBeginCapture and
-cudaThreadExchangeStreamCaptureMode).
+work on their own streams (a caller's own code, the stress test's raw launches) is then within
+CUDA's rules as long as it never synchronises the whole device: in thread-local capture mode
+only the capturing thread is barred from unsafe calls (CUDA Runtime API, cudaStreamBeginCapture
+and cudaThreadExchangeStreamCaptureMode).
 
 PyTorch's default CUDA generator is process-wide state that every capture enters: from a
 capture's begin to its end, a random draw from it on ANY other thread raises "Offset increment
@@ -43,6 +59,7 @@ raises from `capturing`; the runners turn that into one eager call and one warni
 from __future__ import annotations
 
 import contextlib
+import gc
 import threading
 from collections.abc import Iterator
 
@@ -79,13 +96,24 @@ class CaptureLock:
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
+        """The capture side. A thread holding the shared side gives it up while it waits and
+        captures and takes it back afterwards: two shared holders that both capture (two engine
+        threads) would otherwise each wait for the other to leave."""
         me = threading.get_ident()
         with self._cond:
+            kept = 0
             if self._writer != me:
+                kept = self._readers.pop(me, 0)
+                if kept:
+                    self._cond.notify_all()
                 self._writers_waiting += 1
                 try:
-                    while self._writer is not None or any(t != me for t in self._readers):
+                    while self._writer is not None or self._readers:
                         self._cond.wait()
+                except BaseException:   # interrupted while waiting: the shared hold is the caller's again
+                    if kept:
+                        self._readers[me] = kept
+                    raise
                 finally:
                     self._writers_waiting -= 1
                 self._writer = me
@@ -99,6 +127,13 @@ class CaptureLock:
                 if not self._writer_depth:
                     self._writer = None
                     self._cond.notify_all()
+                if kept:
+                    self._readers[me] = self._readers.get(me, 0) + kept
+
+    def holds_shared(self) -> bool:
+        """Whether the calling thread holds the shared side now (for tests and diagnostics)."""
+        with self._cond:
+            return threading.get_ident() in self._readers
 
     def busy(self) -> bool:
         """Whether a capture holds the lock now (for tests and diagnostics)."""
@@ -135,12 +170,13 @@ def cuda_work() -> contextlib.AbstractContextManager:
 @contextlib.contextmanager
 def capturing(graph: torch.cuda.CUDAGraph, **kwargs) -> Iterator[None]:
     """`torch.cuda.graph(graph, capture_error_mode="thread_local", **kwargs)` on `capture_stream()`
-    under the exclusive lock. On failure the thread's current stream is put back (torch's context
-    manager leaves the capture stream current when `capture_end` raises), the default CUDA
-    generator is taken out of capture mode (`close_rng_capture`) and the error propagates."""
+    under the exclusive lock, the garbage collector paused. On failure the thread's current
+    stream is put back (torch's context manager leaves the capture stream current when
+    `capture_end` raises), the default CUDA generator is taken out of capture mode
+    (`close_rng_capture`) and the error propagates."""
     stream = torch.cuda.current_stream()
     kwargs.setdefault("stream", capture_stream(stream.device))
-    with CAPTURE_LOCK.exclusive():
+    with CAPTURE_LOCK.exclusive(), _collector_paused():
         try:
             with torch.cuda.graph(graph, capture_error_mode="thread_local", **kwargs):
                 yield
@@ -153,6 +189,18 @@ def capturing(graph: torch.cuda.CUDAGraph, **kwargs) -> Iterator[None]:
             raise
         finally:
             torch.cuda.set_stream(stream)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Automatic garbage collection off (process-wide) for the block; on again after, where it was."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def close_rng_capture(device: torch.device) -> None:

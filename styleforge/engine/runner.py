@@ -19,7 +19,6 @@ but it lets CI check every plan against the reference model.
 """
 from __future__ import annotations
 
-import contextlib
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from ..switches import Switches, switches
 from . import autotune
 from .autotune import LayerChoice
 from .capture import capturing, cuda_work
+from .cudnn_flags import cudnn_flags
 from .graph_io import GraphIO, new_graph
 from .memory import whole_frame_bytes
 from .plan import build_steps, describe
@@ -153,22 +153,24 @@ class FusedRunner:
     @torch.inference_mode()
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         self.check_input(x)
-        if not self.use_graphs or torch.cuda.is_current_stream_capturing():
-            with cuda_work():
-                return self.forward(x.to(self.device, non_blocking=True))
-        key = (tuple(x.shape), x.dtype, x.device.type)
-        # A shape whose capture failed is not new: its next call tries the capture again (up to
-        # MAX_CAPTURE_FAILURES) instead of running eagerly as if seen for the first time.
-        if key not in self._graphs and key not in self._seen_once and key not in self.capture_failures:
-            self._seen_once[key] = None
-            while len(self._seen_once) > MAX_SEEN:
-                self._seen_once.popitem(last=False)
-            return self._eager(x)
-        self._seen_once.pop(key, None)
-        entry = self._graph_or_none(x, key)   # outside cuda_work: a capture takes the lock's other side
-        if entry is None:
-            return self._eager(x)
+        # Every CUDA call below is CUDA work (engine.capture): the warm-up's cuDNN autotuning
+        # synchronises the device, the plan timing waits on events, a discarded or evicted graph
+        # is destroyed. The captures inside give the shared side up while they run.
         with cuda_work():
+            if not self.use_graphs or torch.cuda.is_current_stream_capturing():
+                return self.forward(x.to(self.device, non_blocking=True))
+            key = (tuple(x.shape), x.dtype, x.device.type)
+            # A shape whose capture failed is not new: its next call tries the capture again (up to
+            # MAX_CAPTURE_FAILURES) instead of running eagerly as if seen for the first time.
+            if key not in self._graphs and key not in self._seen_once and key not in self.capture_failures:
+                self._seen_once[key] = None
+                while len(self._seen_once) > MAX_SEEN:
+                    self._seen_once.popitem(last=False)
+                return self._eager(x)
+            self._seen_once.pop(key, None)
+            entry = self._graph_or_none(x, key)
+            if entry is None:
+                return self._eager(x)
             return self._replay(entry, x)
 
     def _eager(self, x: torch.Tensor) -> torch.Tensor:
@@ -247,40 +249,36 @@ class FusedRunner:
         self.layer_choices.remember("residual", shape, choice)
         return best
 
-    @contextlib.contextmanager
     def _cudnn_flags(self, benchmark: bool):
-        cudnn = torch.backends.cudnn
-        saved = cudnn.benchmark, cudnn.allow_tf32, cudnn.deterministic
-        # benchmark: let cuDNN time its algorithms during warm-up; capture then records the chosen
-        # ones (an eager one-off call takes its heuristics instead of paying for timing).
-        cudnn.benchmark = benchmark
-        # PyTorch caches one cuDNN plan per convolution key, and the key does not say whether the
-        # plan was timed or guessed: a heuristic (benchmark=False) plan cached by earlier code of the
-        # same shape — torch.compile of this network, say — would be reused here untimed. The
-        # deterministic flag is part of the key, so setting it gives our convolutions their own
-        # entries; forward convolutions lose nothing by it (the non-deterministic cuDNN algorithms
-        # are backward ones).
-        cudnn.deterministic = True
-        # fp32 here means exact fp32: cuDNN's channels_last TF32 convolutions land several times
-        # further from fp32 than the NCHW reference backend's TF32; `--backend auto` sends fp32 to
-        # the reference backend instead.
-        cudnn.allow_tf32 = self.dtype != torch.float32
-        try:
-            yield
-        finally:
-            cudnn.benchmark, cudnn.allow_tf32, cudnn.deterministic = saved
+        # benchmark: let cuDNN time its algorithms during warm-up (an eager one-off call takes its
+        # heuristics instead of paying for timing).
+        # deterministic: PyTorch caches one cuDNN plan per convolution key, and the key does not
+        # say whether the plan was timed or guessed: a heuristic (benchmark=False) plan cached by
+        # earlier code of the same shape — torch.compile of this network, say — would be reused
+        # here untimed. The deterministic flag is part of the key, so setting it gives our
+        # convolutions their own entries; forward convolutions lose nothing by it (the
+        # non-deterministic cuDNN algorithms are backward ones).
+        # allow_tf32: fp32 here means exact fp32: cuDNN's channels_last TF32 convolutions land
+        # several times further from fp32 than the NCHW reference backend's TF32; `--backend auto`
+        # sends fp32 to the reference backend instead.
+        return cudnn_flags(benchmark, deterministic=True, allow_tf32=self.dtype != torch.float32)
 
     def _capture(self, static_in: torch.Tensor, plan: str) -> _Graph:
-        with self._cudnn_flags(benchmark=True):
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(WARMUP_ITERS):
-                    self.forward(static_in, plan)
-            torch.cuda.current_stream().wait_stream(side)
+        with cuda_work():   # held by the caller already; here too for a direct call
+            with self._cudnn_flags(benchmark=True):
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    for _ in range(WARMUP_ITERS):
+                        self.forward(static_in, plan)
+                torch.cuda.current_stream().wait_stream(side)
             graph, kept = new_graph(self.switches.graph_io)
-            with capturing(graph):
+            # The autotuner off while capturing: the warm-up's timed plans are in cuDNN's cache,
+            # which a convolution looks up first either way, and a capture open with the
+            # process-wide flag on would let any other thread's new convolution time itself (a
+            # device synchronisation, forbidden during a capture). Same key flags as the warm-up.
+            with capturing(graph), self._cudnn_flags(benchmark=False):
                 static_out = self.forward(static_in, plan)
             if kept:
                 graph.instantiate()
-        return _Graph(graph, static_in, static_out, GraphIO.bind(graph, kept, static_in, static_out))
+            return _Graph(graph, static_in, static_out, GraphIO.bind(graph, kept, static_in, static_out))

@@ -15,6 +15,8 @@ import tempfile
 import numpy as np
 import torch
 
+from .capture import cuda_work
+
 
 class TensorStore:
     def __init__(self, channels: int, height: int, width: int, dtype: torch.dtype, device: torch.device,
@@ -39,7 +41,8 @@ class TensorStore:
         nbytes = self.data.numel() * self.data.element_size()
         if nbytes == 0:
             return
-        err = torch.cuda.cudart().cudaHostRegister(self.data.data_ptr(), nbytes, 0)
+        with cuda_work():   # like a pinned allocation: not while a graph is captured
+            err = torch.cuda.cudart().cudaHostRegister(self.data.data_ptr(), nbytes, 0)
         self._registered = int(err) == 0   # failing to pin (locked-memory limits) only costs speed
 
     @classmethod
@@ -58,8 +61,9 @@ class TensorStore:
 
     def close(self) -> None:
         if self._registered and self.data is not None:
-            torch.cuda.synchronize()      # no copy may still be reading the pages
-            torch.cuda.cudart().cudaHostUnregister(self.data.data_ptr())
+            with cuda_work():   # a device-wide sync: forbidden while another thread captures (engine.capture)
+                torch.cuda.synchronize()      # no copy may still be reading the pages
+                torch.cuda.cudart().cudaHostUnregister(self.data.data_ptr())
             self._registered = False
         self.data = None
 

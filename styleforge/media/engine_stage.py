@@ -12,8 +12,10 @@ check is read one batch late (`settle`, called by the pipeline before it hands a
 encoders), so the engine thread never stalls on it. With a `TorchTemporalBlender` (`--temporal`
 on CUDA) each item's pair flows (`item.meta.flow`, computed ahead by the decode workers and
 staged like the pixels) travel up with its frame and the blend runs on the compute stream right
-after the network, in item order. The workers' CUDA calls (staging, waits) hold the shared side
-of the capture lock (`engine.capture`), so a graph capture on the engine thread never races them.
+after the network, in item order. Every CUDA call here holds the shared side of the capture
+lock (`engine.capture`): the workers' staging and waits, and the engine thread's whole batch
+(its network's own capture gives the hold up while it captures), so no capture on any thread
+races them.
 This module does not read or write files, and batches only what the pipeline hands it.
 """
 from __future__ import annotations
@@ -74,9 +76,10 @@ class EngineStage:
             raise ValueError("the engine stage blends on CUDA only; CPU runs use media.temporal as a frame filter")
         self.temporal = temporal      # a TorchTemporalBlender on self.device, or None
         if self.cuda:
-            self.compute = torch.cuda.Stream(self.device)
-            self.copy = torch.cuda.Stream(self.device)
-            self.decode = torch.cuda.Stream(self.device)   # nvJPEG decodes' allocations only
+            with cuda_work():
+                self.compute = torch.cuda.Stream(self.device)
+                self.copy = torch.cuda.Stream(self.device)
+                self.decode = torch.cuda.Stream(self.device)   # nvJPEG decodes' allocations only
 
     def stage(self, pixels: np.ndarray) -> Any:
         """Called by decode workers: pixels into pinned memory on CUDA, as they are on CPU."""
@@ -94,15 +97,21 @@ class EngineStage:
         if not self.cuda:
             self._run_cpu(batch)
             return None
-        finite = self._run_cuda(batch)
+        # The stylizer's resampling, the blend (cuDNN for the feather's one-channel blur, which
+        # autotunes where a runner has the process-wide flag on), the colour conversion and the
+        # pinned downloads are all CUDA work: none may run beside another thread's capture.
+        with cuda_work():
+            finite = self._run_cuda(batch)
         if finite is None:
             return None
         return lambda: self._settle(batch, finite)
 
     def _settle(self, batch: list, finite: tuple[torch.Tensor, Any]) -> None:
         flag, ready = finite
-        ready.synchronize()
-        if not bool(flag):
+        with cuda_work():   # the wait, and on overflow the fp32 engine's build and the rerun
+            ready.synchronize()
+            if bool(flag):
+                return
             if getattr(self.stylizer, "dtype", None) != torch.float16:
                 raise non_finite_output(self._style_name())
             self.stylizer.fall_back_to_fp32()

@@ -17,6 +17,7 @@ import os
 import queue
 import threading
 import time
+import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
@@ -34,6 +35,7 @@ class Item:
     out: Any = None                  # the engine's result for this item
     result: Any = None               # what encode returned (e.g. the path written)
     error: str | None = None
+    cause: BaseException | None = field(default=None, repr=False)   # what raised `error` (`failed`)
     started: float = field(default_factory=time.perf_counter)
     seconds: float = 0.0
 
@@ -56,6 +58,18 @@ def error_text(task: Any, exc: BaseException) -> str:
     if isinstance(exc, ValueError) and str(exc):
         return str(exc)
     return f"{task}: {type(exc).__name__}: {exc}"
+
+
+def failed(item: Item, text: str, exc: BaseException) -> None:
+    """Mark `item` failed with `text`, keeping `exc` as its cause (a caller chains it: a CUDA error's
+    traceback says which call raised). The traceback's frames lose their locals: they would keep
+    the failed batch's tensors — on an out-of-memory error, the memory the next batch needs."""
+    item.error, item.cause = text, exc
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        traceback.clear_frames(exc.__traceback__)
+        exc = exc.__cause__ or exc.__context__
 
 
 @dataclass
@@ -106,7 +120,7 @@ def stream(tasks: Iterable[Any], decode: Callable[[Item], None],
         try:
             decode(item)
         except Exception as exc:
-            item.error = error_text(item.task, exc)
+            failed(item, error_text(item.task, exc), exc)
         return item
 
     def feed() -> None:
@@ -126,7 +140,7 @@ def stream(tasks: Iterable[Any], decode: Callable[[Item], None],
             try:
                 encode(item)
             except Exception as exc:
-                item.error = error_text(item.task, exc)
+                failed(item, error_text(item.task, exc), exc)
         item.seconds = time.perf_counter() - item.started
         return item
 
@@ -142,7 +156,7 @@ def stream(tasks: Iterable[Any], decode: Callable[[Item], None],
                 settle()
             except Exception as exc:
                 for item in batch:
-                    item.error = f"{item.task}: stylization failed ({type(exc).__name__}: {exc})"
+                    failed(item, f"{item.task}: stylization failed ({type(exc).__name__}: {exc})", exc)
         for item in batch:
             if not put(finished, encoders.submit(run_encode, item)):
                 return False
@@ -159,7 +173,7 @@ def stream(tasks: Iterable[Any], decode: Callable[[Item], None],
             except Exception as exc:  # e.g. out of memory: this batch fails, the next may fit
                 hint = "; try --max-side or a smaller --batch-size" if "memory" in str(exc).lower() else ""
                 for item in batch:
-                    item.error = f"{item.task}: stylization failed ({type(exc).__name__}: {exc}){hint}"
+                    failed(item, f"{item.task}: stylization failed ({type(exc).__name__}: {exc}){hint}", exc)
         else:
             for item in batch:
                 item.out = item.pixels

@@ -19,7 +19,11 @@ tolerance; docs/temporal.md the measurements).
 It takes (3, H, W) float tensors in 0–255 on any device and the pair's flows at flow size
 (`flow_ahead.pair_flows`, computed ahead on the CPU), and never reads a value back: the scene
 cut is a `torch.where` on the device, so on CUDA the engine thread only issues work.
-`restarts` and `trusted_fraction` are read (and synchronised) only when asked for.
+`restarts` and `trusted_fraction` are read (and synchronised) only when asked for. Every method
+that touches its tensors holds `engine.capture.cuda_work` (re-entrant; the engine stage holds it
+already): the feather's one-channel blur runs on cuDNN, which may autotune — a device-wide
+synchronisation that breaks another thread's graph capture. On the CPU the lock costs nothing:
+nothing captures there.
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..engine.capture import cuda_work
 from .temporal import FEATHER_SIGMA, TemporalSettings, restore_gain
 
 MIN_SIGMA = 1.8   # px left to blur on a pyramid level; below ~2 the down/up-sampling's own shape shows
@@ -136,27 +141,31 @@ class TorchTemporalBlender(TemporalSettings):
     def __post_init__(self):
         super().__post_init__()
         self.device = torch.device(self.device)
-        self._feather_taps = _taps(FEATHER_SIGMA, self.device, 2 * self.feather + 1)
-        self._detail = PyramidBlur(self.detail_px(), self.device) if self.detail_sigma else None
-        if self.restores():
-            (_, band), (_, window) = self.restore_blurs()
-            self._band, self._window = PyramidBlur(band, self.device), PyramidBlur(window, self.device)
-        self.reset()
+        with cuda_work():   # the taps' uploads
+            self._feather_taps = _taps(FEATHER_SIGMA, self.device, 2 * self.feather + 1)
+            self._detail = PyramidBlur(self.detail_px(), self.device) if self.detail_sigma else None
+            if self.restores():
+                (_, band), (_, window) = self.restore_blurs()
+                self._band, self._window = PyramidBlur(band, self.device), PyramidBlur(window, self.device)
+            self.reset()
 
     def reset(self) -> None:
         """Forget the history (a new clip, a new style, an engine rerun)."""
         self._content: torch.Tensor | None = None
         self._output: torch.Tensor | None = None
-        self._restarts = torch.zeros((), dtype=torch.int64, device=self.device)
-        self._trusted = torch.zeros((), device=self.device)
+        with cuda_work():
+            self._restarts = torch.zeros((), dtype=torch.int64, device=self.device)
+            self._trusted = torch.zeros((), device=self.device)
 
     @property
     def restarts(self) -> int:
-        return int(self._restarts)
+        with cuda_work():   # a read-back
+            return int(self._restarts)
 
     @property
     def trusted_fraction(self) -> float:
-        return float(self._trusted)
+        with cuda_work():
+            return float(self._trusted)
 
     def trust(self, content: torch.Tensor, previous: torch.Tensor,
               flows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -179,6 +188,10 @@ class TorchTemporalBlender(TemporalSettings):
         for name, t in (("content", content), ("stylized", stylized)):
             if t.dim() != 3 or t.shape[0] != 3:
                 raise ValueError(f"{name} must be (3, H, W), got {tuple(t.shape)}")
+        with cuda_work():
+            return self._blend(content, stylized, flows)
+
+    def _blend(self, content: torch.Tensor, stylized: torch.Tensor, flows) -> torch.Tensor:
         content = content.float()
         current = stylized.float().round().clamp(0.0, 255.0)
         if (self.strength == 0.0 or flows is None or self._content is None

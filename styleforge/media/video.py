@@ -230,8 +230,8 @@ def _transcode(av, reader, src: Path, tmp: Path, fmt: str, codec: str, stylizer,
         for item in stream(frames, decode, engine, encode, decode_workers=pipeline.workers,
                            encode_workers=workers, depth=pipeline.depth,
                            max_batch=options.batch_size, stats=stats):
-            if item.error is not None:
-                raise VideoError(item.error)
+            if item.error is not None:   # chained: a CUDA error's traceback says which call raised it
+                raise VideoError(item.error) from item.cause
             frame = item.result
             frame.pts = None if item.meta.pts is None else item.meta.pts - offset_pts
             frame.time_base = vin.time_base

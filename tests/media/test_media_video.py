@@ -121,6 +121,33 @@ def test_broken_and_missing_inputs_are_one_line_errors(styles_env, clip, tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.mp4", "junk.mp4", "truncated.mp4"]
 
 
+def test_a_stylization_error_is_chained_whole_with_its_traceback(clip, tmp_path):
+    """A CUDA error is several lines long and says little without the call that raised it: the
+    VideoError keeps the engine's message whole and is raised from that exception, whose
+    traceback (frames' locals dropped, so no batch tensor stays alive) names the raising call."""
+    import traceback
+
+    from styleforge.engine.options import StylizeOptions
+    from styleforge.media import VideoError
+    from styleforge.media.video import stylize_video
+    text = "CUDA error: operation not permitted when stream is capturing\nCompile with `TORCH_USE_CUDA_DSA`"
+
+    def engine_that_breaks(x):
+        if x.shape[0] and x.float().mean() >= 0:   # every frame: raise from inside the call
+            raise RuntimeError(text)
+        return x
+
+    with pytest.raises(VideoError) as info:
+        stylize_video(clip, tmp_path / "o.mp4", engine_that_breaks, StylizeOptions())
+    assert f"stylization failed (RuntimeError: {text})" in str(info.value)
+    cause = info.value.__cause__
+    assert isinstance(cause, RuntimeError) and str(cause) == text
+    assert "engine_that_breaks" in "".join(traceback.format_exception(info.value))
+    frames = traceback.walk_tb(cause.__traceback__)
+    assert not any(frame.f_locals.get("x") is not None for frame, _ in frames)
+    assert not (tmp_path / "o.mp4").exists()
+
+
 def test_video_command(styles_env, clip, tmp_path, capsys):
     assert main(["video", str(clip), "-o", str(tmp_path / "o.mp4"), "--device", "cpu",
                  "--crf", "30", "--preset", "veryfast"]) == 0
