@@ -3,9 +3,10 @@
 # --temporal` on a 1080p H.264 + AAC clip 10 times (each must succeed, keep every frame and the
 # audio bit for bit), and `bench --temporal` at 1080p with 4K timing. Results under $OUT
 # (default out/device-temporal). Run from the repository root; about 6-8 minutes on one H200.
-# Confirms (docs/temporal.md): both bars per clip with the energy restore and fast flows, >= 0.7x
-# frames/s, the GPU blend_ms (pyramid blurs: <= ~2.5 ms a 1080p frame expected), and the blend
-# alone against the 77a3991 one at 1080p and 4K (blend_profile.txt). For the style ratio, carry .data/temporal/{vgg16_relu4_3.fp16.pth,candy.jpg} (shared/data).
+# Confirms (docs/temporal.md): both bars per clip with the energy window of 1 sigma, >= 0.7x
+# frames/s at 1080p, and the blend alone (fewer kernels: <= ~1.5 ms a 1080p frame wanted) against
+# the 24c0e6c one (3.04 ms on the H200) at 1080p and 4K, with the gap between their frames
+# (blend_profile.txt). For the style ratio, carry .data/temporal/{vgg16_relu4_3.fp16.pth,candy.jpg} (shared/data).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out/device-temporal}
@@ -69,9 +70,10 @@ timeout 300 python -m styleforge bench --temporal --style candy --device cuda --
   "${style_ratio[@]}" --output "$OUT" > "$OUT/bench_temporal.md" 2> "$OUT/bench_temporal.log" || status=1
 cat "$OUT/bench_temporal.md"; tail -40 "$OUT/bench_temporal.log"
 
-# 4. The blend alone, the 77a3991 version (full-size blurs) against the shipped one (pyramid):
-#    kernels launched, GPU time, mean ms per blend at 1080p and 4K.
-timeout 180 python dev/temporal/profile_blend.py --device cuda --sizes 1080,2160 --repeat 20 \
+# 4. The blend alone, the 24c0e6c version (dev/temporal/versions/blend_v2.py) against the shipped
+#    one, both at the shipped settings: kernels launched (and which), GPU time, mean ms per blend
+#    at 1080p and 4K, and the largest / mean gap between their frames.
+timeout 180 python dev/temporal/profile_blend.py --device cuda --sizes 1080,2160 --repeat 20 --list \
   > "$OUT/blend_profile.txt" 2>&1 || status=1
 grep -v USDT "$OUT/blend_profile.txt"
 rm -f "$OUT"/*.mp4

@@ -1,5 +1,5 @@
-"""Playground (never imported): the torch blend against the OpenCV reference and the 77a3991
-torch blend (`versions/blend_v1.py`) on the bench's generated clips at a given size: per clip,
+"""Playground (never imported): the torch blend against the OpenCV reference and the 24c0e6c
+torch blend (`versions/blend_v2.py`) on the bench's generated clips at a given size: per clip,
 the largest and mean |difference| in levels over the blended frames, and the trusted share.
 
     python dev/temporal/compare_blends.py --size 960 --frames 8
@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent / "versions"))
-from blend_v1 import TorchTemporalBlender as BlendV1  # noqa: E402
+from blend_v2 import TorchTemporalBlender as BlendV2  # noqa: E402
 
 from styleforge.bench.temporal import make_clips  # noqa: E402
 from styleforge.bench.temporal_options import TemporalBenchConfig  # noqa: E402
@@ -51,14 +51,14 @@ with tempfile.TemporaryDirectory() as tmp:
         ahead = FlowAhead()
         flows = [ahead(i, to_gray(f)) for i, f in enumerate(frames)]
         settings = dict(stroke_factor=stroke_factor(*frames[0].shape[:2], None))
-        ref, old, new = TemporalBlender(**settings), BlendV1(**settings), TorchTemporalBlender(**settings)
-        gaps = {"opencv": [], "v1": []}
+        ref, old, new = TemporalBlender(**settings), BlendV2(**settings), TorchTemporalBlender(**settings)
+        gaps = {"opencv": [], "v2": []}
         for c, s, f in zip(frames, styled, flows):
             r = ref.blend(c, s, f).astype(int)
             n = new(chw(c), chw(s), f).permute(1, 2, 0).to(torch.uint8).numpy().astype(int)
             o = old(chw(c), chw(s), f).permute(1, 2, 0).to(torch.uint8).numpy().astype(int)
             gaps["opencv"].append(np.abs(n - r))
-            gaps["v1"].append(np.abs(n - o))
+            gaps["v2"].append(np.abs(n - o))
         line = "  ".join(f"vs {k}: max {max(g.max() for g in v)} mean {np.mean([g.mean() for g in v]):.3f} "
                          f"p99.9 {np.percentile(np.concatenate([g.ravel() for g in v]), 99.9):.0f}"
                          for k, v in gaps.items())

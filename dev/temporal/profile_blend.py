@@ -1,13 +1,13 @@
-"""Playground (never imported): torch.profiler over one blend call, the 77a3991 blend
-(`versions/blend_v1.py`) against the shipped one, at 1080p and 4K on the CPU (or --device cuda).
+"""Playground (never imported): torch.profiler over one blend call, the 24c0e6c blend
+(`versions/blend_v2.py`) against the shipped one, at 1080p and 4K on the CPU (or --device cuda).
 
 A pan over a shipped photo, a stand-in stylization with stroke-scale texture, flows from
 `FlowAhead` at 640 px, the stroke factor of the auto stroke scale at that size. Prints per
 version and size: top-level torch ops issued, views left out (≈ kernel launches on CUDA), the profiler's FLOP
 count (convolutions and matmuls only), the MB of full-size tensors the ops write, the wall ms
-of the profiled call, and the costliest ops.
+of the profiled call, the costliest ops, and how far its frame is from the first version's.
 
-    python dev/temporal/profile_blend.py [--sizes 1080,2160] [--versions v1,new] [--device cpu]
+    python dev/temporal/profile_blend.py [--sizes 1080,2160] [--versions v2,new] [--device cpu]
 """
 import argparse
 import sys
@@ -22,7 +22,7 @@ from PIL import Image
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).parent / "versions"))
-from blend_v1 import TorchTemporalBlender as BlendV1  # noqa: E402
+from blend_v2 import TorchTemporalBlender as BlendV2  # noqa: E402
 
 from styleforge.engine.stroke import stroke_factor  # noqa: E402
 from styleforge.media.flow import to_gray  # noqa: E402
@@ -31,9 +31,10 @@ from styleforge.media.temporal_torch import TorchTemporalBlender  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument("--sizes", default="1080,2160")
-p.add_argument("--versions", default="v1,new")
+p.add_argument("--versions", default="v2,new")
 p.add_argument("--device", default="cpu")
 p.add_argument("--top", type=int, default=6)
+p.add_argument("--list", action="store_true", help="print every op issued, in order")
 p.add_argument("--repeat", type=int, default=0, help="timed calls without the profiler (0: none)")
 a = p.parse_args()
 torch.set_grad_enabled(False)
@@ -60,7 +61,7 @@ def pan(height: int) -> tuple[list, list, list]:
 
 
 VIEWS = {"select", "unsqueeze", "view", "expand", "slice", "permute", "reshape", "as_strided", "t",
-         "detach", "alias", "_unsafe_view", "squeeze", "lift_fresh", "empty", "contiguous", "numel", "item"}
+         "detach", "alias", "unbind", "_unsafe_view", "squeeze", "lift_fresh", "empty", "contiguous", "numel", "item"}
 
 
 def sync():
@@ -71,17 +72,20 @@ def sync():
 for height in map(int, a.sizes.split(",")):
     content, styled, flows = pan(height)
     factor = stroke_factor(height, height * 16 // 9, None)
+    first = None
     for version in a.versions.split(","):
-        blender = (BlendV1 if version == "v1" else TorchTemporalBlender)(stroke_factor=factor, device=device)
+        blender = (BlendV2 if version == "v2" else TorchTemporalBlender)(stroke_factor=factor, device=device)
         blender(content[0], styled[0], None)
         blender(content[1], styled[1], flows[1])   # warm: the timed call is a steady-state frame
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
         sync()
         with profile(activities=activities, with_flops=True, record_shapes=True) as prof:
             start = time.perf_counter()
-            blender(content[2], styled[2], flows[2])
+            frame = blender(content[2], styled[2], flows[2])
             sync()
             ms = (time.perf_counter() - start) * 1e3
+        first = frame if first is None else first
+        gap = (frame - first).abs()
         events = [e for e in prof.events() if e.cpu_parent is None and e.name.startswith("aten::")
                   and e.name.removeprefix("aten::") not in VIEWS]
         full = height * (height * 16 // 9)
@@ -89,9 +93,13 @@ for height in map(int, a.sizes.split(",")):
                       and len(s[0]) >= 2 and np.prod(s[0]) >= full) / 2**20
         flops = sum(e.flops or 0 for e in prof.events())
         names = Counter(e.name for e in events)
+        if a.list:
+            print("     issued: " + " ".join(e.name.removeprefix("aten::") for e in events))
         costly = sorted(prof.key_averages(), key=lambda k: -k.self_cpu_time_total)[:a.top]
         print(f"{version:4s} {height}p factor {factor:.2f}: {len(events)} ops (no views), {flops / 1e9:.2f} GFLOP "
-              f"(conv), {written:.0f} MB of full-size inputs read, {ms:.0f} ms wall")
+              f"(conv), {written:.0f} MB of full-size inputs read, {ms:.0f} ms wall; "
+              f"|frame − {a.versions.split(',')[0]}| "
+              f"max {gap.max():.0f} mean {gap.mean():.4f} levels")
         print("     most issued: " + ", ".join(f"{n.removeprefix('aten::')}×{c}" for n, c in names.most_common(8)))
         print("     costliest (self CPU ms): " + ", ".join(
             f"{k.key.removeprefix('aten::')} {k.self_cpu_time_total / 1e3:.0f}" for k in costly), flush=True)

@@ -173,7 +173,8 @@ class EngineStage:
                     content = torch.stack(inputs).float()          # (N, 3, H, W), contiguous
                 out, finite = self._network(content)
                 if self.temporal is not None:   # in item order: each blend reads the one before
-                    out = torch.stack([self.temporal(content[i], out[i], flows[i]) for i in range(len(batch))])
+                    blended = [self.temporal(content[i], out[i], flows[i]) for i in range(len(batch))]
+                    out = blended[0][None] if len(blended) == 1 else torch.stack(blended)   # one: no copy
                 if frames:   # back to planes: (N, H·3/2, W), downloaded as they are
                     out = torch.cat([rgb_to_yuv420(out[i:i + 1], f.matrix, f.full_range)
                                      for i, f in enumerate(frames)])

@@ -1,6 +1,7 @@
 """The PyTorch temporal blend equals the OpenCV one within a stated tolerance (CPU tensors here,
-CUDA where there is one), its pyramid blurs stay close to the exact Gaussian, scene cuts restart
-it without a ghost, and the flows computed ahead in threads equal the serial
+CUDA where there is one), its pyramid blurs stay close to the exact Gaussian, its one-pass
+rewrites (area pooling, the flow tests, the trust mask) equal the forms they replaced, scene cuts
+restart it without a ghost, and the flows computed ahead in threads equal the serial
 ones; on CUDA `video --temporal` blends in the engine stage and cuts the warping error."""
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import cv2
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from test_flow_warp import texture
 from test_temporal_blender import flickering_stylization
 
@@ -17,7 +19,14 @@ from styleforge.media.flow import dis, to_gray
 from styleforge.media.flow_ahead import FlowAhead, pair_flows
 from styleforge.media.synthetic import camera_clip, motion_clip
 from styleforge.media.temporal import TemporalBlender
-from styleforge.media.temporal_torch import MIN_SIGMA, PyramidBlur, TorchTemporalBlender
+from styleforge.media.temporal_torch import (
+    MIN_SIGMA,
+    PyramidBlur,
+    TorchTemporalBlender,
+    area_down,
+    sampling_grid,
+    unreliable,
+)
 from styleforge.media.warping_error import warping_error
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
@@ -186,3 +195,72 @@ def test_video_temporal_on_cuda_blends_in_the_engine(styles_env, tmp_path):
     before = warping_error(video_frames(tmp_path / "plain.mp4"), flows).mean
     after = warping_error(video_frames(tmp_path / "steady.mp4"), flows).mean
     assert after < 0.9 * before
+
+
+@pytest.mark.parametrize("shape", [(6, 64, 96), (2, 36, 48), (1, 30, 44), (6, 33, 50)],
+                         ids=["6ch", "2ch", "1ch", "uneven"])
+@pytest.mark.parametrize("factor", [2, 4])
+def test_area_down_equals_area_interpolation(shape, factor):
+    # A fixed-stride pool where k divides the sides, adaptive bins elsewhere: area mode's values.
+    image = torch.rand(shape, generator=torch.Generator().manual_seed(5)) * 255
+    height, width = shape[1:]
+    expected = F.interpolate(image[None], size=(-(-height // factor), -(-width // factor)), mode="area")[0]
+    got = area_down(image, factor)
+    assert got.shape == expected.shape
+    assert torch.allclose(got, expected, rtol=0, atol=1e-4)
+
+
+def smooth_flows(size=(60, 80)):
+    """(4, H, W): forward and backward px flows of a pan with a block moving across it (an
+    occlusion and motion boundaries), plus a little smooth noise."""
+    rng = np.random.default_rng(2)
+    noise = F.interpolate(torch.from_numpy(rng.normal(0, 0.05, (1, 4, 3, 4)).astype(np.float32)), size=size,
+                          mode="bicubic", align_corners=False)[0]
+    flows = torch.tensor([1.3, -0.7, -1.3, 0.7]).view(4, 1, 1) + noise
+    flows[:, 20:40, 30:55] += torch.tensor([6.0, -4.0, -6.0, 4.0]).view(4, 1, 1)
+    return flows
+
+
+def reliable_24c0e6c(forward, backward, target, grid):
+    """The 24c0e6c formulation of the flow tests, the oracle of their one-pass rewrite."""
+    carried = F.grid_sample(forward[None], grid, padding_mode="border", align_corners=True)[0]
+    norm = backward.square().sum(0)
+    mismatch = (carried + backward).square().sum(0) > 0.01 * (carried.square().sum(0) + norm) + 0.5
+    du = F.pad((backward[:, :, 1:] - backward[:, :, :-1]).square().sum(0), (0, 1))
+    dv = F.pad((backward[:, 1:] - backward[:, :-1]).square().sum(0), (0, 0, 0, 1))
+    boundary = du + dv > 0.01 * norm + 0.002
+    height, width = target.shape[1:]
+    inside = (target >= 0.0).all(0) & (target[0] <= width - 1) & (target[1] <= height - 1)
+    return ~(mismatch | boundary) & inside
+
+
+@pytest.mark.parametrize("scale", [1, 2])
+def test_one_pass_flow_tests_equal_the_previous_formulation(scale):
+    flows = smooth_flows()
+    pair = flows.view(2, 2, *flows.shape[1:]).permute(0, 2, 3, 1).contiguous()   # (2, h, w, 2)
+    size = (60 * scale, 80 * scale)
+    forward, backward, target, grid = sampling_grid(pair, size)
+    bad = unreliable(forward, backward, target, grid)
+    old = reliable_24c0e6c(forward, backward, target, grid)
+    assert torch.equal(bad, ~old)
+    assert 0.05 < bad.float().mean() < 0.6   # the block's edges and the frame's border both fail
+    # The grid is the px target mapped to [−1, 1]: its corners are the frame's.
+    x = (target[0] * 2 / (size[1] - 1) - 1, target[1] * 2 / (size[0] - 1) - 1)
+    assert torch.allclose(grid[0, ..., 0], x[0], atol=1e-5) and torch.allclose(grid[0, ..., 1], x[1], atol=1e-5)
+
+
+@pytest.mark.parametrize("motion", ["subpixel-pan", "zoom"])
+def test_trust_mask_equals_erode_then_blur(motion):
+    # Dilating the untrusted and blurring 1 − that is the reference's erode-then-blur of the trusted.
+    clip = motion_clip(texture(), motion, (96, 128), 3)
+    blender = TorchTemporalBlender()
+    flows = torch.from_numpy(serial_flows(clip.frames, blender)[2])
+    content, previous = chw(clip.frames[2]), chw(clip.frames[1])
+    grid, mask = blender.trust(content, previous, flows)
+    forward, backward, target, _ = sampling_grid(flows, (96, 128))
+    warped = F.grid_sample(previous[None], grid, padding_mode="border", align_corners=True)[0].round()
+    trusted = reliable_24c0e6c(forward, backward, target, grid) & ((content - warped).abs().amax(0) <= 30)
+    eroded = -F.max_pool2d(-trusted.float()[None, None], 5, stride=1, padding=2)[0, 0].numpy()
+    expected = cv2.GaussianBlur(eroded, (5, 5), 0, borderType=cv2.BORDER_REFLECT_101)
+    assert np.abs(mask.numpy() - expected).max() < 1e-5
+    assert 0.3 < mask.mean() < 1.0
