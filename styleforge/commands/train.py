@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..training.config import DEVICES, PRECISIONS, TrainConfig
+from ..training.config import DEVICES, PRECISIONS, STYLE_REDUCTIONS, TrainConfig
 
 _D = TrainConfig()
 
@@ -36,6 +36,10 @@ def register(subparsers) -> None:
     p.add_argument("--lr", type=float, default=_D.lr)
     p.add_argument("--content-weight", type=float, default=_D.content_weight)
     p.add_argument("--style-weight", type=float, default=_D.style_weight)
+    p.add_argument("--style-reduction", choices=STYLE_REDUCTIONS, default=_D.style_reduction,
+                   help="per Gram layer: mean of the squared differences (pytorch/examples, default) or "
+                        "frobenius: their sum ÷ 64², so relu3_3/relu4_3 weigh 16×/64× more; pair it with a "
+                        "smaller --style-weight (docs/training.md)")
     p.add_argument("--tv-weight", type=float, default=_D.tv_weight, help="total variation (0 = off)")
     p.add_argument("--grid-weight", type=float, default=_D.grid_weight,
                    help="penalty on the output's fixed 4-px lattice beyond the photo's (0 = off)")
@@ -91,7 +95,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         style_image=args.style_image, content_dir=args.content_dir, out=args.out,
         vgg_weights=args.vgg_weights, steps=args.steps, epochs=args.epochs, batch_size=args.batch_size,
         image_size=args.image_size, lr=args.lr, content_weight=args.content_weight,
-        style_weight=args.style_weight, tv_weight=args.tv_weight, grid_weight=args.grid_weight,
+        style_weight=args.style_weight, style_reduction=args.style_reduction, tv_weight=args.tv_weight,
+        grid_weight=args.grid_weight,
         stability_weight=args.stability_weight,
         stability_shift=args.stability_shift, stability_zoom=args.stability_zoom,
         stability_noise=args.stability_noise, model=args.model, teacher=args.teacher,

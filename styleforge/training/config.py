@@ -13,6 +13,9 @@ painting's texture — the usual start of Johnson et al. training.
 they have in the painting at that size, so 512 on 256² crops gives visible strokes without
 turning a photo into pure texture; pytorch/examples' default (the painting's full size, often
 1000+ px) makes strokes smaller.
+`style_reduction="mean"` keeps pytorch/examples' per-layer mean over the C×C Gram entries;
+"frobenius" sums them as Johnson et al.'s squared Frobenius norm does, so the deep layers weigh
+more and `style_weight` must shrink with it (docs/training.md "The style loss's layer weighting").
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ PRECISIONS = ("auto", "fp32", "bf16")
 MIN_IMAGE_SIZE = 16     # the network's reflection pads and VGG's three 2× poolings need 16×16
 DEVICES = ("auto", "cpu", "cuda")
 MODELS = ("full", "slim")   # models.transformer_net.MODEL_WIDTHS, named here without importing torch
+STYLE_REDUCTIONS = ("mean", "frobenius")   # losses.style_loss
 
 
 @dataclass
@@ -39,6 +43,7 @@ class TrainConfig:
     lr: float = 1e-3
     content_weight: float = 1e5
     style_weight: float = 1e10
+    style_reduction: str = "mean"           # per Gram layer: mean (pytorch/examples) | frobenius (losses.py)
     tv_weight: float = 0.0                  # total variation of the output in [0, 1]; 0 = off
     grid_weight: float = 0.0                # the output's 4-px lattice beyond the photo's (training/grid.py); 0 = off
     stability_weight: float = 0.0           # f(T(x)+n) ≈ T(f(x)) for small shifts/zooms and noise; 0 = off
@@ -87,6 +92,8 @@ class TrainConfig:
         if self.image_size % 4 or self.image_size < MIN_IMAGE_SIZE:
             raise ValueError(f"image_size must be a multiple of 4 (the network's stride) and at least "
                              f"{MIN_IMAGE_SIZE}, got {self.image_size}; 256 is the usual size")
+        if self.style_reduction not in STYLE_REDUCTIONS:
+            raise ValueError(f"style_reduction must be one of {STYLE_REDUCTIONS}, got {self.style_reduction!r}")
         if self.model not in MODELS:
             raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
         if self.distill_weight and not self.teacher:

@@ -3,7 +3,11 @@
 content: MSE between VGG16 relu2_2 activations of the output and of the photo.
 style:   Σ over relu1_2, relu2_2, relu3_3, relu4_3 of the MSE between the output's Gram matrices
          and the painting's, each Gram divided by C·H·W (Gatys et al. 2016; pytorch/examples'
-         normalisation, so its loss weights carry over).
+         normalisation, so its loss weights carry over). With reduction "frobenius" each layer's
+         squared differences are summed (Johnson et al.'s squared Frobenius norm) and divided by
+         the first style layer's C² (64² with VGG16), not the layer's own: relu1_2's term is the
+         mean's, and a layer of C channels weighs (C / 64)² times its mean (×1, ×4, ×16, ×64).
+         Up to that constant this is the sum `shared/tools/style_metrics.py`'s style ratio uses.
 tv:      total variation of the output scaled to [0, 1] (mean squared neighbour difference).
 grid:    the output's fixed 4-px lattice beyond the photo's (`grid.grid_loss`): the network's
          stride-4 layout makes one, and the terms above barely see it (docs/training.md).
@@ -27,6 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from ..models.vgg import VGG16Features, VGGFeatures
+from .config import STYLE_REDUCTIONS
 from .grid import grid_loss
 
 STYLE_LAYERS = ("relu1_2", "relu2_2", "relu3_3", "relu4_3")
@@ -69,6 +74,29 @@ def style_targets(vgg: VGG16Features, painting: torch.Tensor) -> tuple[torch.Ten
         x = x.contiguous(memory_format=torch.channels_last)
     feats = vgg(x)
     return tuple(gram(getattr(feats, name)) for name in STYLE_LAYERS)
+
+
+def check_reduction(reduction: str) -> None:
+    if reduction not in STYLE_REDUCTIONS:
+        raise ValueError(f"style reduction must be one of {STYLE_REDUCTIONS}, got {reduction!r}")
+
+
+def style_loss(feats: VGGFeatures, targets: tuple[torch.Tensor, ...], reduction: str = "mean") -> torch.Tensor:
+    """The batch's style term from its VGG features and the painting's (1, C, C) Grams, fp32.
+
+    "mean": Σ_l mean over (N, C, C) of (G_l − T_l)², pytorch/examples' loss, kept bit for bit.
+    "frobenius": Σ_l Σ over (C, C) of (G_l − T_l)², averaged over the batch, ÷ C_1² of the first
+    layer, so a deep layer counts by its number of Gram entries rather than as one equal share.
+    """
+    check_reduction(reduction)
+    first = targets[0].shape[-1] ** 2
+    total = torch.zeros((), device=targets[0].device)
+    for name, target in zip(STYLE_LAYERS, targets):
+        g = gram(getattr(feats, name))                          # (N, C, C)
+        t = target.expand(len(g), -1, -1)
+        total = total + (F.mse_loss(g, t) if reduction == "mean"
+                         else F.mse_loss(g, t, reduction="sum") / (len(g) * first))
+    return total
 
 
 def total_variation(image: torch.Tensor) -> torch.Tensor:
@@ -119,13 +147,13 @@ def stability_loss(model: torch.nn.Module, content: torch.Tensor, stylized: torc
 def loss_terms(model: torch.nn.Module, vgg: VGG16Features, content: torch.Tensor,
                targets: tuple[torch.Tensor, ...], with_tv: bool,
                perturbation: Perturbation | None = None, *, with_grid: bool = False,
-               teacher: torch.nn.Module | None = None) -> LossTerms:
+               teacher: torch.nn.Module | None = None, style_reduction: str = "mean") -> LossTerms:
     """One forward pass: photos (B, 3, S, S) float 0–255 → stylized → the six unweighted terms.
 
     Runs under the caller's autocast. The photo's features are needed only up to relu2_2 and
     carry no gradient. `perturbation` (None: the stability term is 0 and costs nothing) adds a
     second pass of the style network on the perturbed photos; `teacher` (None: the distill term
-    is 0) one pass of the frozen teacher, without gradients.
+    is 0) one pass of the frozen teacher, without gradients. `style_reduction`: see `style_loss`.
     """
     stylized = model(content)
     with torch.no_grad():
@@ -134,8 +162,7 @@ def loss_terms(model: torch.nn.Module, vgg: VGG16Features, content: torch.Tensor
     with torch.autocast(content.device.type, enabled=False):
         content_loss = F.mse_loss(getattr(out_feats, CONTENT_LAYER).float(),
                                   getattr(photo_feats, CONTENT_LAYER).float())
-        style_loss = sum(F.mse_loss(gram(getattr(out_feats, name)), target.expand(len(content), -1, -1))
-                         for name, target in zip(STYLE_LAYERS, targets))
+        style = style_loss(out_feats, targets, style_reduction)
         tv = total_variation(stylized) if with_tv else torch.zeros((), device=content.device)
         grid = grid_loss(stylized, content) if with_grid else torch.zeros((), device=content.device)
     stability = (stability_loss(model, content, stylized, perturbation) if perturbation is not None
@@ -146,13 +173,18 @@ def loss_terms(model: torch.nn.Module, vgg: VGG16Features, content: torch.Tensor
             drawn = teacher(content)
         with torch.autocast(content.device.type, enabled=False):
             distill = F.mse_loss(stylized.float() / 255.0, drawn.float().clamp(0, 255) / 255.0)
-    return LossTerms(content_loss, style_loss, tv, stability, grid, distill)
+    return LossTerms(content_loss, style, tv, stability, grid, distill)
 
 
-def style_distance(vgg: VGG16Features, image: torch.Tensor, targets: tuple[torch.Tensor, ...]) -> torch.Tensor:
-    """Per-image style loss Σ_l mean((G_l(image) − G_l(painting))²): (N,) fp32. No gradient needed."""
+def style_distance(vgg: VGG16Features, image: torch.Tensor, targets: tuple[torch.Tensor, ...],
+                   reduction: str = "mean") -> torch.Tensor:
+    """Per-image style loss Σ_l mean((G_l(image) − G_l(painting))²), or with "frobenius" the
+    sums over C×C divided by the first layer's C² (`style_loss`): (N,) fp32. No gradient needed."""
+    check_reduction(reduction)
     feats = vgg(image.to(next(vgg.parameters()).dtype))
+    first = targets[0].shape[-1] ** 2
     total = torch.zeros(len(image), device=image.device)
     for name, target in zip(STYLE_LAYERS, targets):
-        total = total + (gram(getattr(feats, name)) - target).pow(2).mean(dim=(1, 2))
+        squared = (gram(getattr(feats, name)) - target).pow(2)
+        total = total + (squared.mean(dim=(1, 2)) if reduction == "mean" else squared.sum(dim=(1, 2)) / first)
     return total

@@ -187,7 +187,8 @@ class Trainer:
         with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None):
             return self._loss_fn(self.model, self.vgg, x, self.targets, self._weights[2] > 0, perturbation,
                                  with_grid=self._weights[4] > 0,
-                                 teacher=self.teacher if self._weights[5] > 0 else None)
+                                 teacher=self.teacher if self._weights[5] > 0 else None,
+                                 style_reduction=self.config.style_reduction)
 
     def step(self) -> None:
         """One Adam step on the batch of the current step number. No host sync."""
@@ -250,6 +251,15 @@ class Trainer:
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             raise ValueError(f"--resume {path}: not a styleforge training checkpoint (resume from "
                              "a step_*.pt file of the run's checkpoint folder)")
+        # Not a warning like RESUME_KEYS: the other reduction is another loss, at another scale
+        # (docs/training.md), so Adam's moments and the style weight would no longer fit it.
+        # Checkpoints from before the option trained with "mean".
+        recorded = state.get("config")
+        saved = recorded.get("style_reduction", "mean") if isinstance(recorded, dict) else "mean"
+        if saved != self.config.style_reduction:
+            raise ValueError(f"--resume {path}: that run trained with style_reduction {saved!r}, this one asks "
+                             f"for {self.config.style_reduction!r}; resume with {saved!r}, or start a new run "
+                             "(another --checkpoint-dir, or --overwrite)")
         try:
             self._restore(state, path)
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:
