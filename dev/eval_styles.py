@@ -13,7 +13,8 @@ the default options (quality 95, 4:4:4) and a .png, and each file is scored agai
 painting: style_ratio, content_dist, palette_dist, grid_score; medians per style and format are
 checked against issue 44's bars (style ratio ≤ 0.12, content distance ≤ 2.0, grid_score ≤ 10).
 `--chroma 420` adds 4:2:0 JPEGs (what a video frame keeps). The painting comes from the catalogue
-or from the file's `painting_file` metadata. A dev tool, not part of the package.
+or from the file's `painting_file` metadata. `heldout_medians` scores one weights file the same
+way without the CLI (dev/train_builtin.py --metrics). A dev tool, not part of the package.
 """
 from __future__ import annotations
 
@@ -35,9 +36,16 @@ from styleforge.training.samples import default_photos  # noqa: E402
 
 BARS = {"style_ratio": 0.12, "content_dist": 2.0, "grid_score": 10.0}
 MEASURES = ("style_ratio", "content_dist", "palette_dist", "grid_score")
+METRICS_VGG = "vgg16_relu4_3.fp16.pth"     # what style_metrics.py loads from its ../data/
 
 
 def load_metrics(path: Path):
+    """The style_metrics module at `path`; it reads its VGG from ../data/ beside its own folder,
+    so that file is checked here, before any work, rather than at the first score."""
+    vgg = Path(path).resolve().parent.parent / "data" / METRICS_VGG
+    if not Path(path).is_file() or not vgg.is_file():
+        raise FileNotFoundError(f"--metrics {path}: needs the module and {vgg} (lay it out as "
+                                f"DIR/tools/style_metrics.py and DIR/data/{METRICS_VGG})")
     spec = importlib.util.spec_from_file_location("style_metrics", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -76,6 +84,29 @@ def score(metrics, photo: Path, output: Path, painting: Path) -> dict:
     ratio, content = metrics.metrics(p, o, metrics.load(painting, 512))
     return {"style_ratio": ratio, "content_dist": content,
             "palette_dist": metrics.palette_dist(output, painting), "grid_score": metrics.grid_score(output)}
+
+
+def heldout_medians(metrics, weights: Path, painting: Path, photos: list[Path], device: str = "cpu") -> dict:
+    """Medians of `score` over `photos` for one weights file, without the CLI: each photo at a
+    longer side of 512 through the engine's Stylizer in fp32 (reference backend, as
+    training/evaluate.py's held-out ratio), the output rounded to uint8 and written as a
+    temporary PNG, which `score` reads like a CLI output. dev/train_builtin.py --metrics."""
+    import tempfile
+
+    import torch
+
+    from styleforge.engine.pipeline import Stylizer
+    from styleforge.training.samples import load_photos
+    stylizer = Stylizer(StylizeOptions(checkpoint=str(weights), device=device, precision="fp32",
+                                       backend="reference"))
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="heldout_") as work:
+        for path, photo in zip(photos, load_photos(photos)):
+            out = stylizer(photo)[0].clamp(0, 255).round().to(torch.uint8)      # (3, H, W)
+            png = Path(work) / f"{Path(path).stem}.png"
+            Image.fromarray(out.permute(1, 2, 0).numpy()).save(png)
+            rows.append(score(metrics, Path(path), png, painting))
+    return {m: statistics.median(r[m] for r in rows) for m in MEASURES}
 
 
 def contact_sheet(photos: list[Path], styles: list[str], files: dict, path: Path, cell: int = 224) -> None:

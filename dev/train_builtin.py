@@ -47,6 +47,7 @@ from styleforge.models.checkpoint import load_checkpoint  # noqa: E402
 from styleforge.models.vgg import load_vgg16  # noqa: E402
 from styleforge.training import Trainer  # noqa: E402
 from styleforge.training.catalogue import BUILTIN_STYLES, RECIPE, get  # noqa: E402
+from styleforge.training.config import STYLE_REDUCTIONS, TrainConfig  # noqa: E402
 from styleforge.training.data import load_content, place  # noqa: E402
 from styleforge.training.evaluate import evaluate_style, summarise  # noqa: E402
 from styleforge.training.samples import default_photos  # noqa: E402
@@ -72,6 +73,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--image-size", type=int, default=None)
     p.add_argument("--grid-weight", type=float, default=None)
     p.add_argument("--stability-weight", type=float, default=None)
+    p.add_argument("--style-reduction", choices=STYLE_REDUCTIONS, default=None,
+                   help="Gram loss per layer, mean or frobenius (default: the catalogue's, mean). A checkpoint "
+                        "of the other reduction is refused on resume: switch with a fresh --out-dir")
+    p.add_argument("--style-weight-scale", type=float, default=None, metavar="F",
+                   help="multiply each style's style_weight (recipe or tweak) by F, e.g. about 1/R with "
+                        "--style-reduction frobenius (R per painting: docs/training.md)")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--compile", action="store_true")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
@@ -91,6 +98,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--concurrent", type=int, default=1, metavar="K", help="K worker processes")
     p.add_argument("--no-eval", dest="evaluate", action="store_false",
                    help="skip the held-out style-loss ratios")
+    p.add_argument("--metrics", default=None, metavar="PATH",
+                   help="shared/tools/style_metrics.py, or a copy: after each style, its int8 file on the "
+                        "held-out photos (512 px, fp32) scored with it; medians in the log row's 'metric'. "
+                        "The module loads its VGG from ../data/ beside its folder, so carry a folder laid out "
+                        "as DIR/tools/style_metrics.py + DIR/data/vgg16_relu4_3.fp16.pth (e.g. DIR=runs/metrics, "
+                        "ignored) and pass DIR/tools/style_metrics.py. Runs on the CPU: budget --reserve for it")
     p.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -112,8 +125,17 @@ def sha256(path: Path) -> str:
 def overrides(args: argparse.Namespace) -> dict:
     """The recipe fields given on the command line (None: the catalogue's RECIPE and tweaks)."""
     given = {"steps": args.steps, "batch_size": args.batch_size, "image_size": args.image_size,
-             "grid_weight": args.grid_weight, "stability_weight": args.stability_weight}
+             "grid_weight": args.grid_weight, "stability_weight": args.stability_weight,
+             "style_reduction": args.style_reduction}
     return {k: v for k, v in given.items() if v is not None}
+
+
+def style_weight(args: argparse.Namespace, name: str) -> dict:
+    """--style-weight-scale applied to the style's own weight (its tweak, else the recipe's)."""
+    if args.style_weight_scale is None:
+        return {}
+    own = {**RECIPE, **get(name).tweaks}.get("style_weight", TrainConfig.style_weight)
+    return {"style_weight": own * args.style_weight_scale}
 
 
 def distillation(args: argparse.Namespace, name: str) -> dict:
@@ -134,7 +156,9 @@ def budget(args: argparse.Namespace) -> float | None:
 
 def train_styles(args: argparse.Namespace, names: list[str], out_dir: Path, on_done=None) -> None:
     """Train `names` in order, writing each result as soon as it exists; then call on_done()."""
+    from eval_styles import heldout_medians, load_metrics
     from quantize_styles import photo_tensors, quantize_file
+    metrics = load_metrics(Path(args.metrics)) if args.metrics else None    # a bad path fails before training
     device = torch.device("cuda" if args.device != "cpu" and torch.cuda.is_available() else "cpu")
     amp = torch.bfloat16 if device.type == "cuda" else torch.float32
     t0 = time.perf_counter()
@@ -160,7 +184,7 @@ def train_styles(args: argparse.Namespace, names: list[str], out_dir: Path, on_d
             max_seconds=seconds, checkpoint_every=args.checkpoint_every, sample_every=0,
             checkpoint_dir=str(run_dir), keep_checkpoints=1, log_every=100,
             progress=False, device=device.type, resume=str(earlier[-1][1]) if earlier else None,
-            **overrides(args), **distillation(args, name))
+            **overrides(args), **distillation(args, name), **style_weight(args, name))
         started = time.perf_counter()
         trainer = Trainer(config, vgg=vgg, content=content)
         warm = Path(args.warm_dir) / f"{name}.safetensors" if args.warm_dir else None
@@ -196,11 +220,15 @@ def train_styles(args: argparse.Namespace, names: list[str], out_dir: Path, on_d
                                          Path(args.paintings_dir) / style.painting_file,
                                          default_photos(), eval_vgg, device=device.type)
                 row["teacher_heldout"] = summarise(teacher)[0]
+        if metrics is not None:     # issue 44's yardstick on what ships: the int8 file
+            row["metric"] = heldout_medians(metrics, int8, Path(args.paintings_dir) / style.painting_file,
+                                            default_photos(), device.type)
         rows = [r for r in rows if r["style"] != name] + [row]
         write_json(rows_path, rows)
-        log.info("%s: %d steps in %.1f s, %.0f img/s, losses %s%s", name, result.steps, result.seconds,
+        log.info("%s: %d steps in %.1f s, %.0f img/s, losses %s%s%s", name, result.steps, result.seconds,
                  result.images_per_s, {k: f"{v:.3g}" for k, v in result.losses.items()},
-                 f", held-out ratio {row['heldout']['ratio']:.3f}" if "heldout" in row else "")
+                 f", held-out ratio {row['heldout']['ratio']:.3f}" if "heldout" in row else "",
+                 ", metric " + " ".join(f"{k} {v:.3f}" for k, v in row["metric"].items()) if "metric" in row else "")
         if on_done is not None:
             on_done()
 

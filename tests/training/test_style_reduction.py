@@ -119,8 +119,9 @@ def test_compiled_loss_follows_the_reduction(toy, tmp_path):
     eager = Trainer(config(toy, tmp_path / "e.safetensors", style_reduction="frobenius"))
     compiled = Trainer(config(toy, tmp_path / "c.safetensors", style_reduction="frobenius", compile=True))
     batch = eager.data.batch(0)
-    want = eager.losses(batch).style.item()
-    assert compiled.losses(batch).style.item() == pytest.approx(want, rel=1e-4)
+    with torch.no_grad():       # the forward graph is what the reduction changes; skips compiling a backward
+        want = eager.losses(batch).style.item()
+        assert compiled.losses(batch).style.item() == pytest.approx(want, rel=1e-4)
 
 
 def test_setting_is_recorded_and_a_resume_across_reductions_is_refused(toy, tmp_path):

@@ -1,0 +1,141 @@
+"""`dev/train_builtin.py`: the style-loss flags reach each style's TrainConfig, and `--metrics`
+scores a style's weights on the held-out photos with the given style_metrics module (here a tiny
+fake one that reports image sizes, so the medians can be checked exactly)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import random_style_state
+from PIL import Image
+
+from styleforge.models.checkpoint import save_checkpoint
+from styleforge.models.vgg import VGG16Features
+from styleforge.training import samples
+from styleforge.training.catalogue import RECIPE, get
+from styleforge.training.samples import load_photos
+
+DEV = Path(__file__).resolve().parents[2] / "dev"
+
+# What a style_metrics module provides, reporting sizes: style_ratio = the painting's width as
+# loaded, content_dist = the output's height, grid_score = the written PNG's width.
+FAKE_METRICS = '''
+import numpy as np, torch
+from PIL import Image
+
+def load(p, max_side=None):
+    im = Image.open(p).convert("RGB")
+    if max_side and max(im.size) > max_side:
+        s = max_side / max(im.size); im = im.resize((round(im.width * s), round(im.height * s)))
+    return torch.from_numpy(np.asarray(im).copy()).permute(2, 0, 1).float()[None]
+
+def metrics(photo, out, style):
+    return float(style.shape[-1]), float(out.shape[-2])
+
+def palette_dist(out_path, painting_path):
+    return 0.0
+
+def grid_score(path):
+    return float(Image.open(path).width)
+'''
+
+
+def load_tool(name: str):
+    spec = importlib.util.spec_from_file_location(name, DEV / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def tools():
+    sys.path.insert(0, str(DEV))        # train_builtin imports its sibling tools, as when run as a script
+    try:
+        yield load_tool("train_builtin"), load_tool("eval_styles")
+    finally:
+        sys.path.remove(str(DEV))
+
+
+@pytest.fixture()
+def fake_metrics(tmp_path) -> Path:
+    module = tmp_path / "metrics" / "tools" / "style_metrics.py"
+    module.parent.mkdir(parents=True)
+    module.write_text(FAKE_METRICS)
+    (tmp_path / "metrics" / "data").mkdir()
+    (tmp_path / "metrics" / "data" / "vgg16_relu4_3.fp16.pth").write_bytes(b"")   # the fake never reads it
+    return module
+
+
+def test_style_loss_flags_reach_each_style(tools):
+    train_builtin, _ = tools
+    args = train_builtin.parse_args(["--style-reduction", "frobenius", "--style-weight-scale", "0.2"])
+    assert train_builtin.overrides(args)["style_reduction"] == "frobenius"
+    assert train_builtin.style_weight(args, "udnie") == {"style_weight": pytest.approx(5e10 * 0.2)}
+    assert train_builtin.style_weight(args, "rain_princess") == {"style_weight": pytest.approx(1e10 * 0.2)}
+    plain = train_builtin.parse_args([])
+    assert "style_reduction" not in train_builtin.overrides(plain) and train_builtin.style_weight(plain, "udnie") == {}
+    config = get("udnie").config("p", **train_builtin.overrides(args), **train_builtin.style_weight(args, "udnie"))
+    assert (config.style_reduction, config.style_weight) == ("frobenius", pytest.approx(1e10))
+    assert RECIPE.get("style_reduction") is None        # the shipped recipe is unchanged: mean
+
+
+def test_metrics_path_without_its_vgg_is_refused_before_any_work(tools, tmp_path):
+    _, eval_styles = tools
+    lone = tmp_path / "style_metrics.py"
+    lone.write_text(FAKE_METRICS)
+    with pytest.raises(FileNotFoundError, match="tools/style_metrics.py"):
+        eval_styles.load_metrics(lone)
+
+
+def test_heldout_medians_score_the_512px_outputs(tools, fake_metrics, tmp_path):
+    _, eval_styles = tools
+    weights = tmp_path / "w.safetensors"
+    save_checkpoint(weights, random_style_state(1), {"style": "w"}, dtype=torch.float32)
+    painting = tmp_path / "painting.png"
+    Image.fromarray(np.zeros((30, 40, 3), np.uint8)).save(painting)
+    photos = []                 # small, so the default tier stays fast; one wider than 512 px
+    for i, (w, h) in enumerate(((600, 46), (26, 18), (30, 42))):
+        photos.append(tmp_path / f"photo{i}.jpg")
+        Image.fromarray(np.full((h, w, 3), 40 * i, np.uint8)).save(photos[-1])
+    medians = eval_styles.heldout_medians(eval_styles.load_metrics(fake_metrics), weights, painting, photos)
+    sizes = [p.shape[-2:] for p in load_photos(photos)]
+    assert tuple(sizes[0]) == (39, 512)                                # shrunk to a longer side of 512
+    assert medians == {"style_ratio": 40.0, "content_dist": statistics.median(float(h) for h, _ in sizes),
+                       "palette_dist": 0.0, "grid_score": statistics.median(float(w) for _, w in sizes)}
+
+
+@pytest.mark.slow
+def test_one_style_trains_and_logs_its_metric(tools, fake_metrics, tmp_path, caplog, monkeypatch):
+    train_builtin, _ = tools
+    rng = np.random.default_rng(0)
+    heldout = []                # small stand-ins for the asset photos (int8 PSNR, samples, metric)
+    for i, (w, h) in enumerate(((40, 28), (24, 36))):
+        heldout.append(tmp_path / f"heldout{i}.png")
+        Image.fromarray(rng.integers(0, 255, (h, w, 3), dtype=np.uint8)).save(heldout[-1])
+    monkeypatch.setattr(train_builtin, "default_photos", lambda: list(heldout))
+    monkeypatch.setattr(samples, "default_photos", lambda: list(heldout))
+    (tmp_path / "content").mkdir()
+    for i in range(3):
+        Image.fromarray(rng.integers(0, 255, (20, 20, 3), dtype=np.uint8)).save(tmp_path / "content" / f"p{i}.png")
+    (tmp_path / "styles").mkdir()
+    Image.fromarray(rng.integers(0, 255, (30, 40, 3), dtype=np.uint8)).save(tmp_path / "styles" / "udnie.jpg")
+    torch.manual_seed(0)
+    torch.save(VGG16Features((8, 16, 16, 16)).state_dict(), tmp_path / "vgg.pth")
+    out = tmp_path / "runs"
+    caplog.set_level("INFO", logger="train_builtin")
+    code = train_builtin.main(["--styles", "udnie", "--steps", "1", "--batch-size", "2", "--image-size", "16",
+                               "--device", "cpu", "--no-eval", "--vgg-weights", str(tmp_path / "vgg.pth"),
+                               "--content-dir", str(tmp_path / "content"), "--paintings-dir", str(tmp_path / "styles"),
+                               "--out-dir", str(out), "--style-reduction", "frobenius",
+                               "--metrics", str(fake_metrics)])
+    assert code == 0
+    (row,) = json.loads((out / "train_log.json").read_text())
+    assert row["settings"]["style_reduction"] == "frobenius" and row["steps"] == 1
+    assert row["metric"] == {"style_ratio": 40.0, "content_dist": 32.0, "palette_dist": 0.0, "grid_score": 32.0}
+    assert "metric style_ratio 40.000" in caplog.text
