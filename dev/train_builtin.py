@@ -22,6 +22,11 @@ losses and the held-out style-loss ratios — because the device call may be cut
 ~12 MiB each), `logs.tar.gz` (log rows with the loss history, samples) and `curves.png`, to fit
 the device's 16-MiB-per-file return rule. `--concurrent K` runs K worker processes (round-robin
 over the styles; worker k on GPU k mod the GPU count; several share a GPU) and the parent packs.
+`--metrics DIR/tools/style_metrics.py` adds issue 44's yardstick to each style's row ("metric":
+medians of style_ratio, content_dist, palette_dist, grid_score of its int8 file on the held-out
+photos at 512 px; dev/eval_styles.py's `heldout_medians`), computed on the CPU after the export.
+`--style-reduction frobenius` and `--style-weight-scale F` try the other Gram loss on every style
+(docs/training.md "The style loss's layer weighting").
 This is a dev tool: it is not imported by the package.
 """
 from __future__ import annotations

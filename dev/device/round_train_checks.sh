@@ -9,6 +9,9 @@
 # package's styles, when a session has overwritten them in its copy with newer weights) is copied
 # into runs/warm/; a style with a checkpoint in runs/builtin/ (a warm machine) resumes that
 # instead. Carry .data/content, .data/styles, .data/vgg16_relu4_3.fp16.pth (dev/device/pack_data.sh).
+# EXTRA_ARGS reaches dev/train_builtin.py after this script's --reserve 100 (a later flag wins),
+# e.g. issue 44's metric per style, with runs/metrics/{tools/style_metrics.py,data/vgg16_relu4_3.fp16.pth}
+# carried: EXTRA_ARGS="--metrics runs/metrics/tools/style_metrics.py --reserve 200" (see train_styles.sh).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 DEADLINE=${1:-560}

@@ -14,6 +14,14 @@
 # styles_1.tar, styles_2.tar (int8 weights, int8 PSNR in each file's metadata), logs.tar.gz
 # (train_log.json with loss histories and held-out ratios; per-style sample sheets), curves.png,
 # sheet.jpg (every style on the asset photos).
+# EXTRA_ARGS passes more dev/train_builtin.py flags, e.g. issue 44's yardstick per style in
+# train_log.json ("metric"): carry a folder laid out as runs/metrics/tools/style_metrics.py +
+# runs/metrics/data/vgg16_relu4_3.fp16.pth (the module reads ../data/ beside its own folder) and
+#   EXTRA_ARGS="--metrics runs/metrics/tools/style_metrics.py --reserve 200" bash dev/device/train_styles.sh
+# (it scores on the CPU after each export, so keep more --reserve: docs/training.md). The frobenius
+# style loss, in its own run folder (a later --out-dir wins over the one below; a checkpoint of the other
+# reduction is refused on resume), style weights ×0.2 ≈ 1/R (docs/training.md):
+#   EXTRA_ARGS="--style-reduction frobenius --style-weight-scale 0.2 --out-dir runs/frobenius"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DEADLINE=${1:-480}
