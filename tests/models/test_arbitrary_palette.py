@@ -79,3 +79,48 @@ def test_engine_palette_and_degrid_options(tmp_path):
     assert sw["all"] < sw["quarter"] < sw["between"], sw
     cleaned = run(palette="none", degrid=True)
     assert not torch.equal(cleaned, plain) and (cleaned - plain).abs().mean() < 0.1 * plain.std()
+
+
+def _reference_transport(image: torch.Tensor, code, strength: float = 1.0) -> torch.Tensor:
+    """The transport as first written (masks and selects for the ends), in float64."""
+    from styleforge.models.arbitrary.palette import MAX_SAMPLE
+    b, _, h, w = image.shape
+    x = image.double().flatten(2)
+    start, stride = x, max(1, -(-x.shape[-1] // MAX_SAMPLE))
+    bases, quantiles = code.bases.double(), code.quantiles.double()
+    for k in range(bases.shape[1]):
+        axes = bases[:, k]
+        proj = axes @ x
+        values = proj[..., ::stride].sort(dim=-1).values
+        n, count = values.shape[-1], quantiles.shape[-1]
+        pos = (torch.arange(count, dtype=torch.float64) + 0.5) / count * n - 0.5
+        lo = pos.floor().clamp(0, n - 1).long()
+        hi = (lo + 1).clamp(max=n - 1)
+        frac = (pos - lo.double()).clamp(0, 1)
+        src = (values[..., lo] * (1 - frac) + values[..., hi] * frac).reshape(b * 3, -1)
+        dst = quantiles[:, k].reshape(b * 3, -1)
+        p = proj.reshape(b * 3, -1)
+        idx = torch.searchsorted(src.contiguous(), p.contiguous()).clamp(1, count - 1)
+        x0, x1, y0, y1 = src.gather(-1, idx - 1), src.gather(-1, idx), dst.gather(-1, idx - 1), dst.gather(-1, idx)
+        t = ((p - x0) / (x1 - x0).clamp_min(1e-6)).clamp(0, 1)
+        inside = y0 + t * (y1 - y0)
+        moved = torch.where(p < src[..., :1], p - src[..., :1] + dst[..., :1],
+                            torch.where(p > src[..., -1:], p - src[..., -1:] + dst[..., -1:], inside))
+        x = x + axes.transpose(1, 2) @ (moved.view(b, 3, -1) - proj)
+    x = start + (x - start) * strength if strength < 1.0 else x
+    return x.view(b, 3, h, w).clamp(0, 255)
+
+
+@pytest.mark.parametrize("strength, size", [(1.0, (40, 48)), (0.25, (40, 48)), (1.0, (272, 256))])
+def test_transport_matches_the_float64_reference(strength, size):
+    # Two images in a batch, one with colours beyond the painting's range (the map's two ends),
+    # a painting with a flat patch (equal quantiles: the degenerate segments); 272×256 is over
+    # MAX_SAMPLE pixels, so the quantiles come from every other pixel.
+    photo = torch.cat([blobs(4, *size), (blobs(5, *size) * 1.4 - 40).clamp(0, 255)])
+    painting = torch.cat([blobs(6, 64, 56, tint=(1.0, 0.5, 0.3)), blobs(7, 64, 56)])
+    painting[1, :, :20] = 128.0
+    code = encode_palette(painting)
+    got = transport(photo, code, strength)
+    want = _reference_transport(photo, code, strength)
+    assert (got.double() - want).abs().max() < 0.02, float((got.double() - want).abs().max())
+    assert (got.double() - want).abs().mean() < 1e-3

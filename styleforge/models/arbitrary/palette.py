@@ -64,14 +64,33 @@ def quantile_grid(n: int, device=None) -> torch.Tensor:
     return (torch.arange(n, device=device, dtype=torch.float32) + 0.5) / n
 
 
-def sorted_quantiles(values: torch.Tensor, count: int) -> torch.Tensor:
-    """(..., N) → (..., count): the values at the centred quantile levels (linear interpolation)."""
-    ordered = values.sort(dim=-1).values
-    n = ordered.shape[-1]
-    pos = quantile_grid(count, values.device) * n - 0.5
+def quantile_taps(n: int, count: int, device=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Where the centred quantile levels fall among n sorted values: (lo, hi, frac), each (count,)."""
+    pos = quantile_grid(count, device) * n - 0.5
     lo = pos.floor().clamp(0, n - 1).long()
     hi = (lo + 1).clamp(max=n - 1)
-    frac = (pos - lo.float()).clamp(0, 1)
+    return lo, hi, (pos - lo.float()).clamp(0, 1)
+
+
+_TAPS: dict[tuple, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+
+
+def cached_quantile_taps(n: int, count: int, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`quantile_taps`, made once per (n, count, device): the transport runs in a CUDA graph per
+    frame, where these ~10 small launches per basis would repeat for the same numbers. Made
+    outside inference mode, so a later autograd use of the same shapes may read them too."""
+    key = (n, count, torch.device(device))
+    if key not in _TAPS:
+        with torch.inference_mode(False):
+            _TAPS[key] = quantile_taps(n, count, device)
+    return _TAPS[key]
+
+
+def sorted_quantiles(values: torch.Tensor, count: int, taps=None) -> torch.Tensor:
+    """(..., N) → (..., count): the values at the centred quantile levels (linear interpolation).
+    `taps`: `quantile_taps(N, count)` made beforehand (default: made here)."""
+    ordered = values.sort(dim=-1).values
+    lo, hi, frac = taps if taps is not None else quantile_taps(ordered.shape[-1], count, values.device)
     return ordered[..., lo] * (1 - frac) + ordered[..., hi] * frac
 
 
@@ -87,15 +106,18 @@ def encode_palette(painting: torch.Tensor, bases: int = BASES, quantiles: int = 
 def _monotone_map(x: torch.Tensor, src_q: torch.Tensor, dst_q: torch.Tensor) -> torch.Tensor:
     """Piecewise-linear map taking quantiles src_q → dst_q, per row; x (R, N), src_q, dst_q (R, Q).
     Outside the source range it shifts by the end offsets (no clamping to the painting's range)."""
+    # Written for few launches (it runs per basis on every pixel, in the engine's CUDA graph):
+    # outside the source range the segment index is the end one and t is clamped to 0 or 1, so
+    # the end offsets are the x − clamp(x, x0, x1) term (0 inside), with no masks or selects; the
+    # two tables are gathered together; lerp is exact at t = 1.
     q = src_q.shape[-1]
     idx = torch.searchsorted(src_q.contiguous(), x.contiguous()).clamp(1, q - 1)
-    x0, x1 = src_q.gather(-1, idx - 1), src_q.gather(-1, idx)
-    y0, y1 = dst_q.gather(-1, idx - 1), dst_q.gather(-1, idx)
+    both = torch.cat([src_q, dst_q])                                   # (2R, Q)
+    pick = idx.repeat(2, 1)
+    lower, upper = both.gather(-1, pick - 1), both.gather(-1, pick)
+    (x0, y0), (x1, y1) = lower.chunk(2), upper.chunk(2)
     t = ((x - x0) / (x1 - x0).clamp_min(1e-6)).clamp(0, 1)
-    inside = y0 + t * (y1 - y0)
-    below = x - src_q[..., :1] + dst_q[..., :1]
-    above = x - src_q[..., -1:] + dst_q[..., -1:]
-    return torch.where(x < src_q[..., :1], below, torch.where(x > src_q[..., -1:], above, inside))
+    return torch.lerp(y0, y1, t) + (x - torch.clamp(x, x0, x1))
 
 
 def transport(image: torch.Tensor, code: PaletteCode, strength: float = 1.0) -> torch.Tensor:
@@ -105,10 +127,12 @@ def transport(image: torch.Tensor, code: PaletteCode, strength: float = 1.0) -> 
     x = image.float().flatten(2)                                               # (B, 3, N)
     start = x
     stride = max(1, -(-x.shape[-1] // MAX_SAMPLE))
+    count = code.quantiles.shape[-1]
+    taps = cached_quantile_taps(-(-x.shape[-1] // stride), count, x.device)
     for k in range(code.bases.shape[1]):
         axes = code.bases[:, k]                                                # (B, 3, 3)
         proj = axes @ x                                                        # (B, 3, N)
-        src_q = sorted_quantiles(proj[..., ::stride], code.quantiles.shape[-1])
+        src_q = sorted_quantiles(proj[..., ::stride], count, taps)
         moved = _monotone_map(proj.reshape(b * 3, -1), src_q.reshape(b * 3, -1),
                               code.quantiles[:, k].reshape(b * 3, -1)).view(b, 3, -1)
         x = x + axes.transpose(1, 2) @ (moved - proj)
