@@ -24,12 +24,21 @@ PERIOD = 4
 WINDOW = 5          # blocks: the lattice is estimated over 20 × 20 px
 
 
+_TAPS: dict[tuple, torch.Tensor] = {}
+
+
 def _taps(like: torch.Tensor) -> torch.Tensor:
-    """[1, 2, 2, 2, 1]/8 made on the device by arithmetic: a host-to-device copy of a pageable
-    tensor is not allowed inside a CUDA graph capture, and the arbitrary engine captures degrid.
-    (`k[0] = v` on a CUDA tensor is such a copy: torch makes v a CPU tensor and copies it.)"""
-    inner = (torch.arange(5, device=like.device) - 2).abs() < 2
-    return inner.to(like.dtype) * (1.0 / 8) + 1.0 / 8
+    """[1, 2, 2, 2, 1]/8 on like's device, made once per device and dtype (the arbitrary engine
+    runs degrid twice a frame in a CUDA graph, where making them would be 7 launches each time).
+    Made on the device by arithmetic, never copied from the host: a host-to-device copy of a
+    pageable tensor is not allowed inside a capture (`k[0] = v` on a CUDA tensor is such a copy),
+    and outside inference mode, so autograd may read them too."""
+    key = (like.device, like.dtype)
+    if key not in _TAPS:
+        with torch.inference_mode(False):
+            inner = (torch.arange(5, device=like.device) - 2).abs() < 2
+            _TAPS[key] = inner.to(like.dtype) * (1.0 / 8) + 1.0 / 8
+    return _TAPS[key]
 
 
 def _lowpass(x: torch.Tensor) -> torch.Tensor:
