@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from capture_holding import waits_for_a_capture
 from conftest import random_net, rel_error
 
 from styleforge.engine.capture import CAPTURE_LOCK, CaptureLock, capture_stream, capturing, cuda_work
@@ -254,23 +255,8 @@ def test_the_engine_stage_issues_nothing_while_a_graph_is_captured():
     stage = EngineStage(lambda x: 255 - x, device=torch.device("cuda"))
     pixels = np.random.default_rng(0).integers(0, 256, (24, 40, 3), dtype=np.uint8)
     item = Item(0, "frame", pixels=stage.stage(pixels), meta=None)
-    captured, release, done = threading.Event(), threading.Event(), threading.Event()
-
-    def capture():
-        with CAPTURE_LOCK.exclusive():
-            captured.set()
-            release.wait(10)
-
-    capturer = threading.Thread(target=capture)
-    capturer.start()
-    assert captured.wait(5)
-    engine = threading.Thread(target=lambda: (stage([item]), done.set()))
-    engine.start()
-    waited = not done.wait(0.2)
-    release.set()
-    for t in (capturer, engine):
-        t.join(10)
-    assert waited and done.is_set()
+    waited, _ = waits_for_a_capture(lambda: stage([item]))
+    assert waited
     assert np.array_equal(host_pixels(item.out), 255 - pixels)
 
 

@@ -132,35 +132,16 @@ def test_the_blend_waits_while_a_graph_is_captured():
     """The blend is CUDA work (engine.capture): while another thread holds the capture side of the
     lock, a blend neither starts nor finishes, and once the capture is over it gives the frame an
     uncontended blender gives. CPU tensors: the lock is the same whatever the device."""
-    import threading
-    import time
-
-    from styleforge.engine.capture import CAPTURE_LOCK
+    from capture_holding import waits_for_a_capture
     clip = motion_clip(texture(), "subpixel-pan", (48, 64), 2)
     stylized = flickering_stylization(clip.frames)
     flows = serial_flows(clip.frames, TemporalBlender())
     expected = run_both(clip.frames, stylized)[1][1]
     blender = TorchTemporalBlender()
     blender(chw(clip.frames[0]), chw(stylized[0]), flows[0])
-    captured, release, out = threading.Event(), threading.Event(), []
-
-    def capture():
-        with CAPTURE_LOCK.exclusive():
-            captured.set()
-            release.wait(10)
-
-    capturer = threading.Thread(target=capture)
-    capturer.start()
-    assert captured.wait(5)
-    blend = threading.Thread(target=lambda: out.append(blender(chw(clip.frames[1]), chw(stylized[1]), flows[1])))
-    blend.start()
-    time.sleep(0.2)
-    waited = not out and blend.is_alive()
-    release.set()
-    for t in (capturer, blend):
-        t.join(10)
-    assert waited and len(out) == 1
-    assert np.array_equal(hwc(out[0]), expected)
+    waited, out = waits_for_a_capture(lambda: blender(chw(clip.frames[1]), chw(stylized[1]), flows[1]))
+    assert waited
+    assert np.array_equal(hwc(out), expected)
 
 
 def test_flows_ahead_from_threads_equal_serial_flows_and_skip_failed_frames():
