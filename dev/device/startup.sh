@@ -16,8 +16,8 @@
 #   4. `python -X importtime` and cProfile of a cached one-photo run, for the slowest imports/calls.
 #   5. The real command from the shell (`python -m styleforge stylize`, spawn to exit), RUNS rounds of
 #      the floor, the run with STYLEFORGE_CUDA_WARMUP=1 and with =0, order reversed every other round:
-#      warmup_ab.txt. bench --startup's driver imports torch before `main`, so it cannot show the
-#      part of the driver warm-up that overlaps the import; this does.
+#      warmup_ab.txt: the warm-up's effect on the command itself, as a user starts it (step 2's
+#      driver enters the CLI the same way, with its timing wrappers).
 # StyleForge's bytecode is compiled first (as a pip install leaves it); env.txt has the environment.
 # Takes about 5 minutes with the kernel build at RUNS=5 (11 spawns of ~5 s in step 2, 15 in step 5);
 # RUNS=9 about 7.

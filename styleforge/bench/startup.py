@@ -10,8 +10,10 @@ the `styleforge` command does (`cli.leave`), so the exit counts on both sides of
 compares medians (`verdict`): one import slowed by the host's other work decides nothing.
 
 Each run is cut into consecutive parts that add up to its `total` exactly (`PARTS`):
-`interpreter` (spawn to the driver's first line), `imports` (to the CLI's `main`: torch and
-StyleForge), `cli` (parsing, job planning, to the model load), `model_load` (device, weights,
+`interpreter` (spawn to the driver's first line), `imports` (the CLI module before `main`, and
+torch's own import wherever the command makes it: the driver imports nothing else first, so
+what the command runs beside that import, the CUDA driver's start, overlaps it here too), `cli`
+(parsing, job planning, to the model load), `model_load` (device, weights,
 engine, kernel library), `codec` (choosing Pillow or nvJPEG), `decode`, `stage` (into pinned
 memory), `stylize` (the network call to the result on the host: plan and compute), `write`,
 `other` (every moment of `main` none of those covers; `other_where` names the largest gaps by the
@@ -62,8 +64,11 @@ atexit._run_exitfuncs()
 os._exit(0)
 """
 
-# The driver: the real CLI, with library functions wrapped (where the caller looks them up) to
-# timestamp their calls under a label: a part's name (`PARTS`) or a detail's.
+# The driver: the real CLI, entered as the `styleforge` command enters it (nothing imported first,
+# so what the command overlaps with torch's import is overlapped here too), with library
+# functions wrapped as their modules finish importing (so every later lookup gets the wrapper)
+# to timestamp their calls under a label: a part's name (`PARTS`) or a detail's. torch's own
+# import, wherever the CLI triggers it, is timed as part of `imports`.
 _DRIVER = """
 import atexit, json, sys, time, traceback
 first = time.time()
@@ -81,7 +86,6 @@ class Watch:   # who imports each heavy module first: the chain to cut
                 return None
             importers[name] = [f"{f.filename}:{f.lineno}" for f in stack if "importlib" not in f.filename][-8:]
         return None
-sys.meta_path.insert(0, Watch())
 
 def timed(label, owner, name, once=False):
     inner = getattr(owner, name, None)
@@ -97,22 +101,52 @@ def timed(label, owner, name, once=False):
                 events.append((label, start, time.time()))
     setattr(owner, name, call)
 
-import torch
+# module → (label, attribute, once) wrapped when the module has run; "torch" itself: its import.
+WRAP = {
+    "styleforge.api": [("model_load", "get_stylizer", False)],
+    "styleforge.media.images": [("codec", "resolve_codec", False), ("decode", "load_image", False),
+                                ("decode", "decode_jpeg_gpu", False), ("host_pixels", "host_pixels", False),
+                                ("write", "save_image", False), ("write", "encode_jpeg_gpu", False),
+                                ("write", "atomic_write", False)],
+    "styleforge.media.engine_stage": [("stage", "EngineStage.stage", False)],
+    "styleforge.engine.pipeline": [("forward", "Stylizer._forward", False), ("weights", "load_weights", False),
+                                   ("build_model", "build_model", False), ("runner", "make_runner", False)],
+    "styleforge.kernels.build": [("kernels", "build_and_load", False)],
+    # called often; the first call makes the context
+    "torch.cuda": [("cuda_init", "_lazy_init", True)],
+}
+
+class Wrap:
+    def find_spec(self, name, path=None, target=None):
+        if name not in WRAP and name != "torch":
+            return None
+        for finder in sys.meta_path:
+            if finder is self or isinstance(finder, Watch) or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None and spec.loader is not None:
+                break
+        else:
+            return None
+        run = spec.loader.exec_module
+        def exec_module(module):
+            start = time.time()
+            try:
+                run(module)
+            finally:
+                if name == "torch":
+                    events.append(("imports", start, time.time()))
+            for label, attribute, once in WRAP.get(name, ()):
+                *path_, last = attribute.split(".")
+                owner = module
+                for part in path_:
+                    owner = getattr(owner, part)
+                timed(label, owner, last, once)
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path[:0] = [Watch(), Wrap()]
 from styleforge.cli import leave, main
-import styleforge.api as api, styleforge.media.images as images, styleforge.engine.pipeline as engine
-import styleforge.kernels.build as build
-from styleforge.media.engine_stage import EngineStage
-timed("model_load", api, "get_stylizer")
-timed("codec", images, "resolve_codec")
-for name in ("load_image", "decode_jpeg_gpu"):
-    timed("decode", images, name)
-timed("stage", EngineStage, "stage")
-timed("forward", engine.Stylizer, "_forward"); timed("host_pixels", images, "host_pixels")
-for name in ("save_image", "encode_jpeg_gpu", "atomic_write"):
-    timed("write", images, name)
-timed("cuda_init", torch.cuda, "_lazy_init", once=True)   # called often; the first call makes the context
-timed("weights", engine, "load_weights"); timed("build_model", engine, "build_model")
-timed("runner", engine, "make_runner"); timed("kernels", build, "build_and_load")
 main_start = time.time()
 code = main(["stylize", *args])
 end = time.time()
@@ -124,7 +158,7 @@ cache = getattr(getattr(getattr(stylizer, "runner", None), "layer_choices", None
 report["plan_cache_entries"] = len(cache._entries) if cache is not None else None
 if code == 0 and warm and stylizer is not None:
     from PIL import Image
-    import numpy
+    import numpy, torch
     photo = torch.from_numpy(numpy.array(Image.open(args[0]).convert("RGB"))).permute(2, 0, 1)[None]
     for _ in range(2):
         start = time.time()
@@ -211,8 +245,9 @@ def parts_of(spawned: float, gone: float, report: dict) -> tuple[dict, dict, lis
         inside["other"] -= gaps[0][0]
         gaps = gaps[1:]
     exit_s = gone - report["exit_start"]
-    parts = {"interpreter": report["first"] - spawned, "imports": report["main_start"] - report["first"],
-             **inside, "exit": exit_s}
+    # imports: the driver's own (the CLI module) and torch's, wherever the command imports it.
+    imports = report["main_start"] - report["first"] + inside.pop("imports", 0.0)
+    parts = {"interpreter": report["first"] - spawned, "imports": imports, **inside, "exit": exit_s}
     # Between main's return and the exit the driver writes its report (and, in the first run,
     # makes the warm call): not the command's, so in no part.
     parts["total"] = (report["end"] - spawned) + exit_s
