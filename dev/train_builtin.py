@@ -52,7 +52,7 @@ from styleforge.models.checkpoint import load_checkpoint  # noqa: E402
 from styleforge.models.vgg import load_vgg16  # noqa: E402
 from styleforge.training import Trainer  # noqa: E402
 from styleforge.training.catalogue import BUILTIN_STYLES, RECIPE, get  # noqa: E402
-from styleforge.training.config import STYLE_REDUCTIONS, TrainConfig  # noqa: E402
+from styleforge.training.config import SLIM_INITS, STYLE_REDUCTIONS, TrainConfig  # noqa: E402
 from styleforge.training.data import load_content, place  # noqa: E402
 from styleforge.training.evaluate import evaluate_style, summarise  # noqa: E402
 from styleforge.training.samples import default_photos  # noqa: E402
@@ -100,6 +100,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="slim: the half-width network, distilled from --teacher-dir's full one")
     p.add_argument("--teacher-dir", default="styleforge/styles", help="full networks to distil (--model slim)")
     p.add_argument("--distill-weight", type=float, default=1e8, help="(--model slim) weight of the distill term")
+    p.add_argument("--slim-init", choices=SLIM_INITS, default="teacher",
+                   help="(--model slim) start from the teacher's channels (default) or at random")
     p.add_argument("--concurrent", type=int, default=1, metavar="K", help="K worker processes")
     p.add_argument("--no-eval", dest="evaluate", action="store_false",
                    help="skip the held-out style-loss ratios")
@@ -148,7 +150,7 @@ def distillation(args: argparse.Namespace, name: str) -> dict:
     if args.model != "slim":
         return {}
     return {"model": "slim", "teacher": str(Path(args.teacher_dir) / f"{name}.safetensors"),
-            "distill_weight": args.distill_weight}
+            "distill_weight": args.distill_weight, "slim_init": args.slim_init}
 
 
 def budget(args: argparse.Namespace) -> float | None:

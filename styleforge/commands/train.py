@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..training.config import DEVICES, PRECISIONS, STYLE_REDUCTIONS, TrainConfig
+from ..training.config import DEVICES, PRECISIONS, SLIM_INITS, STYLE_REDUCTIONS, TrainConfig
 
 _D = TrainConfig()
 
@@ -59,6 +59,9 @@ def register(subparsers) -> None:
     p.add_argument("--distill-weight", type=float, default=_D.distill_weight, metavar="W",
                    help="weight of (output − teacher's output)² in [0, 1] units (0 = off; "
                         "dev/device/distill_slim.sh uses 1e7)")
+    p.add_argument("--slim-init", choices=SLIM_INITS, default=None,
+                   help="how a slim network starts: teacher = the teacher's own channels, chosen and refit "
+                        "(default with --model slim --teacher), random = PyTorch's init (docs/cpu.md)")
     p.add_argument("--style-size", type=_style_size, default=_D.style_size, metavar="PX",
                    help=f"painting's longer side in training; 'none' = its own size (default {_D.style_size})")
     p.add_argument("--seed", type=int, default=_D.seed)
@@ -100,7 +103,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         stability_weight=args.stability_weight,
         stability_shift=args.stability_shift, stability_zoom=args.stability_zoom,
         stability_noise=args.stability_noise, model=args.model, teacher=args.teacher,
-        distill_weight=args.distill_weight, style_size=args.style_size,
+        distill_weight=args.distill_weight, slim_init=args.slim_init, style_size=args.style_size,
         seed=args.seed, checkpoint_every=args.checkpoint_every, checkpoint_dir=args.checkpoint_dir,
         keep_checkpoints=args.keep_checkpoints, resume=args.resume, sample_every=args.sample_every,
         sample_photos=tuple(args.sample_photos), log_every=args.log_every, device=args.device,

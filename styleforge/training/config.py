@@ -28,6 +28,7 @@ MIN_IMAGE_SIZE = 16     # the network's reflection pads and VGG's three 2× pool
 DEVICES = ("auto", "cpu", "cuda")
 MODELS = ("full", "slim")   # models.transformer_net.MODEL_WIDTHS, named here without importing torch
 STYLE_REDUCTIONS = ("mean", "frobenius")   # losses.style_loss
+SLIM_INITS = ("teacher", "random")          # training/slim_init.py, or PyTorch's default init
 
 
 @dataclass
@@ -53,6 +54,7 @@ class TrainConfig:
     model: str = "full"                     # full | slim (half width: models.transformer_net)
     teacher: str | None = None              # a full network (style name or weights file) to distil
     distill_weight: float = 0.0             # (output − teacher's output)² in [0, 1]; 0 = off
+    slim_init: str | None = None            # teacher | random; None = teacher for slim with a teacher
     style_size: int | None = 512            # painting's longer side; None = its own size
     seed: int = 42
     checkpoint_every: int = 1000            # 0 = only at the end
@@ -98,6 +100,15 @@ class TrainConfig:
             raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
         if self.distill_weight and not self.teacher:
             raise ValueError("distill_weight needs a teacher: pass --teacher STYLE_OR_FILE")
+        # Resolved here so the settings (and the weights' metadata) record what was done.
+        # The teacher's channels start distillation near the teacher (docs/cpu.md "Slim network").
+        if self.slim_init is None:
+            self.slim_init = "teacher" if self.model == "slim" and self.teacher else "random"
+        if self.slim_init not in SLIM_INITS:
+            raise ValueError(f"slim_init must be one of {SLIM_INITS}, got {self.slim_init!r}")
+        if self.slim_init == "teacher" and not (self.model == "slim" and self.teacher):
+            raise ValueError("slim_init 'teacher' starts a slim network from its teacher's channels: "
+                             "it needs --model slim and --teacher STYLE_OR_FILE")
         for name in ("content_weight", "style_weight", "tv_weight", "grid_weight", "stability_weight",
                      "stability_shift", "stability_zoom", "stability_noise", "checkpoint_every", "sample_every",
                      "distill_weight"):

@@ -70,6 +70,17 @@ def fresh_model(seed: int, width: int = FULL_WIDTH) -> TransformerNet:
         return TransformerNet(width)
 
 
+def warm_start(teacher: TransformerNet, content: torch.Tensor, width: int) -> TransformerNet:
+    """The slim network cut from the teacher's channels on a few training photos (slim_init.py)."""
+    from .slim_init import calibration_photos, slim_from_full
+    start = time.perf_counter()
+    photos = calibration_photos(content).to(next(teacher.parameters()).device)
+    slim = slim_from_full(teacher, photos, width)
+    log.info("slim network started from the teacher's channels (%d photos, %.1f s)", len(photos),
+             time.perf_counter() - start)
+    return slim
+
+
 def load_teacher(name_or_path: str, device: torch.device, memory_format) -> TransformerNet:
     """The frozen network a slim one is distilled from: a built-in style name or a weights file."""
     from ..models.checkpoint import build_model
@@ -154,6 +165,8 @@ class Trainer:
         self.model = fresh_model(cfg.seed, MODEL_WIDTHS[cfg.model]).to(
             self.device, memory_format=self.memory_format).train()
         self.teacher = load_teacher(cfg.teacher, self.device, self.memory_format) if cfg.teacher else None
+        if cfg.slim_init == "teacher" and not cfg.resume:   # a resumed run has its own weights
+            self.model.load_state_dict(warm_start(self.teacher, content, self.model.width).state_dict())
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, fused=cuda)
         self.total_steps = (math.ceil(cfg.epochs * self.data.steps_per_epoch)
                             if cfg.epochs is not None else cfg.steps)

@@ -58,10 +58,27 @@ def test_slim_student_moves_toward_the_teacher(toy, tmp_path):
                          checkpoint_every=0, sample_every=0, progress=False, device="cpu",
                          sample_photos=(str(toy / "content" / "p0.png"),), model="slim",
                          teacher=str(toy / "teacher.safetensors"), distill_weight=1.0,
-                         content_weight=0.0, style_weight=0.0)
+                         content_weight=0.0, style_weight=0.0, slim_init="random")
     result = Trainer(config).run()
     first, last = result.history[0]["distill"], result.history[-1]["distill"]
     assert last < 0.5 * first, (first, last)
     saved = load_checkpoint(result.out)
     assert saved.state_dict["conv1.conv2d.weight"].shape[0] == SLIM_WIDTH
     assert '"teacher": "teacher.safetensors"' in saved.metadata["training"]
+
+
+@pytest.mark.slow   # two short CPU runs
+def test_teacher_init_starts_near_the_teacher_and_is_recorded(toy, tmp_path):
+    def run(init: str):
+        config = TrainConfig(style_image=str(toy / "painting.png"), content_dir=str(toy / "content"),
+                             out=str(tmp_path / f"{init}.safetensors"), vgg_weights=str(toy / "vgg.pth"),
+                             steps=1, batch_size=2, image_size=16, style_size=16, log_every=1,
+                             checkpoint_every=0, sample_every=0, progress=False, device="cpu",
+                             sample_photos=(str(toy / "content" / "p0.png"),), model="slim",
+                             teacher=str(toy / "teacher.safetensors"), distill_weight=1.0, slim_init=init)
+        result = Trainer(config).run()
+        return result.history[0]["distill"], load_checkpoint(result.out).metadata["training"]
+    warm, warm_meta = run("teacher")
+    cold, cold_meta = run("random")
+    assert warm < 0.2 * cold, (warm, cold)
+    assert '"slim_init": "teacher"' in warm_meta and '"slim_init": "random"' in cold_meta
