@@ -83,6 +83,7 @@ def candy() -> TransformerNet:
     return build_model(load_style("candy")).float().eval()
 
 
+@pytest.mark.slow   # ~2.5 s on 2 cores: the default tier stays within a minute
 def test_refit_brings_a_real_teacher_closer_than_slicing(candy):
     x, held_out = photos(4, 96, 96), photos(1, 64, 80, seed=3)
     with torch.no_grad():
