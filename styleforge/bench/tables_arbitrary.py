@@ -20,8 +20,8 @@ def arbitrary_speed_summary(results: Path) -> str:
     path = results / "arbitrary.csv"
     rows = list(csv.DictReader(path.open())) if path.is_file() else []
     if not rows:
-        return ("_No rows in `benchmarks/results/arbitrary.csv` yet: `python -m styleforge.bench.arbitrary` "
-                "measures them._\n")
+        from .tables import _no_rows  # here, not at the top: tables imports this module
+        return _no_rows("benchmarks/results/arbitrary.csv", "python -m styleforge.bench.arbitrary")
     cells = {(r["model"], r["shape"], r["provider"]): float(r["median_ms"]) for r in rows}
     lines = ["| case | size | " + " | ".join(PROVIDERS) + " | ours ÷ compile-sdpa |",
              "|---|---|" + "---:|" * (len(PROVIDERS) + 1)]
