@@ -124,3 +124,16 @@ def test_transport_matches_the_float64_reference(strength, size):
     want = _reference_transport(photo, code, strength)
     assert (got.double() - want).abs().max() < 0.02, float((got.double() - want).abs().max())
     assert (got.double() - want).abs().mean() < 1e-3
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_transport_compiles_on_cuda_and_matches_eager():
+    """The compile baselines compile this transport: inductor's CUDA searchsorted lowering (torch
+    2.11) failed when the quantile table reached it as a reshaped view."""
+    gen = torch.Generator().manual_seed(3)
+    image = (torch.rand(1, 3, 300, 400, generator=gen) * 255).cuda()
+    code = encode_palette((torch.rand(1, 3, 64, 64, generator=gen) * 255).cuda())
+    eager = transport(image, code)
+    compiled = torch.compile(transport, dynamic=False)(image, code)
+    assert (compiled - eager).abs().max().item() < 0.05

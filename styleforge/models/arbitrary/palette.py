@@ -104,16 +104,17 @@ def encode_palette(painting: torch.Tensor, bases: int = BASES, quantiles: int = 
 
 
 def _monotone_map(x: torch.Tensor, src_q: torch.Tensor, dst_q: torch.Tensor) -> torch.Tensor:
-    """Piecewise-linear map taking quantiles src_q → dst_q, per row; x (R, N), src_q, dst_q (R, Q).
+    """Piecewise-linear map taking quantiles src_q → dst_q, per row; x (..., N), src_q, dst_q (..., Q).
     Outside the source range it shifts by the end offsets (no clamping to the painting's range)."""
     # Written for few launches (it runs per basis on every pixel, in the engine's CUDA graph):
     # outside the source range the segment index is the end one and t is clamped to 0 or 1, so
     # the end offsets are the x − clamp(x, x0, x1) term (0 inside), with no masks or selects; the
-    # two tables are gathered together; lerp is exact at t = 1.
+    # two tables are gathered together; lerp is exact at t = 1. src_q is searched as given, not
+    # reshaped: torch 2.11's inductor cannot lower searchsorted over a view of an unrealized tensor.
     q = src_q.shape[-1]
     idx = torch.searchsorted(src_q.contiguous(), x.contiguous()).clamp(1, q - 1)
     both = torch.cat([src_q, dst_q])                                   # (2R, Q)
-    pick = idx.repeat(2, 1)
+    pick = idx.repeat(2, *([1] * (idx.dim() - 1)))
     lower, upper = both.gather(-1, pick - 1), both.gather(-1, pick)
     (x0, y0), (x1, y1) = lower.chunk(2), upper.chunk(2)
     t = ((x - x0) / (x1 - x0).clamp_min(1e-6)).clamp(0, 1)
@@ -133,8 +134,7 @@ def transport(image: torch.Tensor, code: PaletteCode, strength: float = 1.0) -> 
         axes = code.bases[:, k]                                                # (B, 3, 3)
         proj = axes @ x                                                        # (B, 3, N)
         src_q = sorted_quantiles(proj[..., ::stride], count, taps)
-        moved = _monotone_map(proj.reshape(b * 3, -1), src_q.reshape(b * 3, -1),
-                              code.quantiles[:, k].reshape(b * 3, -1)).view(b, 3, -1)
+        moved = _monotone_map(proj, src_q, code.quantiles[:, k])
         x = x + axes.transpose(1, 2) @ (moved - proj)
     if strength < 1.0:
         x = torch.lerp(start, x, strength)
