@@ -1,16 +1,18 @@
 """Charts drawn from the result rows (never from numbers typed anywhere else).
 
 `throughput.png`: frames/s vs megapixels per frame, one line per provider, log-log, from the
-latest run in `e2e.csv`. `roofline.png`: the latest run in `ops.csv` — left, op points at
-(FLOP/byte, TFLOP/s) under that same run's measured copy-bandwidth and matmul roofs; right,
-achieved GB/s of every op case against the measured copy bandwidth (memory-bound ops that
-declare no FLOPs only appear here). matplotlib is optional (`pip install styleforge[plot]`)
-and runs on the Agg backend, so no display is needed.
+run the README's e2e table shows (`e2e_runs.latest_complete_run`), or the latest run in
+`e2e.csv` when none is complete (a CPU smoke run). `roofline.png`: the latest run in `ops.csv`
+— left, op points at (FLOP/byte, TFLOP/s) under that same run's measured copy-bandwidth and
+matmul roofs; right, achieved GB/s of every op case against the measured copy bandwidth
+(memory-bound ops that declare no FLOPs only appear here). matplotlib is optional
+(`pip install styleforge[plot]`) and runs on the Agg backend, so no display is needed.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+from .e2e_runs import latest_complete_run
 from .results import as_float, latest_run, read_rows
 
 
@@ -38,7 +40,8 @@ def _caption(rows: list[dict[str, str]]) -> str:
 
 
 def plot_throughput(output_dir: Path, plt) -> Path | None:
-    rows = [r for r in latest_run(read_rows(output_dir, "e2e")) if r["status"] == "ok"]
+    every = read_rows(output_dir, "e2e")
+    rows = [r for r in latest_complete_run(every) or latest_run(every) if r["status"] == "ok"]
     if not rows:
         return None
     fig, ax = plt.subplots(figsize=(10, 5.5))

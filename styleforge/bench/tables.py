@@ -7,9 +7,10 @@ was clean, the date and the run id). A block whose rows do not exist yet says so
 `python -m styleforge.bench.tables` (or `styleforge bench --tables`) rewrites every block in
 README.md and docs/*.md; `--check` rewrites nothing and exits 1 naming each block that differs
 from its rows (a CPU test runs it). Comparisons are precision-matched: each fused precision
-against the fastest torch.compile mode of the same precision. Formatting only: the numbers are the
-rows' medians, and a ratio is the quotient of two medians of one run. Over 400 lines because it
-holds one short formatter per table (sixteen); splitting them by table would scatter `TABLES`.
+against the fastest torch.compile mode of the same precision. Formatting only: which e2e runs and
+rows may be shown together is `e2e_runs.py`'s rule, the numbers are the rows' medians, and a ratio
+is the quotient of two medians of one run. Over 400 lines because it holds one short formatter per
+table (seventeen); splitting them by table would scatter `TABLES`.
 """
 from __future__ import annotations
 
@@ -21,6 +22,15 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from .e2e_runs import (
+    COMPLETE_PROVIDERS,
+    COMPLETE_SIZES,
+    best_compile_pairs,
+    by_run,
+    compile_mode,
+    latest_complete_run,
+    ms_per_frame,
+)
 from .results import DEFAULT_OUTPUT, as_float, latest_run, read_rows
 from .tables_arbitrary import arbitrary_speed_summary
 from .tables_quality import arbitrary_quality_summary
@@ -35,9 +45,8 @@ def _ms(row: dict | None) -> float | None:
     return as_float(row.get("median_ms")) if row is not None and row.get("status") == "ok" else None
 
 
-def _per_frame(row: dict) -> float:
-    batch = int(row["batch"]) if str(row.get("batch", "")).isdigit() and int(row["batch"]) > 0 else 1
-    return _ms(row) / batch
+_per_frame = ms_per_frame
+_mode = compile_mode
 
 
 def _cell(row: dict | None) -> str:
@@ -67,8 +76,19 @@ def _no_rows(path: str, command: str) -> str:
     return f"_No rows in `{path}` yet: `{command}` measures them._\n"
 
 
+def _cuda_rows(results: Path, kind: str) -> list[dict]:
+    return [r for r in read_rows(results, kind) if r.get("device") == "cuda"]
+
+
 def _cuda_run(results: Path, kind: str) -> list[dict]:
-    return latest_run([r for r in read_rows(results, kind) if r.get("device") == "cuda"])
+    return latest_run(_cuda_rows(results, kind))
+
+
+def _no_complete_run(rows: list[dict]) -> str:
+    """The e2e blocks' sentence when rows exist but no run is complete (`e2e_runs.is_complete`)."""
+    return (f"_No complete run in `benchmarks/results/e2e.csv` yet ({len(by_run(rows))} partial): a complete "
+            f"run times {', '.join(COMPLETE_PROVIDERS)} at each of {', '.join(COMPLETE_SIZES)}; "
+            "`bash dev/device/bench_e2e.sh` measures one._\n")
 
 
 def _compile_rows(cells: dict[str, dict], precision: str) -> list[dict]:
@@ -78,11 +98,6 @@ def _compile_rows(cells: dict[str, dict], precision: str) -> list[dict]:
 def best_compile(cells: dict[str, dict], precision: str) -> dict | None:
     timed = [r for r in _compile_rows(cells, precision) if _ms(r) is not None]
     return min(timed, key=_per_frame, default=None)
-
-
-def _mode(row: dict) -> str:
-    notes = json.loads(row["notes"]) if row.get("notes") else {}
-    return notes.get("compile_mode") or ("reduce-overhead" if row["provider"] == "compile" else "?")
 
 
 def _eager_cell(cells: dict[str, dict], provider: str) -> str:
@@ -124,11 +139,16 @@ def e2e_table(rows: list[dict]) -> str:
 
 
 def e2e_summary(results: Path) -> str:
-    """The latest CUDA end-to-end run as `e2e_table`, with where, how many reps, which compile
-    modes were measured and whether cuDNN's autotuner was on."""
-    rows = _cuda_run(results, "e2e")
-    if not rows:
+    """The latest complete CUDA end-to-end run (`e2e_runs.latest_complete_run`: every default
+    size with eager fp32 and both fused precisions) as `e2e_table`, with where, how many reps,
+    which compile modes were measured and whether cuDNN's autotuner was on. A newer partial run
+    does not replace it; `e2e_best_compile` is where such a run's compile rows count."""
+    every = _cuda_rows(results, "e2e")
+    if not every:
         return _no_rows("benchmarks/results/e2e.csv", "styleforge bench --e2e")
+    rows = latest_complete_run(every)
+    if not rows:
+        return _no_complete_run(every)
     ran = [r for r in rows if r.get("status") == "ok"]
     modes = sorted({_mode(r) for r in ran if r["provider"].startswith("compile")})
     autotuner = sorted({r.get("cudnn_benchmark", "") or "?" for r in ran})
@@ -138,11 +158,58 @@ def e2e_summary(results: Path) -> str:
             f"cudnn.benchmark: {', '.join(autotuner)}.\n")
 
 
-def e2e_detail(results: Path) -> str:
-    """Every row of the latest end-to-end run: each compile mode, its gate and its setup time."""
-    rows = _cuda_run(results, "e2e")
-    if not rows:
+def _best_compile_pairs(results: Path) -> tuple[list[dict], list]:
+    """The complete run `e2e_summary` shows and the best-compile pairs measured against it."""
+    every = _cuda_rows(results, "e2e")
+    reference = latest_complete_run(every)
+    return reference, best_compile_pairs(every, reference)
+
+
+def e2e_best_compile(results: Path) -> str:
+    """Per size of the complete run and per precision: the fastest torch.compile row of any
+    clean-tree run on that run's GPU and torch, the fused row of the same precision from that
+    same run, and their ratio; each line names its run and commit (a ratio never spans runs)."""
+    every = _cuda_rows(results, "e2e")
+    if not every:
         return _no_rows("benchmarks/results/e2e.csv", "styleforge bench --e2e")
+    reference, pairs = _best_compile_pairs(results)
+    if not reference:
+        return _no_complete_run(every)
+    lines = ["| size | precision | best compile (any run) | its ms/frame | fused, same run | fused × compile | "
+             "modes measured at this size | run | commit |", "|---|---|---|---:|---:|---:|---|---|---|"]
+    for p in pairs:
+        c = p.compile
+        ratio = "–" if p.ratio is None else f"{p.ratio:.2f}"
+        lines.append(f"| {p.size} | {p.precision} | {compile_mode(c)} | {ms_per_frame(c):.3f} | {_cell(p.fused)} | "
+                     f"{ratio} | {', '.join(p.modes_measured)} | `{c['run_id']}` | {c.get('commit', '')[:10] or '?'} |")
+    cited = {p.compile["run_id"] for p in pairs}
+    runs = by_run([r for r in every if r["run_id"] in cited])
+    where = "\n".join(provenance(rows, "Measured") for rows in runs.values())
+    return ("\n".join(lines) + f"\n\n_Searched: every run in `benchmarks/results/e2e.csv` on "
+            f"{reference[0].get('device_name', '?')} with torch {reference[0].get('torch', '?')}, clean tree only; "
+            "ms per frame, median; each ratio is two medians of one run._\n\n" + where + "\n")
+
+
+def _detail_runs(results: Path) -> list[list[dict]]:
+    """The runs `e2e-detail` lists: the complete run, every newer run (partial ones too, so their
+    rows and failures stay visible) and every run `e2e_best_compile` cites; oldest first."""
+    every = _cuda_rows(results, "e2e")
+    reference, pairs = _best_compile_pairs(results)
+    if not reference:
+        return [latest_run(every)] if every else []
+    keep = {p.compile["run_id"] for p in pairs} | {r["run_id"] for r in every if r["run_id"] >= reference[0]["run_id"]}
+    return [rows for run_id, rows in by_run(every).items() if run_id in keep]
+
+
+def e2e_detail(results: Path) -> str:
+    """Every row of each run `_detail_runs` picks: each compile mode, its gate and its setup time."""
+    runs = _detail_runs(results)
+    if not runs:
+        return _no_rows("benchmarks/results/e2e.csv", "styleforge bench --e2e")
+    return "\n".join(_detail_table(rows) for rows in runs)
+
+
+def _detail_table(rows: list[dict]) -> str:
     lines = ["| size | provider | ms/frame (p20–p80) | PSNR dB vs fp32 | setup s | status |",
              "|---|---|---:|---:|---:|---|"]
     for r in rows:
@@ -394,7 +461,8 @@ def cpu_arbitrary_summary(results: Path) -> str:
 OP_PAGES = ("attention", "conv3x3", "conv9x9", "ffn", "instance_norm")
 
 TABLES: dict[str, Callable[[Path], str]] = {
-    "e2e": e2e_summary, "e2e-detail": e2e_detail, "e2e-history": e2e_history, "ops": ops_summary,
+    "e2e": e2e_summary, "e2e-best-compile": e2e_best_compile, "e2e-detail": e2e_detail, "e2e-history": e2e_history,
+    "ops": ops_summary,
     "pipeline": pipeline_summary, "scaling": scaling_summary, "tiling": tiling_summary, "stroke-scale": stroke_summary,
     "cpu": cpu_summary, "cpu-arbitrary": cpu_arbitrary_summary, "arbitrary-quality": arbitrary_quality_summary,
     "arbitrary-speed": arbitrary_speed_summary,

@@ -24,14 +24,15 @@ def test_readme_carries_the_e2e_pipeline_and_ops_tables():
 
 
 def _copy(tmp_path: Path) -> Path:
-    """A repository of one README with an e2e table, and a results folder of two sizes."""
+    """A repository of one README with an e2e table, and a results folder of one complete run."""
     (tmp_path / "docs").mkdir()
     (tmp_path / "README.md").write_text("# x\n\n<!-- table:e2e -->\n<!-- /table:e2e -->\n\ntext\n")
     rows = []
-    for size, compile_ms, fused_ms in (("512", 1.5, 0.5), ("4k", 20.0, 8.0)):
-        for provider, dtype, ms, mode in (("compile-default-fp16", "fp16", compile_ms * 1.2, "default"),
+    for size, compile_ms, fused_ms in (("256", 1.0, 0.4), ("512", 1.5, 0.5), ("1080p", 6.0, 2.0), ("4k", 20.0, 8.0)):
+        for provider, dtype, ms, mode in (("eager-fp32", "fp32", compile_ms * 4, ""),
+                                          ("compile-default-fp16", "fp16", compile_ms * 1.2, "default"),
                                           ("compile-max-autotune-fp16", "fp16", compile_ms, "max-autotune"),
-                                          ("fused-fp16", "fp16", fused_ms, "")):
+                                          ("fused-bf16", "bf16", fused_ms, ""), ("fused-fp16", "fp16", fused_ms, "")):
             row = Row("e2e", provider, size=size, batch=1, dtype=dtype, median_ms=ms, p20_ms=ms, p80_ms=ms,
                       reps=30, notes={"compile_mode": mode} if mode else {})
             row.stamp("run-1", "cpu")
@@ -46,7 +47,7 @@ def test_a_table_that_disagrees_with_its_rows_is_found_and_regenerated(tmp_path)
     assert tables.stale(root) == ["README.md: table e2e"]              # empty block: stale
     assert tables.regenerate(root) == [root / "README.md"]
     text = (root / "README.md").read_text()
-    assert "| 512 | 1.500 (max-autotune) | 0.500 | 3.00 |" in text
+    assert "| 512 | 6.000 | 1.500 (max-autotune) | 0.500 | 0.500 | – | 3.00 |" in text
     assert "GPU-X" in text and "commit abc1234def (clean tree)" in text and text.endswith("text\n")
     assert tables.stale(root) == []
     (root / "README.md").write_text(text.replace("| 3.00 |", "| 3.10 |"))   # a hand-edited number
