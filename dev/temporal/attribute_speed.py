@@ -9,6 +9,9 @@ five modes, alternated, best of --repeats after a warm-up:
   no-blend          --temporal whose blend returns the stylized frame as it is (flows computed
                     and uploaded: what the blend costs the engine thread and the GPU)
   no-dis-no-blend   both (what is left: the flows' staging and upload)
+  graphed           --temporal with the blend replayed from a CUDA graph
+                    (`versions/blend_graphed.py`: about 5 launches a frame instead of about 70;
+                    each run pays its one capture, as a video would)
 Per mode: frames/s, ms a frame, the process's CPU ms a frame and cores kept busy (CPU ÷ wall,
 all threads), the engine thread's ms a frame inside the engine stage (issuing work) and inside
 `settle` (waiting for the previous batch), and the decode workers' DIS ms a frame (summed over
@@ -19,6 +22,7 @@ means the engine thread bounds the rate; cores near the host's count means the C
 """
 import argparse
 import os
+import sys
 import tempfile
 import threading
 import time
@@ -28,6 +32,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+import styleforge.media.temporal_torch as temporal_torch
 from styleforge.bench.temporal_clips import render_scene, write_clip
 from styleforge.engine.options import StylizeOptions
 from styleforge.engine.pipeline import Stylizer
@@ -36,6 +41,9 @@ from styleforge.media.flow_ahead import FlowAhead
 from styleforge.media.options import TEMPORAL_STRENGTH, VideoOptions
 from styleforge.media.temporal_torch import TorchTemporalBlender
 from styleforge.media.video import stylize_video
+
+sys.path.insert(0, str(Path(__file__).parent / "versions"))
+from blend_graphed import GraphedTemporalBlender  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument("--size", type=int, default=1920, help="frame width (16:9)")
@@ -80,16 +88,20 @@ def unblended(self, content, stylized, flows):
     return stylized.round().clamp_(0.0, 255.0)
 
 
-MODES = {"plain": (0.0, None, None), "temporal": (TEMPORAL_STRENGTH, None, None),
-         "no-dis": (TEMPORAL_STRENGTH, replayed_flows, None),
-         "no-blend": (TEMPORAL_STRENGTH, None, unblended),
-         "no-dis-no-blend": (TEMPORAL_STRENGTH, replayed_flows, unblended)}
+# mode: (strength, the decode workers' flows, the blend's __call__, the blender class)
+MODES = {"plain": (0.0, None, None, TorchTemporalBlender),
+         "temporal": (TEMPORAL_STRENGTH, None, None, TorchTemporalBlender),
+         "no-dis": (TEMPORAL_STRENGTH, replayed_flows, None, TorchTemporalBlender),
+         "no-blend": (TEMPORAL_STRENGTH, None, unblended, TorchTemporalBlender),
+         "no-dis-no-blend": (TEMPORAL_STRENGTH, replayed_flows, unblended, TorchTemporalBlender),
+         "graphed": (TEMPORAL_STRENGTH, None, None, GraphedTemporalBlender)}
 
 
 def run(clip: Path, out: Path, stylizer, options, mode: str) -> dict:
-    strength, flows, blend = MODES[mode]
+    strength, flows, blend, blender = MODES[mode]
     FlowAhead.__call__ = timed("dis", flows or shipped_flow_call)
     TorchTemporalBlender.__call__ = blend or shipped_blend
+    temporal_torch.TorchTemporalBlender = blender   # what media.video imports when it blends
     for key in timers:
         timers[key] = 0.0
     cpu = time.process_time()
@@ -114,6 +126,7 @@ with tempfile.TemporaryDirectory(prefix="sf-attribute-") as tmp:
     FlowAhead.__call__ = recording_flows   # the replayed flows, and the warm-up of both paths
     stylize_video(clip, out, stylizer, options, VideoOptions(temporal=TEMPORAL_STRENGTH))
     stylize_video(clip, out, stylizer, options, VideoOptions())
+    run(clip, out, stylizer, options, "graphed")   # the graphed path's first use, not timed
     best: dict = {}
     for _ in range(a.repeats):
         for mode in MODES:
