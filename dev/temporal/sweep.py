@@ -52,7 +52,8 @@ if a.cache and cache.exists():
 else:
     from styleforge.engine.options import StylizeOptions
     from styleforge.engine.pipeline import Stylizer
-    config = TemporalBenchConfig(size=a.size, frames=a.frames, speed_frames=0, output=None)
+    scenes = {"scenes": tuple(a.clips.split(","))} if a.clips else {}   # clip names start with their scene
+    config = TemporalBenchConfig(size=a.size, frames=a.frames, speed_frames=0, output=None, **scenes)
     stylizer = Stylizer(StylizeOptions(style="candy", device=a.device))
     clips = []
     import tempfile
