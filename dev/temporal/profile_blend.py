@@ -1,5 +1,6 @@
-"""Playground (never imported): torch.profiler over one blend call, the 24c0e6c blend
-(`versions/blend_v2.py`) against the shipped one, at 1080p and 4K on the CPU (or --device cuda).
+"""Playground (never imported): torch.profiler over one steady-state blend call, the shipped blend
+against its CUDA-graph version (`versions/blend_graphed.py`; eager on the CPU), at 1080p and 4K
+on the CPU (or --device cuda).
 
 A pan over a shipped photo, a stand-in stylization with stroke-scale texture, flows from
 `FlowAhead` at 640 px, the stroke factor of the auto stroke scale at that size. Prints per
@@ -7,7 +8,7 @@ version and size: top-level torch ops issued, views left out (≈ kernel launche
 count (convolutions and matmuls only), the MB of full-size tensors the ops write, the wall ms
 of the profiled call, the costliest ops, and how far its frame is from the first version's.
 
-    python dev/temporal/profile_blend.py [--sizes 1080,2160] [--versions v2,new] [--device cpu]
+    python dev/temporal/profile_blend.py [--sizes 1080,2160] [--versions new,graphed] [--device cpu]
 """
 import argparse
 import sys
@@ -22,7 +23,7 @@ from PIL import Image
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).parent / "versions"))
-from blend_v2 import TorchTemporalBlender as BlendV2  # noqa: E402
+from blend_graphed import GraphedTemporalBlender  # noqa: E402
 
 from styleforge.engine.stroke import stroke_factor  # noqa: E402
 from styleforge.media.flow import to_gray  # noqa: E402
@@ -31,7 +32,7 @@ from styleforge.media.temporal_torch import TorchTemporalBlender  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument("--sizes", default="1080,2160")
-p.add_argument("--versions", default="v2,new")
+p.add_argument("--versions", default="new,graphed")
 p.add_argument("--device", default="cpu")
 p.add_argument("--top", type=int, default=6)
 p.add_argument("--list", action="store_true", help="print every op issued, in order")
@@ -46,7 +47,7 @@ def pan(height: int) -> tuple[list, list, list]:
     width = height * 16 // 9
     big = cv2.resize(photo, (width + 8, height + 8), interpolation=cv2.INTER_CUBIC)
     frames = [cv2.warpAffine(big, np.float32([[1, 0, -1.3 * t], [0, 1, -0.4 * t]]), (width, height))
-              for t in range(3)]
+              for t in range(4)]
     rng = np.random.default_rng(0)
     styled = []
     for f in frames:
@@ -74,14 +75,15 @@ for height in map(int, a.sizes.split(",")):
     factor = stroke_factor(height, height * 16 // 9, None)
     first = None
     for version in a.versions.split(","):
-        blender = (BlendV2 if version == "v2" else TorchTemporalBlender)(stroke_factor=factor, device=device)
-        blender(content[0], styled[0], None)
-        blender(content[1], styled[1], flows[1])   # warm: the timed call is a steady-state frame
+        blender = (GraphedTemporalBlender if version == "graphed" else TorchTemporalBlender)(
+            stroke_factor=factor, device=device)
+        for t in range(3):   # warm: the timed call is a steady-state frame (the graph captured at t = 2)
+            blender(content[t], styled[t], flows[t])
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
         sync()
         with profile(activities=activities, with_flops=True, record_shapes=True) as prof:
             start = time.perf_counter()
-            frame = blender(content[2], styled[2], flows[2])
+            frame = blender(content[3], styled[3], flows[3])
             sync()
             ms = (time.perf_counter() - start) * 1e3
         first = frame if first is None else first
@@ -112,7 +114,7 @@ for height in map(int, a.sizes.split(",")):
             sync()
             start = time.perf_counter()
             for _ in range(a.repeat):
-                blender(content[2], styled[2], flows[2])
+                blender(content[3], styled[3], flows[3])
             sync()
             print(f"     {(time.perf_counter() - start) * 1e3 / a.repeat:.2f} ms per blend (mean of {a.repeat})",
                   flush=True)

@@ -13,8 +13,12 @@ warping error and style ratio as ratios to per-frame, as `bench --temporal` does
          restore_scale, restore_window, default 8 and 2)
   torch  1 with ship=1: the shipped TorchTemporalBlender on the CPU instead (its pyramid blurs)
 The prototypes here use the shipped blender's trust masks; a winner moves into both blenders.
+With --device cuda the stylization (the engine the video path uses), the torch blends and the
+style scorer run on the GPU, so `ship=1,torch=1` settings give what `bench --temporal` gives
+there; --cache "" keeps nothing (1080p clips pickle to gigabytes).
 """
 import argparse
+import os
 import pickle
 import sys
 from pathlib import Path
@@ -37,26 +41,31 @@ p.add_argument("--size", type=int, default=960)
 p.add_argument("--frames", type=int, default=16)
 p.add_argument("--cache", default="/tmp/tb/sweep.pkl")
 p.add_argument("--clips", default="", help="comma-separated clip-name prefixes (default: all)")
+p.add_argument("--device", default="cpu")
+p.add_argument("--vgg-weights", default="/work/shared/data/vgg16_relu4_3.fp16.pth")
+p.add_argument("--painting", default="/work/shared/data/styles/candy.jpg")
 p.add_argument("settings", nargs="+")
 a = p.parse_args()
 cache = Path(a.cache)
-if cache.exists():
+if a.cache and cache.exists():
     clips = pickle.loads(cache.read_bytes())
 else:
     from styleforge.engine.options import StylizeOptions
     from styleforge.engine.pipeline import Stylizer
-    config = TemporalBenchConfig(size=a.size, frames=a.frames, speed_frames=0, output=None)
-    stylizer = Stylizer(StylizeOptions(style="candy", device="cpu"))
+    scenes = {"scenes": tuple(a.clips.split(","))} if a.clips else {}   # clip names start with their scene
+    config = TemporalBenchConfig(size=a.size, frames=a.frames, speed_frames=0, output=None, **scenes)
+    stylizer = Stylizer(StylizeOptions(style="candy", device=a.device))
     clips = []
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         for clip in make_clips(config, Path(tmp), log=lambda m: print(m, file=sys.stderr)):
-            flows = input_flows(clip.frames, 2)
+            flows = input_flows(clip.frames, os.cpu_count() or 1)
             styled, _ = stylize_frames(stylizer, clip.frames)
             ahead = FlowAhead()
             pair = [ahead(i, to_gray(f)) for i, f in enumerate(clip.frames)]
             clips.append((clip.name, clip.cuts, clip.frames, styled, flows, pair))
-    cache.write_bytes(pickle.dumps(clips))
+    if a.cache:
+        cache.write_bytes(pickle.dumps(clips))
 if a.clips:
     clips = [c for c in clips if c[0].startswith(tuple(a.clips.split(",")))]
 
@@ -124,13 +133,13 @@ class TorchBlend:
         self.blender = blender
 
     def blend(self, content, stylized, flows):
-        chw = lambda x: torch.from_numpy(x).permute(2, 0, 1).float()   # noqa: E731
+        chw = lambda x: torch.from_numpy(x).permute(2, 0, 1).float().to(a.device)   # noqa: E731
         with torch.no_grad():
             out = self.blender(chw(content), chw(stylized), None if flows is None else torch.from_numpy(flows))
-        return out.permute(1, 2, 0).to(torch.uint8).numpy()
+        return out.permute(1, 2, 0).to(torch.uint8).cpu().numpy()
 
 
-scorer = StyleScorer("/work/shared/data/vgg16_relu4_3.fp16.pth", "/work/shared/data/styles/candy.jpg")
+scorer = StyleScorer(a.vgg_weights, a.painting, a.device)
 preset_flows: dict = {}
 for name, cuts, frames, styled, flows, pair in clips:
     masks = step_masks(flows)
@@ -152,7 +161,7 @@ for name, cuts, frames, styled, flows, pair in clips:
             restore = dict(restore_scale=o["vb"] if "vb=" in setting else 8.0, restore_window=o["vr"])
             blender = TemporalBlender(strength=o["a"], detail_sigma=o["s"], stroke_factor=factor, **restore)
             if o["torch"]:
-                blender = TorchBlend(TorchTemporalBlender(strength=o["a"], detail_sigma=o["s"],
+                blender = TorchBlend(TorchTemporalBlender(strength=o["a"], detail_sigma=o["s"], device=a.device,
                                                           stroke_factor=factor, **restore))
         else:
             sigma = o["px"] if o["px"] else o["s"] * factor

@@ -245,3 +245,45 @@ def test_trust_mask_equals_erode_then_blur(motion):
     expected = cv2.GaussianBlur(eroded, (5, 5), 0, borderType=cv2.BORDER_REFLECT_101)
     assert np.abs(mask.numpy() - expected).max() < 1e-5
     assert 0.3 < mask.mean() < 1.0
+
+
+@pytest.mark.gpu
+def test_the_engine_stage_blends_a_frame_without_a_host_sync():
+    """--temporal's per-frame work on the engine thread (the flows' upload, the stylizer, the
+    blend with its scene-cut decision, the download) only issues work: under CUDA's sync debug
+    mode "error" a steady-state frame raises on any call that waits for the GPU (.item(), a
+    bool of a tensor, nonzero, a pageable copy). Its pixels are the blender's own."""
+    from types import SimpleNamespace
+
+    from styleforge.media.engine_stage import EngineStage, host_pixels
+    from styleforge.media.pipeline import Item
+    clip = motion_clip(texture(), "subpixel-pan", (96, 128), 3)
+    stylized = flickering_stylization(clip.frames)
+    flows = serial_flows(clip.frames, TemporalBlender())
+    settings = dict(stroke_factor=2.0, device="cuda")
+    stage = EngineStage(lambda x: x, device=torch.device("cuda"), temporal=TorchTemporalBlender(**settings))
+    items = [Item(t, f"frame {t}", pixels=stage.stage(f),
+                  meta=SimpleNamespace(flow=stage.stage(flows[t]) if flows[t] is not None else None))
+             for t, f in enumerate(clip.frames)]
+    outputs = {}
+
+    def run(t, debug):
+        known = chw(stylized[t], "cuda")[None]   # the stand-in stylization, uploaded before the frame
+        stage.stylizer = lambda x: known
+        torch.cuda.synchronize()
+        if debug:
+            torch.cuda.set_sync_debug_mode("error")
+        try:
+            stage([items[t]])
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+        outputs[t] = host_pixels(items[t].out)
+
+    run(0, False)
+    run(1, False)   # the shapes' grid constants are made here, once
+    run(2, True)
+    direct = TorchTemporalBlender(**settings)
+    expected = [hwc(direct(chw(c, "cuda"), chw(s, "cuda"), f)) for c, s, f in zip(clip.frames, stylized, flows)]
+    for t in range(3):
+        assert np.array_equal(outputs[t], expected[t])
+    assert not np.array_equal(outputs[2], stylized[2])   # it blended
