@@ -9,7 +9,10 @@ metadata (dev/train_builtin.py writes one call's row). Given every call's `train
 order; rows of style, steps and seconds — one rebuilt from the workers' logs will do), this writes
 `train_segments` (seconds and the step reached, per call) and `train_seconds_total` beside the
 existing fields, plus an optional free-text `selection` note, and leaves the tensors untouched
-(the int8 file as trained). A dev tool, not part of the package.
+(the int8 file as trained). A file warm-started from the one it replaces can instead `--append`:
+the shipped file's `train_segments` stay and only the logs' rows past its step count are added,
+each with `--segment-note` (what the call changed: loss, weights, machine), since the `training`
+metadata describes the last call only. A dev tool, not part of the package.
 """
 from __future__ import annotations
 
@@ -32,15 +35,29 @@ def segments(logs: list[Path], name: str, steps: int) -> list[tuple[int, float]]
     return out
 
 
-def ship(src: Path, dest: Path, logs: list[Path], note: str) -> dict[str, str]:
+def shipped_history(dest: Path) -> tuple[int, str, float]:
+    """(steps, train_segments, train_seconds_total) of the file about to be replaced."""
+    with safe_open(str(dest), "pt") as f:
+        meta = f.metadata() or {}
+    if "train_segments" not in meta:
+        raise ValueError(f"{dest} has no train_segments to append to")
+    return int(meta["steps"]), meta["train_segments"], float(meta["train_seconds_total"])
+
+
+def ship(src: Path, dest: Path, logs: list[Path], note: str, append: bool = False,
+         segment_note: str = "") -> dict[str, str]:
     with safe_open(str(src), "pt") as f:
         meta = dict(f.metadata() or {})
         tensors = {k: f.get_tensor(k) for k in f.keys()}
     steps = int(meta["steps"])
     parts = segments(logs, meta["style"], steps)
+    done, history, total = shipped_history(dest) if append else (0, "", 0.0)
+    parts = [(n, s) for n, s in parts if n > done]
     if parts:
-        meta["train_segments"] = " + ".join(f"{s:.0f} s to step {n}" for n, s in parts)
-        meta["train_seconds_total"] = f"{sum(s for _, s in parts):.0f}"
+        suffix = f" ({segment_note})" if segment_note else ""
+        meta["train_segments"] = " + ".join(([history] if history else [])
+                                            + [f"{s:.0f} s to step {n}{suffix}" for n, s in parts])
+        meta["train_seconds_total"] = f"{total + sum(s for _, s in parts):.0f}"
     if note:
         meta["selection"] = note
     save_file(tensors, str(dest), metadata=meta)
@@ -54,10 +71,13 @@ def main() -> int:
     p.add_argument("--dest", default=Path("styleforge/styles"), type=Path)
     p.add_argument("--train-log", action="append", default=[], type=Path)
     p.add_argument("--note", default="")
+    p.add_argument("--append", action="store_true",
+                   help="keep the replaced file's train_segments and add only the logs' later rows")
+    p.add_argument("--segment-note", default="", help="said in brackets after each added segment")
     args = p.parse_args()
     for name in args.styles.split(","):
         meta = ship(args.src / f"{name}.safetensors", args.dest / f"{name}.safetensors",
-                    args.train_log, args.note)
+                    args.train_log, args.note, args.append, args.segment_note)
         print(f"{name}: step {meta['steps']}, {meta.get('train_segments', 'one call')}")
     return 0
 
