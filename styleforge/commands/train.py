@@ -19,6 +19,11 @@ def _style_size(text: str) -> int | None:
     return int(text)
 
 
+def layer_weights(text: str) -> tuple[str, ...]:
+    """'1,1,1,0.25' → its parts; TrainConfig checks them (count, numbers, ≥ 0)."""
+    return tuple(part.strip() for part in text.split(","))
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "train", help="train a style network on a painting",
@@ -40,6 +45,10 @@ def register(subparsers) -> None:
                    help="per Gram layer: mean of the squared differences (pytorch/examples, default) or "
                         "frobenius: their sum ÷ 64², so relu3_3/relu4_3 weigh 16×/64× more; pair it with a "
                         "smaller --style-weight (docs/training.md)")
+    p.add_argument("--style-layer-weights", default=",".join(f"{w:g}" for w in _D.style_layer_weights),
+                   metavar="W1,W2,W3,W4",
+                   help="× each Gram layer's term, relu1_2,relu2_2,relu3_3,relu4_3 (default 1,1,1,1), e.g. "
+                        "1,1,1,0.25 to quieten relu4_3's large motifs")
     p.add_argument("--tv-weight", type=float, default=_D.tv_weight, help="total variation (0 = off)")
     p.add_argument("--grid-weight", type=float, default=_D.grid_weight,
                    help="penalty on the output's fixed 4-px lattice beyond the photo's (0 = off)")
@@ -98,7 +107,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         style_image=args.style_image, content_dir=args.content_dir, out=args.out,
         vgg_weights=args.vgg_weights, steps=args.steps, epochs=args.epochs, batch_size=args.batch_size,
         image_size=args.image_size, lr=args.lr, content_weight=args.content_weight,
-        style_weight=args.style_weight, style_reduction=args.style_reduction, tv_weight=args.tv_weight,
+        style_weight=args.style_weight, style_reduction=args.style_reduction,
+        style_layer_weights=layer_weights(args.style_layer_weights), tv_weight=args.tv_weight,
         grid_weight=args.grid_weight,
         stability_weight=args.stability_weight,
         stability_shift=args.stability_shift, stability_zoom=args.stability_zoom,

@@ -16,6 +16,8 @@ turning a photo into pure texture; pytorch/examples' default (the painting's ful
 `style_reduction="mean"` keeps pytorch/examples' per-layer mean over the C×C Gram entries;
 "frobenius" sums them as Johnson et al.'s squared Frobenius norm does, so the deep layers weigh
 more and `style_weight` must shrink with it (docs/training.md "The style loss's layer weighting").
+`style_layer_weights` scales each Gram layer's term (relu1_2, relu2_2, relu3_3, relu4_3) on top of
+the reduction; all 1 is the loss above unchanged.
 """
 from __future__ import annotations
 
@@ -29,6 +31,22 @@ DEVICES = ("auto", "cpu", "cuda")
 MODELS = ("full", "slim")   # models.transformer_net.MODEL_WIDTHS, named here without importing torch
 STYLE_REDUCTIONS = ("mean", "frobenius")   # losses.style_loss
 SLIM_INITS = ("teacher", "random")          # training/slim_init.py, or PyTorch's default init
+STYLE_LAYER_COUNT = 4                       # losses.STYLE_LAYERS: relu1_2, relu2_2, relu3_3, relu4_3
+DEFAULT_LAYER_WEIGHTS = (1.0,) * STYLE_LAYER_COUNT
+
+
+def check_layer_weights(weights) -> tuple[float, ...]:
+    """`weights` as a tuple of STYLE_LAYER_COUNT floats, each finite and ≥ 0, not all 0."""
+    try:
+        values = tuple(float(w) for w in weights)
+    except (TypeError, ValueError):
+        raise ValueError(f"style_layer_weights must be {STYLE_LAYER_COUNT} numbers, got {weights!r}") from None
+    if len(values) != STYLE_LAYER_COUNT:
+        raise ValueError(f"style_layer_weights needs one weight per style layer (relu1_2, relu2_2, relu3_3, "
+                         f"relu4_3), got {len(values)}: {values}")
+    if not all(math.isfinite(v) and v >= 0 for v in values) or not any(values):
+        raise ValueError(f"style_layer_weights must be finite, ≥ 0 and not all 0, got {values}")
+    return values
 
 
 @dataclass
@@ -45,6 +63,7 @@ class TrainConfig:
     content_weight: float = 1e5
     style_weight: float = 1e10
     style_reduction: str = "mean"           # per Gram layer: mean (pytorch/examples) | frobenius (losses.py)
+    style_layer_weights: tuple[float, ...] = DEFAULT_LAYER_WEIGHTS   # × each Gram layer's term, relu1_2…relu4_3
     tv_weight: float = 0.0                  # total variation of the output in [0, 1]; 0 = off
     grid_weight: float = 0.0                # the output's 4-px lattice beyond the photo's (training/grid.py); 0 = off
     stability_weight: float = 0.0           # f(T(x)+n) ≈ T(f(x)) for small shifts/zooms and noise; 0 = off
@@ -94,6 +113,7 @@ class TrainConfig:
         if self.image_size % 4 or self.image_size < MIN_IMAGE_SIZE:
             raise ValueError(f"image_size must be a multiple of 4 (the network's stride) and at least "
                              f"{MIN_IMAGE_SIZE}, got {self.image_size}; 256 is the usual size")
+        self.style_layer_weights = check_layer_weights(self.style_layer_weights)
         if self.style_reduction not in STYLE_REDUCTIONS:
             raise ValueError(f"style_reduction must be one of {STYLE_REDUCTIONS}, got {self.style_reduction!r}")
         if self.model not in MODELS:

@@ -8,6 +8,8 @@ style:   Σ over relu1_2, relu2_2, relu3_3, relu4_3 of the MSE between the outpu
          the first style layer's C² (64² with VGG16), not the layer's own: relu1_2's term is the
          mean's, and a layer of C channels weighs (C / 64)² times its mean (×1, ×4, ×16, ×64).
          Up to that constant this is the sum `shared/tools/style_metrics.py`'s style ratio uses.
+         `layer_weights` scale each layer's term (default all 1: the sum above unchanged), e.g. to
+         quieten relu4_3, whose Grams reward a painting's large motifs (candy's discs).
 tv:      total variation of the output scaled to [0, 1] (mean squared neighbour difference).
 grid:    the output's fixed 4-px lattice beyond the photo's (`grid.grid_loss`): the network's
          stride-4 layout makes one, and the terms above barely see it (docs/training.md).
@@ -31,7 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from ..models.vgg import VGG16Features, VGGFeatures
-from .config import STYLE_REDUCTIONS
+from .config import DEFAULT_LAYER_WEIGHTS, STYLE_REDUCTIONS, check_layer_weights
 from .grid import grid_loss
 
 STYLE_LAYERS = ("relu1_2", "relu2_2", "relu3_3", "relu4_3")
@@ -81,21 +83,28 @@ def check_reduction(reduction: str) -> None:
         raise ValueError(f"style reduction must be one of {STYLE_REDUCTIONS}, got {reduction!r}")
 
 
-def style_loss(feats: VGGFeatures, targets: tuple[torch.Tensor, ...], reduction: str = "mean") -> torch.Tensor:
+def style_loss(feats: VGGFeatures, targets: tuple[torch.Tensor, ...], reduction: str = "mean",
+               layer_weights: tuple[float, ...] = DEFAULT_LAYER_WEIGHTS) -> torch.Tensor:
     """The batch's style term from its VGG features and the painting's (1, C, C) Grams, fp32.
 
-    "mean": Σ_l mean over (N, C, C) of (G_l − T_l)², pytorch/examples' loss, kept bit for bit.
-    "frobenius": Σ_l Σ over (C, C) of (G_l − T_l)², averaged over the batch, ÷ C_1² of the first
-    layer, so a deep layer counts by its number of Gram entries rather than as one equal share.
+    "mean": Σ_l w_l · mean over (N, C, C) of (G_l − T_l)², pytorch/examples' loss (all w_l = 1)
+    kept bit for bit. "frobenius": Σ_l w_l · Σ over (C, C) of (G_l − T_l)², averaged over the
+    batch, ÷ C_1² of the first layer, so a deep layer counts by its number of Gram entries rather
+    than as one equal share. `layer_weights`: w_l per STYLE_LAYERS entry; a weight of 0 skips the
+    layer's Gram entirely.
     """
     check_reduction(reduction)
+    layer_weights = check_layer_weights(layer_weights)
     first = targets[0].shape[-1] ** 2
     total = torch.zeros((), device=targets[0].device)
-    for name, target in zip(STYLE_LAYERS, targets):
+    for name, target, weight in zip(STYLE_LAYERS, targets, layer_weights):
+        if weight == 0:
+            continue
         g = gram(getattr(feats, name))                          # (N, C, C)
         t = target.expand(len(g), -1, -1)
-        total = total + (F.mse_loss(g, t) if reduction == "mean"
-                         else F.mse_loss(g, t, reduction="sum") / (len(g) * first))
+        term = (F.mse_loss(g, t) if reduction == "mean"
+                else F.mse_loss(g, t, reduction="sum") / (len(g) * first))
+        total = total + (term if weight == 1 else weight * term)   # 1: today's graph, unchanged
     return total
 
 
@@ -147,13 +156,15 @@ def stability_loss(model: torch.nn.Module, content: torch.Tensor, stylized: torc
 def loss_terms(model: torch.nn.Module, vgg: VGG16Features, content: torch.Tensor,
                targets: tuple[torch.Tensor, ...], with_tv: bool,
                perturbation: Perturbation | None = None, *, with_grid: bool = False,
-               teacher: torch.nn.Module | None = None, style_reduction: str = "mean") -> LossTerms:
+               teacher: torch.nn.Module | None = None, style_reduction: str = "mean",
+               style_layer_weights: tuple[float, ...] = DEFAULT_LAYER_WEIGHTS) -> LossTerms:
     """One forward pass: photos (B, 3, S, S) float 0–255 → stylized → the six unweighted terms.
 
     Runs under the caller's autocast. The photo's features are needed only up to relu2_2 and
     carry no gradient. `perturbation` (None: the stability term is 0 and costs nothing) adds a
     second pass of the style network on the perturbed photos; `teacher` (None: the distill term
-    is 0) one pass of the frozen teacher, without gradients. `style_reduction`: see `style_loss`.
+    is 0) one pass of the frozen teacher, without gradients. `style_reduction` and
+    `style_layer_weights`: see `style_loss`.
     """
     stylized = model(content)
     with torch.no_grad():
@@ -162,7 +173,7 @@ def loss_terms(model: torch.nn.Module, vgg: VGG16Features, content: torch.Tensor
     with torch.autocast(content.device.type, enabled=False):
         content_loss = F.mse_loss(getattr(out_feats, CONTENT_LAYER).float(),
                                   getattr(photo_feats, CONTENT_LAYER).float())
-        style = style_loss(out_feats, targets, style_reduction)
+        style = style_loss(out_feats, targets, style_reduction, style_layer_weights)
         tv = total_variation(stylized) if with_tv else torch.zeros((), device=content.device)
         grid = grid_loss(stylized, content) if with_grid else torch.zeros((), device=content.device)
     stability = (stability_loss(model, content, stylized, perturbation) if perturbation is not None

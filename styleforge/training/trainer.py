@@ -35,7 +35,7 @@ from ..models.checkpoint import load_torch_file, save_checkpoint
 from ..models.transformer_net import FULL_WIDTH, MODEL_WIDTHS, TransformerNet
 from ..models.vgg import VGG16Features, load_vgg16
 from . import samples
-from .config import TrainConfig
+from .config import DEFAULT_LAYER_WEIGHTS, TrainConfig
 from .data import ContentBatches, load_content, load_style_image, place
 from .losses import LossTerms, Perturbation, loss_terms, random_perturbation, style_targets
 
@@ -201,7 +201,8 @@ class Trainer:
             return self._loss_fn(self.model, self.vgg, x, self.targets, self._weights[2] > 0, perturbation,
                                  with_grid=self._weights[4] > 0,
                                  teacher=self.teacher if self._weights[5] > 0 else None,
-                                 style_reduction=self.config.style_reduction)
+                                 style_reduction=self.config.style_reduction,
+                                 style_layer_weights=self.config.style_layer_weights)
 
     def step(self) -> None:
         """One Adam step on the batch of the current step number. No host sync."""
@@ -267,11 +268,18 @@ class Trainer:
         # Not a warning like RESUME_KEYS: the other reduction is another loss, at another scale
         # (docs/training.md), so Adam's moments and the style weight would no longer fit it.
         # Checkpoints from before the option trained with "mean".
+        # The same holds for the per-layer weights; checkpoints from before them weighed all 1.
         recorded = state.get("config")
-        saved = recorded.get("style_reduction", "mean") if isinstance(recorded, dict) else "mean"
+        recorded = recorded if isinstance(recorded, dict) else {}
+        saved = recorded.get("style_reduction", "mean")
         if saved != self.config.style_reduction:
             raise ValueError(f"--resume {path}: that run trained with style_reduction {saved!r}, this one asks "
                              f"for {self.config.style_reduction!r}; resume with {saved!r}, or start a new run "
+                             "(another --checkpoint-dir, or --overwrite)")
+        layers = tuple(float(w) for w in recorded.get("style_layer_weights", DEFAULT_LAYER_WEIGHTS))
+        if layers != self.config.style_layer_weights:
+            raise ValueError(f"--resume {path}: that run trained with style_layer_weights {layers}, this one asks "
+                             f"for {self.config.style_layer_weights}; resume with those, or start a new run "
                              "(another --checkpoint-dir, or --overwrite)")
         try:
             self._restore(state, path)
