@@ -13,8 +13,9 @@ the default options (quality 95, 4:4:4) and a .png, and each file is scored agai
 painting: style_ratio, content_dist, palette_dist, grid_score; medians per style and format are
 checked against issue 44's bars (style ratio ≤ 0.12, content distance ≤ 2.0, grid_score ≤ 10).
 `--chroma 420` adds 4:2:0 JPEGs (what a video frame keeps). The painting comes from the catalogue
-or from the file's `painting_file` metadata. `heldout_medians` scores one weights file the same
-way without the CLI (dev/train_builtin.py --metrics). A dev tool, not part of the package.
+or from the file's `painting_file` metadata. `cli_medians` scores one weights file exactly so
+(dev/train_builtin.py --metrics, on the GPU); `heldout_medians` scores it without the CLI, at
+512 px in fp32 (the older, optimistic preview). A dev tool, not part of the package.
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from styleforge.training.samples import default_photos  # noqa: E402
 BARS = {"style_ratio": 0.12, "content_dist": 2.0, "grid_score": 10.0}
 MEASURES = ("style_ratio", "content_dist", "palette_dist", "grid_score")
 METRICS_VGG = "vgg16_relu4_3.fp16.pth"     # what style_metrics.py loads from its ../data/
+FORMATS = {"png": "444", "jpg": "444"}     # issue 44's: PNG and JPEG with full chroma (the CLI's default)
 
 
 def load_metrics(path: Path):
@@ -60,13 +62,14 @@ def painting_for(path: Path, paintings_dir: Path) -> Path | None:
     return paintings_dir / name if name else None
 
 
-def write_outputs(style: Path, photos: list[Path], out: Path, device: str, formats: dict) -> dict:
-    """{(photo, format): file} written by the CLI's pipeline for this style."""
+def write_outputs(style: Path, photos: list[Path], out: Path, device: str, formats: dict, **extra) -> dict:
+    """{(photo, format): file} written by the CLI's pipeline for this style; `extra`: more
+    StylizeOptions fields (none: the CLI's defaults)."""
     import styleforge.api as api
     from styleforge.media.images import ImageJob, stylize_images
     files = {}
     for fmt, chroma in formats.items():
-        options = StylizeOptions(checkpoint=str(style), device=device, overwrite=True, chroma=chroma)
+        options = StylizeOptions(checkpoint=str(style), device=device, overwrite=True, chroma=chroma, **extra)
         suffix = ".png" if fmt == "png" else ".jpg"
         jobs = [ImageJob(p, out / f"{p.stem}_{style.stem}_{fmt}{suffix}") for p in photos]
         for job, record in zip(jobs, stylize_images(jobs, api.get_stylizer(options), options)):
@@ -84,6 +87,19 @@ def score(metrics, photo: Path, output: Path, painting: Path) -> dict:
     ratio, content = metrics.metrics(p, o, metrics.load(painting, 512))
     return {"style_ratio": ratio, "content_dist": content,
             "palette_dist": metrics.palette_dist(output, painting), "grid_score": metrics.grid_score(output)}
+
+
+def cli_medians(metrics, weights: Path, painting: Path, photos: list[Path], work: Path, device: str = "auto",
+                formats: dict = FORMATS, **extra) -> dict:
+    """{format: medians of `score` over `photos`} for one weights file, scored as main() scores it:
+    the files the CLI's pipeline writes into `work`, each photo at its own size, PNG and JPEG 4:4:4.
+    dev/train_builtin.py --metrics, on the device's GPU (`device`)."""
+    written = write_outputs(weights, photos, work, device, formats, **extra)
+    medians = {}
+    for fmt in formats:
+        rows = [score(metrics, Path(p), written[(p, fmt)], painting) for p in photos]
+        medians[fmt] = {m: statistics.median(r[m] for r in rows) for m in MEASURES}
+    return medians
 
 
 def heldout_medians(metrics, weights: Path, painting: Path, photos: list[Path], device: str = "cpu") -> dict:
@@ -141,7 +157,7 @@ def main(argv=None) -> int:
     photos = default_photos() + [Path(x) for x in args.photos]
     out = Path(args.out)
     (out / "files").mkdir(parents=True, exist_ok=True)
-    formats = {"png": "444", "jpg": "444", **({"jpg420": "420"} if args.chroma420 else {})}
+    formats = {**FORMATS, **({"jpg420": "420"} if args.chroma420 else {})}
     rows, files, failed = [], {}, []
     for style in sorted(Path(args.styles_dir).glob("*.safetensors")):
         painting = painting_for(style, Path(args.paintings_dir))

@@ -1,6 +1,7 @@
 """`dev/train_builtin.py`: the style-loss flags reach each style's TrainConfig, and `--metrics`
 scores a style's weights on the held-out photos with the given style_metrics module (here a tiny
-fake one that reports image sizes, so the medians can be checked exactly)."""
+fake one that reports image sizes and JPEG chroma, so the medians can be checked exactly): the
+files the CLI writes at each photo's own size, PNG and JPEG 4:4:4, and the older 512-px preview."""
 from __future__ import annotations
 
 import importlib.util
@@ -24,7 +25,8 @@ from styleforge.training.samples import load_photos
 DEV = Path(__file__).resolve().parents[2] / "dev"
 
 # What a style_metrics module provides, reporting sizes: style_ratio = the painting's width as
-# loaded, content_dist = the output's height, grid_score = the written PNG's width.
+# loaded, content_dist = the output's height, grid_score = the written file's width,
+# palette_dist = 0 for a PNG, 1 + Pillow's chroma sampling code for a JPEG (0 = 4:4:4, 2 = 4:2:0).
 FAKE_METRICS = '''
 import numpy as np, torch
 from PIL import Image
@@ -39,7 +41,9 @@ def metrics(photo, out, style):
     return float(style.shape[-1]), float(out.shape[-2])
 
 def palette_dist(out_path, painting_path):
-    return 0.0
+    from PIL import JpegImagePlugin
+    im = Image.open(out_path)
+    return 0.0 if im.format == "PNG" else 1.0 + JpegImagePlugin.get_sampling(im)
 
 def grid_score(path):
     return float(Image.open(path).width)
@@ -110,6 +114,31 @@ def test_heldout_medians_score_the_512px_outputs(tools, fake_metrics, tmp_path):
                        "palette_dist": 0.0, "grid_score": statistics.median(float(w) for _, w in sizes)}
 
 
+def test_cli_medians_score_the_cli_files_at_each_photos_own_size(tools, fake_metrics, tmp_path):
+    _, eval_styles = tools
+    weights = tmp_path / "w.safetensors"
+    save_checkpoint(weights, random_style_state(1), {"style": "w"}, dtype=torch.float32)
+    painting = tmp_path / "painting.png"
+    Image.fromarray(np.zeros((30, 40, 3), np.uint8)).save(painting)
+    photos = []                 # two wider than 512 px: the CLI keeps their size, the preview does not
+    for i, (w, h) in enumerate(((600, 46), (520, 22), (30, 42))):
+        photos.append(tmp_path / f"photo{i}.jpg")
+        Image.fromarray(np.full((h, w, 3), 40 * i, np.uint8)).save(photos[-1])
+    metrics = eval_styles.load_metrics(fake_metrics)
+    medians = eval_styles.cli_medians(metrics, weights, painting, photos, tmp_path / "files", "cpu",
+                                      backend="reference")
+    assert set(medians) == {"png", "jpg"}
+    # Scored as the yardstick scores: heights as loaded at a longer side of 512 (39, 22, 42),
+    # widths of the written files (600, 520, 30).
+    for fmt, sampling in (("png", 0.0), ("jpg", 1.0)):     # the JPEGs at 4:4:4
+        assert medians[fmt] == {"style_ratio": 40.0, "content_dist": 39.0, "palette_dist": sampling,
+                                "grid_score": 520.0}
+    assert sorted(p.name for p in (tmp_path / "files").iterdir()) == sorted(
+        f"photo{i}_w_{fmt}.{fmt}" for i in range(3) for fmt in ("png", "jpg"))
+    preview = eval_styles.heldout_medians(metrics, weights, painting, photos)
+    assert preview["grid_score"] == 512.0      # what the CLI files correct: every photo at 512 px
+
+
 @pytest.mark.slow
 def test_one_style_trains_and_logs_its_metric(tools, fake_metrics, tmp_path, caplog, monkeypatch):
     train_builtin, _ = tools
@@ -137,5 +166,7 @@ def test_one_style_trains_and_logs_its_metric(tools, fake_metrics, tmp_path, cap
     assert code == 0
     (row,) = json.loads((out / "train_log.json").read_text())
     assert row["settings"]["style_reduction"] == "frobenius" and row["steps"] == 1
-    assert row["metric"] == {"style_ratio": 40.0, "content_dist": 32.0, "palette_dist": 0.0, "grid_score": 32.0}
-    assert "metric style_ratio 40.000" in caplog.text
+    cli = {"style_ratio": 40.0, "content_dist": 32.0, "grid_score": 32.0}
+    assert row["metric"] == {"png": {**cli, "palette_dist": 0.0}, "jpg": {**cli, "palette_dist": 1.0}}
+    assert row["metric_fp32_512"] == {**cli, "palette_dist": 0.0}
+    assert "png metric style_ratio 40.000" in caplog.text and "jpg metric style_ratio 40.000" in caplog.text
