@@ -22,11 +22,16 @@ losses and the held-out style-loss ratios — because the device call may be cut
 ~12 MiB each), `logs.tar.gz` (log rows with the loss history, samples) and `curves.png`, to fit
 the device's 16-MiB-per-file return rule. `--concurrent K` runs K worker processes (round-robin
 over the styles; worker k on GPU k mod the GPU count; several share a GPU) and the parent packs.
-`--metrics DIR/tools/style_metrics.py` adds issue 44's yardstick to each style's row ("metric":
-medians of style_ratio, content_dist, palette_dist, grid_score of its int8 file on the held-out
-photos at 512 px; dev/eval_styles.py's `heldout_medians`), computed on the CPU after the export.
+`--metrics DIR/tools/style_metrics.py` adds issue 44's yardstick to each style's row, right after
+its export: "metric" is {png, jpg: medians of style_ratio, content_dist, palette_dist, grid_score}
+over the files the CLI writes for its int8 file on this machine's device (dev/eval_styles.py's
+`cli_medians`: each held-out photo at its own size, PNG and JPEG 4:4:4; the asset photos plus each
+`--photo`, e.g. amber.jpg), "metric_fp32_512" the older preview (`heldout_medians`: the asset
+photos at 512 px, fp32 reference path). The VGG scoring runs on the CPU.
 `--style-reduction frobenius` and `--style-weight-scale F` try the other Gram loss on every style
-(docs/training.md "The style loss's layer weighting").
+(docs/training.md "The style loss's layer weighting"). `--plan PLAN.json` trains recipe variants
+instead of the catalogue's styles (dev/train_plan.py): each under its own name, so variants of one
+style do not overwrite each other; `--styles` then picks variants by name.
 This is a dev tool: it is not imported by the package.
 """
 from __future__ import annotations
@@ -43,10 +48,13 @@ import sys
 import tarfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
+from train_plan import Variant, load_plan  # noqa: E402
 
 from styleforge.models.checkpoint import load_checkpoint  # noqa: E402
 from styleforge.models.vgg import load_vgg16  # noqa: E402
@@ -65,8 +73,11 @@ TAR_LIMIT = 15 * 2**20
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--styles", default=",".join(s.name for s in BUILTIN_STYLES),
-                   help="comma-separated built-in names (default: all of the catalogue)")
+    p.add_argument("--styles", default=None,
+                   help="comma-separated built-in names (default: all of the catalogue), or with --plan "
+                        "variant names (default: all of the plan)")
+    p.add_argument("--plan", default=None, metavar="JSON",
+                   help="recipe variants to train instead (dev/train_plan.py; e.g. dev/device/plans/round7.json)")
     p.add_argument("--steps", type=int, default=None, help=f"steps per style (default {RECIPE['steps']})")
     p.add_argument("--max-seconds-per-style", type=float, default=None, metavar="S")
     p.add_argument("--deadline", type=float, default=None, metavar="S",
@@ -110,7 +121,14 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "held-out photos (512 px, fp32) scored with it; medians in the log row's 'metric'. "
                         "The module loads its VGG from ../data/ beside its folder, so carry a folder laid out "
                         "as DIR/tools/style_metrics.py + DIR/data/vgg16_relu4_3.fp16.pth (e.g. DIR=runs/metrics, "
-                        "ignored) and pass DIR/tools/style_metrics.py. Runs on the CPU: budget --reserve for it")
+                        "ignored) and pass DIR/tools/style_metrics.py. Stylizes on --device through the CLI's "
+                        "pipeline, scores on the CPU: budget --reserve for it")
+    p.add_argument("--metrics-backend", default="auto", choices=("auto", "reference", "fused"),
+                   help="the CLI's --backend for --metrics' files (default auto: the CLI's own choice, fused "
+                        "on CUDA once `styleforge build` has built the kernels)")
+    p.add_argument("--photo", dest="photos", action="append", default=[], metavar="PATH",
+                   help="another held-out photo for --metrics (repeatable; never a training photo), e.g. "
+                        ".data/amber.jpg as dev/eval_styles.py's yardstick uses")
     p.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -129,6 +147,46 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+class Job(NamedTuple):
+    """One run: a catalogue style with the flags' recipe, or a plan's variant (its own name)."""
+    name: str
+    style: str
+    variant: Variant | None = None
+
+
+def jobs(args: argparse.Namespace) -> list[Job]:
+    """--styles of the catalogue, or --plan's variants (those named in --styles, if given)."""
+    if args.plan is None:
+        names = args.styles.split(",") if args.styles else [s.name for s in BUILTIN_STYLES]
+        found = [Job(n.strip(), n.strip()) for n in names if n.strip()]
+        for job in found:
+            get(job.style)
+        return found
+    variants = {v.name: v for v in load_plan(args.plan)}
+    names = [n.strip() for n in args.styles.split(",") if n.strip()] if args.styles else list(variants)
+    missing = [n for n in names if n not in variants]
+    if missing:
+        raise KeyError(f"--styles {missing} not in the plan {args.plan}; it has {list(variants)}")
+    return [Job(n, variants[n].style, variants[n]) for n in names]
+
+
+def job_settings(args: argparse.Namespace, job: Job) -> dict:
+    """The TrainConfig fields a job sets over the catalogue: the flags, then its variant's."""
+    settings = {**overrides(args), **style_weight(args, job.style)}
+    if job.variant is not None:
+        settings.update(job.variant.settings)
+        if job.variant.style_weight_scale is not None:
+            own = job.variant.settings.get("style_weight", own_style_weight(job.style))
+            settings["style_weight"] = own * job.variant.style_weight_scale
+    return settings
+
+
+def warm_file(args: argparse.Namespace, job: Job) -> Path | None:
+    if job.variant is not None:
+        return job.variant.warm_file()
+    return Path(args.warm_dir) / f"{job.name}.safetensors" if args.warm_dir else None
+
+
 def overrides(args: argparse.Namespace) -> dict:
     """The recipe fields given on the command line (None: the catalogue's RECIPE and tweaks)."""
     given = {"steps": args.steps, "batch_size": args.batch_size, "image_size": args.image_size,
@@ -141,8 +199,12 @@ def style_weight(args: argparse.Namespace, name: str) -> dict:
     """--style-weight-scale applied to the style's own weight (its tweak, else the recipe's)."""
     if args.style_weight_scale is None:
         return {}
-    own = {**RECIPE, **get(name).tweaks}.get("style_weight", TrainConfig.style_weight)
-    return {"style_weight": own * args.style_weight_scale}
+    return {"style_weight": own_style_weight(name) * args.style_weight_scale}
+
+
+def own_style_weight(name: str) -> float:
+    """The style's style_weight: its tweak, else the recipe's, else TrainConfig's."""
+    return {**RECIPE, **get(name).tweaks}.get("style_weight", TrainConfig.style_weight)
 
 
 def distillation(args: argparse.Namespace, name: str) -> dict:
@@ -161,15 +223,24 @@ def budget(args: argparse.Namespace) -> float | None:
     return min(limits) if limits else None
 
 
-def train_styles(args: argparse.Namespace, names: list[str], out_dir: Path, on_done=None) -> None:
-    """Train `names` in order, writing each result as soon as it exists; then call on_done()."""
-    from eval_styles import heldout_medians, load_metrics
+def train_styles(args: argparse.Namespace, todo: list[Job], out_dir: Path, on_done=None) -> None:
+    """Train the jobs in order, writing each result as soon as it exists; then call on_done()."""
+    import tempfile
+
+    from eval_styles import cli_medians, heldout_medians, load_metrics
     from quantize_styles import photo_tensors, quantize_file
     metrics = load_metrics(Path(args.metrics)) if args.metrics else None    # a bad path fails before training
+    photos = default_photos() + [Path(p) for p in args.photos]      # --metrics: the yardstick's photos
+    missing = [str(p) for p in photos if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"--photo {missing} not found")
     device = torch.device("cuda" if args.device != "cpu" and torch.cuda.is_available() else "cpu")
     amp = torch.bfloat16 if device.type == "cuda" else torch.float32
     t0 = time.perf_counter()
-    image_size = overrides(args).get("image_size", RECIPE["image_size"])
+    sizes = {job_settings(args, job).get("image_size", RECIPE["image_size"]) for job in todo}
+    if len(sizes) > 1:
+        raise ValueError(f"one worker trains one crop size; these jobs ask for {sorted(sizes)}")
+    image_size = sizes.pop() if sizes else RECIPE["image_size"]
     vgg = load_vgg16(args.vgg_weights, device, amp)
     eval_vgg = load_vgg16(args.vgg_weights, device, torch.float32) if args.evaluate else None
     content = place(load_content(args.content_dir, image_size, args.seed), device)
@@ -177,8 +248,8 @@ def train_styles(args: argparse.Namespace, names: list[str], out_dir: Path, on_d
     log.info("loaded VGG and %d photos in %.1f s", len(content), time.perf_counter() - t0)
     rows_path = log_path(out_dir, args.worker)
     rows = json.loads(rows_path.read_text()) if rows_path.is_file() else []
-    for name in names:
-        style = get(name)
+    for job in todo:
+        name, style = job.name, get(job.style)
         run_dir = out_dir / "runs" / name
         earlier = step_checkpoints(run_dir)
         seconds = budget(args)
@@ -191,10 +262,12 @@ def train_styles(args: argparse.Namespace, names: list[str], out_dir: Path, on_d
             max_seconds=seconds, checkpoint_every=args.checkpoint_every, sample_every=0,
             checkpoint_dir=str(run_dir), keep_checkpoints=1, log_every=100,
             progress=False, device=device.type, resume=str(earlier[-1][1]) if earlier else None,
-            **overrides(args), **distillation(args, name), **style_weight(args, name))
+            **job_settings(args, job), **distillation(args, job.style))
+        if job.variant is not None:     # the exported file says which recipe it is
+            config.metadata = {**config.metadata, "variant": name, "variant_plan": job.variant.describe()}
         started = time.perf_counter()
         trainer = Trainer(config, vgg=vgg, content=content)
-        warm = Path(args.warm_dir) / f"{name}.safetensors" if args.warm_dir else None
+        warm = warm_file(args, job)
         if not earlier and warm is not None and warm.is_file():
             checkpoint = load_checkpoint(warm)
             trainer.model.load_state_dict(checkpoint.state_dict)
@@ -210,7 +283,7 @@ def train_styles(args: argparse.Namespace, names: list[str], out_dir: Path, on_d
         sheet = max((out_dir / "runs" / name / "samples").glob("step_*.png"))
         (out_dir / "samples").mkdir(exist_ok=True)
         shutil.copyfile(sheet, out_dir / "samples" / f"{name}.png")
-        row = {"style": name, "painting": style.painting_file, "steps": result.steps,
+        row = {"name": name, "style": style.name, "painting": style.painting_file, "steps": result.steps,
                "seconds": round(result.seconds, 2), "wall_seconds": round(time.perf_counter() - started, 2),
                "images_per_s": round(result.images_per_s, 1), "final_losses": result.losses,
                "target_steps": trainer.total_steps, "settings": config.settings(),
@@ -223,28 +296,41 @@ def train_styles(args: argparse.Namespace, names: list[str], out_dir: Path, on_d
                                     default_photos(), eval_vgg, device=device.type)
             row["heldout"] = summarise(scores)[0]
             if args.model == "slim":     # the teacher's numbers on the same photos, for the comparison
-                teacher = evaluate_style(name, Path(args.teacher_dir) / f"{name}.safetensors",
+                teacher = evaluate_style(name, Path(args.teacher_dir) / f"{style.name}.safetensors",
                                          Path(args.paintings_dir) / style.painting_file,
                                          default_photos(), eval_vgg, device=device.type)
                 row["teacher_heldout"] = summarise(teacher)[0]
-        if metrics is not None:     # issue 44's yardstick on what ships: the int8 file
-            row["metric"] = heldout_medians(metrics, int8, Path(args.paintings_dir) / style.painting_file,
-                                            default_photos(), device.type)
-        rows = [r for r in rows if r["style"] != name] + [row]
-        write_json(rows_path, rows)
+        rows = [r for r in rows if row_name(r) != name] + [row]
+        write_json(rows_path, rows)     # the weights are packed now, whatever the scoring below does
+        if metrics is not None:     # issue 44's yardstick on what ships: the int8 file, through the CLI
+            painting = Path(args.paintings_dir) / style.painting_file
+            try:
+                with tempfile.TemporaryDirectory(prefix=f"metric_{name}_") as work:
+                    row["metric"] = cli_medians(metrics, int8, painting, photos, Path(work), device.type,
+                                                backend=args.metrics_backend)
+                row["metric_fp32_512"] = heldout_medians(metrics, int8, painting, default_photos(), device.type)
+            except Exception as exc:    # a scoring failure must not lose the trained weights' row
+                log.exception("%s: --metrics failed", name)
+                row["metric_error"] = f"{type(exc).__name__}: {exc}"
+            write_json(rows_path, rows)
         log.info("%s: %d steps in %.1f s, %.0f img/s, losses %s%s%s", name, result.steps, result.seconds,
                  result.images_per_s, {k: f"{v:.3g}" for k, v in result.losses.items()},
                  f", held-out ratio {row['heldout']['ratio']:.3f}" if "heldout" in row else "",
-                 ", metric " + " ".join(f"{k} {v:.3f}" for k, v in row["metric"].items()) if "metric" in row else "")
+                 "".join(f", {fmt} metric " + " ".join(f"{k} {v:.3f}" for k, v in m.items())
+                         for fmt, m in row.get("metric", {}).items()))
         if on_done is not None:
             on_done()
+
+
+def row_name(row: dict) -> str:
+    return row.get("name", row["style"])        # rows from before plans have no name: the style's
 
 
 def merged_rows(out_dir: Path) -> list[dict]:
     rows = {}
     for path in sorted(out_dir.glob("train_log*.json")):     # train_log.json first, workers after
         for row in json.loads(path.read_text()):
-            rows[row["style"]] = row
+            rows[row_name(row)] = row
     return list(rows.values())
 
 
@@ -278,7 +364,7 @@ def draw_curves(rows: list[dict], path: Path) -> None:
             if any(v > 0 for v in values):
                 ax.plot(steps, values, label=term)
         ax.set_yscale("log")
-        ax.set_title(f"{row['style']} ({row['steps']}/{row.get('target_steps', '?')})", fontsize=9)
+        ax.set_title(f"{row_name(row)} ({row['steps']}/{row.get('target_steps', '?')})", fontsize=9)
         ax.legend(fontsize=7)
     for ax in list(axes.flat)[len(rows):]:
         ax.axis("off")
@@ -334,22 +420,34 @@ def worker_argv(argv: list[str]) -> list[str]:
     return out
 
 
+def worker_env(k: int, gpus: int, workers: int) -> dict:
+    """Worker k's environment: its GPU (round-robin over those visible) and a share of the CPU
+    threads, so that K workers scoring --metrics at once do not each start one per core."""
+    env = dict(os.environ)
+    if gpus > 1:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
+        env["CUDA_VISIBLE_DEVICES"] = visible[k % gpus] if len(visible) == gpus else str(k % gpus)
+    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
+    return env
+
+
 def run_workers(args: argparse.Namespace, names: list[str], out_dir: Path, pack_dir: Path | None) -> int:
     gpus = max(1, torch.cuda.device_count())
+    workers = min(args.concurrent, len(names))
     procs = []
-    for k in range(args.concurrent):
+    for k in range(workers):
         share = names[k::args.concurrent]
         if not share:
             continue
         argv = worker_argv(sys.argv[1:])
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(k % gpus)) if gpus > 1 else dict(os.environ)
+        env = worker_env(k, gpus, workers)
         stop = ["--stop-at", str(args.stop_at)] if args.stop_at is not None else []
         procs.append(subprocess.Popen([sys.executable, __file__, *argv, "--styles", ",".join(share),
                                        "--worker", str(k), *stop], env=env))
-    seen: set[str] = set()
+    seen: set[tuple] = set()
     while True:
         running = any(p.poll() is None for p in procs)
-        done = {r["style"] for r in merged_rows(out_dir)}
+        done = {(row_name(r), "metric" in r) for r in merged_rows(out_dir)}     # a row, then its metric
         if pack_dir and done != seen:
             pack(out_dir, pack_dir, names)
             seen = done
@@ -362,9 +460,8 @@ def run_workers(args: argparse.Namespace, names: list[str], out_dir: Path, pack_
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    names = [n.strip() for n in args.styles.split(",") if n.strip()]
-    for n in names:
-        get(n)
+    todo = jobs(args)
+    names = [job.name for job in todo]
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     pack_dir = Path(args.pack_dir) if args.pack_dir else None
@@ -377,7 +474,7 @@ def main(argv=None) -> int:
         return run_workers(args, names, out_dir, pack_dir)
     # Packing after each style, so a call cut off at its time limit still returns what finished.
     on_done = (lambda: pack(out_dir, pack_dir, names)) if pack_dir and args.worker is None else None
-    train_styles(args, names, out_dir, on_done)
+    train_styles(args, todo, out_dir, on_done)
     if args.worker is None:
         finish(out_dir, pack_dir, names, args.device)
     return 0

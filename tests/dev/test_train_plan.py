@@ -1,0 +1,144 @@
+"""`dev/train_plan.py` and `dev/train_builtin.py --plan`: a plan's variants are checked when it loads,
+their settings reach each run's TrainConfig over the recipe and the flags, and each variant trains
+into its own files, whose metadata say which variant they are."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import random_style_state
+from PIL import Image
+
+from styleforge.models.checkpoint import load_checkpoint, save_checkpoint
+from styleforge.models.vgg import VGG16Features
+from styleforge.training import samples
+from styleforge.training.catalogue import get
+
+ROOT = Path(__file__).resolve().parents[2]
+ROUND7 = ROOT / "dev" / "device" / "plans" / "round7.json"
+
+
+@pytest.fixture(scope="module")
+def tools():
+    sys.path.insert(0, str(ROOT / "dev"))       # as when train_builtin runs as a script
+    try:
+        import train_builtin
+        import train_plan
+        yield train_builtin, train_plan
+    finally:
+        sys.path.remove(str(ROOT / "dev"))
+
+
+def write_plan(path: Path, *variants: dict) -> Path:
+    path.write_text(json.dumps({"variants": list(variants)}))
+    return path
+
+
+def test_round7_plan_loads_and_sets_what_it_says(tools):
+    train_builtin, train_plan = tools
+    variants = train_plan.load_plan(ROUND7)
+    assert len(variants) == len({v.name for v in variants}) == 8
+    args = train_builtin.parse_args(["--plan", str(ROUND7)])
+    jobs = {job.name: job for job in train_builtin.jobs(args)}
+    assert set(jobs) == {v.name for v in variants}
+    settings = {n: train_builtin.job_settings(args, job) for n, job in jobs.items()}
+    # the_scream's own weight is its tweak (2e10); candy has none (the default 1e10).
+    assert settings["the_scream_frob05"]["style_weight"] == pytest.approx(2e10 * 0.5)
+    assert settings["the_scream_frob10"]["style_weight"] == pytest.approx(2e10)
+    assert settings["candy_frob_no4"]["style_weight"] == pytest.approx(1e10 * 0.15)
+    assert "style_weight" not in settings["udnie_mean_stab4"]
+    config = get("candy").config("p", **settings["candy_frob_no4"])
+    assert (config.style_reduction, config.style_layer_weights, config.style_size) == ("frobenius", (1, 1, 1, 0), 384)
+    assert jobs["candy_mean_l4q"].variant.warm_file() is None
+    assert train_builtin.warm_file(args, jobs["shipwreck_stab4"]).name == "shipwreck.safetensors"
+
+
+def test_variant_settings_win_over_the_flags(tools, tmp_path):
+    train_builtin, _ = tools
+    plan = write_plan(tmp_path / "p.json",
+                      {"name": "a", "style": "udnie", "stability_weight": 4e8, "style_weight": 1e9,
+                       "style_weight_scale": 0.5},
+                      {"name": "b", "style": "udnie"})
+    args = train_builtin.parse_args(["--plan", str(plan), "--stability-weight", "2e8", "--style-weight-scale",
+                                     "0.2", "--styles", "b,a"])
+    a, b = sorted(train_builtin.jobs(args), key=lambda j: j.name)
+    assert [j.name for j in train_builtin.jobs(args)] == ["b", "a"]
+    assert train_builtin.job_settings(args, a) == {"stability_weight": 4e8, "style_weight": pytest.approx(5e8)}
+    assert train_builtin.job_settings(args, b) == {"stability_weight": 2e8, "style_weight": pytest.approx(1e10)}
+    with pytest.raises(KeyError, match="not in the plan"):
+        train_builtin.jobs(train_builtin.parse_args(["--plan", str(plan), "--styles", "c"]))
+
+
+@pytest.mark.parametrize("variants, error", [
+    ([{"name": "a", "style": "udnie", "stability": 1}], "unknown key"),
+    ([{"name": "a", "style": "udnie"}, {"name": "a", "style": "candy"}], "used twice"),
+    ([{"name": "The Scream", "style": "the_scream"}], "lower-case"),
+    ([{"name": "a", "style": "scream"}], "unknown built-in style"),
+    ([{"name": "a", "style": "udnie", "style_reduction": "sum"}], "style_reduction must be one of"),
+    ([{"name": "a", "style": "udnie", "style_layer_weights": [1, 1]}], "style_layer_weights"),
+    ([{"name": "a", "style": "udnie", "style_weight_scale": 0}], "style_weight_scale"),
+    ([{"name": "a", "style": "udnie", "warm": "nowhere/udnie.safetensors"}], "does not exist"),
+    ([], "no \"variants\""),
+])
+def test_a_bad_plan_fails_when_it_loads(tools, tmp_path, variants, error):
+    _, train_plan = tools
+    with pytest.raises((ValueError, KeyError, FileNotFoundError), match=error):
+        train_plan.load_plan(write_plan(tmp_path / "p.json", *variants))
+
+
+def test_workers_get_their_gpu_and_a_share_of_the_cores(tools, monkeypatch):
+    train_builtin, _ = tools
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,5")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(train_builtin.os, "cpu_count", lambda: 16)
+    envs = [train_builtin.worker_env(k, gpus=2, workers=8) for k in range(3)]
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == ["2", "5", "2"]
+    assert {e["OMP_NUM_THREADS"] for e in envs} == {"2"}
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")         # a caller's own setting stays
+    assert train_builtin.worker_env(0, gpus=1, workers=8)["OMP_NUM_THREADS"] == "3"
+
+
+@pytest.mark.slow
+def test_two_variants_of_one_style_train_into_their_own_files(tools, tmp_path, monkeypatch):
+    train_builtin, _ = tools
+    rng = np.random.default_rng(0)
+    heldout = [tmp_path / "heldout.png"]
+    Image.fromarray(rng.integers(0, 255, (28, 40, 3), dtype=np.uint8)).save(heldout[0])
+    monkeypatch.setattr(train_builtin, "default_photos", lambda: list(heldout))
+    monkeypatch.setattr(samples, "default_photos", lambda: list(heldout))
+    (tmp_path / "content").mkdir()
+    for i in range(3):
+        Image.fromarray(rng.integers(0, 255, (20, 20, 3), dtype=np.uint8)).save(tmp_path / "content" / f"p{i}.png")
+    (tmp_path / "styles").mkdir()
+    Image.fromarray(rng.integers(0, 255, (30, 40, 3), dtype=np.uint8)).save(tmp_path / "styles" / "udnie.jpg")
+    torch.manual_seed(0)
+    torch.save(VGG16Features((8, 16, 16, 16)).state_dict(), tmp_path / "vgg.pth")
+    warm = tmp_path / "warm.safetensors"
+    save_checkpoint(warm, random_style_state(3), {"style": "udnie", "steps": "4"}, dtype=torch.float32)
+    plan = write_plan(tmp_path / "plan.json",
+                      {"name": "udnie_cold", "style": "udnie", "steps": 1},
+                      {"name": "udnie_warm", "style": "udnie", "warm": str(warm), "steps": 5,
+                       "style_reduction": "frobenius", "style_layer_weights": [1, 1, 0.5, 0], "why": "a test"})
+    out = tmp_path / "runs"
+    code = train_builtin.main(["--plan", str(plan), "--batch-size", "2", "--image-size", "16", "--device", "cpu",
+                               "--no-eval", "--vgg-weights", str(tmp_path / "vgg.pth"),
+                               "--content-dir", str(tmp_path / "content"),
+                               "--paintings-dir", str(tmp_path / "styles"), "--out-dir", str(out)])
+    assert code == 0
+    rows = {r["name"]: r for r in json.loads((out / "train_log.json").read_text())}
+    assert set(rows) == {"udnie_cold", "udnie_warm"} and {r["style"] for r in rows.values()} == {"udnie"}
+    assert (rows["udnie_cold"]["steps"], rows["udnie_warm"]["steps"]) == (1, 5)    # warm: from step 4
+    cold, warm_file = (load_checkpoint(out / "int8" / f"{n}.safetensors") for n in ("udnie_cold", "udnie_warm"))
+    assert "variant" in cold.metadata and cold.metadata["variant"] == "udnie_cold"
+    plan_meta = warm_file.metadata["variant_plan"]
+    plan_meta = json.loads(plan_meta) if isinstance(plan_meta, str) else plan_meta
+    assert plan_meta == {"name": "udnie_warm", "style": "udnie", "warm": str(warm), "steps": 5,
+                         "style_reduction": "frobenius", "style_layer_weights": [1, 1, 0.5, 0], "why": "a test"}
+    settings = warm_file.training_settings()
+    assert (settings["style_reduction"], settings["style_layer_weights"]) == ("frobenius", [1, 1, 0.5, 0])
+    assert cold.training_settings()["style_layer_weights"] == [1, 1, 1, 1]
+    assert warm_file.metadata["style"] == "udnie"
