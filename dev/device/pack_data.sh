@@ -10,6 +10,8 @@
 #                                (dev/prepare_new_styles.py: apt-get download stellarium-data)
 # .data/content/                 every STRIDE-th training photo (default 2: 725 of 1450), re-encoded
 #                                JPEG q65, so the whole folder stays within ~25 MB
+# .data/amber.jpg                a held-out photo (pytorch/examples' demo photo, 1080², 0.1 MB; not in
+#                                content/): the fourth of issue 44's yardstick photos, --metrics --photo
 # Nothing here is committed: the photos and paintings are training data only.
 set -euo pipefail
 SRC=${1:-/work/shared/data}
@@ -20,7 +22,7 @@ QUALITY=${QUALITY:-65}
 LIMIT_MB=${LIMIT_MB:-30}
 
 mkdir -p "$DEST/content" "$DEST/styles"
-cp "$SRC/vgg16_relu4_3.fp16.pth" "$DEST/"
+cp "$SRC/vgg16_relu4_3.fp16.pth" "$SRC/amber.jpg" "$DEST/"
 cd "$ROOT"
 python - "$SRC" "$DEST" "$STRIDE" "$QUALITY" <<'PY'
 import sys

@@ -18,10 +18,12 @@
 # train_log.json ("metric"): carry a folder laid out as runs/metrics/tools/style_metrics.py +
 # runs/metrics/data/vgg16_relu4_3.fp16.pth (the module reads ../data/ beside its own folder) and
 #   EXTRA_ARGS="--metrics runs/metrics/tools/style_metrics.py --reserve 200" bash dev/device/train_styles.sh
-# (it scores on the CPU after each export, so keep more --reserve: docs/training.md). The frobenius
+# (after each export it writes the CLI's files on the GPU and scores them on the CPU, so keep more
+# --reserve; add --photo .data/amber.jpg for issue 44's fourth photo: docs/training.md). The frobenius
 # style loss, in its own run folder (a later --out-dir wins over the one below; a checkpoint of the other
 # reduction is refused on resume), style weights ×0.2 ≈ 1/R (docs/training.md):
 #   EXTRA_ARGS="--style-reduction frobenius --style-weight-scale 0.2 --out-dir runs/frobenius"
+# Several recipes per style in one call: dev/device/train_plan.sh with a plan (dev/device/plans/).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DEADLINE=${1:-480}
