@@ -32,7 +32,9 @@ photos at 512 px, fp32 reference path). The VGG scoring runs on the CPU.
 (docs/training.md "The style loss's layer weighting"). `--plan PLAN.json` trains recipe variants
 instead of the catalogue's styles (dev/train_plan.py): each under its own name, so variants of one
 style do not overwrite each other; `--styles` then picks variants by name.
-This is a dev tool: it is not imported by the package.
+This is a dev tool: it is not imported by the package. It is longer than the house's 400 lines
+because it is one device call's whole driver (train, export, score, pack, workers); the plan
+format (train_plan.py) and the scoring (eval_styles.py) live beside it.
 """
 from __future__ import annotations
 
