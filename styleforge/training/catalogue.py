@@ -97,7 +97,7 @@ BUILTIN_STYLES: tuple[BuiltinStyle, ...] = (
                  source=STELLARIUM + "chinese_medieval/xyxfy.png", source_licence=GPL2),
     BuiltinStyle("dendera", "dendera.jpg", "Dendera zodiac (bas-relief, Louvre)", "unknown Egyptian sculptor",
                  "c. 50 BC", PUBLIC_DOMAIN,
-                 source=STELLARIUM + "egyptian_dendera/Dendera_zodiac_Louvre.jpg (photo: Public Domain/CC0)",
+                 source=STELLARIUM + "egyptian_dendera/Dendera_zodiac_Louvre.jpg (photo: Public Domain/CC0; cropped)",
                  source_licence=GPL2),
     BuiltinStyle("aratea", "aratea.jpg", "Leiden Aratea: Eridanus (illuminated manuscript)",
                  "unknown Carolingian illuminator", "c. 816", PUBLIC_DOMAIN,
