@@ -20,6 +20,8 @@ from styleforge.training.catalogue import get
 
 ROOT = Path(__file__).resolve().parents[2]
 ROUND7 = ROOT / "dev" / "device" / "plans" / "round7.json"
+ROUND7B = ROOT / "dev" / "device" / "plans" / "round7b.json"
+NEW_STYLES = {"dendera", "song_star_chart", "aratea", "al_sufi", "primeros_memoriales"}
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +57,28 @@ def test_round7_plan_loads_and_sets_what_it_says(tools):
     assert (config.style_reduction, config.style_layer_weights, config.style_size) == ("frobenius", (1, 1, 1, 0), 384)
     assert jobs["candy_mean_l4q"].variant.warm_file() is None
     assert train_builtin.warm_file(args, jobs["shipwreck_stab4"]).name == "shipwreck.safetensors"
+
+
+def test_round7b_plan_loads_warm_from_the_carried_files(tools, tmp_path, monkeypatch):
+    """Its warm starts are files the lead copies into runs/warm7b/ (ignored, carried); stand-ins
+    there let the loader's checks run here."""
+    train_builtin, train_plan = tools
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match="runs/warm7b"):
+        train_plan.load_plan(ROUND7B)
+    (tmp_path / "runs" / "warm7b").mkdir(parents=True)
+    for style in NEW_STYLES:
+        (tmp_path / "runs" / "warm7b" / f"{style}.safetensors").touch()
+    variants = train_plan.load_plan(ROUND7B)
+    assert len(variants) == 8 and {v.style for v in variants} == NEW_STYLES
+    assert all(v.warm_file() == Path("runs/warm7b") / f"{v.style}.safetensors" for v in variants)
+    assert all(v.why for v in variants)
+    args = train_builtin.parse_args(["--plan", str(ROUND7B)])
+    settings = {job.name: train_builtin.job_settings(args, job) for job in train_builtin.jobs(args)}
+    # none of the five has a style-weight tweak: each scale is × the recipe's 1e10.
+    assert settings["dendera_mean5"]["style_weight"] == pytest.approx(5e10)
+    assert "style_reduction" not in settings["dendera_mean5"]
+    assert settings["aratea_frob035"] == {"style_reduction": "frobenius", "style_weight": pytest.approx(3.5e9)}
 
 
 def test_variant_settings_win_over_the_flags(tools, tmp_path):
