@@ -219,3 +219,20 @@ def loaded():
     from styleforge import kernels
     ok, why = kernels.cuda_kernels_available()
     assert ok, why
+
+
+def tiny_training_data(root, rng):
+    """Three 20-px training photos in root/content, a 30×40 udnie painting in root/styles and a
+    narrow random VGG at root/vgg.pth (returned): enough for dev/train_builtin.py to take a step."""
+    import numpy as np
+    from PIL import Image
+
+    from styleforge.models.vgg import VGG16Features
+    (root / "content").mkdir()
+    for i in range(3):
+        Image.fromarray(rng.integers(0, 255, (20, 20, 3), dtype=np.uint8)).save(root / "content" / f"p{i}.png")
+    (root / "styles").mkdir()
+    Image.fromarray(rng.integers(0, 255, (30, 40, 3), dtype=np.uint8)).save(root / "styles" / "udnie.jpg")
+    torch.manual_seed(0)
+    torch.save(VGG16Features((8, 16, 16, 16)).state_dict(), root / "vgg.pth")
+    return root / "vgg.pth"

@@ -13,11 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import random_style_state
+from conftest import random_style_state, tiny_training_data
 from PIL import Image
 
 from styleforge.models.checkpoint import save_checkpoint
-from styleforge.models.vgg import VGG16Features
 from styleforge.training import samples
 from styleforge.training.catalogue import RECIPE, get
 from styleforge.training.samples import load_photos
@@ -149,13 +148,7 @@ def test_one_style_trains_and_logs_its_metric(tools, fake_metrics, tmp_path, cap
         Image.fromarray(rng.integers(0, 255, (h, w, 3), dtype=np.uint8)).save(heldout[-1])
     monkeypatch.setattr(train_builtin, "default_photos", lambda: list(heldout))
     monkeypatch.setattr(samples, "default_photos", lambda: list(heldout))
-    (tmp_path / "content").mkdir()
-    for i in range(3):
-        Image.fromarray(rng.integers(0, 255, (20, 20, 3), dtype=np.uint8)).save(tmp_path / "content" / f"p{i}.png")
-    (tmp_path / "styles").mkdir()
-    Image.fromarray(rng.integers(0, 255, (30, 40, 3), dtype=np.uint8)).save(tmp_path / "styles" / "udnie.jpg")
-    torch.manual_seed(0)
-    torch.save(VGG16Features((8, 16, 16, 16)).state_dict(), tmp_path / "vgg.pth")
+    tiny_training_data(tmp_path, rng)
     out = tmp_path / "runs"
     caplog.set_level("INFO", logger="train_builtin")
     code = train_builtin.main(["--styles", "udnie", "--steps", "1", "--batch-size", "2", "--image-size", "16",

@@ -10,11 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import random_style_state
+from conftest import random_style_state, tiny_training_data
 from PIL import Image
 
 from styleforge.models.checkpoint import load_checkpoint, save_checkpoint
-from styleforge.models.vgg import VGG16Features
 from styleforge.training import samples
 from styleforge.training.catalogue import get
 
@@ -134,13 +133,7 @@ def test_two_variants_of_one_style_train_into_their_own_files(tools, tmp_path, m
     Image.fromarray(rng.integers(0, 255, (28, 40, 3), dtype=np.uint8)).save(heldout[0])
     monkeypatch.setattr(train_builtin, "default_photos", lambda: list(heldout))
     monkeypatch.setattr(samples, "default_photos", lambda: list(heldout))
-    (tmp_path / "content").mkdir()
-    for i in range(3):
-        Image.fromarray(rng.integers(0, 255, (20, 20, 3), dtype=np.uint8)).save(tmp_path / "content" / f"p{i}.png")
-    (tmp_path / "styles").mkdir()
-    Image.fromarray(rng.integers(0, 255, (30, 40, 3), dtype=np.uint8)).save(tmp_path / "styles" / "udnie.jpg")
-    torch.manual_seed(0)
-    torch.save(VGG16Features((8, 16, 16, 16)).state_dict(), tmp_path / "vgg.pth")
+    tiny_training_data(tmp_path, rng)
     warm = tmp_path / "warm.safetensors"
     save_checkpoint(warm, random_style_state(3), {"style": "udnie", "steps": "4"}, dtype=torch.float32)
     plan = write_plan(tmp_path / "plan.json",
