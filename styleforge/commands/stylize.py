@@ -11,6 +11,8 @@ stdout; `--json` prints one record per item. Where outputs go and what they are 
 from __future__ import annotations
 
 import argparse
+import os
+import time
 
 from ..engine.options import CHROMAS, StylizeOptions
 from .arguments import (
@@ -108,19 +110,41 @@ def run(args: argparse.Namespace) -> int:
             report.say(report.summary())
             return 2
         report.say(f"style {stylizer.describe()}", "dim")
+        started, reported = time.time(), set()
         try:
             with report.progress:
                 for record in run_jobs(todo, stylizer, options, pipeline, stdin=sys.stdin.buffer,
                                        stdout=sys.stdout.buffer):
+                    reported.add(record.output)
                     report.item(record)
         except RuntimeError as exc:  # e.g. --codec gpu where nvJPEG is unusable
             report.say(f"error: {exc}", "bold red")
             return 2
         except KeyboardInterrupt:
+            for job in written_unreported(todo, reported, started):
+                report.settled(Record(-1, str(job.source), str(job.target),
+                                      notes=["written as the run was interrupted"]))
             report.say(f"interrupted: {report.summary(planned=len(plan.jobs))}", "bold red")
             return 130
     report.say(report.summary())
     return 1 if report.failed else 0
+
+
+def written_unreported(todo: list, reported: set, since: float) -> list:
+    """The jobs whose output the pipeline finished after Ctrl-C reached the loop but before their
+    record did: on disk and written since the run began (2 s of slack for coarse file times), so
+    the summary counts what a user finds in the folder."""
+    written = []
+    for job in todo:
+        target = str(job.target)
+        if target in reported or target == "-":
+            continue
+        try:
+            if os.stat(target).st_mtime >= since - 2:
+                written.append(job)
+        except OSError:
+            pass
+    return written
 
 
 def _start_cuda(args: argparse.Namespace, device: str) -> None:

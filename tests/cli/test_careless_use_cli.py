@@ -132,3 +132,22 @@ def test_ctrl_c_says_what_was_done_and_what_was_not_started(tiny_styles, tmp_pat
     done, not_started = map(int, match.groups())
     assert done >= 1 and not_started >= 1 and done + not_started <= 60
     assert "Traceback" not in err
+
+
+def test_an_output_written_before_its_record_arrived_counts_as_done(tmp_path):
+    """Ctrl-C can land after the writer renamed an output into place but before its record reached
+    the loop: the summary counts it from the folder, not only from the records seen."""
+    import time
+    from types import SimpleNamespace
+
+    from styleforge.commands.stylize import written_unreported
+    start = time.time()
+    old = tmp_path / "old.png"
+    old.write_bytes(b"x")
+    os.utime(old, (start - 60, start - 60))               # there before the run (--overwrite)
+    for name in ("seen.png", "unseen.png"):
+        (tmp_path / name).write_bytes(b"x")
+    jobs = [SimpleNamespace(source=f"in/{n}", target=tmp_path / n)
+            for n in ("old.png", "seen.png", "unseen.png", "missing.png")]
+    written = written_unreported(jobs, {str(tmp_path / "seen.png")}, start)
+    assert [job.target.name for job in written] == ["unseen.png"]
