@@ -96,16 +96,23 @@ def test_metrics_path_without_its_vgg_is_refused_before_any_work(tools, tmp_path
         eval_styles.load_metrics(lone)
 
 
-def test_heldout_medians_score_the_512px_outputs(tools, fake_metrics, tmp_path):
-    _, eval_styles = tools
+def style_painting_photos(tmp_path, sizes):
+    """A random style file, a black 40×30 painting and one flat grey JPEG per (width, height)."""
     weights = tmp_path / "w.safetensors"
     save_checkpoint(weights, random_style_state(1), {"style": "w"}, dtype=torch.float32)
     painting = tmp_path / "painting.png"
     Image.fromarray(np.zeros((30, 40, 3), np.uint8)).save(painting)
-    photos = []                 # small, so the default tier stays fast; one wider than 512 px
-    for i, (w, h) in enumerate(((600, 46), (26, 18), (30, 42))):
+    photos = []
+    for i, (w, h) in enumerate(sizes):
         photos.append(tmp_path / f"photo{i}.jpg")
         Image.fromarray(np.full((h, w, 3), 40 * i, np.uint8)).save(photos[-1])
+    return weights, painting, photos
+
+
+def test_heldout_medians_score_the_512px_outputs(tools, fake_metrics, tmp_path):
+    _, eval_styles = tools
+    # small, so the default tier stays fast; one wider than 512 px
+    weights, painting, photos = style_painting_photos(tmp_path, ((600, 46), (26, 18), (30, 42)))
     medians = eval_styles.heldout_medians(eval_styles.load_metrics(fake_metrics), weights, painting, photos)
     sizes = [p.shape[-2:] for p in load_photos(photos)]
     assert tuple(sizes[0]) == (39, 512)                                # shrunk to a longer side of 512
@@ -115,14 +122,8 @@ def test_heldout_medians_score_the_512px_outputs(tools, fake_metrics, tmp_path):
 
 def test_cli_medians_score_the_cli_files_at_each_photos_own_size(tools, fake_metrics, tmp_path):
     _, eval_styles = tools
-    weights = tmp_path / "w.safetensors"
-    save_checkpoint(weights, random_style_state(1), {"style": "w"}, dtype=torch.float32)
-    painting = tmp_path / "painting.png"
-    Image.fromarray(np.zeros((30, 40, 3), np.uint8)).save(painting)
-    photos = []                 # two wider than 512 px: the CLI keeps their size, the preview does not
-    for i, (w, h) in enumerate(((600, 46), (520, 22), (30, 42))):
-        photos.append(tmp_path / f"photo{i}.jpg")
-        Image.fromarray(np.full((h, w, 3), 40 * i, np.uint8)).save(photos[-1])
+    # two wider than 512 px: the CLI keeps their size, the preview does not
+    weights, painting, photos = style_painting_photos(tmp_path, ((600, 46), (520, 22), (30, 42)))
     metrics = eval_styles.load_metrics(fake_metrics)
     medians = eval_styles.cli_medians(metrics, weights, painting, photos, tmp_path / "files", "cpu",
                                       backend="reference")
