@@ -45,14 +45,10 @@ def _ms(row: dict | None) -> float | None:
     return as_float(row.get("median_ms")) if row is not None and row.get("status") == "ok" else None
 
 
-_per_frame = ms_per_frame
-_mode = compile_mode
-
-
 def _cell(row: dict | None) -> str:
     if row is None:
         return "–"
-    return f"{_per_frame(row):.3f}" if _ms(row) is not None else row.get("status", "–")
+    return f"{ms_per_frame(row):.3f}" if _ms(row) is not None else row.get("status", "–")
 
 
 def provenance(rows: list[dict], what: str) -> str:
@@ -97,7 +93,7 @@ def _compile_rows(cells: dict[str, dict], precision: str) -> list[dict]:
 
 def best_compile(cells: dict[str, dict], precision: str) -> dict | None:
     timed = [r for r in _compile_rows(cells, precision) if _ms(r) is not None]
-    return min(timed, key=_per_frame, default=None)
+    return min(timed, key=ms_per_frame, default=None)
 
 
 def _eager_cell(cells: dict[str, dict], provider: str) -> str:
@@ -108,7 +104,7 @@ def _eager_cell(cells: dict[str, dict], provider: str) -> str:
     timed = [r for r in layouts if r is not None and _ms(r) is not None]
     if not timed:
         return _cell(cells.get(provider))
-    best = min(timed, key=_per_frame)
+    best = min(timed, key=ms_per_frame)
     return _cell(best) + (" (NCHW)" if "nchw" in best["provider"] else "")
 
 
@@ -128,12 +124,12 @@ def e2e_table(rows: list[dict]) -> str:
         out = [size, *(_eager_cell(cells, p) for p in eager)]
         for p in precisions:
             best = best_compile(cells, p)
-            out.append(f"{_per_frame(best):.3f} ({_mode(best)})" if best else "–")
+            out.append(f"{ms_per_frame(best):.3f} ({compile_mode(best)})" if best else "–")
         out += [_cell(cells.get(f)) for f in fused]
         for f in fused:
             best, row = best_compile(cells, f[-4:]), cells.get(f)
             ok = best is not None and row is not None and _ms(row) is not None
-            out.append(f"{_per_frame(best) / _per_frame(row):.2f}" if ok else "–")
+            out.append(f"{ms_per_frame(best) / ms_per_frame(row):.2f}" if ok else "–")
         lines.append("| " + " | ".join(out) + " |")
     return "\n".join(lines) + "\n"
 
@@ -150,7 +146,7 @@ def e2e_summary(results: Path) -> str:
     if not rows:
         return _no_complete_run(every)
     ran = [r for r in rows if r.get("status") == "ok"]
-    modes = sorted({_mode(r) for r in ran if r["provider"].startswith("compile")})
+    modes = sorted({compile_mode(r) for r in ran if r["provider"].startswith("compile")})
     autotuner = sorted({r.get("cudnn_benchmark", "") or "?" for r in ran})
     reps = sorted({r.get("reps", "") for r in rows if r.get("status") == "ok"})
     return (e2e_table(rows) + "\n" + provenance(rows, "Measured") + f" Median of {', '.join(reps)} reps, "
@@ -214,7 +210,7 @@ def _detail_table(rows: list[dict]) -> str:
              "|---|---|---:|---:|---:|---|"]
     for r in rows:
         notes = json.loads(r["notes"]) if r.get("notes") else {}
-        spread = (f"{_per_frame(r):.3f} ({float(r['p20_ms']):.3f}–{float(r['p80_ms']):.3f})"
+        spread = (f"{ms_per_frame(r):.3f} ({float(r['p20_ms']):.3f}–{float(r['p80_ms']):.3f})"
                   if _ms(r) is not None else "–")
         psnr = as_float(r.get("psnr_db"))
         status = r["status"] if r["status"] == "ok" else f"{r['status']}: {r.get('error', '')}"
