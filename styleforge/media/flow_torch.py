@@ -37,10 +37,14 @@ GRAY = (0.299, 0.587, 0.114)   # cv2.COLOR_RGB2GRAY's weights: the luma DIS sees
 class LucasKanadeSettings:
     coarsest: int = 24          # px: the pyramid stops before a level's shorter side gets below this
     finest: int = 0             # the finest level solved (0: flow size; 1: half, upscaled, as DIS fast)
-    iterations: int = 3         # Gauss–Newton steps per level
-    window: float = 2.0         # σ in px of the Gaussian window around each pixel, on every level
+    # Chosen on tiny synthetic and bench frames (CPU; tests/media/test_flow_torch.py): a wide window
+    # and a strong damping keep the flow smooth enough for the blend's motion-boundary test (which
+    # flags flow gradients of ~0.15 px/px); more steps than 5 fit noise, fewer leave the damped
+    # steps short of the motion.
+    iterations: int = 5         # Gauss–Newton steps per level
+    window: float = 4.0         # σ in px of the Gaussian window around each pixel, on every level
     presmooth: float = 1.0      # σ in px of the blur applied to each level before its gradients
-    damping: float = 4.0        # Tikhonov term in (grey level / px)²: larger keeps more of the coarse flow
+    damping: float = 50.0       # Tikhonov term in (grey level / px)²: larger keeps more of the coarse flow
 
     def __post_init__(self):
         if self.coarsest < 4 or self.finest < 0 or self.iterations < 1:
