@@ -142,3 +142,51 @@ def test_cuda_flows_equal_the_cpu_flows_without_a_host_sync():
     finally:
         torch.cuda.set_sync_debug_mode("default")
     assert (on_gpu.cpu() - on_cpu).abs().max() < 1e-3
+
+
+def test_video_options_check_the_flow_settings_and_threads_are_restored():
+    import cv2
+
+    from styleforge.media.flow import opencv_threads
+    from styleforge.media.options import VideoOptions
+    for bad in (dict(temporal_flow="raft"), dict(temporal_flow_preset="slow"), dict(temporal_flow_size=8),
+                dict(temporal_flow_threads=0)):
+        with pytest.raises(ValueError, match="temporal flow"):
+            VideoOptions(**bad)
+    before = cv2.getNumThreads()
+    with opencv_threads(1):
+        assert cv2.getNumThreads() == 1
+    assert cv2.getNumThreads() == before
+
+
+@pytest.mark.gpu
+def test_the_engine_stage_makes_the_flows_on_the_gpu_without_a_host_sync():
+    """With DeviceFlows the stage computes each frame's pair flows from its content (no flows
+    from the workers) and blends with them; a steady-state frame makes no host sync, and its
+    pixels are those of the blender given the same flows directly."""
+    from types import SimpleNamespace
+
+    from styleforge.media.engine_stage import EngineStage, host_pixels
+    from styleforge.media.pipeline import Item
+    clip = motion_clip(texture(), "subpixel-pan", (96, 128), 3)
+    settings = dict(stroke_factor=2.0, device="cuda")
+    stage = EngineStage(lambda x: x, device=torch.device("cuda"), temporal=TorchTemporalBlender(**settings))
+    stage.flows = flow_torch.DeviceFlows(64)
+    items = [Item(t, f"frame {t}", pixels=stage.stage(f), meta=SimpleNamespace(flow=None))
+             for t, f in enumerate(clip.frames)]
+    outputs = {}
+    for t in range(3):
+        torch.cuda.synchronize()
+        if t == 2:
+            torch.cuda.set_sync_debug_mode("error")
+        try:
+            stage([items[t]])
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+        outputs[t] = host_pixels(items[t].out)
+    direct, flows = TorchTemporalBlender(**settings), flow_torch.DeviceFlows(64)
+    for t, frame in enumerate(clip.frames):
+        content = torch.from_numpy(frame).cuda().permute(2, 0, 1).float()
+        expected = direct(content, content, flows(t, content)).round().clamp(0, 255).to(torch.uint8)
+        assert np.array_equal(outputs[t], expected.permute(1, 2, 0).cpu().numpy()), t
+    assert direct.trusted_fraction > 0.8
