@@ -9,6 +9,11 @@ five modes, alternated, best of --repeats after a warm-up:
   no-blend          --temporal whose blend returns the stylized frame as it is (flows computed
                     and uploaded: what the blend costs the engine thread and the GPU)
   no-dis-no-blend   both (what is left: the flows' staging and upload)
+  dis-t1, dis-fast480-t1, dis-ultrafast640-t1, dis-ultrafast480-t1
+                    --temporal with the DIS flows' options (VideoOptions.temporal_flow_*): t1 is
+                    OpenCV held to one thread (its pool otherwise competes with the workers)
+  torch-flow, torch-flow480
+                    --temporal with the flows on the GPU (flow_torch, in the engine stage: no DIS)
   graphed           --temporal with the blend replayed from a CUDA graph
                     (`versions/blend_graphed.py`: about 5 launches a frame instead of about 70;
                     each run pays its one capture, as a video would)
@@ -18,7 +23,7 @@ all threads), the engine thread's ms a frame inside the engine stage (issuing wo
 threads). Reading: a mode near plain names the cost it removed; engine ms near the frame's ms
 means the engine thread bounds the rate; cores near the host's count means the CPU does.
 
-    python dev/temporal/attribute_speed.py [--size 1920] [--frames 90] [--repeats 2]
+    python dev/temporal/attribute_speed.py [--size 1920] [--frames 90] [--repeats 2] [--modes plain,...]
 """
 import argparse
 import os
@@ -50,6 +55,10 @@ p.add_argument("--size", type=int, default=1920, help="frame width (16:9)")
 p.add_argument("--frames", type=int, default=90)
 p.add_argument("--repeats", type=int, default=2)
 p.add_argument("--style", default="candy")
+p.add_argument("--modes", default=",".join(("plain", "temporal", "no-dis", "no-blend", "no-dis-no-blend",
+                                                            "graphed")),
+               help="comma list; the flow options' modes: dis-t1, dis-fast480-t1, dis-ultrafast640-t1, "
+                    "dis-ultrafast480-t1, torch-flow, torch-flow480")
 p.add_argument("--device", default="cuda", help="cpu only smoke-tests this script: the CPU path has no FlowAhead")
 a = p.parse_args()
 
@@ -88,24 +97,33 @@ def unblended(self, content, stylized, flows):
     return stylized.round().clamp_(0.0, 255.0)
 
 
-# mode: (strength, the decode workers' flows, the blend's __call__, the blender class)
-MODES = {"plain": (0.0, None, None, TorchTemporalBlender),
-         "temporal": (TEMPORAL_STRENGTH, None, None, TorchTemporalBlender),
-         "no-dis": (TEMPORAL_STRENGTH, replayed_flows, None, TorchTemporalBlender),
-         "no-blend": (TEMPORAL_STRENGTH, None, unblended, TorchTemporalBlender),
-         "no-dis-no-blend": (TEMPORAL_STRENGTH, replayed_flows, unblended, TorchTemporalBlender),
-         "graphed": (TEMPORAL_STRENGTH, None, None, GraphedTemporalBlender)}
+# mode: (strength, the decode workers' flows, the blend's __call__, the blender class, VideoOptions
+# fields: the flow's backend, DIS preset, size and OpenCV threads)
+T, B = TEMPORAL_STRENGTH, TorchTemporalBlender
+MODES = {"plain": (0.0, None, None, B, {}),
+         "temporal": (T, None, None, B, {}),
+         "no-dis": (T, replayed_flows, None, B, {}),
+         "no-blend": (T, None, unblended, B, {}),
+         "no-dis-no-blend": (T, replayed_flows, unblended, B, {}),
+         "graphed": (T, None, None, GraphedTemporalBlender, {}),
+         "dis-t1": (T, None, None, B, {"temporal_flow_threads": 1}),
+         "dis-fast480-t1": (T, None, None, B, {"temporal_flow_size": 480, "temporal_flow_threads": 1}),
+         "dis-ultrafast640-t1": (T, None, None, B, {"temporal_flow_preset": "ultrafast", "temporal_flow_threads": 1}),
+         "dis-ultrafast480-t1": (T, None, None, B, {"temporal_flow_preset": "ultrafast", "temporal_flow_size": 480,
+                                                    "temporal_flow_threads": 1}),
+         "torch-flow": (T, None, None, B, {"temporal_flow": "torch"}),
+         "torch-flow480": (T, None, None, B, {"temporal_flow": "torch", "temporal_flow_size": 480})}
 
 
 def run(clip: Path, out: Path, stylizer, options, mode: str) -> dict:
-    strength, flows, blend, blender = MODES[mode]
+    strength, flows, blend, blender, flow_options = MODES[mode]
     FlowAhead.__call__ = timed("dis", flows or shipped_flow_call)
     TorchTemporalBlender.__call__ = blend or shipped_blend
     temporal_torch.TorchTemporalBlender = blender   # what media.video imports when it blends
     for key in timers:
         timers[key] = 0.0
     cpu = time.process_time()
-    result = stylize_video(clip, out, stylizer, options, VideoOptions(temporal=strength))
+    result = stylize_video(clip, out, stylizer, options, VideoOptions(temporal=strength, **flow_options))
     cpu = time.process_time() - cpu
     n = result.frames
     return {"fps": result.fps, "ms": 1e3 * result.seconds / n, "cpu_ms": 1e3 * cpu / n,
@@ -126,10 +144,16 @@ with tempfile.TemporaryDirectory(prefix="sf-attribute-") as tmp:
     FlowAhead.__call__ = recording_flows   # the replayed flows, and the warm-up of both paths
     stylize_video(clip, out, stylizer, options, VideoOptions(temporal=TEMPORAL_STRENGTH))
     stylize_video(clip, out, stylizer, options, VideoOptions())
-    run(clip, out, stylizer, options, "graphed")   # the graphed path's first use, not timed
+    modes = a.modes.split(",")
+    unknown = set(modes) - set(MODES)
+    if unknown or "plain" not in modes:
+        raise SystemExit(f"--modes: unknown {sorted(unknown)} (plain is required: the rows are relative to it)")
+    for mode in ("graphed", "torch-flow"):   # first uses (a capture, the flow's per-shape constants), not timed
+        if mode in modes:
+            run(clip, out, stylizer, options, mode)
     best: dict = {}
     for _ in range(a.repeats):
-        for mode in MODES:
+        for mode in modes:
             row = run(clip, out, stylizer, options, mode)
             if mode not in best or row["fps"] > best[mode]["fps"]:
                 best[mode] = row

@@ -9,6 +9,7 @@ warping error and style ratio as ratios to per-frame, as `bench --temporal` does
   var    1: restore the current frame's local energy of the band finer than `vb`×σ after the
          blend (energy window `vr`×σ)
   preset DIS preset of the blend's flows (medium)   one   1: backward flow only (no fwd–bwd test)
+  fs     the flows' size, longer side in px (640)     flow  dis (default) or torch (flow_torch's LK)
   ship   1: the shipped TemporalBlender as it is (only a, s, vb, vr, preset apply; vb, vr as
          restore_scale, restore_window, default 8 and 2)
   torch  1 with ship=1: the shipped TorchTemporalBlender on the CPU instead (its pyramid blurs)
@@ -32,6 +33,7 @@ from styleforge.bench.temporal_options import TemporalBenchConfig
 from styleforge.engine.stroke import stroke_factor
 from styleforge.media.flow import inside, motion_boundary, resize_flow, to_gray, warp
 from styleforge.media.flow_ahead import FlowAhead
+from styleforge.media.flow_torch import DeviceFlows
 from styleforge.media.temporal import TemporalBlender
 from styleforge.media.temporal_torch import TorchTemporalBlender
 from styleforge.media.warping_error import step_masks
@@ -71,10 +73,11 @@ if a.clips:
 
 
 def parse(setting: str) -> dict:
-    out = dict(a=0.8, s=1.0, px=None, hi=0.0, var=0, vr=2.0, vb=1.0, preset="medium", one=0, ship=0, torch=0)
+    out = dict(a=0.8, s=1.0, px=None, hi=0.0, var=0, vr=2.0, vb=1.0, preset="medium", one=0, ship=0, torch=0,
+               fs=640, flow="dis")
     for item in filter(None, setting.split(",")):
         key, value = item.split("=")
-        out[key] = value if key == "preset" else float(value)
+        out[key] = value if key in ("preset", "flow") else float(value)
     return out
 
 
@@ -149,10 +152,19 @@ for name, cuts, frames, styled, flows, pair in clips:
     factor = stroke_factor(h, w, None)
     for setting in a.settings:
         o = parse(setting)
-        if o["preset"] != "medium":
-            key = (name, o["preset"])
+        if o["flow"] == "torch":
+            key = (name, "torch", int(o["fs"]))
             if key not in preset_flows:
-                ahead = FlowAhead(o["preset"])
+                device_flows = DeviceFlows(int(o["fs"]))
+                with torch.no_grad():
+                    preset_flows[key] = [flow if flow is None else flow.cpu().numpy() for flow in
+                                         (device_flows(i, torch.from_numpy(f).to(a.device).permute(2, 0, 1))
+                                          for i, f in enumerate(frames))]
+            use = preset_flows[key]
+        elif o["preset"] != "medium" or o["fs"] != 640:
+            key = (name, o["preset"], int(o["fs"]))
+            if key not in preset_flows:
+                ahead = FlowAhead(o["preset"], int(o["fs"]))
                 preset_flows[key] = [ahead(i, to_gray(f)) for i, f in enumerate(frames)]
             use = preset_flows[key]
         else:

@@ -14,7 +14,8 @@ from .arguments import _checked, _number_in, add_pipeline_arguments
 
 
 def register(subparsers) -> None:
-    from ..media.options import TEMPORAL_STRENGTH, VIDEO_CODECS, VIDEO_DECODERS
+    from ..media.options import (TEMPORAL_FLOW_PRESET, TEMPORAL_FLOW_PRESETS, TEMPORAL_FLOW_SIZE, TEMPORAL_FLOWS,
+                                 TEMPORAL_STRENGTH, VIDEO_CODECS, VIDEO_DECODERS)
     from .arguments import register_engine_arguments
     p = subparsers.add_parser(
         "video", help="apply a style to a video (audio and metadata kept)",
@@ -39,6 +40,15 @@ def register(subparsers) -> None:
     p.add_argument("--temporal", type=_checked(_number_in(0, 1), "number in 0..1"), nargs="?",
                    const=TEMPORAL_STRENGTH, default=0.0, metavar="STRENGTH",
                    help="blend the flow-warped previous output in, against flicker (default strength %(const)s)")
+    p.add_argument("--temporal-flow", choices=TEMPORAL_FLOWS, default="dis",
+                   help="--temporal's optical flow: dis (OpenCV, CPU, default) or torch (on the GPU; CUDA only)")
+    p.add_argument("--temporal-flow-preset", choices=TEMPORAL_FLOW_PRESETS, default=TEMPORAL_FLOW_PRESET,
+                   help="DIS preset of --temporal's flow (default %(default)s)")
+    p.add_argument("--temporal-flow-size", type=_checked(_number_in(16, 1e6, int), "integer ≥ 16"),
+                   default=TEMPORAL_FLOW_SIZE, metavar="PX",
+                   help="--temporal's flow runs on frames shrunk to this longer side (default %(default)s)")
+    p.add_argument("--temporal-flow-threads", type=_checked(_number_in(1, 1024, int), "integer ≥ 1"),
+                   default=None, metavar="N", help="OpenCV threads while DIS runs (default: OpenCV's own)")
     add_pipeline_arguments(p, image_codec=False)
 
 
@@ -83,7 +93,9 @@ def run(args: argparse.Namespace) -> int:
             result = stylize_video(args.input, args.output, options=options, progress=report,
                                    codec=args.video_codec, crf=args.crf, preset=args.preset,
                                    start=args.start, duration=args.duration, temporal=args.temporal,
-                                   decoder=args.decoder,
+                                   temporal_flow=args.temporal_flow, temporal_flow_preset=args.temporal_flow_preset,
+                                   temporal_flow_size=args.temporal_flow_size,
+                                   temporal_flow_threads=args.temporal_flow_threads, decoder=args.decoder,
                                    workers=args.workers,
                                    depth=args.queue_depth)
     except VideoError as exc:

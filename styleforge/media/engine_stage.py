@@ -12,7 +12,8 @@ check is read one batch late (`settle`, called by the pipeline before it hands a
 encoders), so the engine thread never stalls on it. With a `TorchTemporalBlender` (`--temporal`
 on CUDA) each item's pair flows (`item.meta.flow`, computed ahead by the decode workers and
 staged like the pixels) travel up with its frame and the blend runs on the compute stream right
-after the network, in item order. Every CUDA call here holds the shared side of the capture
+after the network, in item order; with a `flow_torch.DeviceFlows` (`flows`) the pair flows are
+computed there too, on the compute stream from the frame's content, and the workers do none. Every CUDA call here holds the shared side of the capture
 lock (`engine.capture`): the workers' staging and waits, and the engine thread's whole batch
 (its network's own capture gives the hold up while it captures), so no capture on any thread
 races them.
@@ -75,6 +76,7 @@ class EngineStage:
         if temporal is not None and not self.cuda:
             raise ValueError("the engine stage blends on CUDA only; CPU runs use media.temporal as a frame filter")
         self.temporal = temporal      # a TorchTemporalBlender on self.device, or None
+        self.flows = None             # a flow_torch.DeviceFlows: the blend's pair flows made here, on the GPU
         if self.cuda:
             with cuda_work():
                 self.compute = torch.cuda.Stream(self.device)
@@ -117,6 +119,8 @@ class EngineStage:
             self.stylizer.fall_back_to_fp32()
             if self.temporal is not None:   # the history holds the overflowed frames: restart it
                 self.temporal.reset()
+            if self.flows is not None:
+                self.flows.reset()
             for item in batch:
                 item.out = None
             rerun = self._run_cuda(batch)
@@ -173,6 +177,8 @@ class EngineStage:
                     content = torch.stack(inputs).float()          # (N, 3, H, W), contiguous
                 out, finite = self._network(content)
                 if self.temporal is not None:   # in item order: each blend reads the one before
+                    if self.flows is not None:   # from the content, where it already is
+                        flows = [self.flows(item.index, content[i]) for i, item in enumerate(batch)]
                     blended = [self.temporal(content[i], out[i], flows[i]) for i in range(len(batch))]
                     out = blended[0][None] if len(blended) == 1 else torch.stack(blended)   # one: no copy
                 if frames:   # back to planes: (N, H·3/2, W), downloaded as they are

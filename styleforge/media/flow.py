@@ -10,8 +10,12 @@ Not here: the blender (`temporal.py`) and the metric (`warping_error.py`).
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import cv2
 import numpy as np
+
+from .options import TEMPORAL_FLOW_PRESET
 
 PRESETS = {"ultrafast": cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST,
            "fast": cv2.DISOPTICAL_FLOW_PRESET_FAST,
@@ -19,7 +23,24 @@ PRESETS = {"ultrafast": cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST,
 # The temporal blend's flows (the metric keeps medium at full size): fast costs a fifth to a third
 # of medium on the CPU and kept issue 40's bars on every bench clip (the moving subject's warping
 # error rose most, 0.43 → 0.48×; docs/temporal.md); on CUDA these CPU flows bound `--temporal`.
-BLEND_PRESET = "fast"
+BLEND_PRESET = TEMPORAL_FLOW_PRESET
+
+
+@contextmanager
+def opencv_threads(threads: int | None):
+    """OpenCV's thread count set to `threads` inside the block (None: left alone). DIS spreads
+    each call over OpenCV's pool; the video path already runs one flow per decode worker, so
+    the pool can only compete with them, the decoder and the encoder for cores. The setting is
+    process-wide: overlapping blocks restore in the order they leave."""
+    if threads is None:
+        yield
+        return
+    before = cv2.getNumThreads()
+    cv2.setNumThreads(threads)
+    try:
+        yield
+    finally:
+        cv2.setNumThreads(before)
 
 
 def to_gray(image: np.ndarray) -> np.ndarray:

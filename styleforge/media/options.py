@@ -24,6 +24,15 @@ TEMPORAL_STRENGTH = 0.95
 # than 1 blends more of each stroke, buying the warping error the 1080p device run lacked with
 # part of its style margin (the 1080p CPU sweep in docs/temporal.md).
 TEMPORAL_DETAIL_SIGMA = 0.85
+# The blend's pair flows (docs/temporal.md): "dis" is OpenCV's DIS on the CPU, in the decode
+# workers (every device); "torch" is `flow_torch`'s Lucas–Kanade on the engine's GPU (CUDA runs
+# only: a CPU run keeps DIS). DIS stays the default until a device run shows the GPU flow keeps
+# the quality bars at a better rate. Presets are `flow.PRESETS`' names, here so parsing needs no
+# OpenCV; fast at 640 px kept issue 40's bars on every bench clip.
+TEMPORAL_FLOWS = ("dis", "torch")
+TEMPORAL_FLOW_PRESETS = ("ultrafast", "fast", "medium")
+TEMPORAL_FLOW_PRESET = "fast"
+TEMPORAL_FLOW_SIZE = 640
 PRESETS = {"h264": X264_PRESETS, "h265": X264_PRESETS, "av1": SVTAV1_PRESETS, "vp9": ()}
 # The preset when none is given. x264's own default (medium) encodes 1080p far below the
 # engine's rate; superfast keeps CABAC and deblocking (unlike ultrafast), and through the whole
@@ -58,6 +67,10 @@ class VideoOptions:
     start: float = 0.0             # seconds into the input to begin
     duration: float | None = None  # seconds to keep; None: to the end
     temporal: float = 0.0          # flow-warped blend of the previous output (media.temporal); 0: off
+    temporal_flow: str = "dis"     # TEMPORAL_FLOWS: where the blend's pair flows are computed
+    temporal_flow_preset: str = TEMPORAL_FLOW_PRESET   # DIS preset (the "dis" flows)
+    temporal_flow_size: int = TEMPORAL_FLOW_SIZE       # px: flows on the luma shrunk to this longer side
+    temporal_flow_threads: int | None = None   # OpenCV threads while DIS runs (None: OpenCV's own)
     decoder: str = "cpu"           # VIDEO_DECODERS
     max_seconds: float | None = None  # refuse inputs longer than this, counted while decoding
     pipeline: PipelineOptions = PipelineOptions()
@@ -79,6 +92,15 @@ class VideoOptions:
             raise ValueError(f"video decoder must be one of {VIDEO_DECODERS}, got {self.decoder!r}")
         if not 0.0 <= self.temporal < 1.0:
             raise ValueError(f"temporal strength must be in [0, 1), got {self.temporal}")
+        if self.temporal_flow not in TEMPORAL_FLOWS:
+            raise ValueError(f"temporal flow must be one of {TEMPORAL_FLOWS}, got {self.temporal_flow!r}")
+        if self.temporal_flow_preset not in TEMPORAL_FLOW_PRESETS:
+            raise ValueError(f"temporal flow preset must be one of {TEMPORAL_FLOW_PRESETS}, "
+                             f"got {self.temporal_flow_preset!r}")
+        if self.temporal_flow_size < 16:
+            raise ValueError(f"temporal flow size must be ≥ 16 px, got {self.temporal_flow_size}")
+        if self.temporal_flow_threads is not None and self.temporal_flow_threads < 1:
+            raise ValueError(f"temporal flow threads must be ≥ 1, got {self.temporal_flow_threads}")
 
 
 def check_preset(codec: str, preset: str) -> None:

@@ -11,7 +11,8 @@ source's colour space and range. The caller's thread encodes (libx264 / libx265 
 as they are.
 `--temporal` (`video.temporal` > 0) on CUDA blends on the GPU inside the engine stage
 (`temporal_torch`), the decode workers computing each frame pair's flows ahead (`flow_ahead`,
-from the frame's luma), and frames keep travelling as YUV planes; on the CPU the OpenCV blender
+from the frame's luma; or with `temporal_flow="torch"` the engine stage on the GPU,
+`flow_torch`), and frames keep travelling as YUV planes; on the CPU the OpenCV blender
 (`temporal`) runs as the frame filter.
 The codec follows the container when not named (vp9/av1 for WebM), and a codec or preset the
 container or encoder refuses is refused before any work (`video_setup`, which also opens the
@@ -44,7 +45,7 @@ from ..engine.options import StylizeOptions
 from ..engine.stroke import stroke_factor
 from ..io.atomic import atomic_write
 from .engine_stage import EngineStage, host_pixels
-from .flow import to_gray
+from .flow import opencv_threads, to_gray
 from .flow_ahead import FlowAhead
 from .options import VideoOptions
 from .pipeline import Item, Stats, stream
@@ -105,7 +106,7 @@ def stylize_video(src: str | os.PathLike, dst: str | os.PathLike, stylizer, opti
 
     def write(tmp: str) -> None:
         try:
-            with reader:
+            with reader, opencv_threads(video.temporal_flow_threads if video.temporal > 0 else None):
                 results.append(_transcode(av, reader, src, Path(tmp), fmt, codec, stylizer, options,
                                           video, progress, frame_filter, stats))
         except (av.FFmpegError, OSError) as exc:
@@ -153,14 +154,19 @@ def _transcode(av, reader, src: Path, tmp: Path, fmt: str, codec: str, stylizer,
         if engine is not None and frame_filter is None and video.temporal > 0:
             # The blend keeps strokes finer than detail_sigma at the network's scale, i.e. this many px.
             strokes = stroke_factor(even_h, even_w, getattr(getattr(stylizer, "options", None), "stroke_scale", None))
+            flow = dict(preset=video.temporal_flow_preset, flow_max_side=video.temporal_flow_size)
             if engine.cuda:   # the blend on the engine's output, its flows ahead in the decode workers
                 from .temporal_torch import TorchTemporalBlender
                 engine.temporal = TorchTemporalBlender(strength=video.temporal, stroke_factor=strokes,
-                                                       device=engine.device)
-                flows = FlowAhead(engine.temporal.preset, engine.temporal.flow_max_side)
-            else:             # one OpenCV blender per video, called in frame order
+                                                       device=engine.device, **flow)
+                if video.temporal_flow == "torch":   # or on the GPU, in the engine stage, from its content
+                    from .flow_torch import DeviceFlows
+                    engine.flows = DeviceFlows(video.temporal_flow_size)
+                else:
+                    flows = FlowAhead(engine.temporal.preset, engine.temporal.flow_max_side)
+            else:             # one OpenCV blender per video, called in frame order (DIS flows)
                 from .temporal import TemporalBlender
-                frame_filter = TemporalBlender(strength=video.temporal, stroke_factor=strokes)
+                frame_filter = TemporalBlender(strength=video.temporal, stroke_factor=strokes, **flow)
         offset_pts = round(offset_s / vin.time_base) if offset_s else 0
 
         # On CUDA without a frame filter, frames travel as yuv420p planes and the colour conversion
