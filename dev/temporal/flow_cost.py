@@ -59,7 +59,8 @@ def flows_of(candidate: str, lumas: list[np.ndarray]) -> tuple[list[np.ndarray],
         cv2.setNumThreads(default_threads)
     else:
         side = int(parts[0])
-        settings = flow_torch.LucasKanadeSettings(finest=int(option[1:])) if option.startswith("f") else flow_torch.DEFAULT
+        settings = (flow_torch.LucasKanadeSettings(finest=int(option[1:])) if option.startswith("f")
+                    else flow_torch.DEFAULT)
         device = torch.device(a.device)
         gpu = [torch.from_numpy(x).to(device) for x in lumas]
         flow_torch.pair_flows(flow_torch.shrink(gpu[0], side), flow_torch.shrink(gpu[1], side), settings)  # warm
@@ -86,7 +87,8 @@ def epe(flows, truth, masks) -> float:
     return float(np.mean(errors))
 
 
-photos = [np.asarray(Image.open(f"styleforge/assets/{n}.jpg").convert("RGB")) for n in ("chelsea", "coffee", "astronaut")]
+photos = [np.asarray(Image.open(f"styleforge/assets/{n}.jpg").convert("RGB"))
+          for n in ("chelsea", "coffee", "astronaut")]
 size = (round(a.size * 9 / 16 / 2) * 2, a.size // 2 * 2)
 lumas_shape = size
 print(f"{a.size}x{size[0]}, {a.frames} frames, cv2 {cv2.__version__} ({default_threads} threads), "

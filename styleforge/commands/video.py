@@ -14,8 +14,15 @@ from .arguments import _checked, _number_in, add_pipeline_arguments
 
 
 def register(subparsers) -> None:
-    from ..media.options import (TEMPORAL_FLOW_PRESET, TEMPORAL_FLOW_PRESETS, TEMPORAL_FLOW_SIZE, TEMPORAL_FLOWS,
-                                 TEMPORAL_STRENGTH, VIDEO_CODECS, VIDEO_DECODERS)
+    from ..media.options import (
+        TEMPORAL_FLOW_PRESET,
+        TEMPORAL_FLOW_PRESETS,
+        TEMPORAL_FLOW_SIZE,
+        TEMPORAL_FLOWS,
+        TEMPORAL_STRENGTH,
+        VIDEO_CODECS,
+        VIDEO_DECODERS,
+    )
     from .arguments import register_engine_arguments
     p = subparsers.add_parser(
         "video", help="apply a style to a video (audio and metadata kept)",

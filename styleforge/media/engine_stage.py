@@ -13,10 +13,10 @@ encoders), so the engine thread never stalls on it. With a `TorchTemporalBlender
 on CUDA) each item's pair flows (`item.meta.flow`, computed ahead by the decode workers and
 staged like the pixels) travel up with its frame and the blend runs on the compute stream right
 after the network, in item order; with a `flow_torch.DeviceFlows` (`flows`) the pair flows are
-computed there too, on the compute stream from the frame's content, and the workers do none. Every CUDA call here holds the shared side of the capture
-lock (`engine.capture`): the workers' staging and waits, and the engine thread's whole batch
-(its network's own capture gives the hold up while it captures), so no capture on any thread
-races them.
+computed there too, on the compute stream from the frame's content, and the workers do none.
+Every CUDA call here holds the shared side of the capture lock (`engine.capture`): the workers'
+staging and waits, and the engine thread's whole batch (its network's own capture gives the hold
+up while it captures), so no capture on any thread races them.
 This module does not read or write files, and batches only what the pipeline hands it.
 """
 from __future__ import annotations

@@ -8,6 +8,7 @@ import cv2
 import numpy as np
 import pytest
 import torch
+from test_flow_warp import interior, texture
 
 from styleforge.bench.temporal_clips import render_scene
 from styleforge.media import flow_torch
@@ -15,8 +16,6 @@ from styleforge.media.flow import FlowEstimator, inside, reliable, to_gray
 from styleforge.media.flow_ahead import FlowAhead
 from styleforge.media.synthetic import motion_clip
 from styleforge.media.temporal_torch import TorchTemporalBlender
-
-from test_flow_warp import interior, texture
 
 
 def grey(frame: np.ndarray) -> torch.Tensor:
