@@ -55,6 +55,42 @@ def test_fused_forward_other_levels(levels):
         assert torch.allclose(fused.stylize(x, [(code, 1.0)]), model.stylize(x, [(code, 1.0)]), atol=1e-8)
 
 
+def test_fused_forward_batch_of_two_equals_the_model():
+    # B > 1 takes the batched projection (baddbmm), B = 1 the addmm one: both are the model.
+    model = _model(ArbitraryConfig(**NARROW))
+    fused = FusedArbitraryNet(model, "cpu", torch.float64)
+    g = torch.Generator().manual_seed(2)
+    x = torch.rand(2, 3, 40, 56, generator=g, dtype=torch.float64) * 255
+    with torch.no_grad():
+        code = model.encode_style(torch.rand(2, 3, 48, 48, generator=g, dtype=torch.float64) * 255)
+        want = model.stylize(x, [(code, 1.0)])
+        got = fused.stylize(x, [(code, 1.0)])
+    assert torch.allclose(got, want, atol=1e-8), float((got - want).abs().max())
+
+
+def test_queries_reach_the_attention_contiguous_and_zero_padded(monkeypatch):
+    # The kernel's entry copies a q that is not contiguous (B, H, N, D): the projection must
+    # write it in that layout, with zeros past qk_dim in each head (they change no q·k).
+    from styleforge.engine import arbitrary_fused
+    model = _model(ArbitraryConfig(**NARROW))
+    fused = FusedArbitraryNet(model, "cpu", torch.float64)
+    seen, real = [], arbitrary_fused.attention
+
+    def recording(q, k, v, mask, scale):
+        seen.append((q.is_contiguous(), tuple(q.shape), float(q[..., NARROW["qk_dim"]:].abs().max()),
+                     float(q[..., :NARROW["qk_dim"]].abs().max())))
+        return real(q, k, v, mask, scale)
+
+    monkeypatch.setattr(arbitrary_fused, "attention", recording)
+    x = torch.rand(1, 3, 48, 64, dtype=torch.float64) * 255
+    with torch.no_grad():
+        fused.stylize(x, [(model.encode_style(torch.rand(1, 3, 48, 48, dtype=torch.float64) * 255), 1.0)])
+    assert len(seen) == len(model.config.levels)
+    for contiguous, shape, pad_max, real_max in seen:
+        assert contiguous and shape[1] == NARROW["heads"] and shape[-1] > NARROW["qk_dim"]
+        assert pad_max == 0.0 and real_max > 0.0
+
+
 @pytest.mark.gpu
 def test_fused_forward_on_cuda_runs_the_kernels_and_matches_fp32(loaded):
     model = random_model()
