@@ -116,3 +116,31 @@ def test_fused_forward_on_cuda_runs_the_kernels_and_matches_fp32(loaded):
             want = ref_model.stylize(x32, [(ref_model.encode_style(s32), 1.0)])
     err = float((out.float() - want).norm() / want.norm())
     assert err < 3e-2, f"fused bf16 vs fp32 model: relative error {err:.3g}"
+
+
+@pytest.mark.gpu
+def test_graph_runner_autotunes_its_warm_up_and_captures_without_it(loaded):
+    # The warm-up times cuDNN's algorithms (benchmark on, deterministic keys); the capture must
+    # run with the autotuner off (a timing run synchronises the device) and replay the forward.
+    from styleforge.engine.arbitrary import _GraphRunner
+    from styleforge.engine.cudnn_flags import cudnn_flags
+    model = random_model()
+    fused = FusedArbitraryNet(model, "cuda", torch.bfloat16)
+    x = torch.rand(1, 3, 96, 128, device="cuda") * 255
+    flags = []
+    before = torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic
+    with torch.inference_mode():
+        code = model.cuda().to(torch.bfloat16).encode_style(
+            (torch.rand(1, 3, 64, 64, device="cuda") * 255).to(torch.bfloat16))
+
+        def fn(t):
+            flags.append((torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic))
+            return fused.stylize(t, [(code, 1.0)])
+
+        runner = _GraphRunner(fn)
+        got = runner(x, (), code)
+        with cudnn_flags(False, True, torch.backends.cudnn.allow_tf32):   # the warm-up's cached plans
+            want = fused.stylize(x, [(code, 1.0)])
+    assert flags == [(True, True), (False, True)] and runner.failures == 0
+    assert (torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic) == before
+    assert float((got - want).norm() / want.norm()) < 1e-3
