@@ -164,7 +164,7 @@ class FusedArbitraryNet:
     def encode(self, x: torch.Tensor) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         """x (B, 3, H, W) 0–255, sides multiples of 16 → (level features, their 2×2 averages)."""
         # The mean subtracted before the rounding to the run dtype (0–255 in bf16 is a step of 1).
-        centred = (x.to(self.wide) - self.input_mean).to(self.dtype).contiguous(memory_format=CL)
+        centred = (x.to(self.wide) - self.input_mean).to(self.dtype, memory_format=CL)   # one copy: cast + layout
         p = F.pad(centred, (1, 1, 1, 1), mode="reflect")
         feats, pooled = {}, {}
         for k, step in enumerate(self.encoder):
