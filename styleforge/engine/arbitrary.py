@@ -30,6 +30,7 @@ from .arbitrary_fused import FusedArbitraryNet
 from .backends import OPENVINO_PRECISIONS, resolve_device, resolve_dtype, wants_openvino
 from .blending import apply_strength, preserve_color
 from .capture import capturing, cuda_work
+from .cudnn_flags import cudnn_flags
 from .degrid import degrid
 from .options import (
     StylizeOptions,
@@ -73,12 +74,18 @@ class _GraphRunner:
                 static_in = x.clone()
                 side = torch.cuda.Stream()
                 side.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(side):           # warm-up off the capture (torch.cuda.graphs docs)
+                # Warm-up off the capture (torch.cuda.graphs docs), with cuDNN timing its algorithms
+                # for each convolution shape, as the built-in styles' runner does (engine/runner.py,
+                # `_cudnn_flags`, says why `deterministic` keys these plans apart from heuristic
+                # ones cached by other code, e.g. torch.compile of the plain model).
+                with self._cudnn(benchmark=True), torch.cuda.stream(side):
                     self.fn(static_in)
                 torch.cuda.current_stream().wait_stream(side)
                 graph = torch.cuda.CUDAGraph()
                 try:   # engine.capture: the media pipeline's workers wait while the engine thread captures
-                    with capturing(graph):
+                    # The autotuner off while capturing (a timing run synchronises the device): the
+                    # warm-up's plans are in cuDNN's cache, which a convolution looks up first.
+                    with capturing(graph), self._cudnn(benchmark=False):
                         static_out = self.fn(static_in)
                 except RuntimeError as exc:
                     if not self.failures:
@@ -94,6 +101,10 @@ class _GraphRunner:
             static_in.copy_(x)
             graph.replay()
             return static_out.clone()
+
+    @staticmethod
+    def _cudnn(benchmark: bool):
+        return cudnn_flags(benchmark, deterministic=True, allow_tf32=torch.backends.cudnn.allow_tf32)
 
 
 @dataclass

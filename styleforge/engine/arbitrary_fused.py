@@ -14,7 +14,9 @@ of a pass, far more than the convolutions. Here:
   before the pad) and the output's de-normalisation into the last conv's;
 - each transfer level's key normalisations are folded into its query projection (per sample:
   W·diag(scale), b + W·shift, from `norm_affine`), so the normalised keys are never written;
-  the projection writes q already zero-padded per head for the attention kernel;
+  the projection is one GEMM per key part over the real query columns only (bias in the GEMM's
+  epilogue), then ONE write of q zero-padded per head in the (B, H, N, D) layout the attention
+  kernel reads, so the kernel's entry makes no copy of it;
 - AdaAttN's mean/std and the FFN's LayerNorm come out of one `adaattn_stats` pass, the FFN is
   `styleforge::ffn`, the attention `styleforge::attention`.
 
@@ -52,8 +54,8 @@ class ConvStep:
 
 @dataclass
 class LevelWeights:
-    q_weight: torch.Tensor        # (H·D, Ck) fp32, rows zero past qk_dim in each head
-    q_bias: torch.Tensor          # (H·D,) fp32
+    q_weight: torch.Tensor        # (H·qk, Ck) fp32: only the real rows (no per-head zero padding)
+    q_bias: torch.Tensor          # (H·qk,) fp32
     ln_weight: torch.Tensor       # (C,) fp32
     ln_bias: torch.Tensor
     ln_eps: float
@@ -62,6 +64,33 @@ class LevelWeights:
     heads: int
     qk_dim: int
     head_dim: int
+
+
+def project(tokens: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
+            accumulate: torch.Tensor | None = None) -> torch.Tensor:
+    """tokens (B, N, K) @ weight (B, M, K)ᵀ per sample, (B, N, M): + bias (B, M), or added into
+    `accumulate` in place. For one sample, `addmm` with a 1-D bias, which cuBLASLt adds in the
+    GEMM's epilogue (`baddbmm` would first copy the broadcast bias into the whole output, then
+    read it back)."""
+    if tokens.shape[0] == 1:
+        flat = accumulate[0] if accumulate is not None else None
+        if flat is not None:
+            flat.addmm_(tokens[0], weight[0].t())
+            return accumulate
+        return torch.addmm(bias[0], tokens[0], weight[0].t()).unsqueeze(0)
+    if accumulate is not None:
+        return accumulate.baddbmm_(tokens, weight.transpose(1, 2))
+    return torch.baddbmm(bias.unsqueeze(1), tokens, weight.transpose(1, 2))
+
+
+def heads_padded(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """(B, H, N, d) any strides → (B, H, N, dim) contiguous, zeros past d: written in one pass, in
+    the layout the attention kernel reads (it copies any other layout first)."""
+    d = x.shape[-1]
+    if d == dim:
+        return x.contiguous()
+    zeros = x.new_zeros(()).expand(*x.shape[:-1], dim - d)
+    return torch.cat([x, zeros], dim=-1).contiguous()
 
 
 class FusedArbitraryNet:
@@ -125,13 +154,7 @@ class FusedArbitraryNet:
 
     def _level(self, block) -> LevelWeights:
         heads, qk, hd = block.heads, block.qk_dim, block.head_dim
-        wq = block.q_proj.weight.detach().to(self.device, self.wide)
-        bq = block.q_proj.bias.detach().to(self.device, self.wide)
-        q_weight = wq.new_zeros(heads, hd, wq.shape[1])
-        q_weight[:, :qk] = wq.view(heads, qk, -1)
-        q_bias = bq.new_zeros(heads, hd)
-        q_bias[:, :qk] = bq.view(heads, qk)
-        return LevelWeights(q_weight.view(heads * hd, -1), q_bias.view(-1), self._v(block.norm.weight),
+        return LevelWeights(self._v(block.q_proj.weight), self._v(block.q_proj.bias), self._v(block.norm.weight),
                             self._v(block.norm.bias), block.norm.eps,
                             (self._w(block.fc1.weight), self._w(block.fc1.bias)),
                             (self._w(block.fc2.weight), self._w(block.fc2.bias)),
@@ -141,7 +164,7 @@ class FusedArbitraryNet:
     def encode(self, x: torch.Tensor) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         """x (B, 3, H, W) 0–255, sides multiples of 16 → (level features, their 2×2 averages)."""
         # The mean subtracted before the rounding to the run dtype (0–255 in bf16 is a step of 1).
-        centred = (x.to(self.wide) - self.input_mean).to(self.dtype).contiguous(memory_format=CL)
+        centred = (x.to(self.wide) - self.input_mean).to(self.dtype, memory_format=CL)   # one copy: cast + layout
         p = F.pad(centred, (1, 1, 1, 1), mode="reflect")
         feats, pooled = {}, {}
         for k, step in enumerate(self.encoder):
@@ -159,21 +182,23 @@ class FusedArbitraryNet:
         return feats, pooled
 
     def _query(self, lw: LevelWeights, fc: torch.Tensor, above: torch.Tensor):
-        """The query projection of [norm(fc), norm(above)] with the norms folded into it, (B, H, N, D),
-        and fc's normalisation (scale, shift), which the block reuses."""
+        """The query projection of [norm(fc), norm(above)] with the norms folded into it, as the
+        attention reads it: (B, H, N, D) contiguous, zero past qk_dim in each head; and fc's
+        normalisation (scale, shift), which the block reuses."""
         b, c = fc.shape[:2]
         scale_c, shift_c = norm_affine(fc, EPS)
         scale_a, shift_a = norm_affine(above, EPS)
         scale = torch.cat([scale_c, scale_a], dim=1).to(self.wide)          # (B, Ck)
         shift = torch.cat([shift_c, shift_a], dim=1).to(self.wide)
-        weight = (lw.q_weight.unsqueeze(0) * scale.unsqueeze(1)).to(self.dtype)   # (B, H·D, Ck)
-        bias = (lw.q_bias + shift @ lw.q_weight.t()).to(self.dtype)              # (B, H·D)
-        tok_c = fc.permute(0, 2, 3, 1).reshape(b, -1, c)
+        weight = (lw.q_weight.unsqueeze(0) * scale.unsqueeze(1)).to(self.dtype)   # (B, H·qk, Ck)
+        bias = (lw.q_bias + shift @ lw.q_weight.t()).to(self.dtype)              # (B, H·qk)
+        tok_c = fc.permute(0, 2, 3, 1).reshape(b, -1, c)      # channels_last: views, no copies
         tok_a = above.permute(0, 2, 3, 1).reshape(b, -1, above.shape[1])
-        q = torch.baddbmm(bias.unsqueeze(1), tok_c, weight[:, :, :c].transpose(1, 2))
-        q = q.baddbmm_(tok_a, weight[:, :, c:].transpose(1, 2))
+        q = project(tok_c, weight[:, :, :c], bias)
+        q = project(tok_a, weight[:, :, c:], accumulate=q)
         n = tok_c.shape[1]
-        return q.view(b, n, lw.heads, lw.head_dim).transpose(1, 2), (scale_c, shift_c)
+        q = q.view(b, n, lw.heads, lw.qk_dim).transpose(1, 2)                   # (B, H, N, qk) view
+        return heads_padded(q, lw.head_dim), (scale_c, shift_c)
 
     def _block(self, lw: LevelWeights, fc: torch.Tensor, q: torch.Tensor, affine, code) -> torch.Tensor:
         """One AdaAttN block on one painting's code: tokens (B, N, C)."""
