@@ -53,9 +53,16 @@ step build 150 bash -c 'python -m styleforge build > "$OUT/build.txt" 2>&1'
 step bar 240 bash -c 'bench "$PWD" --stroke auto --providers eager-fp32 compile-sdpa-bf16 ours-bf16 \
   --out "$OUT/arbitrary.csv"' | tee "$OUT/auto.txt"
 
-if git cat-file -e "$BASE^{commit}" 2>/dev/null; then
+# The device's copy has no .git: carry BASE's package, unpacked here beforehand without weights
+# (`mkdir -p out/ab_base && git archive 89a9572 styleforge ':(exclude)*.safetensors' | tar -x -C out/ab_base`,
+# carry out/ab_base); the weights come from this tree ($W).
+if [ -d out/ab_base/styleforge ]; then
+  BASE_TREE=$PWD/out/ab_base; export BASE_TREE
+elif git cat-file -e "$BASE^{commit}" 2>/dev/null; then
   BASE_TREE=$(mktemp -d); export BASE_TREE; trap 'rm -rf "$BASE_TREE"' EXIT
   git archive "$BASE" | tar -x -C "$BASE_TREE"
+fi
+if [ -n "${BASE_TREE:-}" ]; then
   # One process per side and case; the base tree has no .git, so its rows' commit is empty:
   # the file (ab_base.csv, ab_here.csv) says which side a row is.
   step ab 150 bash -c 'for side in base here; do
@@ -66,7 +73,7 @@ if git cat-file -e "$BASE^{commit}" 2>/dev/null; then
       done
     done' | tee "$OUT/ab.txt"
 else
-  echo "A/B skipped: commit $BASE is not in this copy's git" | tee -a "$LOG"
+  echo "A/B skipped: no out/ab_base and commit $BASE is not in this copy's git" | tee -a "$LOG"
 fi
 
 step native 150 bash -c 'bench "$PWD" --stroke native --sizes 1080p --providers eager-fp32 compile-sdpa-bf16 ours-bf16 \
