@@ -8,16 +8,22 @@ import io
 
 import pytest
 
-onnx = pytest.importorskip("onnx")
-pytest.importorskip("onnxruntime")
-pytest.importorskip("onnxscript")
-
-from styleforge.cli import main  # noqa: E402
-from styleforge.export.check import MIN_PSNR_DB, check_file  # noqa: E402
-from styleforge.export.options import ExportOptions  # noqa: E402
-from styleforge.export.to_onnx import onnx_runner  # noqa: E402
+from styleforge.cli import main
+from styleforge.export.check import MIN_PSNR_DB, check_file
+from styleforge.export.options import ExportOptions
+from styleforge.export.to_onnx import onnx_runner
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module", autouse=True)
+def onnx():
+    """The onnx module, with onnxruntime and onnxscript present (else the tests skip): imported
+    when a test here runs, not when the file is collected, so that the quick tier, which
+    deselects every test here, does not pay for importing them."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnxscript")
+    return pytest.importorskip("onnx")
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +52,7 @@ def test_onnxruntime_matches_the_engine(candy_onnx, cases):
         assert result.psnr_db >= MIN_PSNR_DB, result.describe()
 
 
-def test_graph_is_plain_onnx_with_named_dynamic_axes(candy_onnx):
+def test_graph_is_plain_onnx_with_named_dynamic_axes(candy_onnx, onnx):
     model = onnx.load(str(candy_onnx[0]))
     ops = {node.op_type for node in model.graph.node}
     assert "InstanceNormalization" in ops
@@ -66,7 +72,7 @@ def arbitrary_onnx(tmp_path_factory):
     return options, export_model(options)
 
 
-def test_arbitrary_model_exports_with_photo_and_painting(arbitrary_onnx):
+def test_arbitrary_model_exports_with_photo_and_painting(arbitrary_onnx, onnx):
     options, report = arbitrary_onnx
     assert report.input_names == ("photo", "painting")
     assert len(report.checks) == 2 and report.passed, [c.describe() for c in report.checks]
