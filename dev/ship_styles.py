@@ -12,7 +12,9 @@ existing fields, plus an optional free-text `selection` note, and leaves the ten
 (the int8 file as trained). A file warm-started from the one it replaces can instead `--append`:
 the shipped file's `train_segments` stay and only the logs' rows past its step count are added,
 each with `--segment-note` (what the call changed: loss, weights, machine), since the `training`
-metadata describes the last call only. A dev tool, not part of the package.
+metadata describes the last call only. A plan's variant (its `variant` metadata) takes its own
+rows of a plan's log, so rename the file to its style's name and pass the logs as they came.
+A dev tool, not part of the package.
 """
 from __future__ import annotations
 
@@ -25,13 +27,18 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 
-def segments(logs: list[Path], name: str, steps: int) -> list[tuple[int, float]]:
-    """(steps reached, seconds) per call, in the logs' order, up to the file's step count."""
+def segments(logs: list[Path], name: str, steps: int, variant: str = "") -> list[tuple[int, float]]:
+    """(steps reached, seconds) per call, in the logs' order, up to the file's step count. A plan's
+    log (dev/train_plan.py) has one row per variant, several of one style, each named: a file of
+    `variant` takes only its own rows there, and the style's rows of the logs before plans."""
     out = []
     for log in logs:
         for row in json.loads(log.read_text()):
-            if row["style"] == name and row["steps"] <= steps:
-                out.append((row["steps"], float(row["seconds"])))
+            named = row.get("name")
+            own = not (variant and named) or named == variant
+            # a plan's log writes its numbers as strings
+            if row["style"] == name and own and int(row["steps"]) <= steps:
+                out.append((int(row["steps"]), float(row["seconds"])))
     return out
 
 
@@ -50,7 +57,7 @@ def ship(src: Path, dest: Path, logs: list[Path], note: str, append: bool = Fals
         meta = dict(f.metadata() or {})
         tensors = {k: f.get_tensor(k) for k in f.keys()}
     steps = int(meta["steps"])
-    parts = segments(logs, meta["style"], steps)
+    parts = segments(logs, meta["style"], steps, meta.get("variant", ""))
     done, history, total = shipped_history(dest) if append else (0, "", 0.0)
     parts = [(n, s) for n, s in parts if n > done]
     if parts:

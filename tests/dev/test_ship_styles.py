@@ -61,3 +61,15 @@ def test_append_refuses_a_file_without_history(tool, tmp_path):
     src = weights(tmp_path / "new.safetensors", steps="500")
     with pytest.raises(ValueError, match="no train_segments"):
         tool.ship(src, dest, [log(tmp_path / "c.json", (500, 374.0))], "", append=True)
+
+
+def test_a_variant_takes_its_own_rows_of_a_plans_log_and_the_styles_older_rows(tool, tmp_path):
+    older = log(tmp_path / "old.json", (100, 50.0))
+    # a plan's log: two variants of style "s", numbers as strings, as dev/train_builtin.py --plan writes them
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps([{"name": "s_a", "style": "s", "steps": "250", "seconds": "40.0"},
+                                {"name": "s_b", "style": "s", "steps": "240", "seconds": "41.0"}]))
+    src = weights(tmp_path / "src.safetensors", steps="260", variant="s_b")
+    meta = tool.ship(src, tmp_path / "out.safetensors", [older, plan], "")
+    assert meta["train_segments"] == "50 s to step 100 + 41 s to step 240"
+    assert meta["train_seconds_total"] == "91"
