@@ -3,7 +3,7 @@
     python dev/temporal/blend_lab.py out/cache1080 "s=0.85,vr=1" "s=0.8,vr=0.5,mid=1" ...
 
 Each setting is `key=value,...` over the shipped blender's options (a strength, s detail_sigma,
-vr restore_window, vb restore_scale, g MAX_GAIN) and the prototypes':
+vr restore_window, vb restore_scale; unset: the shipped defaults; g MAX_GAIN) and the prototypes':
   mid  1: the restore scales only the band between σ and vb·σ (the averaged one), measured
        against the current frame's energy in that band; the band finer than σ, the current
        frame's own, is left as it is
@@ -27,9 +27,11 @@ from clip_cache import load  # noqa: E402
 from styleforge.bench.temporal import StyleScorer, shot_error  # noqa: E402
 from styleforge.engine.stroke import stroke_factor  # noqa: E402
 from styleforge.media.flow import warp  # noqa: E402
-from styleforge.media.temporal import TemporalBlender  # noqa: E402
+from styleforge.media.temporal import TemporalBlender, TemporalSettings  # noqa: E402
 
-DEFAULTS = dict(a=0.95, s=0.85, vr=1.0, vb=8.0, g=2.0, mid=0, lz=0, ship=0, hi=0.0, bt=0.0)
+SHIPPED = TemporalSettings()
+DEFAULTS = dict(a=SHIPPED.strength, s=SHIPPED.detail_sigma, vr=SHIPPED.restore_window, vb=SHIPPED.restore_scale,
+                g=2.0, mid=0, lz=0, ship=0, hi=0.0, bt=0.0)
 
 
 def parse(setting: str) -> dict:

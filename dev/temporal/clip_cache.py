@@ -1,14 +1,14 @@
 """Playground (never imported by the package): the bench's clips stylized once, kept on disk.
 
-The blend is what `sweep.py` varies; the network, the inputs and the metric's flows are not.
-`build` makes the bench's generated clips (`bench.temporal.make_clips`: H.264, decoded as the
-video path decodes, rendered 90 frames long as the bench renders them), stylizes each frame on `device`, and writes one folder per clip under
-`root` (git-ignored `out/` is the place): `frames.npy`, `styled.npy` (uint8 (T, H, W, 3)),
-`backward.npy` (the metric's DIS medium full-size backward flows, (T−1, H, W, 2) float32: the
-warping error warps with these only), `masks.npy` (its non-occlusion masks, from both flows),
-`blend_<preset>.npy` (`FlowAhead`'s pair flows at 640 px, frame 0 a zero placeholder) and
-`meta.json` (cuts, stylize device). `load` memory-maps them back as `sweep.py` uses them.
-1080p, 24 frames, five clips: about 1.3 GB.
+The blend is what `sweep.py` and `blend_lab.py` vary; the network, the inputs and the metric's
+flows are not. `build` makes the bench's generated clips (`bench.temporal.make_clips`: H.264,
+decoded as the video path decodes, rendered 90 frames long as the bench renders them), stylizes
+each frame on `device`, and writes one folder per clip under `root` (git-ignored `out/` is the
+place): `frames.npy`, `styled.npy` (uint8 (T, H, W, 3)), `backward.npy` (the metric's DIS medium
+full-size backward flows, (T−1, H, W, 2) float32: the warping error warps with these only),
+`masks.npy` (its non-occlusion masks, from both flows), `blend_fast.npy` (`FlowAhead`'s pair
+flows at 640 px, frame 0 a zero placeholder) and `meta.json` (cuts, stylize device). `load`
+memory-maps them back. 1080p, 24 frames, five clips: about 4 GB.
 """
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ def build(root: Path, size: int, frames: int, scenes: tuple[str, ...], device: s
     from styleforge.engine.pipeline import Stylizer
     # Rendered as long as the bench renders them (90 frames): a pan's canvas and a cut's second
     # shot depend on the clip's length, so a 24-frame rendering is another clip.
-    config = TemporalBenchConfig(size=size, frames=frames, speed_frames=max(frames, TemporalBenchConfig().speed_frames), output=None, scenes=scenes)
+    length = max(frames, TemporalBenchConfig().speed_frames)
+    config = TemporalBenchConfig(size=size, frames=frames, speed_frames=length, output=None, scenes=scenes)
     stylizer = Stylizer(StylizeOptions(style="candy", device=device))
     with tempfile.TemporaryDirectory() as tmp:
         for clip in make_clips(config, Path(tmp), log=lambda m: print(m, file=sys.stderr)):
