@@ -55,7 +55,10 @@ else:
     from styleforge.engine.options import StylizeOptions
     from styleforge.engine.pipeline import Stylizer
     scenes = {"scenes": tuple(a.clips.split(","))} if a.clips else {}   # clip names start with their scene
-    config = TemporalBenchConfig(size=a.size, frames=a.frames, speed_frames=0, output=None, **scenes)
+    # Rendered as long as the bench renders them (its speed_frames, 90): a pan's canvas and the
+    # cut's second shot depend on the clip's length, so 24-frame renderings are other clips.
+    length = max(a.frames, TemporalBenchConfig().speed_frames)
+    config = TemporalBenchConfig(size=a.size, frames=a.frames, speed_frames=length, output=None, **scenes)
     stylizer = Stylizer(StylizeOptions(style="candy", device=a.device))
     clips = []
     import tempfile

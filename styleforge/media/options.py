@@ -17,13 +17,15 @@ CONTAINER_CODECS = {"mp4": ("h264", "h265", "av1", "vp9"), "mov": ("h264", "h265
 X264_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",
                 "veryslow", "placebo")
 SVTAV1_PRESETS = tuple(str(n) for n in range(-1, 14))
-# `--temporal`'s strength when given bare: with the fine band's energy restored, α 0.95 kept both of
-# issue 40's bars on the CPU sweep (docs/temporal.md); here so parsing needs no OpenCV.
-TEMPORAL_STRENGTH = 0.95
-# The blend's detail σ in px at the network's scale (TemporalSettings.detail_sigma): 0.85 rather
-# than 1 blends more of each stroke, buying the warping error the 1080p device run lacked with
-# part of its style margin (the 1080p CPU sweep in docs/temporal.md).
-TEMPORAL_DETAIL_SIGMA = 0.85
+# `--temporal`'s strength when given bare. Nearly all of the warping error left after the blend
+# sits in the band finer than σ, which α hardly touches, while the style lost grows with how long
+# strokes are averaged (≈ 1/(1 − α) frames): 0.9 keeps more style than 0.95 at the same warping
+# error (the 1080p CPU sweep in docs/temporal.md); here so parsing needs no OpenCV.
+TEMPORAL_STRENGTH = 0.9
+# The blend's detail σ in px at the network's scale (TemporalSettings.detail_sigma): it sets how
+# much of the flickering fine band is blended, so it buys the warping error that α 0.9 and the
+# 0.5σ energy window give up (docs/temporal.md).
+TEMPORAL_DETAIL_SIGMA = 0.75
 # The blend's pair flows (docs/temporal.md): "dis" is OpenCV's DIS on the CPU, in the decode
 # workers (every device); "torch" is `flow_torch`'s Lucas–Kanade on the engine's GPU (CUDA runs
 # only: a CPU run keeps DIS). DIS stays the default until a device run shows the GPU flow keeps

@@ -55,7 +55,7 @@ class TemporalSettings:
     stroke_factor: float = 1.0            # the stylizer's downscale (engine.stroke.stroke_factor): σ's px multiplier
     restore_scale: float = 8.0            # × σ: the band finer than this gets back the current frame's
     #                                       local energy (`_restore`); 0 = off
-    restore_window: float = 1.0           # × σ: the Gaussian window over which that energy is measured
+    restore_window: float = 0.5           # × σ: the Gaussian window over which that energy is measured
 
     def __post_init__(self):
         if not 0.0 <= self.strength < 1.0:
