@@ -39,7 +39,7 @@ cat "$OUT/attribute.md"
 # 4. Quality of each flow option at 1080p with the shipped blend (16 frames, four clips: the
 #    moving subject is where flow errors show, the cut checks the restart). First row: shipped.
 if [ -f .data/temporal/vgg16_relu4_3.fp16.pth ] && [ -f .data/temporal/candy.jpg ]; then
-  B=ship=1,torch=1,a=0.95,s=0.85,vr=1
+  B=ship=1,torch=1,a=0.9,s=0.75,vr=0.5   # the shipped blend (media/options.py)
   timeout 200 python dev/temporal/sweep.py --device cuda --size 1920 --frames 16 --cache "" \
     --vgg-weights .data/temporal/vgg16_relu4_3.fp16.pth --painting .data/temporal/candy.jpg \
     --clips pan,subject,rotation,cut \
