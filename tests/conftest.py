@@ -4,8 +4,7 @@ Tiers: `python -m pytest` runs everything; `python -m pytest -m "not slow"` leav
 emulators and other tests over ~2.5 s (any test that builds a kernel emulator is slow by its fixture).
 The default tier stays fast by rule (`slow_limit.py`): a test not marked `slow` whose call costs more
 than twice `--slow-limit` seconds (default 5) fails with a message saying to mark it; one over half
-the limit is listed in the summary. The suite runs torch on one CPU thread unless OMP_NUM_THREADS
-says otherwise (below; docs/testing.md has the measurements).
+the limit is listed in the summary.
 
 Tolerance policy (STYLE.md): compare with a float64 reference by relative L2 error
 ‖out − ref‖ / ‖ref‖. fp32 kernels must land under `FP32_REL_TOL`; low-precision kernels
@@ -30,14 +29,6 @@ LOW_PRECISION_FLOOR = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 # INT8 export per test style would cost a minute each); tests/engine/test_openvino.py asks for
 # the OpenVINO backend explicitly.
 os.environ.setdefault("STYLEFORGE_OPENVINO", "0")
-
-# One intra-op thread, here and in every command a test starts, unless the caller set
-# OMP_NUM_THREADS: the suite's tensors are a few dozen pixels wide, so a second thread gains next
-# to nothing, while on a machine whose cores are busy each parallel region waits for a thread the
-# scheduler has set aside, and the same tests take many times as long (docs/testing.md).
-if "OMP_NUM_THREADS" not in os.environ:
-    os.environ["OMP_NUM_THREADS"] = "1"     # read by the commands the tests start
-    torch.set_num_threads(1)                # this process: torch read the environment on import
 
 SLOW_FIXTURES = {"emulator"}   # builds a kernel emulator with g++ and sanitizers
 def pytest_collection_modifyitems(config, items):
