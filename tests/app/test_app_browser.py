@@ -18,6 +18,8 @@ import pytest
 from app_serving import CHROMIUM, Server, launch_chromium
 from PIL import Image
 
+import styleforge
+
 # find_spec, not importorskip: importing gradio costs seconds of every collection, slow tier or not
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium: apt-get install -y chromium"),
@@ -184,11 +186,12 @@ def test_screenshots_of_the_app(browser, tmp_path_factory):
         page.set_default_timeout(WAIT_MS)
         page.goto(srv.url)
         page.wait_for_selector("#sf-run")
-        page.locator("#sf-gallery .thumbnail-item").nth(8).wait_for()   # all nine, drawn in the background
+        names = [s.name for s in styleforge.list_styles()]    # the gallery's order
+        page.locator("#sf-gallery .thumbnail-item").nth(len(names) - 1).wait_for()   # all, drawn behind
         page.screenshot(path=shots / "app_start.png")
         page.locator("#sf-photo input[type=file]").set_input_files(_asset("chelsea.jpg"))
         page.wait_for_selector("#sf-photo img")
-        page.locator("#sf-gallery .thumbnail-item").nth(6).click()     # starry_night in sorted order
+        page.locator("#sf-gallery .thumbnail-item").nth(names.index("starry_night")).click()
         stylize_and_wait(page)
         page.wait_for_timeout(800)
         page.screenshot(path=shots / "app_image.png")

@@ -16,10 +16,12 @@ import urllib.request
 import pytest
 from app_serving import Server
 
+import styleforge
+
 pytestmark = pytest.mark.slow
 pytest.importorskip("gradio")
 
-STYLES = 9   # the shipped styles: the gallery's thumbnails
+STYLES = len(styleforge.list_styles())   # the shipped styles: the gallery's thumbnails
 
 
 def _first_200(url: str, deadline: float) -> float:
