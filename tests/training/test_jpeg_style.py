@@ -111,3 +111,12 @@ def test_checked_and_recorded(toy, tmp_path):  # noqa: F811
     train(config(toy, tmp_path / "a.safetensors", jpeg_style=0.5, steps=1))
     settings = load_checkpoint(tmp_path / "a.safetensors").training_settings()
     assert (settings["jpeg_style"], settings["jpeg_quality"]) == (0.5, 95)
+
+
+def test_the_cli_flags_reach_the_config():
+    from styleforge.cli import build_parser
+    from styleforge.commands.train import config_from_args
+    args = build_parser().parse_args(["train", "--style-image", "p.jpg", "--content-dir", "c", "--out",
+                                      "w.safetensors", "--jpeg-style", "0.5", "--jpeg-quality", "90"])
+    cfg = config_from_args(args)
+    assert (cfg.jpeg_style, cfg.jpeg_quality) == (0.5, 90)
