@@ -46,7 +46,7 @@ def quant_tables(quality: int) -> torch.Tensor:
 
 
 @functools.lru_cache(maxsize=4)
-def _dct_matrix(device: torch.device) -> torch.Tensor:
+def dct_matrix(device: torch.device) -> torch.Tensor:
     """(8, 8) orthonormal DCT-II: row u is basis u, so D @ block @ D.T gives JPEG's coefficients."""
     n = torch.arange(BLOCK, dtype=torch.float64)
     d = torch.cos((2 * n[None, :] + 1) * n[:, None] * math.pi / (2 * BLOCK)) * math.sqrt(2 / BLOCK)
@@ -55,20 +55,20 @@ def _dct_matrix(device: torch.device) -> torch.Tensor:
 
 
 # JFIF (ITU-T T.871) full-range YCbCr, in 0–255 units with chroma centred on 128.
-_TO_YCC = torch.tensor([[0.299, 0.587, 0.114], [-0.168736, -0.331264, 0.5], [0.5, -0.418688, -0.081312]])
+TO_YCBCR = torch.tensor([[0.299, 0.587, 0.114], [-0.168736, -0.331264, 0.5], [0.5, -0.418688, -0.081312]])
 
 
 def block_dct(planes: torch.Tensor) -> torch.Tensor:
     """(B, C, H, W), H and W multiples of 8 → (B, C, H/8, W/8, 8, 8) coefficients per block."""
     b, c, h, w = planes.shape
     blocks = planes.reshape(b, c, h // BLOCK, BLOCK, w // BLOCK, BLOCK).transpose(3, 4)
-    d = _dct_matrix(planes.device)
+    d = dct_matrix(planes.device)
     return d @ blocks @ d.T
 
 
 def block_idct(coeffs: torch.Tensor) -> torch.Tensor:
     b, c, hb, wb = coeffs.shape[:4]
-    d = _dct_matrix(coeffs.device)
+    d = dct_matrix(coeffs.device)
     return (d.T @ coeffs @ d).transpose(3, 4).reshape(b, c, hb * BLOCK, wb * BLOCK)
 
 
@@ -84,7 +84,7 @@ def jpeg_proxy(image: torch.Tensor, quality: int = 95) -> torch.Tensor:
     x = image.float()
     h, w = x.shape[-2:]
     x = F.pad(x, (0, -w % BLOCK, 0, -h % BLOCK), mode="replicate")
-    to_ycc = _TO_YCC.to(x.device)
+    to_ycc = TO_YCBCR.to(x.device)
     offset = torch.tensor([0.0, 128.0, 128.0], device=x.device).view(1, 3, 1, 1)
     ycc = straight_round(torch.einsum("ij,bjhw->bihw", to_ycc, x) + offset).clamp(0, 255)
     steps = quant_tables(quality).to(x.device).view(1, 3, 1, 1, BLOCK, BLOCK)

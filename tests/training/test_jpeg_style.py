@@ -15,7 +15,7 @@ from test_style_reduction import config, toy  # noqa: F401  (toy is a fixture)
 
 from styleforge.models.checkpoint import load_checkpoint
 from styleforge.training import TrainConfig, Trainer, train
-from styleforge.training.jpeg import BLOCK, _dct_matrix, jpeg_proxy, quant_tables
+from styleforge.training.jpeg import BLOCK, dct_matrix, jpeg_proxy, quant_tables
 from styleforge.training.losses import loss_terms, style_loss
 
 
@@ -32,7 +32,7 @@ def as_tensor(image: np.ndarray) -> torch.Tensor:
 def grain(coefficient: float, size: int = 64) -> torch.Tensor:
     """Grey 128 plus, in every 8×8 block, the luminance DCT basis (7, 7) × `coefficient`: the
     finest grain JPEG codes, quantised at q95 with a step of 10 (the table's 99 × 0.1)."""
-    d = _dct_matrix(torch.device("cpu"))
+    d = dct_matrix(torch.device("cpu"))
     block = torch.outer(d[7], d[7]) * coefficient
     plane = 128 + block.repeat(size // BLOCK, size // BLOCK)
     return plane.expand(1, 3, size, size).clone()
