@@ -80,8 +80,13 @@ def straight_round(x: torch.Tensor) -> torch.Tensor:
 def jpeg_proxy(image: torch.Tensor, quality: int = 95) -> torch.Tensor:
     """(B, 3, H, W) RGB 0–255, any H and W → its JPEG round trip at `quality`, 4:4:4, fp32.
 
-    Edges that are not a multiple of 8 are padded by replication, as libjpeg pads a partial block."""
-    x = image.float()
+    Edges that are not a multiple of 8 are padded by replication, as libjpeg pads a partial block.
+    Runs in fp32 with autocast off: in bf16 the DCT's error would exceed q95's steps of 1–3."""
+    with torch.autocast(image.device.type, enabled=False):
+        return _round_trip(image.float(), quality)
+
+
+def _round_trip(x: torch.Tensor, quality: int) -> torch.Tensor:
     h, w = x.shape[-2:]
     x = F.pad(x, (0, -w % BLOCK, 0, -h % BLOCK), mode="replicate")
     to_ycc = TO_YCBCR.to(x.device)

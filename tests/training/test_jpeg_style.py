@@ -120,3 +120,10 @@ def test_the_cli_flags_reach_the_config():
                                       "w.safetensors", "--jpeg-style", "0.5", "--jpeg-quality", "90"])
     cfg = config_from_args(args)
     assert (cfg.jpeg_style, cfg.jpeg_quality) == (0.5, 90)
+
+
+def test_autocast_does_not_reach_the_dct():
+    x = grain(40.0).bfloat16()          # as the style network's output under CUDA autocast
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = jpeg_proxy(x)
+    assert got.dtype == torch.float32 and torch.equal(got, jpeg_proxy(x.float()))
