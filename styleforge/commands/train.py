@@ -49,6 +49,11 @@ def register(subparsers) -> None:
                    metavar="W1,W2,W3,W4",
                    help="× each Gram layer's term, relu1_2,relu2_2,relu3_3,relu4_3 (default 1,1,1,1), e.g. "
                         "1,1,1,0.25 to quieten relu4_3's large motifs")
+    p.add_argument("--jpeg-style", type=float, default=_D.jpeg_style, metavar="SHARE",
+                   help="share (0–1) of the style term computed on a JPEG round trip of the output, so the "
+                        "style survives the files users save (0 = off; one more VGG pass per step)")
+    p.add_argument("--jpeg-quality", type=int, default=_D.jpeg_quality,
+                   help=f"that JPEG's quality (default {_D.jpeg_quality}, what the CLI writes)")
     p.add_argument("--tv-weight", type=float, default=_D.tv_weight, help="total variation (0 = off)")
     p.add_argument("--grid-weight", type=float, default=_D.grid_weight,
                    help="penalty on the output's fixed 4-px lattice beyond the photo's (0 = off)")
@@ -108,7 +113,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         vgg_weights=args.vgg_weights, steps=args.steps, epochs=args.epochs, batch_size=args.batch_size,
         image_size=args.image_size, lr=args.lr, content_weight=args.content_weight,
         style_weight=args.style_weight, style_reduction=args.style_reduction,
-        style_layer_weights=layer_weights(args.style_layer_weights), tv_weight=args.tv_weight,
+        style_layer_weights=layer_weights(args.style_layer_weights), jpeg_style=args.jpeg_style,
+        jpeg_quality=args.jpeg_quality, tv_weight=args.tv_weight,
         grid_weight=args.grid_weight,
         stability_weight=args.stability_weight,
         stability_shift=args.stability_shift, stability_zoom=args.stability_zoom,

@@ -18,6 +18,9 @@ turning a photo into pure texture; pytorch/examples' default (the painting's ful
 more and `style_weight` must shrink with it (docs/training.md "The style loss's layer weighting").
 `style_layer_weights` scales each Gram layer's term (relu1_2, relu2_2, relu3_3, relu4_3) on top of
 the reduction; all 1 is the loss above unchanged.
+`jpeg_style` > 0 computes that share of the style term on a differentiable JPEG round trip of the
+output at `jpeg_quality` (`jpeg.py`), so texture that the CLI's JPEG files lose stops paying; 0
+(the default) skips it and leaves the loss bit for bit as before.
 """
 from __future__ import annotations
 
@@ -64,6 +67,8 @@ class TrainConfig:
     style_weight: float = 1e10
     style_reduction: str = "mean"           # per Gram layer: mean (pytorch/examples) | frobenius (losses.py)
     style_layer_weights: tuple[float, ...] = DEFAULT_LAYER_WEIGHTS   # × each Gram layer's term, relu1_2…relu4_3
+    jpeg_style: float = 0.0                 # share of the style term on a JPEG proxy of the output (jpeg.py); 0 = off
+    jpeg_quality: int = 95                  # the proxy's IJG quality (the CLI writes 95, 4:4:4)
     tv_weight: float = 0.0                  # total variation of the output in [0, 1]; 0 = off
     grid_weight: float = 0.0                # the output's 4-px lattice beyond the photo's (training/grid.py); 0 = off
     stability_weight: float = 0.0           # f(T(x)+n) ≈ T(f(x)) for small shifts/zooms and noise; 0 = off
@@ -116,6 +121,10 @@ class TrainConfig:
         self.style_layer_weights = check_layer_weights(self.style_layer_weights)
         if self.style_reduction not in STYLE_REDUCTIONS:
             raise ValueError(f"style_reduction must be one of {STYLE_REDUCTIONS}, got {self.style_reduction!r}")
+        if not 0 <= self.jpeg_style <= 1:   # also refuses NaN
+            raise ValueError(f"jpeg_style is a share of the style term, 0–1, got {self.jpeg_style}")
+        if not 1 <= self.jpeg_quality <= 100:
+            raise ValueError(f"jpeg_quality must be 1–100, got {self.jpeg_quality}")
         if self.model not in MODELS:
             raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
         if self.distill_weight and not self.teacher:

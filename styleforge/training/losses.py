@@ -10,6 +10,8 @@ style:   Σ over relu1_2, relu2_2, relu3_3, relu4_3 of the MSE between the outpu
          Up to that constant this is the sum `shared/tools/style_metrics.py`'s style ratio uses.
          `layer_weights` scale each layer's term (default all 1: the sum above unchanged), e.g. to
          quieten relu4_3, whose Grams reward a painting's large motifs (candy's discs).
+         With `jpeg_style` = m > 0 the term is (1 − m)·style(output) + m·style(jpeg_proxy(output)):
+         texture the CLI's JPEG files lose (`jpeg.py`) earns only the first share.
 tv:      total variation of the output scaled to [0, 1] (mean squared neighbour difference).
 grid:    the output's fixed 4-px lattice beyond the photo's (`grid.grid_loss`): the network's
          stride-4 layout makes one, and the terms above barely see it (docs/training.md).
@@ -35,6 +37,7 @@ import torch.nn.functional as F
 from ..models.vgg import VGG16Features, VGGFeatures
 from .config import DEFAULT_LAYER_WEIGHTS, STYLE_REDUCTIONS, check_layer_weights
 from .grid import grid_loss
+from .jpeg import jpeg_proxy
 
 STYLE_LAYERS = ("relu1_2", "relu2_2", "relu3_3", "relu4_3")
 CONTENT_LAYER = "relu2_2"
@@ -157,23 +160,30 @@ def loss_terms(model: torch.nn.Module, vgg: VGG16Features, content: torch.Tensor
                targets: tuple[torch.Tensor, ...], with_tv: bool,
                perturbation: Perturbation | None = None, *, with_grid: bool = False,
                teacher: torch.nn.Module | None = None, style_reduction: str = "mean",
-               style_layer_weights: tuple[float, ...] = DEFAULT_LAYER_WEIGHTS) -> LossTerms:
+               style_layer_weights: tuple[float, ...] = DEFAULT_LAYER_WEIGHTS, jpeg_style: float = 0.0,
+               jpeg_quality: int = 95) -> LossTerms:
     """One forward pass: photos (B, 3, S, S) float 0–255 → stylized → the six unweighted terms.
 
     Runs under the caller's autocast. The photo's features are needed only up to relu2_2 and
     carry no gradient. `perturbation` (None: the stability term is 0 and costs nothing) adds a
     second pass of the style network on the perturbed photos; `teacher` (None: the distill term
     is 0) one pass of the frozen teacher, without gradients. `style_reduction` and
-    `style_layer_weights`: see `style_loss`.
+    `style_layer_weights`: see `style_loss`. `jpeg_style` > 0 runs VGG once more, on
+    `jpeg_proxy(stylized, jpeg_quality)`, and gives that image's style loss this share of the term.
     """
     stylized = model(content)
     with torch.no_grad():
         photo_feats: VGGFeatures = vgg(content.to(next(vgg.parameters()).dtype), last=CONTENT_LAYER)
     out_feats = vgg(stylized.to(next(vgg.parameters()).dtype))
+    jpeg_feats = (vgg(jpeg_proxy(stylized, jpeg_quality).to(next(vgg.parameters()).dtype)) if jpeg_style > 0
+                  else None)
     with torch.autocast(content.device.type, enabled=False):
         content_loss = F.mse_loss(getattr(out_feats, CONTENT_LAYER).float(),
                                   getattr(photo_feats, CONTENT_LAYER).float())
         style = style_loss(out_feats, targets, style_reduction, style_layer_weights)
+        if jpeg_feats is not None:
+            style = ((1 - jpeg_style) * style
+                     + jpeg_style * style_loss(jpeg_feats, targets, style_reduction, style_layer_weights))
         tv = total_variation(stylized) if with_tv else torch.zeros((), device=content.device)
         grid = grid_loss(stylized, content) if with_grid else torch.zeros((), device=content.device)
     stability = (stability_loss(model, content, stylized, perturbation) if perturbation is not None

@@ -202,7 +202,8 @@ class Trainer:
                                  with_grid=self._weights[4] > 0,
                                  teacher=self.teacher if self._weights[5] > 0 else None,
                                  style_reduction=self.config.style_reduction,
-                                 style_layer_weights=self.config.style_layer_weights)
+                                 style_layer_weights=self.config.style_layer_weights,
+                                 jpeg_style=self.config.jpeg_style, jpeg_quality=self.config.jpeg_quality)
 
     def step(self) -> None:
         """One Adam step on the batch of the current step number. No host sync."""
@@ -232,8 +233,7 @@ class Trainer:
         self._window_steps, self._window_start = 0, now
         log.info("step %d/%d  content %.4g  style %.4g  tv %.3g  stability %.3g  grid %.3g  distill %.3g  "
                  "%.0f img/s", row["step"], self.total_steps, content, style, tv, terms["stability"], terms["grid"],
-                 terms["distill"],
-                 row["images_per_s"])
+                 terms["distill"], row["images_per_s"])
         return row
 
     # -- state --------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from styleforge.training.catalogue import get
 ROOT = Path(__file__).resolve().parents[2]
 ROUND7 = ROOT / "dev" / "device" / "plans" / "round7.json"
 ROUND7B = ROOT / "dev" / "device" / "plans" / "round7b.json"
+ROUND8 = ROOT / "dev" / "device" / "plans" / "round8.json"
 NEW_STYLES = {"dendera", "song_star_chart", "aratea", "al_sufi", "primeros_memoriales"}
 
 
@@ -78,6 +79,28 @@ def test_round7b_plan_loads_warm_from_the_carried_files(tools, tmp_path, monkeyp
     assert settings["dendera_mean5"]["style_weight"] == pytest.approx(5e10)
     assert "style_reduction" not in settings["dendera_mean5"]
     assert settings["aratea_frob035"] == {"style_reduction": "frobenius", "style_weight": pytest.approx(3.5e9)}
+
+
+def test_round8_jpeg_variants_reach_the_config(tools, tmp_path, monkeypatch):
+    """Its al_sufi and primeros variants warm from round 7's files, which the lead copies into
+    runs/warm8/, and put half the style term on the JPEG proxy (training/jpeg.py)."""
+    train_builtin, train_plan = tools
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match="runs/warm8"):
+        train_plan.load_plan(ROUND8)
+    (tmp_path / "runs" / "warm8").mkdir(parents=True)
+    for name in ("the_scream_frob05_seg1", "mosaic_frob05_seg2", "al_sufi_frob08_seg2", "primeros_frob065_seg2"):
+        (tmp_path / "runs" / "warm8" / f"{name}.safetensors").touch()
+    variants = {v.name: v for v in train_plan.load_plan(ROUND8)}
+    assert all(v.why for v in variants.values())
+    args = train_builtin.parse_args(["--plan", str(ROUND8)])
+    jobs = {job.name: job for job in train_builtin.jobs(args)}
+    for name, style, scale in (("al_sufi_frob08_jpeg05", "al_sufi", 0.8),
+                               ("primeros_frob065_jpeg05", "primeros_memoriales", 0.65)):
+        assert variants[name].warm_file() == Path("runs/warm8") / f"{name.replace('_jpeg05', '_seg2')}.safetensors"
+        config = get(style).config("p", **train_builtin.job_settings(args, jobs[name]))
+        assert (config.jpeg_style, config.jpeg_quality, config.style_reduction) == (0.5, 95, "frobenius")
+        assert config.style_weight == pytest.approx(1e10 * scale)
 
 
 def test_variant_settings_win_over_the_flags(tools, tmp_path):
