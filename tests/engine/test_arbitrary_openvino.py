@@ -1,4 +1,4 @@
-"""The arbitrary-style model's encoder and decoder on OpenVINO: fp32 equal to PyTorch at odd sizes,
+"""The arbitrary-style model on OpenVINO (encoder, attention, decoder): fp32 equal to PyTorch at odd sizes,
 INT8 close to it and read back from the cache, `auto` on a CPU taking it, and the engine's passes,
 stroke scale and degrid around it. Tiny random weights; export and calibration make these `slow`."""
 from __future__ import annotations
@@ -52,6 +52,27 @@ def test_fp32_equals_the_model_at_odd_sizes(cache):
             assert rel_error(got, feats[level]) < 1e-4
     assert len(list(cache.glob("*-fp32-*-arb*-encoder.xml"))) == 1
     assert len(list(cache.glob("*-fp32-*-arb*-decoder.xml"))) == 1
+
+
+def test_attention_part_mixes_paintings_over_a_batch_as_the_model(cache):
+    """The attention blocks on OpenVINO (SDPA on the keys' real width, one painting per run, mixed
+    after) against the model's `transfer_features`: two paintings of unequal token counts, alpha
+    < 1, a batch of two photos (and paintings)."""
+    from styleforge.engine.arbitrary_openvino import OpenVINOArbitraryNet
+    model = tiny_model()
+    net = OpenVINOArbitraryNet(model, "fp32", threads=2)
+    with torch.no_grad():
+        codes = [model.encode_style(torch.rand(2, 3, 48, 64) * 255), model.encode_style(torch.rand(2, 3, 80, 32) * 255)]
+        assert codes[0][model.config.levels[0]].k.shape != codes[1][model.config.levels[0]].k.shape
+        feats = model.encode(torch.rand(2, 3, 48, 80) * 255)
+        styles = [(codes[0], 2.0), (codes[1], 1.0)]
+        want = model.transfer_features(feats, styles, 0.6)
+        got = net.transfer_features(feats, styles, 0.6)
+    assert set(got) == set(want)
+    for level in want:
+        assert got[level].shape == want[level].shape
+        assert rel_error(got[level], want[level]) < 1e-4
+    assert len(list(cache.glob("*-fp32-*-arb*-transfer.xml"))) == 1
 
 
 def test_int8_is_close_and_read_back_from_the_cache(cache, monkeypatch):
