@@ -124,3 +124,30 @@ def test_auto_on_a_cpu_runs_the_engine_on_openvino(cache, tmp_path, monkeypatch)
         monkeypatch.setenv("STYLEFORGE_OPENVINO", "0")
         switches.reset()
     assert ArbitraryStylizer(StylizeOptions(**base)).backend == "reference"
+
+
+def test_two_passes_on_openvino_run_the_first_smaller(cache, tmp_path):
+    """The CPU fast path's first pass at `OPENVINO_EARLY_PASS_SCALE` of the internal size, its
+    output brought back for the last pass at full size; the reference path's passes unchanged."""
+    from styleforge.engine import arbitrary as engine_module
+    from styleforge.engine.arbitrary import ArbitraryStylizer
+    from styleforge.engine.options import StylizeOptions
+    weights = save_arbitrary(tmp_path / "tiny.safetensors", tiny_model(), dtype=torch.float32)
+    Image.fromarray(np.random.default_rng(1).integers(0, 256, (40, 50, 3), dtype=np.uint8)).save(tmp_path / "p.png")
+    x = torch.rand(1, 3, 64, 96) * 255
+    base = dict(device="cpu", arbitrary_weights=str(weights), passes=2, stroke_scale=1.0, precision="fp32")
+    shapes = {}
+    for backend in ("openvino", "reference"):
+        engine = ArbitraryStylizer(StylizeOptions(**base, backend=backend))
+        net = engine.openvino or engine.model
+        seen, stylize = shapes.setdefault(backend, []), net.stylize
+
+        def recording(content, *args, seen=seen, stylize=stylize):
+            seen.append(tuple(content.shape[-2:]))
+            return stylize(content, *args)
+
+        net.stylize = recording
+        assert engine.stylize(x, [(str(tmp_path / "p.png"), 1.0)]).shape == x.shape
+    scale = engine_module.OPENVINO_EARLY_PASS_SCALE
+    assert shapes["openvino"] == [(round(64 * scale), round(96 * scale)), (64, 96)]
+    assert shapes["reference"] == [(64, 96), (64, 96)]
