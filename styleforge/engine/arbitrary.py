@@ -8,8 +8,9 @@ ones composited on white). `PaintingStylizer` binds a list of weighted paintings
 and has the `Stylizer` call contract: float (N, 3, H, W) in 0–255 in, float32 CPU out.
 Backends: reference (plain PyTorch, the ops' twins), fused (`arbitrary_fused.py` on the glue,
 attention and FFN kernels, CUDA graphs per input shape), compile (torch.compile of the model),
-openvino (`arbitrary_openvino.py`: encoder and decoder on OpenVINO, INT8 by default; what `auto`
-picks on a CPU where it is installed, as for the built-in styles). Not the model
+openvino (`arbitrary_openvino.py`: encoder and decoder on OpenVINO, INT8 by default, the attention
+fp32; what `auto` picks on a CPU where it is installed, as for the built-in styles; its passes but
+the last run at `OPENVINO_EARLY_PASS_SCALE` of the size). Not the model
 (`models/`).
 Around the passes, in plain PyTorch on every backend: `degrid` after each pass (the shipped
 weights stamp a 4-px lattice, docs/arbitrary.md) and, with `palette`, the painting's colours
@@ -47,8 +48,7 @@ GRAPH_CACHE_SIZE = 2
 GRAPH_MAX_VALUES = 3 * 3840 * 2160 * 2   # larger frames run eagerly: a graph keeps its temporaries
 # On OpenVINO (the CPU fast path) every pass but the last runs at this share of the internal size:
 # a pass costs its pixels, and the first pass only has to start the restyling the last one
-# finishes (at 0.75 the held-out style ratio, palette and grid scores hold or improve for 2 %
-# more content distance, docs/cpu.md).
+# finishes. Smaller scales paint a lattice; the quality held at 0.75 is in docs/cpu.md.
 OPENVINO_EARLY_PASS_SCALE = 0.75
 
 
@@ -189,7 +189,8 @@ class ArbitraryStylizer:
         palette = getattr(styles[0][0], "palette", None) if len(styles) == 1 and opts.palette != "none" else None
         early = early_size(small, OPENVINO_EARLY_PASS_SCALE) if self.openvino is not None and opts.passes > 1 \
             else tuple(small.shape[-2:])
-        out = model(prepare(downscale(small, early) if early != tuple(small.shape[-2:]) else small), styles, alpha).float()
+        first = downscale(small, early) if early != tuple(small.shape[-2:]) else small
+        out = model(prepare(first), styles, alpha).float()
         for i in range(opts.passes - 1):
             # The output restyled: held-out style ratio 0.278 → 0.186 for content distance
             # 0.81 → 1.00 (docs/arbitrary.md); a third pass scored worse.

@@ -8,8 +8,8 @@ conv1_1…conv4_1), the attention blocks (`TransferPart`: the encoder's features
 cached keys, values and statistics as inputs, so one model serves every painting) and the decoder.
 The attention part is always fp32 (its softmax and statistics are not quantized): exported with
 the attention as one SDPA op on the keys' real width (the CUDA kernel's zero columns dropped),
-which OpenVINO's CPU plugin runs fused, 3–5× fewer CPU ms than PyTorch's matmul–exp–matmul at
-512 px (docs/cpu.md). Several paintings and `alpha` are mixed in PyTorch after it, as
+which OpenVINO's CPU plugin runs fused, in a fraction of PyTorch's matmul–exp–matmul time
+(docs/cpu.md). Several paintings and `alpha` are mixed in PyTorch after it, as
 `transfer_features` mixes them.
 Calibration data is made from the photos the package ships (`openvino_runner.calibration_images`):
 the encoder's from the photos, the decoder's from those photos stylized with each other as the
