@@ -8,8 +8,9 @@ ones composited on white). `PaintingStylizer` binds a list of weighted paintings
 and has the `Stylizer` call contract: float (N, 3, H, W) in 0–255 in, float32 CPU out.
 Backends: reference (plain PyTorch, the ops' twins), fused (`arbitrary_fused.py` on the glue,
 attention and FFN kernels, CUDA graphs per input shape), compile (torch.compile of the model),
-openvino (`arbitrary_openvino.py`: encoder and decoder on OpenVINO, INT8 by default; what `auto`
-picks on a CPU where it is installed, as for the built-in styles). Not the model
+openvino (`arbitrary_openvino.py`: encoder and decoder on OpenVINO, INT8 by default, the attention
+fp32; what `auto` picks on a CPU where it is installed, as for the built-in styles; its passes but
+the last run at `OPENVINO_EARLY_PASS_SCALE` of the size). Not the model
 (`models/`).
 Around the passes, in plain PyTorch on every backend: `degrid` after each pass (the shipped
 weights stamp a 4-px lattice, docs/arbitrary.md) and, with `palette`, the painting's colours
@@ -23,6 +24,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 
 from ..models.arbitrary import ArbitraryStyleNet, StyleCode, load_arbitrary
 from ..models.arbitrary.palette import PaletteCode, encode_palette, transport
@@ -44,6 +46,15 @@ from .stroke import downscale, internal_size, upscale_styled
 STYLE_CACHE_SIZE = 16
 GRAPH_CACHE_SIZE = 2
 GRAPH_MAX_VALUES = 3 * 3840 * 2160 * 2   # larger frames run eagerly: a graph keeps its temporaries
+# On OpenVINO (the CPU fast path) every pass but the last runs at this share of the internal size:
+# a pass costs its pixels, and the first pass only has to start the restyling the last one
+# finishes. Smaller scales paint a lattice; the quality held at 0.75 is in docs/cpu.md.
+OPENVINO_EARLY_PASS_SCALE = 0.75
+
+
+def early_size(image: torch.Tensor, scale: float) -> tuple[int, int]:
+    """(H, W) of `image` times `scale`, rounded, at least 1."""
+    return tuple(max(1, round(side * scale)) for side in image.shape[-2:])
 
 
 class PaintedCode(dict):
@@ -176,13 +187,18 @@ class ArbitraryStylizer:
             prepare = lambda t: t.clamp(0, 255).to(self.dtype).contiguous(memory_format=self.memory_format)  # noqa: E731
         opts = self.options
         palette = getattr(styles[0][0], "palette", None) if len(styles) == 1 and opts.palette != "none" else None
-        out = model(prepare(small), styles, alpha).float()
-        for _ in range(opts.passes - 1):
+        early = early_size(small, OPENVINO_EARLY_PASS_SCALE) if self.openvino is not None and opts.passes > 1 \
+            else tuple(small.shape[-2:])
+        first = downscale(small, early) if early != tuple(small.shape[-2:]) else small
+        out = model(prepare(first), styles, alpha).float()
+        for i in range(opts.passes - 1):
             # The output restyled: held-out style ratio 0.278 → 0.186 for content distance
             # 0.81 → 1.00 (docs/arbitrary.md); a third pass scored worse.
             out = self._clean(out)
             if palette is not None:
                 out = transport(out, palette)
+            if i == opts.passes - 2 and tuple(out.shape[-2:]) != tuple(small.shape[-2:]):   # the last pass: full size
+                out = F.interpolate(out, size=small.shape[-2:], mode="bicubic", align_corners=False).clamp(0, 255)
             out = model(prepare(out), styles, alpha).float()
         if palette is not None and opts.palette == "all" and opts.palette_strength > 0:
             # A quarter of the way: palette distance 11.2 → 8.2 at a better Gram ratio; half-way

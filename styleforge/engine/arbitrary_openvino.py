@@ -1,12 +1,16 @@
-"""The arbitrary-style model's convolutions on OpenVINO (CPU): VGG encoder and decoder, INT8 or fp32.
+"""The arbitrary-style model on OpenVINO (CPU): VGG encoder and decoder INT8 or fp32, attention fp32.
 
 `OpenVINOArbitraryNet(model, precision)` has `ArbitraryStyleNet`'s `stylize(content, styles,
-alpha)` and `encode_style(painting)`. Nearly all of a frame's multiply-adds are in the encoder
-(VGG16 conv1_1…conv4_1) and the decoder; those two run as OpenVINO models exported once from
-the PyTorch modules (dynamic batch, height and width) through `openvino_runner.load_or_build`
-(the same cache and INT8 recipe as the built-in styles: NNCF post-training quantization). The
-attention blocks between them (`transfer_features`, whose inputs include the painting's cached
-keys and values) stay in PyTorch fp32: they are a small share of the work and depend on the style.
+alpha)` and `encode_style(painting)`. Three OpenVINO models, each exported once from the PyTorch
+modules (dynamic batch, height and width) through `openvino_runner.load_or_build` (the same cache
+and INT8 recipe as the built-in styles: NNCF post-training quantization): the encoder (VGG16
+conv1_1…conv4_1), the attention blocks (`TransferPart`: the encoder's features and ONE painting's
+cached keys, values and statistics as inputs, so one model serves every painting) and the decoder.
+The attention part is always fp32 (its softmax and statistics are not quantized): exported with
+the attention as one SDPA op on the keys' real width (the CUDA kernel's zero columns dropped),
+which OpenVINO's CPU plugin runs fused, in a fraction of PyTorch's matmul–exp–matmul time
+(docs/cpu.md). Several paintings and `alpha` are mixed in PyTorch after it, as
+`transfer_features` mixes them.
 Calibration data is made from the photos the package ships (`openvino_runner.calibration_images`):
 the encoder's from the photos, the decoder's from those photos stylized with each other as the
 painting (the PyTorch model), so a user's machine needs no other data.
@@ -14,16 +18,22 @@ Not here: choosing this path (`engine/arbitrary.py`), degrid and the passes (the
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
+import warnings
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
+from ..kernels.dispatch import using
 from ..models.arbitrary import ArbitraryStyleNet, StyleCode
+from ..models.arbitrary import transfer as transfer_module
 from ..models.arbitrary.encoder import LEVELS, level_index
-from ..models.arbitrary.model import pad_to_multiple
+from ..models.arbitrary.model import pad_to_multiple, style_shares
+from ..models.arbitrary.transfer import StyleLevel
 from .openvino_runner import (
     PRECISIONS,
     calibration_images,
@@ -65,6 +75,58 @@ class DecoderPart(nn.Module):
         return self.model.decode(dict(zip(self.levels, feats)))
 
 
+class TransferPart(nn.Module):
+    """The encoder's features (`encoder_levels`), then per transfer level one painting's k, v,
+    mean, std (a `StyleLevel`'s fields) → the transfer levels' outputs, shallow to deep (alpha 1)."""
+
+    def __init__(self, model: ArbitraryStyleNet):
+        super().__init__()
+        self.model, self.levels = model, encoder_levels(model)
+
+    def forward(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        n = len(self.levels)
+        code = {level: StyleLevel(*inputs[n + 4 * i:n + 4 * i + 4])
+                for i, level in enumerate(self.model.config.levels)}
+        out = self.model.transfer_features(dict(zip(self.levels, inputs[:n])), [(code, 1.0)])
+        return tuple(out[level] for level in self.model.config.levels)
+
+
+@contextlib.contextmanager
+def exportable_attention(qk_dim: int):
+    """While exporting: the blocks' attention as `F.scaled_dot_product_attention` on q and k's
+    first `qk_dim` columns (the rest are the zero padding `AdaAttnBlock._heads` adds for the CUDA
+    kernel: they change no dot product), and the FFN as its PyTorch twin (the CPU op is a custom
+    op no converter knows). The model's own transfer code is traced: one description of it."""
+    def sdpa(q, k, v, key_padding_mask, scale):
+        return F.scaled_dot_product_attention(q[..., :qk_dim], k[..., :qk_dim], v, scale=scale)
+
+    original = transfer_module.attention
+    transfer_module.attention = sdpa
+    try:
+        with using("reference"):
+            yield
+    finally:
+        transfer_module.attention = original
+
+
+def export_transfer(part: TransferPart, example: tuple[torch.Tensor, ...]):
+    """`TransferPart` → an `openvino.Model`: batch, sizes and style tokens dynamic."""
+    import openvino as ov
+    n = len(part.levels)
+    shapes = [ov.PartialShape([-1, t.shape[1], -1, -1]) for t in example[:n]]
+    for k, v, mean, std in zip(*[iter(example[n:])] * 4):
+        shapes += [ov.PartialShape([-1, k.shape[1], -1, k.shape[3]]), ov.PartialShape([-1, v.shape[1], -1, v.shape[3]]),
+                   ov.PartialShape([-1, 1, mean.shape[2]]), ov.PartialShape([-1, 1, std.shape[2]])]
+    with exportable_attention(part.model.config.qk_dim), torch.no_grad(), warnings.catch_warnings():
+        # As `openvino_runner.export`: the trace notes the twins' argument checks as constants.
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        return ov.convert_model(part.float().eval(), example_input=example, input=shapes)
+
+
+def code_inputs(code: StyleCode, levels: tuple[str, ...]) -> list[torch.Tensor]:
+    return [t for level in levels for t in (code[level].k, code[level].v, code[level].mean, code[level].std)]
+
+
 def _calibration(model: ArbitraryStyleNet) -> tuple[list, list]:
     """(encoder inputs, decoder inputs) from the shipped photos; each photo at 256 px is styled by
     the next photo's code, so the decoder's ranges come from real transfer outputs."""
@@ -97,20 +159,26 @@ class OpenVINOArbitraryNet:
         threads = threads or torch.get_num_threads()
         encoder, decoder = EncoderPart(self.model), DecoderPart(self.model)
         calibration = functools.cache(lambda: _calibration(self.model))   # shared; none when cached
-        tiny = torch.zeros(1, 3, 4 * model.config.multiple, 4 * model.config.multiple)
+        tiny = torch.rand(1, 3, 4 * model.config.multiple, 4 * model.config.multiple) * 255
         with torch.no_grad():   # not inference_mode: the export traces these tensors
-            dec_example = tuple(self.model.transfer_features(self.model.encode(tiny),
-                                                             [(self.model.encode_style(tiny), 1.0)])[level]
+            tiny_feats = self.model.encode(tiny)
+            tiny_code = self.model.encode_style(tiny)
+            dec_example = tuple(self.model.transfer_features(tiny_feats, [(tiny_code, 1.0)])[level]
                                 for level in model.config.levels)
+            transfer_example = (*(tiny_feats[level] for level in self.levels),
+                                *code_inputs(tiny_code, model.config.levels))
         tag = f"arb{ARBITRARY_RECIPE}"
         enc_ir = load_or_build(encoder, precision, lambda m: export(m, (tiny,)),
                                lambda: calibration()[0], tag=f"{tag}-encoder")
         dec_ir = load_or_build(decoder, precision, lambda m: export(m, dec_example),
                                lambda: calibration()[1], tag=f"{tag}-decoder")
+        transfer_ir = load_or_build(TransferPart(self.model), "fp32",
+                                    lambda m: export_transfer(m, transfer_example), tag=f"{tag}-transfer")
         core = ov.Core()
         config = compile_config(precision, threads)
         self._encoder = core.compile_model(enc_ir, "CPU", config).create_infer_request()
         self._decoder = core.compile_model(dec_ir, "CPU", config).create_infer_request()
+        self._transfer = core.compile_model(transfer_ir, "CPU", compile_config("fp32", threads)).create_infer_request()
         self._lock = threading.Lock()   # one request per part: the pipeline may call from threads
 
     def encode(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -127,6 +195,28 @@ class OpenVINOArbitraryNet:
             out = np.array(self._decoder.infer(arrays)[0], copy=True)
         return torch.from_numpy(out)
 
+    def transfer_one(self, feats: dict[str, torch.Tensor], code: StyleCode) -> list[torch.Tensor]:
+        """One painting's transfer outputs (alpha 1), the code broadcast to the content's batch."""
+        batch = feats[self.levels[0]].shape[0]
+        arrays = [np.ascontiguousarray(feats[level].detach().float().numpy()) for level in self.levels]
+        for t in code_inputs(code, self.model.config.levels):
+            arrays.append(np.ascontiguousarray(np.broadcast_to(t.detach().float().numpy(),
+                                                               (batch, *t.shape[1:]))))
+        with self._lock:
+            result = self._transfer.infer(dict(enumerate(arrays)))
+            return [torch.from_numpy(np.array(result[i], copy=True)) for i in range(len(self.model.config.levels))]
+
+    def transfer_features(self, feats: dict[str, torch.Tensor], styles: list[tuple[StyleCode, float]],
+                          alpha: float = 1.0) -> dict[str, torch.Tensor]:
+        """As `ArbitraryStyleNet.transfer_features`: the paintings mixed by share, then `alpha`."""
+        shares = style_shares([w for _, w in styles])
+        mixed = None
+        for (code, _), share in zip(styles, shares):
+            outs = [share * t for t in self.transfer_one(feats, code)]
+            mixed = outs if mixed is None else [a + b for a, b in zip(mixed, outs)]
+        return {level: m if alpha >= 1.0 else torch.lerp(feats[level], m, alpha)
+                for level, m in zip(self.model.config.levels, mixed)}
+
     @torch.no_grad()
     def encode_style(self, painting: torch.Tensor) -> StyleCode:
         """As `ArbitraryStyleNet.encode_style` (the painting unpadded), the VGG part on OpenVINO."""
@@ -138,6 +228,6 @@ class OpenVINOArbitraryNet:
         """As `ArbitraryStyleNet.stylize`: content (B, 3, H, W) 0–255 → the same, clamped."""
         h, w = content.shape[-2:]
         x = pad_to_multiple(content.float(), self.model.config.multiple)
-        out = self.decode(self.model.transfer_features(self.encode(x), styles, alpha))
+        out = self.decode(self.transfer_features(self.encode(x), styles, alpha))
         return out[..., :h, :w].clamp(0, 255)
 

@@ -1,4 +1,4 @@
-"""The arbitrary-style model's encoder and decoder on OpenVINO: fp32 equal to PyTorch at odd sizes,
+"""The arbitrary-style model on OpenVINO (encoder, attention, decoder): fp32 equal to PyTorch at odd sizes,
 INT8 close to it and read back from the cache, `auto` on a CPU taking it, and the engine's passes,
 stroke scale and degrid around it. Tiny random weights; export and calibration make these `slow`."""
 from __future__ import annotations
@@ -54,6 +54,27 @@ def test_fp32_equals_the_model_at_odd_sizes(cache):
     assert len(list(cache.glob("*-fp32-*-arb*-decoder.xml"))) == 1
 
 
+def test_attention_part_mixes_paintings_over_a_batch_as_the_model(cache):
+    """The attention blocks on OpenVINO (SDPA on the keys' real width, one painting per run, mixed
+    after) against the model's `transfer_features`: two paintings of unequal token counts, alpha
+    < 1, a batch of two photos (and paintings)."""
+    from styleforge.engine.arbitrary_openvino import OpenVINOArbitraryNet
+    model = tiny_model()
+    net = OpenVINOArbitraryNet(model, "fp32", threads=2)
+    with torch.no_grad():
+        codes = [model.encode_style(torch.rand(2, 3, 48, 64) * 255), model.encode_style(torch.rand(2, 3, 80, 32) * 255)]
+        assert codes[0][model.config.levels[0]].k.shape != codes[1][model.config.levels[0]].k.shape
+        feats = model.encode(torch.rand(2, 3, 48, 80) * 255)
+        styles = [(codes[0], 2.0), (codes[1], 1.0)]
+        want = model.transfer_features(feats, styles, 0.6)
+        got = net.transfer_features(feats, styles, 0.6)
+    assert set(got) == set(want)
+    for level in want:
+        assert got[level].shape == want[level].shape
+        assert rel_error(got[level], want[level]) < 1e-4
+    assert len(list(cache.glob("*-fp32-*-arb*-transfer.xml"))) == 1
+
+
 def test_int8_is_close_and_read_back_from_the_cache(cache, monkeypatch):
     from styleforge.engine import openvino_runner
     from styleforge.engine.arbitrary_openvino import OpenVINOArbitraryNet
@@ -103,3 +124,30 @@ def test_auto_on_a_cpu_runs_the_engine_on_openvino(cache, tmp_path, monkeypatch)
         monkeypatch.setenv("STYLEFORGE_OPENVINO", "0")
         switches.reset()
     assert ArbitraryStylizer(StylizeOptions(**base)).backend == "reference"
+
+
+def test_two_passes_on_openvino_run_the_first_smaller(cache, tmp_path):
+    """The CPU fast path's first pass at `OPENVINO_EARLY_PASS_SCALE` of the internal size, its
+    output brought back for the last pass at full size; the reference path's passes unchanged."""
+    from styleforge.engine import arbitrary as engine_module
+    from styleforge.engine.arbitrary import ArbitraryStylizer
+    from styleforge.engine.options import StylizeOptions
+    weights = save_arbitrary(tmp_path / "tiny.safetensors", tiny_model(), dtype=torch.float32)
+    Image.fromarray(np.random.default_rng(1).integers(0, 256, (40, 50, 3), dtype=np.uint8)).save(tmp_path / "p.png")
+    x = torch.rand(1, 3, 64, 96) * 255
+    base = dict(device="cpu", arbitrary_weights=str(weights), passes=2, stroke_scale=1.0, precision="fp32")
+    shapes = {}
+    for backend in ("openvino", "reference"):
+        engine = ArbitraryStylizer(StylizeOptions(**base, backend=backend))
+        net = engine.openvino or engine.model
+        seen, stylize = shapes.setdefault(backend, []), net.stylize
+
+        def recording(content, *args, seen=seen, stylize=stylize):
+            seen.append(tuple(content.shape[-2:]))
+            return stylize(content, *args)
+
+        net.stylize = recording
+        assert engine.stylize(x, [(str(tmp_path / "p.png"), 1.0)]).shape == x.shape
+    scale = engine_module.OPENVINO_EARLY_PASS_SCALE
+    assert shapes["openvino"] == [(round(64 * scale), round(96 * scale)), (64, 96)]
+    assert shapes["reference"] == [(64, 96), (64, 96)]

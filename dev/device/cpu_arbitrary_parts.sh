@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Where a 512-px any-painting CPU call spends its time on the GPU machine's host CPU (issue 43):
+# dev/diag/cpu_arbitrary_parts.py, 2 threads pinned to 2 cores, natively (AMX/VNNI) and with
+# oneDNN capped to AVX2-VNNI (a laptop). Needs what dev/device/bench_cpu.sh needs (.data/amber.jpg,
+# .data/styles/the_scream.jpg; openvino + nncf installed or carried as there); run it after
+# bench_cpu.sh on the same warm machine so the OpenVINO cache and /tmp/site43 are there (else the
+# first run exports and calibrates: minutes). Writes $OUT/parts_native.log, $OUT/parts_avx2_vnni.log (~3 min).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+: "${OUT:=out/cpu_arbitrary_parts}"
+mkdir -p "$OUT"
+[ -d /tmp/site43 ] && export PYTHONPATH="/tmp/site43${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" STYLEFORGE_CACHE_DIR="$PWD/out/cache"
+CORES="${CORES:-2,3}"
+parts() { taskset -c "$CORES" python dev/diag/cpu_arbitrary_parts.py --threads 2 --reps 3 \
+            --photo .data/amber.jpg --painting .data/styles/the_scream.jpg; }
+parts 2>&1 | grep -v "Warn" | tee "$OUT/parts_native.log" | tail -16
+ONEDNN_MAX_CPU_ISA=AVX2_VNNI parts 2>&1 | grep -v "Warn" | tee "$OUT/parts_avx2_vnni.log" | tail -16
