@@ -3,7 +3,8 @@ while the style gallery (the shipped styles, drawn on the CPU: tens of seconds) 
 
 A real server process with a fresh `--temp-dir` (no cached thumbnails). The bar: the first HTTP
 200 comes within 10 s of the start, or, on a machine so loaded that importing gradio and torch
-alone takes longer, within that import time (measured here, in a fresh interpreter) plus 3 s.
+alone takes longer, within that import time (measured here, in a fresh interpreter, before and
+after the server's run: the larger) plus 3 s.
 """
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ def _import_seconds() -> float:
 
 def test_serve_answers_at_once_and_draws_the_gallery_behind(tmp_path):
     folder = tmp_path / "app"
+    import_before = _import_seconds()   # the machine's load can change during the test: measure on both sides
     start = time.monotonic()
     server = Server(folder, None)
     try:
@@ -59,5 +61,5 @@ def test_serve_answers_at_once_and_draws_the_gallery_behind(tmp_path):
         assert len(list(thumbs.glob("*.jpg"))) == STYLES
     finally:
         assert server.stop() == 0, server.log.read_text()[-2000:]
-    bar = max(10.0, _import_seconds() + 3.0)
+    bar = max(10.0, max(import_before, _import_seconds()) + 3.0)
     assert answered <= bar, f"first HTTP 200 after {answered:.1f} s (bar {bar:.1f} s)"
