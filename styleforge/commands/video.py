@@ -18,6 +18,7 @@ def register(subparsers) -> None:
         TEMPORAL_FLOW_PRESET,
         TEMPORAL_FLOW_PRESETS,
         TEMPORAL_FLOW_SIZE,
+        TEMPORAL_FLOW_THREADS,
         TEMPORAL_FLOWS,
         TEMPORAL_STRENGTH,
         VIDEO_CODECS,
@@ -55,7 +56,8 @@ def register(subparsers) -> None:
                    default=TEMPORAL_FLOW_SIZE, metavar="PX",
                    help="--temporal's flow runs on frames shrunk to this longer side (default %(default)s)")
     p.add_argument("--temporal-flow-threads", type=_checked(_number_in(1, 1024, int), "integer ≥ 1"),
-                   default=None, metavar="N", help="OpenCV threads while DIS runs (default: OpenCV's own)")
+                   default=TEMPORAL_FLOW_THREADS, metavar="N",
+                   help="OpenCV threads per DIS call; the decode workers run pairs in parallel (default %(default)s)")
     add_pipeline_arguments(p, image_codec=False)
 
 

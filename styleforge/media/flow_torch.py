@@ -82,10 +82,12 @@ def _gradients(x: torch.Tensor) -> torch.Tensor:
 @functools.lru_cache(maxsize=16)
 def _pixels(height: int, width: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """Per level, made once: each pixel's (x, y) (1, 2, H, W) and px → grid_sample's [−1, 1] (1, 2, 1, 1)."""
-    ys, xs = torch.meshgrid(torch.arange(height, dtype=torch.float32), torch.arange(width, dtype=torch.float32),
-                            indexing="ij")
-    scale = torch.tensor([2.0 / max(width - 1, 1), 2.0 / max(height - 1, 1)]).view(1, 2, 1, 1)
-    return torch.stack([xs, ys])[None].to(device), scale.to(device)
+    # Made on the device (arange, full): a CPU tensor copied over would be a synchronizing copy.
+    ys, xs = torch.meshgrid(torch.arange(height, dtype=torch.float32, device=device),
+                            torch.arange(width, dtype=torch.float32, device=device), indexing="ij")
+    scale = torch.cat([torch.full((1, 1, 1, 1), 2.0 / max(width - 1, 1), device=device),
+                       torch.full((1, 1, 1, 1), 2.0 / max(height - 1, 1), device=device)], 1)
+    return torch.stack([xs, ys])[None], scale
 
 
 def _warp(image: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
@@ -99,7 +101,8 @@ def _resize_flow(flow: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
     """(N, 2, h, w) → (N, 2, H, W), bilinear, vectors scaled with the image (flow.resize_flow's twin)."""
     height, width = flow.shape[-2:]
     out = F.interpolate(flow, size=size, mode="bilinear", align_corners=False)
-    return out * torch.tensor([size[1] / width, size[0] / height], device=flow.device).view(1, 2, 1, 1)
+    # Scalars per channel, not a small tensor: building one on the GPU is a synchronizing copy.
+    return torch.cat([out[:, :1] * (size[1] / width), out[:, 1:] * (size[0] / height)], 1)
 
 
 def pyramid(images: torch.Tensor, coarsest: int) -> list[torch.Tensor]:
@@ -127,8 +130,8 @@ def lucas_kanade(first: torch.Tensor, second: torch.Tensor, settings: LucasKanad
         grad = _gradients(a)                                             # (N, 2, H, W): gx, gy
         gx, gy = grad[:, :1], grad[:, 1:]
         # The structure tensor of the first frame, formed once a level (the inverse search's gain).
-        sxx, sxy, syy = _blur(torch.cat([gx * gx, gx * gy, gy * gy], 1), settings.window).add(
-            torch.tensor([settings.damping, 0.0, settings.damping], device=a.device).view(1, 3, 1, 1)).unbind(1)
+        sxx, sxy, syy = _blur(torch.cat([gx * gx, gx * gy, gy * gy], 1), settings.window).unbind(1)
+        sxx, syy = sxx + settings.damping, syy + settings.damping
         inverse_det = (sxx * syy - sxy * sxy).reciprocal_()
         for _ in range(settings.iterations):
             difference = _warp(b, flow) - a                              # (N, 1, H, W)
@@ -144,8 +147,7 @@ def lucas_kanade(first: torch.Tensor, second: torch.Tensor, settings: LucasKanad
 
 def luma(rgb: torch.Tensor) -> torch.Tensor:
     """(3, H, W) RGB (any float range) → (H, W) grey, cv2.COLOR_RGB2GRAY's weights."""
-    weights = torch.tensor(GRAY, device=rgb.device, dtype=rgb.dtype).view(3, 1, 1)
-    return (rgb * weights).sum(0)
+    return rgb[0] * GRAY[0] + rgb[1] * GRAY[1] + rgb[2] * GRAY[2]   # no host-to-device copy
 
 
 def flow_size(height: int, width: int, max_side: int | None) -> tuple[int, int]:

@@ -24,8 +24,9 @@ SVTAV1_PRESETS = tuple(str(n) for n in range(-1, 14))
 TEMPORAL_STRENGTH = 0.9
 # The blend's detail σ in px at the network's scale (TemporalSettings.detail_sigma): it sets how
 # much of the flickering fine band is blended, so it buys the warping error that α 0.9 and the
-# 0.5σ energy window give up (docs/temporal.md).
-TEMPORAL_DETAIL_SIGMA = 0.75
+# 0.5σ energy window give up: 0.7 is the largest that kept the scene-cut clip under 0.6× on the
+# device (0.75: 0.629×; docs/temporal.md).
+TEMPORAL_DETAIL_SIGMA = 0.7
 # The blend's pair flows (docs/temporal.md): "dis" is OpenCV's DIS on the CPU, in the decode
 # workers (every device); "torch" is `flow_torch`'s Lucas–Kanade on the engine's GPU (CUDA runs
 # only: a CPU run keeps DIS). DIS stays the default until a device run shows the GPU flow keeps
@@ -35,6 +36,10 @@ TEMPORAL_FLOWS = ("dis", "torch")
 TEMPORAL_FLOW_PRESETS = ("ultrafast", "fast", "medium")
 TEMPORAL_FLOW_PRESET = "fast"
 TEMPORAL_FLOW_SIZE = 640
+# OpenCV threads per DIS call. The decode workers already run pairs in parallel; DIS spread over
+# every core as well oversubscribes them and slows the engine's thread (H200 host, 16 cores,
+# 1080p: 0.60× plain frames/s with OpenCV's own count, 0.76× with one; docs/temporal.md).
+TEMPORAL_FLOW_THREADS = 1
 PRESETS = {"h264": X264_PRESETS, "h265": X264_PRESETS, "av1": SVTAV1_PRESETS, "vp9": ()}
 # The preset when none is given. x264's own default (medium) encodes 1080p far below the
 # engine's rate; superfast keeps CABAC and deblocking (unlike ultrafast), and through the whole
@@ -72,7 +77,7 @@ class VideoOptions:
     temporal_flow: str = "dis"     # TEMPORAL_FLOWS: where the blend's pair flows are computed
     temporal_flow_preset: str = TEMPORAL_FLOW_PRESET   # DIS preset (the "dis" flows)
     temporal_flow_size: int = TEMPORAL_FLOW_SIZE       # px: flows on the luma shrunk to this longer side
-    temporal_flow_threads: int | None = None   # OpenCV threads while DIS runs (None: OpenCV's own)
+    temporal_flow_threads: int | None = TEMPORAL_FLOW_THREADS   # OpenCV threads while DIS runs (None: OpenCV's own)
     decoder: str = "cpu"           # VIDEO_DECODERS
     max_seconds: float | None = None  # refuse inputs longer than this, counted while decoding
     pipeline: PipelineOptions = PipelineOptions()

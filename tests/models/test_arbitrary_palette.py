@@ -127,6 +127,7 @@ def test_transport_matches_the_float64_reference(strength, size):
 
 
 @pytest.mark.gpu
+@pytest.mark.slow
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_transport_compiles_on_cuda_and_matches_eager():
     """The compile baselines compile this transport: inductor's CUDA searchsorted lowering (torch
