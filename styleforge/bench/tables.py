@@ -10,7 +10,7 @@ from its rows (a CPU test runs it). Comparisons are precision-matched: each fuse
 against the fastest torch.compile mode of the same precision. Formatting only: which e2e runs and
 rows may be shown together is `e2e_runs.py`'s rule, the numbers are the rows' medians, and a ratio
 is the quotient of two medians of one run. Over 400 lines because it holds one short formatter per
-table (seventeen); splitting them by table would scatter `TABLES`.
+table (nineteen); splitting them by table would scatter `TABLES`.
 """
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ from .e2e_runs import (
 from .results import DEFAULT_OUTPUT, as_float, latest_run, read_rows
 from .tables_arbitrary import arbitrary_speed_summary
 from .tables_quality import arbitrary_quality_summary
+from .tables_temporal import temporal_summary
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MARKER = re.compile(r"(<!-- table:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /table:(?P=name) -->)", re.S)
@@ -461,7 +462,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "ops": ops_summary,
     "pipeline": pipeline_summary, "scaling": scaling_summary, "tiling": tiling_summary, "stroke-scale": stroke_summary,
     "cpu": cpu_summary, "cpu-arbitrary": cpu_arbitrary_summary, "arbitrary-quality": arbitrary_quality_summary,
-    "arbitrary-speed": arbitrary_speed_summary,
+    "arbitrary-speed": arbitrary_speed_summary, "temporal": temporal_summary,
     **{f"ops-{op}": functools.partial(ops_summary, prefix=op) for op in OP_PAGES}}
 
 
