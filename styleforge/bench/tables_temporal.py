@@ -1,7 +1,8 @@
 """The temporal-consistency table from `temporal.jsonl` (`styleforge bench --temporal`).
 
-Shows the newest run of the bench itself on a GPU (rows of `dev/eval_warp_styles.py` carry a
-`tool` key and are left out; so are CPU runs), every row of that run, in the bench's own table
+Shows the newest run of the bench itself on a GPU that timed the video path (rows of
+`dev/eval_warp_styles.py` carry a `tool` key and are left out; so are CPU runs) and the newest
+that measured a stability-trained style, if another, every row of each in the bench's own table
 format (`temporal_report.markdown`), with the run's device, versions and commit under it. Kept
 apart from `tables.py` (one formatter per table there, over 400 lines).
 """
@@ -25,17 +26,26 @@ def bench_runs(path: Path) -> dict[str, list[dict]]:
     return runs
 
 
+def _block(run_id: str, rows: list[dict]) -> str:
+    env, config = rows[0]["env"], rows[0].get("config", {})
+    state = "clean tree" if env.get("git_dirty") == "false" else "tree with uncommitted changes"
+    where = (f"_Measured: {env.get('device_name', '?')} · driver {env.get('driver', '?')} · torch "
+             f"{env.get('torch', '?')} · CUDA {env.get('cuda', '?')} · commit {env.get('commit', '?')[:10]} "
+             f"({state}) · run `{run_id}` · style {Path(str(config.get('style', '?'))).name}"
+             + (f" against {Path(config['stability_checkpoint']).name}" if config.get("stability_checkpoint") else "")
+             + f", strength {config.get('strength', '?')}, detail σ {config.get('detail_sigma', '?')}._")
+    return markdown(rows) + "\n\n" + where + "\n"
+
+
 def temporal_summary(results: Path) -> str:
+    """The newest run with frames/s (the bars' run) and, when a newer or older run is the newest
+    with a measured stability-trained style, that run below it."""
     runs = bench_runs(Path(results) / FILE)
     if not runs:
         return (f"_No GPU rows in `benchmarks/results/{FILE}` yet: `styleforge bench --temporal "
                 "--device cuda` measures them._\n")
-    run_id, rows = list(runs.items())[-1]
-    env = rows[0]["env"]
-    state = "clean tree" if env.get("git_dirty") == "false" else "tree with uncommitted changes"
-    config = rows[0].get("config", {})
-    where = (f"_Measured: {env.get('device_name', '?')} · driver {env.get('driver', '?')} · torch "
-             f"{env.get('torch', '?')} · CUDA {env.get('cuda', '?')} · commit {env.get('commit', '?')[:10]} "
-             f"({state}) · run `{run_id}` · style {config.get('style', '?')}, strength "
-             f"{config.get('strength', '?')}, detail σ {config.get('detail_sigma', '?')}._")
-    return markdown(rows) + "\n\n" + where + "\n"
+    timed = [r for r, rows in runs.items() if any(x.get("fps_ratio") is not None for x in rows)]
+    stable = [r for r, rows in runs.items()
+              if any(x["method"] == "stability" and "absent" not in x for x in rows)]
+    shown = list(dict.fromkeys([(timed or list(runs))[-1], *stable[-1:]]))
+    return "\n".join(_block(r, runs[r]) for r in shown)

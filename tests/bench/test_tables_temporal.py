@@ -25,3 +25,13 @@ def test_newest_gpu_bench_run_only(tmp_path):
 
 def test_no_rows_says_how_to_measure(tmp_path):
     assert "styleforge bench --temporal" in temporal_summary(tmp_path)
+
+
+def test_stability_run_shown_below_the_timed_run(tmp_path):
+    untimed = {"fps_plain": None, "fps_temporal": None, "fps_ratio": None}
+    rows = [_row("timed", "per-frame"), _row("timed", "temporal"),
+            _row("stab", "per-frame", **untimed), _row("stab", "stability", **untimed)]
+    (tmp_path / "temporal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    text = temporal_summary(tmp_path)
+    assert text.index("run `timed`") < text.index("run `stab`")
+    assert sum(line.startswith("| pan") for line in text.splitlines()) == 4
