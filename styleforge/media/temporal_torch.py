@@ -5,9 +5,11 @@ reference; this one is built to be cheap on the GPU. The masks map one to one: c
 grid_sample (align_corners=True on pixel coordinates, border padding for BORDER_REPLICATE;
 bicubic with A = −0.75 in both), cv2.resize (bilinear) → interpolate (align_corners=False),
 cv2.erode → a max-pool of the untrusted pixels (−∞ outside, as cv2.erode's +∞ for the trusted),
-the feather's cv2.GaussianBlur → two 1-D convolutions with cv2.getGaussianKernel's taps and
-reflect-101 padding. One sampling grid, built once from the upscaled backward flow, serves all
-three warps and the inside-the-frame test.
+every cv2.GaussianBlur → cv2.getGaussianKernel's taps with reflect-101 borders, run by
+`band_blur.SeparableBlur` (each pass one batched GEMM against a band matrix; the feather's
+binomial taps as 2×2 average pools, bit for bit the convolution on the 0/1 mask). One sampling
+grid, built once from the upscaled backward flow, serves all three warps and the
+inside-the-frame test.
 
 The wide Gaussians (the detail blur G_σ, the restore's band G_R and energy window G_W: 8σ is
 30 px at 1080p, 60 px at 4K) run on a pyramid level instead (`PyramidBlur`): area-downscale by
@@ -29,8 +31,9 @@ It takes (3, H, W) float tensors in 0–255 on any device and the pair's flows a
 cut is decided on the device, so on CUDA the engine thread only issues work.
 `restarts` and `trusted_fraction` are read (and synchronised) only when asked for. Every method
 that touches its tensors holds `engine.capture.cuda_work` (re-entrant; the engine stage holds it
-already): the feather's one-channel blur runs on cuDNN, which may autotune — a device-wide
-synchronisation that breaks another thread's graph capture. On the CPU the lock costs nothing:
+already): its launches must not land inside another thread's graph capture, and a blur of a
+plane too small for the GEMM blocks falls back to a convolution that may reach cuDNN, which may
+autotune — a device-wide synchronisation that breaks a capture. On the CPU the lock costs nothing:
 nothing captures there.
 """
 from __future__ import annotations
