@@ -1,6 +1,7 @@
 """Playground (never imported): torch.profiler over one steady-state blend call, the shipped blend
-against its CUDA-graph version (`versions/blend_graphed.py`; eager on the CPU), at 1080p and 4K
-on the CPU (or --device cuda).
+against its CUDA-graph version (`versions/blend_graphed.py`; eager on the CPU) and its blurs as
+convolutions (`versions/blend_conv.py`, the blurs before `band_blur`), at 1080p and 4K on the
+CPU (or --device cuda).
 
 A pan over a shipped photo, a stand-in stylization with stroke-scale texture, flows from
 `FlowAhead` at 640 px, the stroke factor of the auto stroke scale at that size. Prints per
@@ -8,7 +9,7 @@ version and size: top-level torch ops issued, views left out (≈ kernel launche
 count (convolutions and matmuls only), the MB of full-size tensors the ops write, the wall ms
 of the profiled call, the costliest ops, and how far its frame is from the first version's.
 
-    python dev/temporal/profile_blend.py [--sizes 1080,2160] [--versions new,graphed] [--device cpu]
+    python dev/temporal/profile_blend.py [--sizes 1080,2160] [--versions new,conv,graphed] [--device cpu]
 """
 import argparse
 import sys
@@ -23,6 +24,7 @@ from PIL import Image
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).parent / "versions"))
+from blend_conv import ConvTemporalBlender  # noqa: E402
 from blend_graphed import GraphedTemporalBlender  # noqa: E402
 
 from styleforge.engine.stroke import stroke_factor  # noqa: E402
@@ -75,8 +77,8 @@ for height in map(int, a.sizes.split(",")):
     factor = stroke_factor(height, height * 16 // 9, None)
     first = None
     for version in a.versions.split(","):
-        blender = (GraphedTemporalBlender if version == "graphed" else TorchTemporalBlender)(
-            stroke_factor=factor, device=device)
+        kind = {"graphed": GraphedTemporalBlender, "conv": ConvTemporalBlender}.get(version, TorchTemporalBlender)
+        blender = kind(stroke_factor=factor, device=device)
         for t in range(3):   # warm: the timed call is a steady-state frame (the graph captured at t = 2)
             blender(content[t], styled[t], flows[t])
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])

@@ -5,9 +5,11 @@ reference; this one is built to be cheap on the GPU. The masks map one to one: c
 grid_sample (align_corners=True on pixel coordinates, border padding for BORDER_REPLICATE;
 bicubic with A = −0.75 in both), cv2.resize (bilinear) → interpolate (align_corners=False),
 cv2.erode → a max-pool of the untrusted pixels (−∞ outside, as cv2.erode's +∞ for the trusted),
-the feather's cv2.GaussianBlur → two 1-D convolutions with cv2.getGaussianKernel's taps and
-reflect-101 padding. One sampling grid, built once from the upscaled backward flow, serves all
-three warps and the inside-the-frame test.
+every cv2.GaussianBlur → cv2.getGaussianKernel's taps with reflect-101 borders, run by
+`band_blur.SeparableBlur` (each pass one batched GEMM against a band matrix; the feather's
+binomial taps as 2×2 average pools, bit for bit the convolution on the 0/1 mask). One sampling
+grid, built once from the upscaled backward flow, serves all three warps and the
+inside-the-frame test.
 
 The wide Gaussians (the detail blur G_σ, the restore's band G_R and energy window G_W: 8σ is
 30 px at 1080p, 60 px at 4K) run on a pyramid level instead (`PyramidBlur`): area-downscale by
@@ -29,8 +31,9 @@ It takes (3, H, W) float tensors in 0–255 on any device and the pair's flows a
 cut is decided on the device, so on CUDA the engine thread only issues work.
 `restarts` and `trusted_fraction` are read (and synchronised) only when asked for. Every method
 that touches its tensors holds `engine.capture.cuda_work` (re-entrant; the engine stage holds it
-already): the feather's one-channel blur runs on cuDNN, which may autotune — a device-wide
-synchronisation that breaks another thread's graph capture. On the CPU the lock costs nothing:
+already): its launches must not land inside another thread's graph capture, and a blur of a
+plane too small for the GEMM blocks falls back to a convolution that may reach cuDNN, which may
+autotune — a device-wide synchronisation that breaks a capture. On the CPU the lock costs nothing:
 nothing captures there.
 """
 from __future__ import annotations
@@ -45,22 +48,16 @@ import torch
 import torch.nn.functional as F
 
 from ..engine.capture import cuda_work
+from .band_blur import SeparableBlur
 from .temporal import FEATHER_SIGMA, MAX_GAIN, TemporalSettings
 
 MIN_SIGMA = 1.8   # px left to blur on a pyramid level; below ~2 the down/up-sampling's own shape shows
 
 
-def _taps(sigma: float, device, size: int | None = None) -> torch.Tensor:
-    size = size if size is not None else round(sigma * 8 + 1) | 1   # cv2's float-image rule, ±4σ
-    return torch.from_numpy(cv2.getGaussianKernel(size, sigma, ktype=cv2.CV_32F).ravel()).to(device)
-
-
-def _blur(image: torch.Tensor, taps: torch.Tensor) -> torch.Tensor:
-    """(C, H, W) blurred by the separable kernel `taps` (K,), reflect-101 borders (cv2's default)."""
-    channels, radius = image.shape[0], taps.numel() // 2
-    x = F.pad(image[None], (radius, radius, radius, radius), mode="reflect")
-    x = F.conv2d(x, taps.view(1, 1, 1, -1).expand(channels, 1, 1, -1), groups=channels)
-    return F.conv2d(x, taps.view(1, 1, -1, 1).expand(channels, 1, -1, 1), groups=channels)[0]
+def _taps(sigma: float, size: int | None = None) -> np.ndarray:
+    """cv2.getGaussianKernel's taps (K,) float32, on the CPU; size by cv2's float-image rule (±4σ)."""
+    size = size if size is not None else round(sigma * 8 + 1) | 1
+    return cv2.getGaussianKernel(size, sigma, ktype=cv2.CV_32F).ravel()
 
 
 def _upscale(image: torch.Tensor, size) -> torch.Tensor:
@@ -88,11 +85,11 @@ class PyramidBlur:
             self.factor *= 2
         k = self.factor
         self.sigma = math.sqrt(sigma * sigma - (k * k - 1) / 4.0) / k if k > 1 else sigma
-        self.taps = _taps(self.sigma, device, None if k > 1 else round(sigma * 8 + 1) | 1)
+        self.blur = SeparableBlur(_taps(self.sigma), device)
 
     def down(self, image: torch.Tensor) -> torch.Tensor:
-        """(C, H, W) → the blur on its level, (C, ⌈H/k⌉, ⌈W/k⌉)."""
-        return _blur(area_down(image, self.factor) if self.factor > 1 else image, self.taps)
+        """(C, H, W) → the blur on its level, (C, ⌈H/k⌉, ⌈W/k⌉) (a strided view, `gemm_blur`'s)."""
+        return self.blur(area_down(image, self.factor) if self.factor > 1 else image)
 
     def __call__(self, image: torch.Tensor) -> torch.Tensor:
         small = self.down(image)
@@ -160,13 +157,13 @@ def unreliable(forward: torch.Tensor, backward: torch.Tensor, target: torch.Tens
 @dataclass
 class TorchTemporalBlender(TemporalSettings):
     device: str | torch.device = "cpu"
-    _feather_taps: torch.Tensor = field(init=False, repr=False)
+    _feather: SeparableBlur = field(init=False, repr=False)
 
     def __post_init__(self):
         super().__post_init__()
         self.device = torch.device(self.device)
         with cuda_work():   # the taps' uploads
-            self._feather_taps = _taps(FEATHER_SIGMA, self.device, 2 * self.feather + 1)
+            self._feather = SeparableBlur(_taps(FEATHER_SIGMA, 2 * self.feather + 1), self.device)
             self._detail = PyramidBlur(self.detail_px(), self.device) if self.detail_sigma else None
             if self.restores():
                 (_, band), (_, window) = self.restore_blurs()
@@ -203,7 +200,7 @@ class TorchTemporalBlender(TemporalSettings):
         # fades out before an untrusted region instead of across it.
         size = 2 * self.feather + 1
         untrusted = F.max_pool2d(untrusted[None], size, stride=1, padding=self.feather)
-        return grid, 1.0 - _blur(untrusted, self._feather_taps)[0]
+        return grid, 1.0 - self._feather(untrusted)[0]
 
     def __call__(self, content: torch.Tensor, stylized: torch.Tensor,
                  flows: torch.Tensor | np.ndarray | None) -> torch.Tensor:
