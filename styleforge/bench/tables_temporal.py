@@ -31,8 +31,8 @@ def _block(run_id: str, rows: list[dict]) -> str:
     state = "clean tree" if env.get("git_dirty") == "false" else "tree with uncommitted changes"
     where = (f"_Measured: {env.get('device_name', '?')} · driver {env.get('driver', '?')} · torch "
              f"{env.get('torch', '?')} · CUDA {env.get('cuda', '?')} · commit {env.get('commit', '?')[:10]} "
-             f"({state}) · run `{run_id}` · style {Path(str(config.get('style', '?'))).name}"
-             + (f" against {Path(config['stability_checkpoint']).name}" if config.get("stability_checkpoint") else "")
+             f"({state}) · run `{run_id}` · style `{config.get('style', '?')}`"
+             + (f" against `{config['stability_checkpoint']}`" if config.get("stability_checkpoint") else "")
              + f", strength {config.get('strength', '?')}, detail σ {config.get('detail_sigma', '?')}._")
     return markdown(rows) + "\n\n" + where + "\n"
 
