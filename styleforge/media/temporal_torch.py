@@ -6,8 +6,8 @@ grid_sample (align_corners=True on pixel coordinates, border padding for BORDER_
 bicubic with A = −0.75 in both), cv2.resize (bilinear) → interpolate (align_corners=False),
 cv2.erode → a max-pool of the untrusted pixels (−∞ outside, as cv2.erode's +∞ for the trusted),
 every cv2.GaussianBlur → cv2.getGaussianKernel's taps with reflect-101 borders, run by
-`band_blur.SeparableBlur` (each pass one batched GEMM against a band matrix; the feather's
-binomial taps as 2×2 average pools, bit for bit the convolution on the 0/1 mask). One sampling
+`band_blur.SeparableBlur` (on full-size planes each pass one batched GEMM against a band
+matrix; on a pyramid level's small planes the depthwise convolution). One sampling
 grid, built once from the upscaled backward flow, serves all three warps and the
 inside-the-frame test.
 
