@@ -21,7 +21,9 @@ network: it
 cannot remove flicker the flow cannot see (e.g. a static camera over changing texture).
 
 Two steps: the flows of a frame pair (DIS at reduced size, `flow_ahead.pair_flows`, which
-depends on the inputs only and so may run ahead, in parallel) and the blend, which is sequential.
+depends on the inputs only and so may run ahead, in parallel; with `flow_check` off the backward
+flow alone, the photometric test standing in for the forward–backward one) and the blend, which
+is sequential.
 This module is the NumPy/OpenCV blend, for CPU runs: `TemporalBlender(content, stylized)` fits
 the video pipeline's `frame_filter` argument and computes the flows itself, or takes them
 (`blend`). `temporal_torch.TorchTemporalBlender` is the same blend in PyTorch, run on the
