@@ -192,7 +192,8 @@ def stylize_video(src: str | os.PathLike, dst: str | os.PathLike, style: str | o
 
     `fields` are `StylizeOptions` fields, `VideoOptions` fields (codec, crf, preset, start,
     duration, temporal: the strength of the flicker-reducing blend, 0 = off, temporal_flow: dis or
-    torch (its flows on the GPU), temporal_flow_preset/size/threads, decoder: cpu or cuda) and
+    torch (its flows on the GPU), temporal_flow_preset/size/threads, temporal_flow_check: False
+    computes the backward flow alone, decoder: cpu or cuda) and
     `PipelineOptions` fields (workers, depth).
     `progress(done, total_or_None)` is called after each frame; `frame_filter(content, stylized)`
     (uint8 H×W×3 arrays) → uint8 array runs on each frame in order before it is encoded.

@@ -12,6 +12,8 @@ five modes, alternated, best of --repeats after a warm-up:
   dis-t1, dis-fast480-t1, dis-ultrafast640-t1, dis-ultrafast480-t1
                     --temporal with the DIS flows' options (VideoOptions.temporal_flow_*): t1 is
                     OpenCV held to one thread (its pool otherwise competes with the workers)
+  backward-only     --temporal with the backward flow alone (VideoOptions.temporal_flow_check
+                    off: half the DIS per frame, no forward–backward test)
   torch-flow, torch-flow480
                     --temporal with the flows on the GPU (flow_torch, in the engine stage: no DIS)
   graphed           --temporal with the blend replayed from a CUDA graph
@@ -58,7 +60,7 @@ p.add_argument("--style", default="candy")
 p.add_argument("--modes", default=",".join(("plain", "temporal", "no-dis", "no-blend", "no-dis-no-blend",
                                                             "graphed")),
                help="comma list; the flow options' modes: dis-t1, dis-fast480-t1, dis-ultrafast640-t1, "
-                    "dis-ultrafast480-t1, torch-flow, torch-flow480")
+                    "dis-ultrafast480-t1, backward-only, torch-flow, torch-flow480")
 p.add_argument("--device", default="cuda", help="cpu only smoke-tests this script: the CPU path has no FlowAhead")
 a = p.parse_args()
 
@@ -111,6 +113,7 @@ MODES = {"plain": (0.0, None, None, B, {}),
          "dis-ultrafast640-t1": (T, None, None, B, {"temporal_flow_preset": "ultrafast", "temporal_flow_threads": 1}),
          "dis-ultrafast480-t1": (T, None, None, B, {"temporal_flow_preset": "ultrafast", "temporal_flow_size": 480,
                                                     "temporal_flow_threads": 1}),
+         "backward-only": (T, None, None, B, {"temporal_flow_check": False}),
          "torch-flow": (T, None, None, B, {"temporal_flow": "torch"}),
          "torch-flow480": (T, None, None, B, {"temporal_flow": "torch", "temporal_flow_size": 480})}
 

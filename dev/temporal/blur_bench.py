@@ -1,7 +1,8 @@
 """Playground (never imported): each blur the torch blend runs, at the blend's own plane shapes
 for 1080p and 4K (read off a `TorchTemporalBlender` at the auto stroke factor), timed as the
 convolution it replaced (`conv_blur`: depthwise, or cuDNN for one channel), as `gemm_blur` at
-blocks of 32, 64 and 128, and for the feather as the binomial pools; each with its largest gap
+blocks of 32, 64 and 128, and for the feather as the binomial pools (`versions/blur_pools.py`,
+the former form); the path `SeparableBlur` takes is marked; each with its largest gap
 to the float64 convolution, in levels of 0–255 data. CUDA events, the median of --repeat calls
 after warm-up; on the CPU, wall time.
 
@@ -9,13 +10,18 @@ after warm-up; on the CPU, wall time.
 """
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
 
 from styleforge.engine.stroke import stroke_factor
-from styleforge.media.band_blur import band_matrix, binomial_blur, conv_blur, fits, gemm_blur
+from styleforge.media.band_blur import band_matrix, conv_blur, gemm_blur
 from styleforge.media.temporal_torch import TorchTemporalBlender
+
+sys.path.insert(0, str(Path(__file__).parent / "versions"))
+from blur_pools import binomial_blur, binomial_radius  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument("--sizes", default="1080,2160")
@@ -77,10 +83,11 @@ for height in map(int, a.sizes.split(",")):
                 for b in a.blocks.split(",")]:
             gap = (fn().double() - reference).abs().max().item()
             cells.append(f"{timed(fn):.3f} ({gap:.1e})")
-        if blur.binomial is not None:
-            gap = (binomial_blur(image, blur.binomial).double() - reference).abs().max().item()
-            cells.append(f"{timed(lambda: binomial_blur(image, blur.binomial)):.3f} ({gap:.1e})")
+        radius = binomial_radius(taps.cpu())
+        if radius is not None:
+            gap = (binomial_blur(image, radius).double() - reference).abs().max().item()
+            cells.append(f"{timed(lambda: binomial_blur(image, radius)):.3f} ({gap:.1e})")
         else:
             cells.append("–")
-        path = "" if fits(shape, taps.numel() // 2) else " (too small: conv)"
+        path = " (shipped: gemm)" if blur.gemm(shape) else " (shipped: conv)"
         print(f"| {height}p | {name}{path} | {tuple(shape)} | " + " | ".join(cells) + " |", flush=True)

@@ -3,8 +3,11 @@
 Renders the bench's clips (`bench.temporal_clips`, 1920×1080 by default, the first --frames
 frames), takes each frame's luma as the decode workers do, and for every candidate computes the
 pair flows (forward and backward) of each step:
-  dis:PRESET@SIDE[:tN]   OpenCV DIS at PRESET on the luma shrunk to SIDE px; tN runs it under
-                         cv2.setNumThreads(N) (default: OpenCV's own pool, all cores)
+  dis:PRESET@SIDE[:tN][:b]
+                         OpenCV DIS at PRESET on the luma shrunk to SIDE px; tN runs it under
+                         cv2.setNumThreads(N) (default: OpenCV's own pool, all cores); b computes
+                         the backward flow alone (VideoOptions.temporal_flow_check off), scored
+                         against the reference's backward flow only
   torch@SIDE[:fF]        flow_torch's Lucas–Kanade at SIDE px on --device (fF: finest level F)
 Per candidate: wall and process-CPU ms a pair (all threads: a DIS that spreads over OpenCV's
 pool shows CPU > wall), and the mean end-point error, both flows, in px of a 640-px grid,
@@ -48,12 +51,14 @@ def flows_of(candidate: str, lumas: list[np.ndarray]) -> tuple[list[np.ndarray],
     out, wall, cpu = [], 0.0, 0.0
     if kind == "dis":
         preset, side = parts[0].split("@")
-        cv2.setNumThreads(int(option[1:]) if option.startswith("t") else default_threads)
+        threads = next((int(p[1:]) for p in parts[1:] if p.startswith("t")), default_threads)
+        check = "b" not in parts[1:]
+        cv2.setNumThreads(threads)
         engine = dis(preset)
         engine.calc(shrink(lumas[0], int(side)), shrink(lumas[1], int(side)), None)   # warm
         for t in range(1, len(lumas)):
             w, c = time.perf_counter(), time.process_time()
-            pair = pair_flows(engine, shrink(lumas[t - 1], int(side)), shrink(lumas[t], int(side)))
+            pair = pair_flows(engine, shrink(lumas[t - 1], int(side)), shrink(lumas[t], int(side)), check)
             wall, cpu = wall + time.perf_counter() - w, cpu + time.process_time() - c
             out.append(pair)
         cv2.setNumThreads(default_threads)
@@ -83,7 +88,8 @@ def on_grid(pair: np.ndarray) -> np.ndarray:
 
 
 def epe(flows, truth, masks) -> float:
-    errors = [np.sqrt(((f - g) ** 2).sum(-1))[m].mean() for f, g, m in zip(flows, truth, masks)]
+    # A backward-only candidate (1 flow) is scored on the backward flow (the stacks' last).
+    errors = [np.sqrt(((f - g[-len(f):]) ** 2).sum(-1))[m[-len(f):]].mean() for f, g, m in zip(flows, truth, masks)]
     return float(np.mean(errors))
 
 

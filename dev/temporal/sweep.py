@@ -10,6 +10,9 @@ warping error and style ratio as ratios to per-frame, as `bench --temporal` does
          blend (energy window `vr`×σ)
   preset DIS preset of the blend's flows (medium)   one   1: backward flow only (no fwd–bwd test)
   fs     the flows' size, longer side in px (640)     flow  dis (default) or torch (flow_torch's LK)
+  check  0: the backward flow alone (TemporalSettings.flow_check off; also for ship=1)
+  fwd    PRESET@SIDE: the forward flow (the forward–backward test's only use of it) at another
+         DIS preset and size than the backward one, resized to its grid (a prototype)
   ship   1: the shipped TemporalBlender as it is (only a, s, vb, vr, preset apply; vb, vr as
          restore_scale, restore_window, default 8 and 2)
   torch  1 with ship=1: the shipped TorchTemporalBlender on the CPU instead (its pyramid blurs)
@@ -77,11 +80,26 @@ if a.clips:
 
 def parse(setting: str) -> dict:
     out = dict(a=0.8, s=1.0, px=None, hi=0.0, var=0, vr=2.0, vb=1.0, preset="medium", one=0, ship=0, torch=0,
-               fs=640, flow="dis")
+               fs=640, flow="dis", check=1, fwd="")
     for item in filter(None, setting.split(",")):
         key, value = item.split("=")
-        out[key] = value if key in ("preset", "flow") else float(value)
+        out[key] = value if key in ("preset", "flow", "fwd") else float(value)
     return out
+
+
+def dis_flows(frames, o: dict) -> list:
+    """The decode workers' pair flows for setting `o`: `FlowAhead` at its preset and size, the
+    backward flow alone with check=0, or with fwd=PRESET@SIDE the forward flow from a second
+    `FlowAhead` at that setting, resized to the backward flow's grid."""
+    ahead = FlowAhead(o["preset"], int(o["fs"]), check=bool(o["check"]) and not o["fwd"])
+    flows = [ahead(i, to_gray(f)) for i, f in enumerate(frames)]
+    if not o["fwd"]:
+        return flows
+    preset, side = o["fwd"].split("@")
+    cheap = FlowAhead(preset, int(side))
+    forwards = [cheap(i, to_gray(f)) for i, f in enumerate(frames)]
+    return [None if b is None else np.stack([resize_flow(np.ascontiguousarray(f[0]), b.shape[1:3]), b[-1]])
+            for b, f in zip(flows, forwards)]
 
 
 class Prototype(TemporalBlender):
@@ -94,7 +112,7 @@ class Prototype(TemporalBlender):
     def trust(self, content, previous, flows):
         if not self.o["one"]:
             return super().trust(content, previous, flows)
-        backward = resize_flow(flows[1].copy(), content.shape[:2])
+        backward = resize_flow(flows[-1].copy(), content.shape[:2])
         trusted = ~motion_boundary(backward) & inside(backward)
         difference = np.abs(content.astype(np.int16) - warp(previous, backward).astype(np.int16)).max(-1)
         trusted &= difference <= self.photometric_tolerance
@@ -164,11 +182,10 @@ for name, cuts, frames, styled, flows, pair in clips:
                                          (device_flows(i, torch.from_numpy(f).to(a.device).permute(2, 0, 1))
                                           for i, f in enumerate(frames))]
             use = preset_flows[key]
-        elif o["preset"] != "medium" or o["fs"] != 640:
-            key = (name, o["preset"], int(o["fs"]))
+        elif o["preset"] != "medium" or o["fs"] != 640 or not o["check"] or o["fwd"]:
+            key = (name, o["preset"], int(o["fs"]), int(o["check"]), o["fwd"])
             if key not in preset_flows:
-                ahead = FlowAhead(o["preset"], int(o["fs"]))
-                preset_flows[key] = [ahead(i, to_gray(f)) for i, f in enumerate(frames)]
+                preset_flows[key] = dis_flows(frames, o)
             use = preset_flows[key]
         else:
             use = pair

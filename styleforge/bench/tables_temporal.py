@@ -33,7 +33,8 @@ def _block(run_id: str, rows: list[dict]) -> str:
              f"{env.get('torch', '?')} · CUDA {env.get('cuda', '?')} · commit {env.get('commit', '?')[:10]} "
              f"({state}) · run `{run_id}` · style `{config.get('style', '?')}`"
              + (f" against `{config['stability_checkpoint']}`" if config.get("stability_checkpoint") else "")
-             + f", strength {config.get('strength', '?')}, detail σ {config.get('detail_sigma', '?')}._")
+             + f", strength {config.get('strength', '?')}, detail σ {config.get('detail_sigma', '?')}"
+             + (", backward flow only" if config.get("flow_check") is False else "") + "._")
     return markdown(rows) + "\n\n" + where + "\n"
 
 

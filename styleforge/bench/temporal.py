@@ -144,9 +144,9 @@ def blend_frames(frames, styled, config: TemporalBenchConfig, device: torch.devi
     """The video path's blend of `styled` (its flows computed first, as the decode workers do;
     the detail blur sized to the stylizer's strokes, `stroke_scale` as in StylizeOptions)
     → blended frames and ms per frame of the blend alone."""
-    ahead = FlowAhead()
+    ahead = FlowAhead(check=config.flow_check)
     flows = [ahead(i, to_gray(f)) for i, f in enumerate(frames)]
-    settings = dict(strength=config.strength, detail_sigma=config.detail_sigma,
+    settings = dict(strength=config.strength, detail_sigma=config.detail_sigma, flow_check=config.flow_check,
                     stroke_factor=stroke_factor(*styled[0].shape[:2], stroke_scale))
     if device.type == "cuda":
         from ..media.temporal_torch import TorchTemporalBlender
@@ -175,7 +175,7 @@ def video_speed(clip: Clip, stylizer, options, config: TemporalBenchConfig, fold
     for _ in range(config.repeats):
         for mode, strength in (("plain", 0.0), ("temporal", config.strength)):
             result = stylize_video(clip.path, folder / f"out-{mode}.mp4", stylizer, options,
-                                   VideoOptions(temporal=strength))
+                                   VideoOptions(temporal=strength, temporal_flow_check=config.flow_check))
             best[mode] = max(best[mode], result.fps)
     return {"fps_plain": best["plain"], "fps_temporal": best["temporal"],
             "fps_ratio": best["temporal"] / best["plain"] if best["plain"] else None}
@@ -186,7 +186,8 @@ def warm_up(clip: Clip, stylizer, options, config: TemporalBenchConfig, folder: 
     from ..media.options import VideoOptions
     from ..media.video import stylize_video
     for strength in (0.0, config.strength):
-        stylize_video(clip.path, folder / "warm.mp4", stylizer, options, VideoOptions(temporal=strength, duration=0.4))
+        stylize_video(clip.path, folder / "warm.mp4", stylizer, options,
+                      VideoOptions(temporal=strength, duration=0.4, temporal_flow_check=config.flow_check))
 
 
 def stability_style(style: str) -> str | None:

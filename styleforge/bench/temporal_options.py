@@ -9,7 +9,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..media.options import TEMPORAL_DETAIL_SIGMA, TEMPORAL_STRENGTH
+from ..media.options import TEMPORAL_DETAIL_SIGMA, TEMPORAL_FLOW_CHECK, TEMPORAL_STRENGTH
 
 SCENE_NAMES = ("pan", "zoom", "subject", "rotation", "cut")   # bench/temporal_clips.py's SCENES
 
@@ -31,6 +31,7 @@ class TemporalBenchConfig:
     score_every: int = 4                      # style ratio on every n-th scored frame
     strength: float = TEMPORAL_STRENGTH
     detail_sigma: float = TEMPORAL_DETAIL_SIGMA   # TemporalSettings.detail_sigma (px at the network scale)
+    flow_check: bool = TEMPORAL_FLOW_CHECK    # VideoOptions.temporal_flow_check: False, the backward flow alone
     device: str = "cpu"
     output: str | None = "benchmarks/results"
 
@@ -66,6 +67,9 @@ def add_arguments(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument(f"--{prefix}strength", dest="strength", type=float, default=d.strength)
     p.add_argument(f"--{prefix}detail-sigma", dest="detail_sigma", type=float, default=d.detail_sigma,
                    help="px: finer detail stays the current frame's (0: blend everything)")
+    p.add_argument(f"--{prefix}flow-check", dest="flow_check", action=argparse.BooleanOptionalAction,
+                   default=d.flow_check, help="the blend's forward flow and forward-backward test "
+                   "(--no-...: the backward flow alone, VideoOptions.temporal_flow_check)")
 
 
 def config_from_args(args: argparse.Namespace) -> TemporalBenchConfig:
@@ -74,4 +78,5 @@ def config_from_args(args: argparse.Namespace) -> TemporalBenchConfig:
         vgg_weights=args.vgg_weights, videos=tuple(args.videos), photos=tuple(args.photos),
         scenes=tuple(s for s in args.scenes.split(",") if s), size=args.temporal_size, frames=args.frames,
         speed_frames=args.speed_frames, speed_4k=args.speed_4k, repeats=args.repeats,
-        strength=args.strength, detail_sigma=args.detail_sigma, device=args.device, output=args.output)
+        strength=args.strength, detail_sigma=args.detail_sigma, flow_check=args.flow_check, device=args.device,
+        output=args.output)

@@ -15,6 +15,7 @@ from .arguments import _checked, _number_in, add_pipeline_arguments
 
 def register(subparsers) -> None:
     from ..media.options import (
+        TEMPORAL_FLOW_CHECK,
         TEMPORAL_FLOW_PRESET,
         TEMPORAL_FLOW_PRESETS,
         TEMPORAL_FLOW_SIZE,
@@ -58,6 +59,9 @@ def register(subparsers) -> None:
     p.add_argument("--temporal-flow-threads", type=_checked(_number_in(1, 1024, int), "integer ≥ 1"),
                    default=TEMPORAL_FLOW_THREADS, metavar="N",
                    help="OpenCV threads per DIS call; the decode workers run pairs in parallel (default %(default)s)")
+    p.add_argument("--temporal-flow-check", action=argparse.BooleanOptionalAction, default=TEMPORAL_FLOW_CHECK,
+                   help="compute --temporal's forward flow too, for the forward-backward occlusion test; "
+                        "--no-temporal-flow-check: the backward flow alone, half the flow's cost (default: on)")
     add_pipeline_arguments(p, image_codec=False)
 
 
@@ -104,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
                                    start=args.start, duration=args.duration, temporal=args.temporal,
                                    temporal_flow=args.temporal_flow, temporal_flow_preset=args.temporal_flow_preset,
                                    temporal_flow_size=args.temporal_flow_size,
-                                   temporal_flow_threads=args.temporal_flow_threads, decoder=args.decoder,
+                                   temporal_flow_threads=args.temporal_flow_threads,
+                                   temporal_flow_check=args.temporal_flow_check, decoder=args.decoder,
                                    workers=args.workers,
                                    depth=args.queue_depth)
     except VideoError as exc:

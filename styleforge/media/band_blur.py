@@ -17,11 +17,10 @@ so each channel's padded height is a whole number of blocks (the pad's bottom re
 it; those rows' outputs are computed and never shown). B + 2r multiply-adds per output instead
 of K, on the library's tuned GEMM. One pad, two GEMMs: the convolution's launch count.
 
-`binomial_blur` is the feather's blur: cv2's 3- and 5-tap kernels of σ 0 ([1 2 1]/4 and
-[1 4 6 4 1]/16) are the 2r-fold convolution of a [1 1]/2 box, so the blur along both axes is
-2r average pools of 2×2 at stride 1: memory-bound passes instead of a one-channel cuDNN
-convolution, and exact wherever the sums stay representable (on the 0/1 trust masks the result
-equals the convolution's bit for bit). `SeparableBlur` picks between them for fixed taps.
+`SeparableBlur` runs a fixed kernel (the feather's 5 taps included) as the GEMMs on full-size
+planes and as the convolution on planes under SMALL_PLANE pixels, where the GEMMs' fixed cost
+outweighs the depthwise kernel's per-tap loop (docs/temporal.md: the blur micro-bench on the
+device).
 
 Precision: float32 GEMMs follow PyTorch's matmul precision, exact float32 by default (the
 package never turns on TF32 matmuls at inference; a caller who does gets ~1e-3 relative error
@@ -33,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 BLOCK = 64   # outputs per GEMM block: B + 2r MACs an output against K = 2r + 1
+SMALL_PLANE = 1 << 16   # H·W below which `SeparableBlur` keeps the convolution (a pyramid level's plane)
 
 
 def conv_blur(image: torch.Tensor, taps: torch.Tensor) -> torch.Tensor:
@@ -103,39 +103,22 @@ def gemm_blur(image: torch.Tensor, taps: torch.Tensor, band: torch.Tensor) -> to
     return out.view(channels, padded, wide)[:, :height, :width]
 
 
-BINOMIAL = {1: (0.25, 0.5, 0.25), 2: (0.0625, 0.25, 0.375, 0.25, 0.0625)}   # radius → cv2's σ-0 taps
-
-
-def binomial_radius(taps) -> int | None:
-    """r where `taps` (a sequence or CPU tensor) are cv2's binomial [1 2 1]/4 (r 1) or
-    [1 4 6 4 1]/16 (r 2), which `binomial_blur` does exactly; None for any other kernel."""
-    values = tuple(torch.as_tensor(taps, dtype=torch.float32).flatten().tolist())
-    return next((radius for radius, kernel in BINOMIAL.items() if values == kernel), None)
-
-
-def binomial_blur(image: torch.Tensor, radius: int) -> torch.Tensor:
-    """(C, H, W) blurred by the binomial kernel of 2r + 1 taps along both axes, reflect-101
-    borders: pad by r, then 2r 2×2 average pools at stride 1 (each a [1 1]/2 box along both
-    axes that shrinks each side by one; 2r of them are the binomial kernel)."""
-    x = F.pad(image[None], (radius,) * 4, mode="reflect")
-    for _ in range(2 * radius):
-        x = F.avg_pool2d(x, 2, stride=1)
-    return x[0]
-
-
 class SeparableBlur:
-    """A blur by fixed taps on one device: the binomial pools where the taps are binomial, else
-    the GEMMs (the conv for small planes). Everything per kernel is made here, once, from the
-    taps on the CPU; a call only issues work (no read-back)."""
+    """A blur by fixed taps on one device: the GEMMs, or the convolution for planes under
+    SMALL_PLANE pixels. Everything per kernel is made here, once, from the taps on the CPU; a
+    call only issues work (no read-back)."""
 
     def __init__(self, taps, device, block: int = BLOCK):
         cpu = torch.as_tensor(taps, dtype=torch.float32).flatten()
         self.radius = cpu.numel() // 2
-        self.binomial = binomial_radius(cpu)
         self.taps = cpu.to(device)
         self.band = band_matrix(cpu, block).to(device)
 
+    def gemm(self, shape) -> bool:
+        """Whether a (…, H, W) plane takes the GEMMs (else the convolution)."""
+        return shape[-2] * shape[-1] >= SMALL_PLANE and fits(shape, self.radius, self.band.shape[1])
+
     def __call__(self, image: torch.Tensor) -> torch.Tensor:
-        if self.binomial is not None and min(image.shape[-2:]) > self.radius:
-            return binomial_blur(image, self.binomial)
-        return gemm_blur(image, self.taps, self.band)
+        if self.gemm(image.shape):
+            return gemm_blur(image, self.taps, self.band)
+        return conv_blur(image, self.taps)

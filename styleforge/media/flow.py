@@ -135,18 +135,22 @@ def motion_boundary(flow: np.ndarray) -> np.ndarray:
     return gradient > 0.01 * squared_norm(flow) + 0.002
 
 
-def occlusion(forward: np.ndarray, backward: np.ndarray) -> np.ndarray:
+def occlusion(forward: np.ndarray | None, backward: np.ndarray) -> np.ndarray:
     """bool (H, W) in frame B's coordinates: pixels of B with no trustworthy match in A.
 
     forward: flow A → B; backward: flow B → A. A pixel is occluded when the forward flow, carried
     to B along the backward flow, does not cancel it (|f̃ + b|² > 0.01(|f̃|² + |b|²) + 0.5), or it
-    sits on a motion boundary of the backward flow.
+    sits on a motion boundary of the backward flow. forward None leaves the motion-boundary test
+    alone (the blend's backward-only flows: its photometric test stands in for the round trip).
     """
+    boundary = motion_boundary(backward)
+    if forward is None:
+        return boundary
     carried = warp(forward, backward)
     mismatch = squared_norm(carried + backward) > 0.01 * (squared_norm(carried) + squared_norm(backward)) + 0.5
-    return mismatch | motion_boundary(backward)
+    return mismatch | boundary
 
 
-def reliable(forward: np.ndarray, backward: np.ndarray) -> np.ndarray:
-    """bool (H, W) in B's coordinates: not occluded and its match in A is inside the frame."""
+def reliable(forward: np.ndarray | None, backward: np.ndarray) -> np.ndarray:
+    """bool (H, W) in B's coordinates: not occluded (`occlusion`) and its match in A is inside the frame."""
     return ~occlusion(forward, backward) & inside(backward)

@@ -168,12 +168,16 @@ def shrink(gray: torch.Tensor, max_side: int | None) -> torch.Tensor:
 
 
 def pair_flows(previous: torch.Tensor, current: torch.Tensor,
-               settings: LucasKanadeSettings = DEFAULT) -> torch.Tensor:
+               settings: LucasKanadeSettings = DEFAULT, check: bool = True) -> torch.Tensor:
     """float32 (2, h, w, 2): [forward previous → current, backward current → previous] from two
-    (h, w) grey frames at flow size, as one batch of two."""
+    (h, w) grey frames at flow size, as one batch of two; without `check` (1, h, w, 2):
+    [backward] alone (`flow_ahead.pair_flows`' layouts)."""
     if previous.shape != current.shape or previous.dim() != 2:
         raise ValueError(f"pair_flows needs two (h, w) frames of one size, got {tuple(previous.shape)} "
                          f"and {tuple(current.shape)}")
+    if not check:
+        return lucas_kanade(current[None, None].float(), previous[None, None].float(),
+                            settings).permute(0, 2, 3, 1).contiguous()
     first = torch.stack([previous, current])[:, None].float()
     second = torch.stack([current, previous])[:, None].float()
     return lucas_kanade(first, second, settings).permute(0, 2, 3, 1).contiguous()
@@ -185,10 +189,10 @@ class DeviceFlows:
     luma at flow size; a gap in the indices (a frame that failed to decode), a change of size
     or `reset` gives None, a restart, as `FlowAhead` does. Not thread-safe: one engine thread."""
 
-    def __init__(self, max_side: int | None = 640, settings: LucasKanadeSettings = DEFAULT):
+    def __init__(self, max_side: int | None = 640, settings: LucasKanadeSettings = DEFAULT, check: bool = True):
         if max_side is not None and max_side < 16:
             raise ValueError(f"flow max_side must be ≥ 16, got {max_side}")
-        self.max_side, self.settings = max_side, settings
+        self.max_side, self.settings, self.check = max_side, settings, check
         self.reset()
 
     def reset(self) -> None:
@@ -201,5 +205,5 @@ class DeviceFlows:
         previous, self._previous = self._previous, (index, small)
         if previous is None or previous[0] != index - 1 or previous[1].shape != small.shape:
             return None
-        return pair_flows(previous[1], small, self.settings)
+        return pair_flows(previous[1], small, self.settings, self.check)
 

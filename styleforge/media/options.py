@@ -40,6 +40,11 @@ TEMPORAL_FLOW_SIZE = 640
 # every core as well oversubscribes them and slows the engine's thread (H200 host, 16 cores,
 # 1080p: 0.60× plain frames/s with OpenCV's own count, 0.76× with one; docs/temporal.md).
 TEMPORAL_FLOW_THREADS = 1
+# Whether the blend computes the forward flow too, for the forward–backward occlusion test.
+# Without it (the backward flow alone, half the DIS time) the motion-boundary, inside-the-frame
+# and photometric tests decide trust; it kept both bars on every clip on the CPU sweep
+# (docs/temporal.md), so it is an option until a device run measures its rate and bars.
+TEMPORAL_FLOW_CHECK = True
 PRESETS = {"h264": X264_PRESETS, "h265": X264_PRESETS, "av1": SVTAV1_PRESETS, "vp9": ()}
 # The preset when none is given. x264's own default (medium) encodes 1080p far below the
 # engine's rate; superfast keeps CABAC and deblocking (unlike ultrafast), and through the whole
@@ -78,6 +83,7 @@ class VideoOptions:
     temporal_flow_preset: str = TEMPORAL_FLOW_PRESET   # DIS preset (the "dis" flows)
     temporal_flow_size: int = TEMPORAL_FLOW_SIZE       # px: flows on the luma shrunk to this longer side
     temporal_flow_threads: int | None = TEMPORAL_FLOW_THREADS   # OpenCV threads while DIS runs (None: OpenCV's own)
+    temporal_flow_check: bool = TEMPORAL_FLOW_CHECK   # forward flow + forward–backward test; False: backward flow only
     decoder: str = "cpu"           # VIDEO_DECODERS
     max_seconds: float | None = None  # refuse inputs longer than this, counted while decoding
     pipeline: PipelineOptions = PipelineOptions()

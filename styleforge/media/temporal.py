@@ -21,7 +21,9 @@ network: it
 cannot remove flicker the flow cannot see (e.g. a static camera over changing texture).
 
 Two steps: the flows of a frame pair (DIS at reduced size, `flow_ahead.pair_flows`, which
-depends on the inputs only and so may run ahead, in parallel) and the blend, which is sequential.
+depends on the inputs only and so may run ahead, in parallel; with `flow_check` off the backward
+flow alone, the photometric test standing in for the forward–backward one) and the blend, which
+is sequential.
 This module is the NumPy/OpenCV blend, for CPU runs: `TemporalBlender(content, stylized)` fits
 the video pipeline's `frame_filter` argument and computes the flows itself, or takes them
 (`blend`). `temporal_torch.TorchTemporalBlender` is the same blend in PyTorch, run on the
@@ -47,6 +49,8 @@ class TemporalSettings:
     strength: float = TEMPORAL_STRENGTH    # α: weight of the warped previous output where trusted
     preset: str = BLEND_PRESET            # DIS preset of the blend's flows: ultrafast, fast, medium
     flow_max_side: int | None = 640       # flow on a copy downscaled to this (None: full size)
+    flow_check: bool = True               # the forward flow too, for the forward–backward test;
+    #                                       off: the backward flow alone (half the flow's cost)
     photometric_tolerance: float = 30.0   # max input difference (0–255) after the warp to trust a pixel
     scene_cut: float = 0.6                # restart when more than this share of pixels is untrusted
     feather: int = 2                      # px: the trust mask is blurred by this radius
@@ -120,9 +124,11 @@ class TemporalBlender(TemporalSettings):
     def trust(self, content: np.ndarray, previous: np.ndarray,
               flows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(backward flow t → t−1, float32 trust mask in [0, 1]) at the content's size, from the
-        pair's flows at flow size (`pair_flows`: forward t−1 → t, backward t → t−1)."""
+        pair's flows at flow size (`pair_flows`: [forward t−1 → t, backward t → t−1], or
+        [backward] alone, which skips the forward–backward test)."""
         size = content.shape[:2]
-        forward, backward = resize_flow(flows[0].copy(), size), resize_flow(flows[1].copy(), size)
+        backward = resize_flow(flows[-1].copy(), size)
+        forward = resize_flow(flows[0].copy(), size) if len(flows) == 2 else None
         trusted = reliable(forward, backward)
         difference = np.abs(content.astype(np.int16) - warp(previous, backward).astype(np.int16)).max(-1)
         trusted &= difference <= self.photometric_tolerance
@@ -139,13 +145,15 @@ class TemporalBlender(TemporalSettings):
         (stylized may have another size) → the blended frame, uint8 like `stylized`."""
         flows = None
         if self._content is not None and self._content.shape == content.shape and self.strength:
-            flows = np.stack([self._estimator.small(self._content, content),
-                              self._estimator.small(content, self._content)])
+            backward = self._estimator.small(content, self._content)
+            flows = (np.stack([self._estimator.small(self._content, content), backward]) if self.flow_check
+                     else backward[None])
         return self.blend(content, stylized, flows)
 
     def blend(self, content: np.ndarray, stylized: np.ndarray, flows: np.ndarray | None) -> np.ndarray:
         """As calling it, with the flows from the previous content frame to this one given:
-        float32 (2, h, w, 2) at flow size, [forward, backward]; None restarts the history."""
+        float32 (2, h, w, 2) at flow size, [forward, backward], or (1, h, w, 2), [backward];
+        None restarts the history."""
         for name, array in (("content", content), ("stylized", stylized)):
             if array.dtype != np.uint8 or array.ndim != 3 or array.shape[2] != 3:
                 raise ValueError(f"{name} must be uint8 (H, W, 3), got {array.dtype} {array.shape}")

@@ -6,8 +6,8 @@ grid_sample (align_corners=True on pixel coordinates, border padding for BORDER_
 bicubic with A = −0.75 in both), cv2.resize (bilinear) → interpolate (align_corners=False),
 cv2.erode → a max-pool of the untrusted pixels (−∞ outside, as cv2.erode's +∞ for the trusted),
 every cv2.GaussianBlur → cv2.getGaussianKernel's taps with reflect-101 borders, run by
-`band_blur.SeparableBlur` (each pass one batched GEMM against a band matrix; the feather's
-binomial taps as 2×2 average pools, bit for bit the convolution on the 0/1 mask). One sampling
+`band_blur.SeparableBlur` (on full-size planes each pass one batched GEMM against a band
+matrix; on a pyramid level's small planes the depthwise convolution). One sampling
 grid, built once from the upscaled backward flow, serves all three warps and the
 inside-the-frame test.
 
@@ -100,15 +100,17 @@ def sampling_grid(flows: torch.Tensor, size: tuple[int, int]) -> tuple[torch.Ten
     """(2, h, w, 2) pair flows at flow size → (forward, backward) at `size`, each (2, H, W) in px
     (bilinear, vectors scaled with the image: flow.resize_flow's twin), where the backward flow
     points, x + backward(x) (2, H, W) in px, and that as grid_sample's grid (1, H, W, 2) in
-    [−1, 1] (a strided view: grid_sample reads any strides)."""
-    small = flows.permute(0, 3, 1, 2).reshape(1, 4, *flows.shape[1:3])
+    [−1, 1] (a strided view: grid_sample reads any strides). A (1, h, w, 2) stack is the
+    backward flow alone: forward is None."""
+    count = flows.shape[0]
+    small = flows.permute(0, 3, 1, 2).reshape(1, 2 * count, *flows.shape[1:3])
     if tuple(flows.shape[1:3]) != tuple(size):
         small = F.interpolate(small, size=size, mode="bilinear", align_corners=False)
     scale, pixels, to_grid, minus_one = _grid_constants(tuple(flows.shape[1:3]), tuple(size), flows.device)
-    flow = small[0] * scale
-    target = flow[2:] + pixels
+    flow = small[0] * scale[:2 * count]
+    target = flow[-2:] + pixels
     grid = torch.addcmul(minus_one, target, to_grid).permute(1, 2, 0)[None]
-    return flow[:2], flow[2:], target, grid
+    return (flow[:2] if count == 2 else None), flow[-2:], target, grid
 
 
 @functools.lru_cache(maxsize=8)
@@ -135,22 +137,26 @@ def _sample(image: torch.Tensor, grid: torch.Tensor, mode: str = "bilinear") -> 
     return F.grid_sample(image[None], grid, mode=mode, padding_mode="border", align_corners=True)[0]
 
 
-def unreliable(forward: torch.Tensor, backward: torch.Tensor, target: torch.Tensor,
+def unreliable(forward: torch.Tensor | None, backward: torch.Tensor, target: torch.Tensor,
                grid: torch.Tensor) -> torch.Tensor:
     """bool (H, W): not flow.reliable (occluded, on a motion boundary or matched outside the
-    frame), on `sampling_grid`'s outputs. The five squared norms the tests need — of the
-    round trip c + b, the carried forward flow c, the backward flow b and its x and y
-    differences — come from one square and one channel sum over their (10, H, W) stack. Inside
-    is tested in px: in [−1, 1] a match a hair outside the frame could round onto its edge."""
-    carried = _sample(forward, grid)
+    frame), on `sampling_grid`'s outputs (forward None: no forward–backward test). The five
+    squared norms the tests need — of the round trip c + b, the carried forward flow c, the
+    backward flow b and its x and y differences — come from one square and one channel sum over
+    their (10, H, W) stack. Inside is tested in px: in [−1, 1] a match a hair outside the frame
+    could round onto its edge."""
     edge = F.pad(backward[None], (0, 1, 0, 1), mode="replicate")[0]   # a difference of 0 past the edge
     height, width = backward.shape[1:]
-    vectors = torch.cat([carried + backward, carried, backward,
-                         edge[:, :height, 1:] - backward, edge[:, 1:, :width] - backward])
+    differences = [edge[:, :height, 1:] - backward, edge[:, 1:, :width] - backward]
+    outside = ((target < 0.0) | (target > _last_pixel((height, width), target.device))).any(0)
+    if forward is None:
+        norm, du, dv = torch.cat([backward, *differences]).square_().view(3, 2, height, width).sum(1)
+        return ((du + dv) > norm.mul_(0.01).add_(0.002)) | outside
+    carried = _sample(forward, grid)
+    vectors = torch.cat([carried + backward, carried, backward, *differences])
     trip, carried_norm, norm, du, dv = vectors.square_().view(5, 2, height, width).sum(1)
     mismatch = trip > (carried_norm + norm).mul_(0.01).add_(0.5)
     boundary = (du + dv) > norm.mul_(0.01).add_(0.002)
-    outside = ((target < 0.0) | (target > _last_pixel((height, width), target.device))).any(0)
     return mismatch | boundary | outside
 
 
@@ -206,7 +212,8 @@ class TorchTemporalBlender(TemporalSettings):
                  flows: torch.Tensor | np.ndarray | None) -> torch.Tensor:
         """content: (3, H, W) input frame; stylized: (3, h, w) its stylization, both float 0–255 on
         `device` (stylized is rounded and clamped as its uint8 would be); flows: `pair_flows` from
-        the previous content frame to this one, None restarts → the blended frame (3, h, w),
+        the previous content frame to this one, both flows or the backward one alone (no
+        forward–backward test), None restarts → the blended frame (3, h, w),
         float32 of whole numbers in 0–255."""
         for name, t in (("content", content), ("stylized", stylized)):
             if t.dim() != 3 or t.shape[0] != 3:

@@ -154,16 +154,18 @@ def _transcode(av, reader, src: Path, tmp: Path, fmt: str, codec: str, stylizer,
         if engine is not None and frame_filter is None and video.temporal > 0:
             # The blend keeps strokes finer than detail_sigma at the network's scale, i.e. this many px.
             strokes = stroke_factor(even_h, even_w, getattr(getattr(stylizer, "options", None), "stroke_scale", None))
-            flow = dict(preset=video.temporal_flow_preset, flow_max_side=video.temporal_flow_size)
+            flow = dict(preset=video.temporal_flow_preset, flow_max_side=video.temporal_flow_size,
+                        flow_check=video.temporal_flow_check)
             if engine.cuda:   # the blend on the engine's output, its flows ahead in the decode workers
                 from .temporal_torch import TorchTemporalBlender
                 engine.temporal = TorchTemporalBlender(strength=video.temporal, stroke_factor=strokes,
                                                        device=engine.device, **flow)
                 if video.temporal_flow == "torch":   # or on the GPU, in the engine stage, from its content
                     from .flow_torch import DeviceFlows
-                    engine.flows = DeviceFlows(video.temporal_flow_size)
+                    engine.flows = DeviceFlows(video.temporal_flow_size, check=video.temporal_flow_check)
                 else:
-                    flows = FlowAhead(engine.temporal.preset, engine.temporal.flow_max_side)
+                    flows = FlowAhead(engine.temporal.preset, engine.temporal.flow_max_side,
+                                      engine.temporal.flow_check)
             else:             # one OpenCV blender per video, called in frame order (DIS flows)
                 from .temporal import TemporalBlender
                 frame_filter = TemporalBlender(strength=video.temporal, stroke_factor=strokes, **flow)

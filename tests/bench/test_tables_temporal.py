@@ -35,3 +35,13 @@ def test_stability_run_shown_below_the_timed_run(tmp_path):
     text = temporal_summary(tmp_path)
     assert text.index("run `timed`") < text.index("run `stab`")
     assert sum(line.startswith("| pan") for line in text.splitlines()) == 4
+
+
+def test_footer_names_the_backward_only_flows(tmp_path):
+    rows = [_row("a", "per-frame"), _row("a", "temporal")]
+    (tmp_path / "temporal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert "backward flow only" not in temporal_summary(tmp_path)   # rows before the option: both flows
+    for row in rows:
+        row["config"]["flow_check"] = False
+    (tmp_path / "temporal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert "detail σ 0.7, backward flow only._" in temporal_summary(tmp_path)

@@ -61,10 +61,13 @@ def test_rows_per_clip_table_and_file(styles_env, inputs):
 def test_cli_without_style_ratio_or_stability_style(styles_env, inputs, capsys):
     code = main(["bench", "--temporal", "--style", "alpha", "--photo", str(inputs / "photo.png"),
                  "--temporal-scenes", "zoom", "--temporal-size", "48", "--temporal-frames", "3",
-                 "--temporal-speed-frames", "0", "--device", "cpu", "--output", str(inputs / "cli")])
+                 "--temporal-speed-frames", "0", "--no-temporal-flow-check", "--device", "cpu",
+                 "--output", str(inputs / "cli")])
     out = capsys.readouterr().out
     assert code == 0 and "style ratio left out" in out and "| zoom@48x28 | temporal |" in out
     assert "| zoom@48x28 | stability | absent" in out
+    rows = [json.loads(line) for line in (inputs / "cli" / "temporal.jsonl").read_text().splitlines()]
+    assert all(row["config"]["flow_check"] is False for row in rows)   # the backward flow alone, recorded
 
 
 def test_bad_scene_and_missing_file(styles_env, inputs):

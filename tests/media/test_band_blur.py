@@ -1,8 +1,8 @@
 """The GPU blend's blurs (`media.band_blur`) equal the convolutions they replaced: the batched-GEMM
 Gaussian equals the 1×K then K×1 depthwise convolution computed in float64 (the package's
 tolerance rule, and within 1e-3 of a level on 0–255 data) on the blend's own plane shapes and the
-named edge shapes, and the feather's binomial pools equal the convolution bit for bit on trust
-masks. CPU tensors here, CUDA where there is one (1080p and 4K planes only there)."""
+named edge shapes; `SeparableBlur` takes the GEMMs on full-size planes (the feather's too) and the
+convolution on small ones. CPU tensors here, CUDA where there is one (1080p and 4K planes only there)."""
 from __future__ import annotations
 
 import cv2
@@ -11,15 +11,7 @@ import pytest
 import torch
 from conftest import assert_matches_reference
 
-from styleforge.media.band_blur import (
-    SeparableBlur,
-    band_matrix,
-    binomial_blur,
-    binomial_radius,
-    conv_blur,
-    fits,
-    gemm_blur,
-)
+from styleforge.media.band_blur import SMALL_PLANE, SeparableBlur, band_matrix, conv_blur, fits, gemm_blur
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 
@@ -100,23 +92,22 @@ def test_gemm_blur_on_full_frames_on_cuda(shape):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("size", [(96, 128), (61, 83), (5, 7)], ids=["even", "odd", "tiny"])
-@pytest.mark.parametrize("feather", [1, 2])
-def test_binomial_pools_equal_the_convolution_bit_for_bit(feather, size, device):
-    taps = gaussian(0.0, 2 * feather + 1)   # the feather's taps: cv2's σ-0 table
-    assert binomial_radius(taps) == feather
-    g = torch.Generator().manual_seed(feather)
-    mask = (torch.rand((1, *size), generator=g) > 0.6).float().to(device)
-    got = binomial_blur(mask, feather)
-    assert torch.equal(got, conv_blur(mask, taps.to(device)))
-    assert torch.equal(got.double(), conv_blur(mask.double(), taps.double().to(device)))   # exact: dyadic sums
-    assert torch.equal(SeparableBlur(taps, device)(mask), got)
-
-
-def test_only_binomial_kernels_take_the_pools():
-    assert binomial_radius(gaussian(0.0, 7)) is None    # cv2's 7-tap σ-0 kernel is not binomial
-    assert binomial_radius(gaussian(0.0, 9)) is None
-    assert binomial_radius(gaussian(1.0)) is None
+@pytest.mark.parametrize("shape", [(1, 270, 480), (6, 135, 240), (1, 61, 83)], ids=["feather", "level", "tiny"])
+def test_separable_blur_takes_the_gemms_on_full_planes_and_the_conv_on_small_ones(shape, device):
+    """The feather (cv2's σ-0 taps on a 0/1 mask) at a frame's size takes the GEMMs; a pyramid
+    level's plane and a tiny one the convolution. Each call is exactly its path's result, and
+    both paths are the float64 convolution within the package's tolerance."""
+    taps = gaussian(0.0, 5) if shape[0] == 1 else gaussian(2.58)
+    g = torch.Generator().manual_seed(shape[1])
+    image = (torch.rand(shape, generator=g) > 0.6).float().to(device) if shape[0] == 1 else planes(shape, device)
+    blur = SeparableBlur(taps, device)
+    large = shape[1] * shape[2] >= SMALL_PLANE
+    assert blur.gemm(shape) == large and large == (shape == (1, 270, 480))
+    got = blur(image)
+    path = (gemm_blur(image, taps.to(device), band_matrix(taps).to(device)) if large
+            else conv_blur(image, taps.to(device)))
+    assert torch.equal(got, path)
+    assert_matches_reference(got, conv_blur(image.double(), taps.double().to(device)))
 
 
 def test_band_matrix_holds_the_taps_on_its_diagonals():

@@ -241,6 +241,13 @@ def test_temporal_flag_blends_frames_and_rejects_bad_strengths(styles_env, tmp_p
     assert len(a) == len(b) == 12
     assert np.array_equal(a[0], b[0])                               # nothing to blend with yet
     assert any(not np.array_equal(x, y) for x, y in zip(a[1:], b[1:]))
+    # The backward flow alone (no forward-backward test) blends too.
+    backward = tmp_path / "backward.mp4"
+    assert main(["video", str(clip), "-o", str(backward), "--device", "cpu", "--crf", "0", "--temporal",
+                 "--no-temporal-flow-check"]) == 0
+    c = video_frames(backward)
+    assert len(c) == 12 and np.array_equal(a[0], c[0])
+    assert any(not np.array_equal(x, y) for x, y in zip(a[1:], c[1:]))
     capsys.readouterr()
     assert main(["video", str(clip), "-o", str(tmp_path / "x.mp4"), "--device", "cpu", "--temporal", "1"]) == 2
     assert "temporal strength" in capsys.readouterr().err

@@ -1,7 +1,7 @@
 """Playground version (never imported by the package): the shipped torch blend with its blurs
 as they were at c8d59da — depthwise `conv2d`s (1×K then K×1) for the detail, band and window
 blurs, a one-channel `conv2d` (cuDNN) for the feather — the "before" of `media.band_blur`
-(batched-GEMM blurs, the feather as 2×2 average pools). Everything else is the shipped blend.
+(batched-GEMM blurs on full-size planes). Everything else is the shipped blend.
 `profile_blend.py --versions new,conv` profiles both on the same frames and prints the gap;
 `tests/media/test_band_blur.py` holds the two blurs equal.
 """
