@@ -4,7 +4,7 @@
 # $OUT (default out/device-temporal). Run from the repository root; about 6-7 minutes on one H200
 # (estimated from the 4c8c3e9 run's 415 s, whose stress test and video runs are left out here).
 # For the style ratio, carry .data/temporal/{vgg16_relu4_3.fp16.pth,candy.jpg} (shared/data).
-# What each step answers (docs/temporal.md, "What the next device run must answer"):
+# What each step answers (docs/temporal.md: "Speed through the video path", "Tried and rejected"):
 #   1 gpu_tests.txt      a --temporal frame makes no host sync in the engine stage (new test)
 #   2 attribute.md       which of the flows' CPU, the blend, the engine thread costs the ~4.6 ms
 #   3 blend_profile.txt  ms per blend, shipped vs graphed, at 1080p and 4K, and the gap between

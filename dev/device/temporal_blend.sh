@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 40's blend prototypes on the device's own stylization at 1080p: do the CPU's relative
-# findings (docs/temporal.md, "α 0.9, σ 0.75, window 0.5σ") hold where the bench's levels are set?
+# findings (docs/temporal.md, "The blend": α 0.9, σ 0.7, window 0.5σ) hold where the bench's levels are set?
 # About 5 minutes on one H200 host (16 cores); results under $OUT (default out/device-blend).
 # For the style ratio carry .data/temporal/{vgg16_relu4_3.fp16.pth,candy.jpg} (shared/data).
 #   1 cache.log     the bench's pan, zoom, rotation and cut clips (rendered 90 frames long, as the

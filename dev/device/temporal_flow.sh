@@ -3,7 +3,7 @@
 # still keeps the quality bars, in one call. Results under $OUT (default out/device-temporal-flow),
 # packed at the end. Run from the repository root on one H200; about 5-6 minutes (estimated from
 # temporal.sh's steps, not yet run). For the style ratio, carry .data/temporal/{vgg16_relu4_3.fp16.pth,candy.jpg}.
-# What each step answers (docs/temporal.md, "What the next device run must answer"):
+# What each step answers (docs/temporal.md: "Speed through the video path", "Tried and rejected"):
 #   1 gpu_tests.txt   flow_torch's CUDA flows equal its CPU flows, with no host sync
 #   2 flow_cost.md    CPU and wall ms per DIS pair (fast/ultrafast, 640/480/384, OpenCV's pool vs
 #                     one thread) and the GPU flow's ms, with end-point errors, on this host's CPU
