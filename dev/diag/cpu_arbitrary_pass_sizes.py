@@ -24,10 +24,9 @@ import torch.nn.functional as F
 
 from styleforge.bench.cpu import load_metrics
 from styleforge.bench.cpu_arbitrary import load_photo, score
-from styleforge.engine.arbitrary import ArbitraryStylizer
+from styleforge.engine.arbitrary import ArbitraryStylizer, palette_transport
 from styleforge.engine.options import StylizeOptions
 from styleforge.engine.stroke import downscale, upscale_styled
-from styleforge.models.arbitrary.palette import transport
 
 
 def side_size(shape: tuple[int, int], side: int) -> tuple[int, int]:
@@ -52,10 +51,10 @@ def styled(engine: ArbitraryStylizer, content: torch.Tensor, styles, sides: list
     out = resize(content, side_size(full, sides[0]))
     for i, side in enumerate(sides):
         if i:
-            out = transport(engine._clean(out), palette)
+            out = palette_transport(engine._clean(out), palette)
             out = resize(out, side_size(full, side))
         out = model(out.clamp(0, 255), styles, 1.0).float()
-    out = engine._clean(transport(out, palette, engine.options.palette_strength))
+    out = engine._clean(palette_transport(out, palette, engine.options.palette_strength))
     if tuple(out.shape[-2:]) != full:
         out = upscale_styled(content, downscale(content, tuple(out.shape[-2:])), out)
     return out

@@ -138,3 +138,28 @@ def test_transport_compiles_on_cuda_and_matches_eager():
     eager = transport(image, code)
     compiled = torch.compile(transport, dynamic=False)(image, code)
     assert (compiled - eager).abs().max().item() < 0.05
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("strength, size", [(1.0, (40, 48)), (0.25, (40, 48)), (1.0, (272, 256))])
+def test_numpy_transport_matches_the_float64_reference(strength, size, threads):
+    # The CPU's two-phase NumPy transport (`palette_numpy.py`) on transport's cases: the quantiles
+    # from the moved sample alone, then every pixel in `threads` chunks, equal to the same map.
+    from styleforge.models.arbitrary.palette_numpy import transport_numpy
+    photo = torch.cat([blobs(4, *size), (blobs(5, *size) * 1.4 - 40).clamp(0, 255)])
+    painting = torch.cat([blobs(6, 64, 56, tint=(1.0, 0.5, 0.3)), blobs(7, 64, 56)])
+    painting[1, :, :20] = 128.0
+    code = encode_palette(painting)
+    got = transport_numpy(photo, code, strength, threads=threads)
+    want = _reference_transport(photo, code, strength)
+    assert got.dtype == torch.float32 and got.shape == photo.shape
+    assert (got.double() - want).abs().max() < 0.02, float((got.double() - want).abs().max())
+    assert (got.double() - want).abs().mean() < 1e-3
+    # A flat photo patch (many equal projections, runs of equal image quantiles): there the map
+    # jumps, and which side a colour lying on the jump takes is float32 rounding (NumPy's and
+    # PyTorch's matmuls round differently), so a few values may differ by the jump; nothing else.
+    flat = photo.clone()
+    flat[:, :, :16] = 200.0
+    got = transport_numpy(flat, code, strength, threads=threads)
+    gap = (got.double() - _reference_transport(flat, code, strength)).abs()
+    assert (gap > 0.02).double().mean() < 1e-4 and gap.mean() < 1e-3, (int((gap > 0.02).sum()), float(gap.mean()))
