@@ -69,12 +69,14 @@ def main() -> None:
     parser.add_argument("--precision", default="int8")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--style-size", type=int, default=512, help="a painting's longer side when encoded")
     parser.add_argument("--style-metrics", default=None)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     metrics = load_metrics(args.style_metrics)
-    engine = ArbitraryStylizer(StylizeOptions(device="cpu", backend=args.backend, precision=args.precision))
-    print(f"{engine.describe()}; load {os.getloadavg()[0]:.2f}")
+    engine = ArbitraryStylizer(StylizeOptions(device="cpu", backend=args.backend, precision=args.precision,
+                                              style_size=args.style_size))
+    print(f"{engine.describe()}; style size {args.style_size}; load {os.getloadavg()[0]:.2f}")
     photos = [load_photo(p) for p in args.photos]
     codes = {p: [(engine.style_code(str(p)), 1.0)] for p in args.paintings}
     for variant in args.variants:

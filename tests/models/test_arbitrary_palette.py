@@ -163,3 +163,21 @@ def test_numpy_transport_matches_the_float64_reference(strength, size, threads):
     got = transport_numpy(flat, code, strength, threads=threads)
     gap = (got.double() - _reference_transport(flat, code, strength)).abs()
     assert (gap > 0.02).double().mean() < 1e-4 and gap.mean() < 1e-3, (int((gap > 0.02).sum()), float(gap.mean()))
+
+
+@pytest.mark.parametrize("bins", [8, 8192])
+def test_axis_map_equals_the_monotone_map_at_knots_ends_and_crowded_bins(bins):
+    # One axis of the NumPy transport (`palette_numpy.AxisMap`: lines found by binning) against
+    # palette._monotone_map on the same knots: colours on the knots (a run of equal knots among
+    # them: the map's jump), beyond both ends, and knots closer than a bin (8 bins: most are).
+    from styleforge.models.arbitrary.palette import _monotone_map
+    from styleforge.models.arbitrary.palette_numpy import AxisMap
+    rng = np.random.default_rng(0)
+    src = np.sort(np.concatenate([rng.uniform(-80, 300, 200), np.full(20, 42.5), 100 + rng.uniform(0, 1e-3, 36)]))
+    src = src.astype(np.float32)
+    dst = np.sort(rng.uniform(0, 255, len(src))).astype(np.float32)
+    x = np.concatenate([rng.uniform(-150, 400, 20_000), src, [42.5] * 5, [src[0], src[-1]]]).astype(np.float32)
+    got = AxisMap(src, dst, bins)(x)
+    want = _monotone_map(torch.from_numpy(x)[None].double(), torch.from_numpy(src)[None].double(),
+                         torch.from_numpy(dst)[None].double())[0].numpy()
+    np.testing.assert_allclose(got, want, atol=2e-3, rtol=0)

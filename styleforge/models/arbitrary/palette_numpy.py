@@ -35,58 +35,95 @@ def _pool(threads: int) -> ThreadPoolExecutor:
     return _POOLS[threads]
 
 
-class Segments:
-    """One axis' map as segments: knots x0 < x1 (the image's quantiles), y0 and the rise dy (the
-    painting's), 1 / width. Segment i joins knots i and i + 1, as `palette._monotone_map` picks them."""
+BINS = 8192   # uniform bins per axis map: a knot-free bin's colours share one line, found without a search
 
-    def __init__(self, src: np.ndarray, dst: np.ndarray):
+
+class AxisMap:
+    """One axis' map, `palette._monotone_map` for fixed knots src → dst (Q each), as lines found by
+    binning instead of searching.
+
+    With r = the number of knots below x (searchsorted, left), the map is a line Y + S·(x − X):
+    r = 0 is the low end (slope 1 through the first knot pair), r = Q the high end, and otherwise
+    the segment from knot r − 1 to knot r. Binning x uniformly keeps order (the same float32
+    steps for x and the knots, each monotone), so a knot in a lower bin is below x and one in a
+    higher bin is above it: where a bin holds at most one distinct knot value v, r is the knots in
+    lower bins plus, when x > v, that bin's count, and each bin needs only two lines. Colours in a
+    bin with two or more distinct values (knots closer than a bin) are searched as before."""
+
+    def __init__(self, src: np.ndarray, dst: np.ndarray, bins: int = BINS):
+        q = len(src)
         self.src = src
-        self.x0, self.x1, self.y0 = src[:-1], src[1:], dst[:-1]
-        self.dy = dst[1:] - dst[:-1]
-        self.inv = np.float32(1) / np.maximum(self.x1 - self.x0, np.float32(1e-6))
+        inv = np.float32(1) / np.maximum(src[1:] - src[:-1], np.float32(1e-6))
+        self.x = np.concatenate([src[:1], src[:-1], src[-1:]])                 # (Q + 1,) by r
+        self.y = np.concatenate([dst[:1], dst[:-1], dst[-1:]])
+        self.s = np.concatenate([[1], (dst[1:] - dst[:-1]) * inv, [1]]).astype(np.float32)
+        self.lo = src[0]
+        self.scale = np.float32(bins / max(float(src[-1] - src[0]), 1e-20))
+        self.bins = bins
+        b = self.bin(src)
+        count = np.bincount(b, minlength=bins)
+        below = np.cumsum(count) - count
+        first = np.minimum(below, q - 1)
+        last = np.minimum(below + count - 1, q - 1)
+        self.value = np.where(count > 0, src[first], np.float32(np.inf)).astype(np.float32)
+        self.crowded = np.flatnonzero((count > 0) & (src[last] != src[first]))
+        r = np.stack([below, below + count], 1).ravel()                        # (2 · bins,) by 2b + (x > v)
+        self.line_x, self.line_y, self.line_s = self.x[r], self.y[r], self.s[r]
+
+    def bin(self, x: np.ndarray) -> np.ndarray:
+        t = (x - self.lo) * self.scale
+        np.clip(t, 0, self.bins - 1, out=t)
+        return t.astype(np.intp)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """x (N,) float32 → mapped: linear inside the knots, shifted by the end offsets outside."""
-        seg = np.searchsorted(self.src, x, side="left")
-        np.clip(seg, 1, len(self.src) - 1, out=seg)
-        seg -= 1
-        x0, x1 = self.x0.take(seg), self.x1.take(seg)
-        t = (x - x0) * self.inv.take(seg)
-        np.clip(t, 0, 1, out=t)
-        out = self.y0.take(seg) + t * self.dy.take(seg)
-        out += x
-        out -= np.clip(x, x0, x1)       # 0 inside the knots; beyond the ends, how far beyond
+        b = self.bin(x)
+        j = b * 2
+        j += x > self.value.take(b)
+        out = x - self.line_x.take(j)
+        out *= self.line_s.take(j)
+        out += self.line_y.take(j)
+        if len(self.crowded):
+            at = np.flatnonzero(np.isin(b, self.crowded))
+            if len(at):
+                xs = x[at]
+                r = np.searchsorted(self.src, xs, side="left")
+                out[at] = self.y.take(r) + self.s.take(r) * (xs - self.x.take(r))
         return out
 
 
-def _step(x: np.ndarray, axes: np.ndarray, maps: list[Segments]) -> np.ndarray:
-    """One basis: x (3, N) → project on the axes' rows, map each axis, rotate the change back."""
-    proj = axes @ x
+def _step(x: np.ndarray, axes: np.ndarray, maps: list[AxisMap], proj: np.ndarray | None = None) -> np.ndarray:
+    """One basis: x (3, N) → project on the axes' rows (`proj`, when already made), map each axis,
+    rotate the change back.
+    einsum, not `@`: NumPy hands a 3×3 by 3×N product to BLAS, which is many times slower at it."""
+    proj = np.einsum("ij,jn->in", axes, x) if proj is None else proj
     moved = np.stack([m(p) for m, p in zip(maps, proj)])
     moved -= proj
-    return x + axes.T @ moved
+    moved = np.einsum("ji,jn->in", axes, moved)
+    moved += x
+    return moved
 
 
-def _apply(x: np.ndarray, bases: np.ndarray, maps: list[list[Segments]]) -> np.ndarray:
+def _apply(x: np.ndarray, bases: np.ndarray, maps: list[list[AxisMap]]) -> np.ndarray:
     for axes, axis_maps in zip(bases, maps):
         x = _step(x, axes, axis_maps)
     return x
 
 
-def sample_maps(x: np.ndarray, code_bases: np.ndarray, code_quantiles: np.ndarray) -> list[list[Segments]]:
-    """Phase 1: x (3, N) float32 → per basis, per axis, the `Segments` of its map (the image's
+def sample_maps(x: np.ndarray, code_bases: np.ndarray, code_quantiles: np.ndarray) -> list[list[AxisMap]]:
+    """Phase 1: x (3, N) float32 → per basis, per axis, the `AxisMap` of its map (the image's
     quantiles, read from the strided sample as it moves, onto the painting's)."""
     stride = max(1, -(-x.shape[1] // MAX_SAMPLE))
     sample = np.ascontiguousarray(x[:, ::stride])
     lo, hi, frac = (t.numpy() for t in cached_quantile_taps(sample.shape[1], code_quantiles.shape[-1], "cpu"))
     maps = []
     for axes, dst in zip(code_bases, code_quantiles):
-        proj = axes @ sample
+        proj = np.einsum("ij,jn->in", axes, sample)
         ordered = np.sort(proj, axis=-1)
         below = ordered[:, lo]
         src = below + frac * (ordered[:, hi] - below)     # exact where the two are equal
-        maps.append([Segments(s, d) for s, d in zip(src, dst)])
-        sample = _step(sample, axes, maps[-1])
+        maps.append([AxisMap(s, d) for s, d in zip(src, dst)])
+        sample = _step(sample, axes, maps[-1], proj)
     return maps
 
 
