@@ -48,10 +48,10 @@ from .stroke import downscale, internal_size, upscale_styled
 STYLE_CACHE_SIZE = 16
 GRAPH_CACHE_SIZE = 2
 GRAPH_MAX_VALUES = 3 * 3840 * 2160 * 2   # larger frames run eagerly: a graph keeps its temporaries
-# On OpenVINO (the CPU fast path) every pass but the last runs at this share of the internal size:
-# a pass costs its pixels, and the first pass only has to start the restyling the last one
-# finishes. Smaller scales paint a lattice; the quality held at 0.75 is in docs/cpu.md.
-OPENVINO_EARLY_PASS_SCALE = 0.75
+# On OpenVINO (the CPU fast path) every pass but the last runs at this share of the internal size
+# (320 px for a 512-px photo): a pass costs its pixels, and the first pass only has to start the
+# restyling the last one finishes. At 0.5 it paints blocks; the quality held is in docs/cpu.md.
+OPENVINO_EARLY_PASS_SCALE = 0.625
 
 
 def early_size(image: torch.Tensor, scale: float) -> tuple[int, int]:
