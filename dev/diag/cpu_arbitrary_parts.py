@@ -74,7 +74,7 @@ def instrument(engine: ArbitraryStylizer) -> None:
         block.forward = wrapped(block.forward, f"{level} norm + FFN")
         block.statistics = wrapped(block.statistics, f"{level} attention statistics")
     engine_module.degrid = wrapped(engine_module.degrid, "degrid")
-    engine_module.transport = wrapped(engine_module.transport, "palette transport")
+    engine_module.palette_transport = wrapped(engine_module.palette_transport, "palette transport")
     engine_module.downscale = wrapped(engine_module.downscale, "resize down")
     engine_module.upscale_styled = wrapped(engine_module.upscale_styled, "resize up + detail")
     transfer_module.attention = wrapped(transfer_module.attention, "attention core (softmax·V)")

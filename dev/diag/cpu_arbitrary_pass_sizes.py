@@ -24,10 +24,9 @@ import torch.nn.functional as F
 
 from styleforge.bench.cpu import load_metrics
 from styleforge.bench.cpu_arbitrary import load_photo, score
-from styleforge.engine.arbitrary import ArbitraryStylizer
+from styleforge.engine.arbitrary import ArbitraryStylizer, palette_transport
 from styleforge.engine.options import StylizeOptions
 from styleforge.engine.stroke import downscale, upscale_styled
-from styleforge.models.arbitrary.palette import transport
 
 
 def side_size(shape: tuple[int, int], side: int) -> tuple[int, int]:
@@ -52,10 +51,10 @@ def styled(engine: ArbitraryStylizer, content: torch.Tensor, styles, sides: list
     out = resize(content, side_size(full, sides[0]))
     for i, side in enumerate(sides):
         if i:
-            out = transport(engine._clean(out), palette)
+            out = palette_transport(engine._clean(out), palette)
             out = resize(out, side_size(full, side))
         out = model(out.clamp(0, 255), styles, 1.0).float()
-    out = engine._clean(transport(out, palette, engine.options.palette_strength))
+    out = engine._clean(palette_transport(out, palette, engine.options.palette_strength))
     if tuple(out.shape[-2:]) != full:
         out = upscale_styled(content, downscale(content, tuple(out.shape[-2:])), out)
     return out
@@ -70,12 +69,14 @@ def main() -> None:
     parser.add_argument("--precision", default="int8")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--style-size", type=int, default=512, help="a painting's longer side when encoded")
     parser.add_argument("--style-metrics", default=None)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     metrics = load_metrics(args.style_metrics)
-    engine = ArbitraryStylizer(StylizeOptions(device="cpu", backend=args.backend, precision=args.precision))
-    print(f"{engine.describe()}; load {os.getloadavg()[0]:.2f}")
+    engine = ArbitraryStylizer(StylizeOptions(device="cpu", backend=args.backend, precision=args.precision,
+                                              style_size=args.style_size))
+    print(f"{engine.describe()}; style size {args.style_size}; load {os.getloadavg()[0]:.2f}")
     photos = [load_photo(p) for p in args.photos]
     codes = {p: [(engine.style_code(str(p)), 1.0)] for p in args.paintings}
     for variant in args.variants:

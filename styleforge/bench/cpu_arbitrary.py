@@ -7,6 +7,9 @@ distance, grid score: medians over the pairs) and times one 512-px photo (the fi
 longer side 512) with the first painting's code cached, as a user's frames after the first:
 `reps` calls, the minimum and median wall time kept, and the median CPU time of the process (all
 threads; on a shared machine it grows far less with the others' load than the wall time does).
+Each variant is the engine's own path: on OpenVINO two passes run the first at
+`OPENVINO_EARLY_PASS_SCALE` of the size (the label names both sizes, e.g. `2pass-320-512`), and on
+the CPU the palette transport runs in its NumPy form (`models/arbitrary/palette_numpy.py`).
 The full path (PyTorch fp32, two passes, 512-px internal) is the quality reference. One row per
 variant, kind `cpu`, op `stylize-arbitrary`, with the load average, since the CPU may be shared.
 The photos and paintings are the caller's (held-out data, never committed). Not the built-in styles (`bench.cpu`).
@@ -33,24 +36,35 @@ SIDE = 512
 
 @dataclass(frozen=True)
 class Variant:
-    label: str
     backend: str          # reference | openvino
     precision: str        # fp32 | int8
     passes: int
     internal: int         # the longer side the model runs at (512: native)
 
+    @property
+    def first_pass(self) -> int:
+        """The longer side of the first pass: on OpenVINO every pass but the last runs smaller."""
+        from ..engine.arbitrary import OPENVINO_EARLY_PASS_SCALE
+        early = self.backend == "openvino" and self.passes > 1
+        return round(self.internal * OPENVINO_EARLY_PASS_SCALE) if early else self.internal
+
+    @property
+    def label(self) -> str:
+        """e.g. torch-fp32-2pass-512, openvino-int8-2pass-320-512 (first pass, then the rest)."""
+        sizes = str(self.internal) if self.first_pass == self.internal else f"{self.first_pass}-{self.internal}"
+        return f"{'torch' if self.backend == 'reference' else self.backend}-{self.precision}-{self.passes}pass-{sizes}"
+
 
 VARIANTS = (
-    Variant("torch-fp32-2pass-512", "reference", "fp32", 2, 512),
-    Variant("torch-fp32-1pass-512", "reference", "fp32", 1, 512),
-    Variant("openvino-fp32-1pass-512", "openvino", "fp32", 1, 512),
-    Variant("openvino-int8-2pass-512", "openvino", "int8", 2, 512),
-    Variant("openvino-int8-1pass-512", "openvino", "int8", 1, 512),
-    Variant("openvino-int8-1pass-384", "openvino", "int8", 1, 384),
-    Variant("openvino-int8-1pass-320", "openvino", "int8", 1, 320),
-    Variant("openvino-int8-1pass-256", "openvino", "int8", 1, 256),
+    Variant("reference", "fp32", 2, 512),
+    Variant("reference", "fp32", 1, 512),
+    Variant("openvino", "fp32", 1, 512),
+    Variant("openvino", "int8", 2, 512),
+    Variant("openvino", "int8", 1, 512),
+    Variant("openvino", "int8", 1, 384),
+    Variant("openvino", "int8", 1, 320),
+    Variant("openvino", "int8", 1, 256),
 )
-
 
 def load_photo(path: Path, side: int = SIDE) -> torch.Tensor:
     """Longer side `side` (bicubic), float (1, 3, H, W) in 0–255."""
@@ -110,6 +124,7 @@ def measure(variant: Variant, photos: list[Path], paintings: list[Path], metrics
               notes={"threads": torch.get_num_threads(), "min_ms": round(min(samples), 1),
                      "cpu_ms_median": round(statistics.median(cpu), 1),
                      "load_avg": load_average(), "passes": variant.passes, "internal": variant.internal,
+                     "first_pass_px": variant.first_pass,
                      "backend": engine.backend, "ready_s": round(ready_s, 2), "pairs": len(pairs), **quality})
     log(f"{row.provider:42} min {min(samples):7.0f} ms  median {row.median_ms:7.0f} ms  CPU "
         f"{row.notes['cpu_ms_median']:7.0f} ms  load {row.notes['load_avg']}"

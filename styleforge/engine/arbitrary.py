@@ -15,7 +15,8 @@ the last run at `OPENVINO_EARLY_PASS_SCALE` of the size). Not the model
 Around the passes, in plain PyTorch on every backend: `degrid` after each pass (the shipped
 weights stamp a 4-px lattice, docs/arbitrary.md) and, with `palette`, the painting's colours
 transported onto the image between passes (and after the last), from a `PaletteCode` cached
-with the style code (one painting; a mix of several is not transported).
+with the style code (one painting; a mix of several is not transported); on the CPU by the
+transport's NumPy form (`palette_numpy.py`).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import torch.nn.functional as F
 
 from ..models.arbitrary import ArbitraryStyleNet, StyleCode, load_arbitrary
 from ..models.arbitrary.palette import PaletteCode, encode_palette, transport
+from ..models.arbitrary.palette_numpy import transport_numpy
 from .arbitrary_fused import FusedArbitraryNet
 from .backends import OPENVINO_PRECISIONS, resolve_device, resolve_dtype, wants_openvino
 from .blending import apply_strength, preserve_color
@@ -46,15 +48,23 @@ from .stroke import downscale, internal_size, upscale_styled
 STYLE_CACHE_SIZE = 16
 GRAPH_CACHE_SIZE = 2
 GRAPH_MAX_VALUES = 3 * 3840 * 2160 * 2   # larger frames run eagerly: a graph keeps its temporaries
-# On OpenVINO (the CPU fast path) every pass but the last runs at this share of the internal size:
-# a pass costs its pixels, and the first pass only has to start the restyling the last one
-# finishes. Smaller scales paint a lattice; the quality held at 0.75 is in docs/cpu.md.
-OPENVINO_EARLY_PASS_SCALE = 0.75
+# On OpenVINO (the CPU fast path) every pass but the last runs at this share of the internal size
+# (320 px for a 512-px photo): a pass costs its pixels, and the first pass only has to start the
+# restyling the last one finishes. At 0.5 it paints blocks; the quality held is in docs/cpu.md.
+OPENVINO_EARLY_PASS_SCALE = 0.625
 
 
 def early_size(image: torch.Tensor, scale: float) -> tuple[int, int]:
     """(H, W) of `image` times `scale`, rounded, at least 1."""
     return tuple(max(1, round(side * scale)) for side in image.shape[-2:])
+
+
+def palette_transport(image: torch.Tensor, code: PaletteCode, strength: float = 1.0) -> torch.Tensor:
+    """The palette transport: on the CPU its NumPy form (the same map, a fraction of the CPU time),
+    elsewhere the PyTorch op, which runs inside the engine's CUDA graph."""
+    if image.device.type == "cpu":
+        return transport_numpy(image, code, strength)
+    return transport(image, code, strength)
 
 
 class PaintedCode(dict):
@@ -196,7 +206,7 @@ class ArbitraryStylizer:
             # 0.81 → 1.00 (docs/arbitrary.md); a third pass scored worse.
             out = self._clean(out)
             if palette is not None:
-                out = transport(out, palette)
+                out = palette_transport(out, palette)
             if i == opts.passes - 2 and tuple(out.shape[-2:]) != tuple(small.shape[-2:]):   # the last pass: full size
                 out = F.interpolate(out, size=small.shape[-2:], mode="bicubic", align_corners=False).clamp(0, 255)
             out = model(prepare(out), styles, alpha).float()
@@ -204,7 +214,7 @@ class ArbitraryStylizer:
             # A quarter of the way: palette distance 11.2 → 8.2 at a better Gram ratio; half-way
             # paints the painting's colours on the photo's contrast (docs/arbitrary.md). Before
             # the last degrid: a colour map steepens what lattice is left.
-            out = transport(out, palette, opts.palette_strength)
+            out = palette_transport(out, palette, opts.palette_strength)
         out = self._clean(out)
         return upscale_styled(content, small, out) if small is not content else out
 

@@ -48,3 +48,16 @@ def test_arbitrary_variants_run_at_their_internal_size():
     from styleforge.engine.stroke import internal_size
     for variant in VARIANTS:
         assert internal_size(SIDE, 341, stroke_scale(variant))[0] == variant.internal
+
+
+def test_arbitrary_variant_labels_name_the_engine_pass_sizes():
+    # A row names the path the engine ran: OpenVINO's two passes start at its early pass size.
+    import torch
+
+    from styleforge.bench.cpu_arbitrary import SIDE, VARIANTS
+    from styleforge.engine.arbitrary import OPENVINO_EARLY_PASS_SCALE, early_size
+    first = early_size(torch.zeros(1, 3, SIDE, SIDE), OPENVINO_EARLY_PASS_SCALE)[0]
+    labels = {v.label: v for v in VARIANTS}
+    assert labels[f"openvino-int8-2pass-{first}-{SIDE}"].first_pass == first < SIDE
+    assert labels[f"torch-fp32-2pass-{SIDE}"].first_pass == SIDE
+    assert all(v.first_pass == v.internal for v in VARIANTS if v.passes == 1)

@@ -138,3 +138,46 @@ def test_transport_compiles_on_cuda_and_matches_eager():
     eager = transport(image, code)
     compiled = torch.compile(transport, dynamic=False)(image, code)
     assert (compiled - eager).abs().max().item() < 0.05
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("strength, size", [(1.0, (40, 48)), (0.25, (40, 48)), (1.0, (272, 256))])
+def test_numpy_transport_matches_the_float64_reference(strength, size, threads):
+    # The CPU's two-phase NumPy transport (`palette_numpy.py`) on transport's cases: the quantiles
+    # from the moved sample alone, then every pixel in `threads` chunks, equal to the same map.
+    from styleforge.models.arbitrary.palette_numpy import transport_numpy
+    photo = torch.cat([blobs(4, *size), (blobs(5, *size) * 1.4 - 40).clamp(0, 255)])
+    painting = torch.cat([blobs(6, 64, 56, tint=(1.0, 0.5, 0.3)), blobs(7, 64, 56)])
+    painting[1, :, :20] = 128.0
+    code = encode_palette(painting)
+    got = transport_numpy(photo, code, strength, threads=threads)
+    want = _reference_transport(photo, code, strength)
+    assert got.dtype == torch.float32 and got.shape == photo.shape
+    assert (got.double() - want).abs().max() < 0.02, float((got.double() - want).abs().max())
+    assert (got.double() - want).abs().mean() < 1e-3
+    # A flat photo patch (many equal projections, runs of equal image quantiles): there the map
+    # jumps, and which side a colour lying on the jump takes is float32 rounding (NumPy's and
+    # PyTorch's matmuls round differently), so a few values may differ by the jump; nothing else.
+    flat = photo.clone()
+    flat[:, :, :16] = 200.0
+    got = transport_numpy(flat, code, strength, threads=threads)
+    gap = (got.double() - _reference_transport(flat, code, strength)).abs()
+    assert (gap > 0.02).double().mean() < 1e-4 and gap.mean() < 1e-3, (int((gap > 0.02).sum()), float(gap.mean()))
+
+
+@pytest.mark.parametrize("bins", [8, 8192])
+def test_axis_map_equals_the_monotone_map_at_knots_ends_and_crowded_bins(bins):
+    # One axis of the NumPy transport (`palette_numpy.AxisMap`: lines found by binning) against
+    # palette._monotone_map on the same knots: colours on the knots (a run of equal knots among
+    # them: the map's jump), beyond both ends, and knots closer than a bin (8 bins: most are).
+    from styleforge.models.arbitrary.palette import _monotone_map
+    from styleforge.models.arbitrary.palette_numpy import AxisMap
+    rng = np.random.default_rng(0)
+    src = np.sort(np.concatenate([rng.uniform(-80, 300, 200), np.full(20, 42.5), 100 + rng.uniform(0, 1e-3, 36)]))
+    src = src.astype(np.float32)
+    dst = np.sort(rng.uniform(0, 255, len(src))).astype(np.float32)
+    x = np.concatenate([rng.uniform(-150, 400, 20_000), src, [42.5] * 5, [src[0], src[-1]]]).astype(np.float32)
+    got = AxisMap(src, dst, bins)(x)
+    want = _monotone_map(torch.from_numpy(x)[None].double(), torch.from_numpy(src)[None].double(),
+                         torch.from_numpy(dst)[None].double())[0].numpy()
+    np.testing.assert_allclose(got, want, atol=2e-3, rtol=0)
