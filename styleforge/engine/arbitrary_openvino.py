@@ -32,6 +32,7 @@ from ..kernels.dispatch import using
 from ..models.arbitrary import ArbitraryStyleNet, StyleCode
 from ..models.arbitrary import transfer as transfer_module
 from ..models.arbitrary.encoder import LEVELS, level_index
+from ..models.arbitrary.merge import merge_style_code
 from ..models.arbitrary.model import pad_to_multiple, style_shares
 from ..models.arbitrary.transfer import StyleLevel
 from .openvino_runner import (
@@ -44,6 +45,11 @@ from .openvino_runner import (
 )
 
 ARBITRARY_RECIPE = 1   # bump when the calibration below changes: cached INT8 parts are rebuilt
+TRANSFER_GRAPH = 2     # bump when `TransferPart`'s inputs or export change: its cached IR is rebuilt
+CODE_FIELDS = 5        # per level: k, v, mean, std, bias
+# A painting's keys per head on this path, merged from the model's (up to max_style_tokens) by
+# `merge.py`: the attention's cost is linear in them. The quality held is in docs/cpu.md.
+STYLE_TOKENS = {"relu3_1": 256, "relu4_1": 256}
 
 
 def encoder_levels(model: ArbitraryStyleNet) -> tuple[str, ...]:
@@ -77,15 +83,16 @@ class DecoderPart(nn.Module):
 
 class TransferPart(nn.Module):
     """The encoder's features (`encoder_levels`), then per transfer level one painting's k, v,
-    mean, std (a `StyleLevel`'s fields) → the transfer levels' outputs, shallow to deep (alpha 1)."""
+    mean, std, bias (a `StyleLevel`'s fields; bias zeros for a code not merged) → the transfer
+    levels' outputs, shallow to deep (alpha 1)."""
 
     def __init__(self, model: ArbitraryStyleNet):
         super().__init__()
         self.model, self.levels = model, encoder_levels(model)
 
     def forward(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        n = len(self.levels)
-        code = {level: StyleLevel(*inputs[n + 4 * i:n + 4 * i + 4])
+        n, per = len(self.levels), CODE_FIELDS
+        code = {level: StyleLevel(*inputs[n + per * i:n + per * i + per])
                 for i, level in enumerate(self.model.config.levels)}
         out = self.model.transfer_features(dict(zip(self.levels, inputs[:n])), [(code, 1.0)])
         return tuple(out[level] for level in self.model.config.levels)
@@ -93,20 +100,21 @@ class TransferPart(nn.Module):
 
 @contextlib.contextmanager
 def exportable_attention(qk_dim: int):
-    """While exporting: the blocks' attention as `F.scaled_dot_product_attention` on q and k's
-    first `qk_dim` columns (the rest are the zero padding `AdaAttnBlock._heads` adds for the CUDA
-    kernel: they change no dot product), and the FFN as its PyTorch twin (the CPU op is a custom
-    op no converter knows). The model's own transfer code is traced: one description of it."""
-    def sdpa(q, k, v, key_padding_mask, scale):
-        return F.scaled_dot_product_attention(q[..., :qk_dim], k[..., :qk_dim], v, scale=scale)
+    """While exporting: the blocks' (biased) attention as `F.scaled_dot_product_attention` on q
+    and k's first `qk_dim` columns (the rest are the zero padding `AdaAttnBlock._heads` adds for
+    the CUDA kernel: they change no dot product) with the code's bias as its additive mask, and
+    the FFN as its PyTorch twin (the CPU op is a custom op no converter knows). The model's own
+    transfer code is traced: one description of it."""
+    def sdpa(q, k, v, bias, scale):
+        return F.scaled_dot_product_attention(q[..., :qk_dim], k[..., :qk_dim], v, attn_mask=bias, scale=scale)
 
-    original = transfer_module.attention
-    transfer_module.attention = sdpa
+    original = transfer_module.biased_attention
+    transfer_module.biased_attention = sdpa
     try:
         with using("reference"):
             yield
     finally:
-        transfer_module.attention = original
+        transfer_module.biased_attention = original
 
 
 def export_transfer(part: TransferPart, example: tuple[torch.Tensor, ...]):
@@ -114,9 +122,10 @@ def export_transfer(part: TransferPart, example: tuple[torch.Tensor, ...]):
     import openvino as ov
     n = len(part.levels)
     shapes = [ov.PartialShape([-1, t.shape[1], -1, -1]) for t in example[:n]]
-    for k, v, mean, std in zip(*[iter(example[n:])] * 4):
+    for k, v, mean, std, bias in zip(*[iter(example[n:])] * CODE_FIELDS):
         shapes += [ov.PartialShape([-1, k.shape[1], -1, k.shape[3]]), ov.PartialShape([-1, v.shape[1], -1, v.shape[3]]),
-                   ov.PartialShape([-1, 1, mean.shape[2]]), ov.PartialShape([-1, 1, std.shape[2]])]
+                   ov.PartialShape([-1, 1, mean.shape[2]]), ov.PartialShape([-1, 1, std.shape[2]]),
+                   ov.PartialShape([-1, bias.shape[1], 1, -1])]
     with exportable_attention(part.model.config.qk_dim), torch.no_grad(), warnings.catch_warnings():
         # As `openvino_runner.export`: the trace notes the twins' argument checks as constants.
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
@@ -124,7 +133,11 @@ def export_transfer(part: TransferPart, example: tuple[torch.Tensor, ...]):
 
 
 def code_inputs(code: StyleCode, levels: tuple[str, ...]) -> list[torch.Tensor]:
-    return [t for level in levels for t in (code[level].k, code[level].v, code[level].mean, code[level].std)]
+    """`TransferPart`'s code inputs; a level not merged gets a zero bias (one token per key)."""
+    def bias(lv: StyleLevel) -> torch.Tensor:
+        return lv.bias if lv.bias is not None else lv.k.new_zeros(lv.k.shape[0], lv.k.shape[1], 1, lv.k.shape[2])
+    return [t for level in levels for t in (code[level].k, code[level].v, code[level].mean, code[level].std,
+                                            bias(code[level]))]
 
 
 def _calibration(model: ArbitraryStyleNet) -> tuple[list, list]:
@@ -146,7 +159,10 @@ def _calibration(model: ArbitraryStyleNet) -> tuple[list, list]:
 class OpenVINOArbitraryNet:
     """The arbitrary model with its encoder and decoder on OpenVINO (see the module docstring)."""
 
-    def __init__(self, model: ArbitraryStyleNet, precision: str = "int8", threads: int | None = None):
+    def __init__(self, model: ArbitraryStyleNet, precision: str = "int8", threads: int | None = None,
+                 style_tokens: dict[str, int] | None = None):
+        """`style_tokens`: level → tokens per head a painting's code is merged to (default
+        `STYLE_TOKENS`; {} keeps the model's own)."""
         if precision not in PRECISIONS:
             raise ValueError(f"the OpenVINO backend runs {' or '.join(PRECISIONS)}, not {precision!r}")
         ok, reason = openvino_available(precision)
@@ -155,6 +171,7 @@ class OpenVINOArbitraryNet:
         import openvino as ov
         self.model = model.float().eval()
         self.precision = precision
+        self.style_tokens = dict(STYLE_TOKENS if style_tokens is None else style_tokens)
         self.levels = encoder_levels(model)
         threads = threads or torch.get_num_threads()
         encoder, decoder = EncoderPart(self.model), DecoderPart(self.model)
@@ -173,7 +190,8 @@ class OpenVINOArbitraryNet:
         dec_ir = load_or_build(decoder, precision, lambda m: export(m, dec_example),
                                lambda: calibration()[1], tag=f"{tag}-decoder")
         transfer_ir = load_or_build(TransferPart(self.model), "fp32",
-                                    lambda m: export_transfer(m, transfer_example), tag=f"{tag}-transfer")
+                                    lambda m: export_transfer(m, transfer_example),
+                                    tag=f"{tag}-transfer{TRANSFER_GRAPH}")
         core = ov.Core()
         config = compile_config(precision, threads)
         self._encoder = core.compile_model(enc_ir, "CPU", config).create_infer_request()
@@ -219,8 +237,10 @@ class OpenVINOArbitraryNet:
 
     @torch.no_grad()
     def encode_style(self, painting: torch.Tensor) -> StyleCode:
-        """As `ArbitraryStyleNet.encode_style` (the painting unpadded), the VGG part on OpenVINO."""
-        return self.model.encode_style_features(self.encode(painting.float()))
+        """As `ArbitraryStyleNet.encode_style` (the painting unpadded), the VGG part on OpenVINO,
+        then merged to `style_tokens` keys per head."""
+        code = self.model.encode_style_features(self.encode(painting.float()))
+        return merge_style_code(code, self.style_tokens, self.model.config.qk_dim)
 
     @torch.no_grad()
     def stylize(self, content: torch.Tensor, styles: list[tuple[StyleCode, float]],

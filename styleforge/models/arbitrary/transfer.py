@@ -81,10 +81,21 @@ class StyleLevel:
     v: torch.Tensor        # (B, H, Ns, D) [v, v²] standardised values
     mean: torch.Tensor     # (B, 1, C) fp32 μs
     std: torch.Tensor      # (B, 1, C) fp32 σs
+    bias: torch.Tensor | None = None   # (B, H, 1, Ns) fp32 log of the tokens each key stands for
+                                       # (a merged code, `merge.py`); None: one token each
 
     def to(self, device=None, dtype=None) -> StyleLevel:
-        return StyleLevel(self.k.to(device, dtype), self.v.to(device, dtype),
-                          self.mean.to(device), self.std.to(device))
+        return StyleLevel(self.k.to(device, dtype), self.v.to(device, dtype), self.mean.to(device),
+                          self.std.to(device), None if self.bias is None else self.bias.to(device))
+
+
+def biased_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor,
+                     scale: float) -> torch.Tensor:
+    """softmax(scale · q kᵀ + bias) v for a merged code, in fp32 (fp64 for fp64): plain PyTorch on
+    any device (merged codes are made for the OpenVINO CPU path, which exports this as one SDPA)."""
+    dt = wide(q).dtype
+    s = torch.matmul(q.to(dt), k.to(dt).transpose(-1, -2)) * scale + bias.to(dt)
+    return torch.matmul(torch.softmax(s, dim=-1), v.to(dt)).to(q.dtype)
 
 
 class AdaAttnBlock(nn.Module):
@@ -126,7 +137,10 @@ class AdaAttnBlock(nn.Module):
         """Per-position style mean and std, (B, N, C) fp32 each."""
         q = self._heads(self.q_proj(tokens(content_keys)), self.qk_dim)
         q = q.to(compute_dtype(content_keys))
-        out = attention(q, style.k.to(q.dtype), style.v.to(q.dtype), None, self.qk_dim ** -0.5)
+        if style.bias is None:
+            out = attention(q, style.k.to(q.dtype), style.v.to(q.dtype), None, self.qk_dim ** -0.5)
+        else:
+            out = biased_attention(q, style.k, style.v, style.bias, self.qk_dim ** -0.5)
         b, h, n, _ = out.shape
         half = self.head_dim // 2
         m = wide(out[..., :half])
