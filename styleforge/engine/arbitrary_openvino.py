@@ -100,13 +100,16 @@ class TransferPart(nn.Module):
 
 @contextlib.contextmanager
 def exportable_attention(qk_dim: int):
-    """While exporting: the blocks' (biased) attention as `F.scaled_dot_product_attention` on q
-    and k's first `qk_dim` columns (the rest are the zero padding `AdaAttnBlock._heads` adds for
-    the CUDA kernel: they change no dot product) with the code's bias as its additive mask, and
-    the FFN as its PyTorch twin (the CPU op is a custom op no converter knows). The model's own
-    transfer code is traced: one description of it."""
+    """While exporting: the blocks' (biased) attention as one `F.scaled_dot_product_attention` on
+    q and k's first `qk_dim` columns (the rest are the zero padding `AdaAttnBlock._heads` adds for
+    the CUDA kernel: they change no dot product), the code's bias carried as one more column (k's
+    holds the bias, q's holds 1/scale, so the logits gain exactly the bias: an additive mask input
+    cost OpenVINO's fused kernel more), and the FFN as its PyTorch twin (the CPU op is a custom op
+    no converter knows). The model's own transfer code is traced: one description of it."""
     def sdpa(q, k, v, bias, scale):
-        return F.scaled_dot_product_attention(q[..., :qk_dim], k[..., :qk_dim], v, attn_mask=bias, scale=scale)
+        q = torch.cat([q[..., :qk_dim], torch.full_like(q[..., :1], 1.0 / scale)], dim=-1)
+        k = torch.cat([k[..., :qk_dim], bias.transpose(-1, -2).to(k.dtype)], dim=-1)
+        return F.scaled_dot_product_attention(q, k, v, scale=scale)
 
     original = transfer_module.biased_attention
     transfer_module.biased_attention = sdpa

@@ -75,6 +75,30 @@ def test_attention_part_mixes_paintings_over_a_batch_as_the_model(cache):
     assert len(list(cache.glob("*-fp32-*-arb*-transfer*.xml"))) == 1
 
 
+def test_merged_painting_code_runs_on_openvino_as_in_the_model(cache):
+    """A painting's code merged to fewer keys (`encode_style` on this path; the bias carried into
+    SDPA as one more key column) against the model's `transfer_features` on the same merged code
+    (`biased_attention`, PyTorch), and a code not merged (zero bias) beside it in one mix."""
+    from styleforge.engine.arbitrary_openvino import OpenVINOArbitraryNet
+    from styleforge.models.arbitrary.merge import merge_style_code
+    model = tiny_model()
+    net = OpenVINOArbitraryNet(model, "fp32", threads=2, style_tokens={"relu3_1": 5, "relu4_1": 3})
+    painting = torch.rand(2, 3, 64, 64) * 255                  # a batch of paintings, as the model takes
+    with torch.no_grad():
+        merged = net.encode_style(painting)
+        want_code = merge_style_code(model.encode_style(painting), net.style_tokens, model.config.qk_dim)
+        for level, tokens in net.style_tokens.items():
+            assert merged[level].k.shape[2] == tokens and merged[level].bias is not None
+            assert rel_error(merged[level].k, want_code[level].k) < 1e-4
+        plain = model.encode_style(torch.rand(2, 3, 48, 64) * 255)
+        feats = model.encode(torch.rand(2, 3, 48, 80) * 255)
+        for styles in ([(merged, 1.0)], [(merged, 1.0), (plain, 2.0)]):
+            want = model.transfer_features(feats, styles, 0.8)
+            got = net.transfer_features(feats, styles, 0.8)
+            for level in want:
+                assert rel_error(got[level], want[level]) < 1e-4
+
+
 def test_int8_is_close_and_read_back_from_the_cache(cache, monkeypatch):
     from styleforge.engine import openvino_runner
     from styleforge.engine.arbitrary_openvino import OpenVINOArbitraryNet

@@ -81,8 +81,9 @@ class StyleLevel:
     v: torch.Tensor        # (B, H, Ns, D) [v, v²] standardised values
     mean: torch.Tensor     # (B, 1, C) fp32 μs
     std: torch.Tensor      # (B, 1, C) fp32 σs
-    bias: torch.Tensor | None = None   # (B, H, 1, Ns) fp32 log of the tokens each key stands for
-                                       # (a merged code, `merge.py`); None: one token each
+    # (B, H, 1, Ns) log of the tokens each key stands for (a merged code, `merge.py`), fp32 (fp64
+    # for an fp64 code); None: one token each
+    bias: torch.Tensor | None = None
 
     def to(self, device=None, dtype=None) -> StyleLevel:
         return StyleLevel(self.k.to(device, dtype), self.v.to(device, dtype), self.mean.to(device),
