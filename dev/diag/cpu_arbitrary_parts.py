@@ -73,7 +73,7 @@ def instrument(engine: ArbitraryStylizer) -> None:
     for level, block in model.transfer.items():
         block.forward = wrapped(block.forward, f"{level} norm + FFN")
         block.statistics = wrapped(block.statistics, f"{level} attention statistics")
-    engine_module.degrid = wrapped(engine_module.degrid, "degrid")
+    engine_module.remove_grid = wrapped(engine_module.remove_grid, "degrid")
     engine_module.palette_transport = wrapped(engine_module.palette_transport, "palette transport")
     engine_module.downscale = wrapped(engine_module.downscale, "resize down")
     engine_module.upscale_styled = wrapped(engine_module.upscale_styled, "resize up + detail")

@@ -12,11 +12,11 @@ openvino (`arbitrary_openvino.py`: encoder and decoder on OpenVINO, INT8 by defa
 fp32; what `auto` picks on a CPU where it is installed, as for the built-in styles; its passes but
 the last run at `OPENVINO_EARLY_PASS_SCALE` of the size). Not the model
 (`models/`).
-Around the passes, in plain PyTorch on every backend: `degrid` after each pass (the shipped
-weights stamp a 4-px lattice, docs/arbitrary.md) and, with `palette`, the painting's colours
-transported onto the image between passes (and after the last), from a `PaletteCode` cached
-with the style code (one painting; a mix of several is not transported); on the CPU by the
-transport's NumPy form (`palette_numpy.py`).
+Around the passes, on every backend: `degrid` after each pass (the shipped weights stamp a 4-px
+lattice, docs/arbitrary.md) and, with `palette`, the painting's colours transported onto the
+image between passes (and after the last), from a `PaletteCode` cached with the style code (one
+painting; a mix of several is not transported). On CUDA both are PyTorch ops inside the graph;
+on the CPU their NumPy forms (`degrid_numpy.py`, `palette_numpy.py`).
 """
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ from .blending import apply_strength, preserve_color
 from .capture import capturing, cuda_work
 from .cudnn_flags import cudnn_flags
 from .degrid import degrid
+from .degrid_numpy import degrid_numpy
 from .options import (
     StylizeOptions,
     check_fraction,
@@ -65,6 +66,14 @@ def palette_transport(image: torch.Tensor, code: PaletteCode, strength: float = 
     if image.device.type == "cpu":
         return transport_numpy(image, code, strength)
     return transport(image, code, strength)
+
+
+def remove_grid(image: torch.Tensor) -> torch.Tensor:
+    """`degrid`: on the CPU its NumPy form (the same filter, a fraction of the CPU time), elsewhere
+    the PyTorch op, which runs inside the engine's CUDA graph."""
+    if image.device.type == "cpu":
+        return degrid_numpy(image)
+    return degrid(image)
 
 
 class PaintedCode(dict):
@@ -219,7 +228,7 @@ class ArbitraryStylizer:
         return upscale_styled(content, small, out) if small is not content else out
 
     def _clean(self, out: torch.Tensor) -> torch.Tensor:
-        return degrid(out).clamp(0, 255) if self.options.degrid else out
+        return remove_grid(out).clamp(0, 255) if self.options.degrid else out
 
     def _run(self, content: torch.Tensor, styles: list[tuple[StyleCode, float]], alpha: float) -> torch.Tensor:
         # The whole frame, resizes and detail included, is one graph: at the default stroke scale
