@@ -90,3 +90,11 @@ def test_aimed_transport_in_a_cuda_graph_equals_eager():
     assert float(share[0]) > 0.25
     torch.testing.assert_close(captured_share, share)
     assert (captured - eager).abs().max().item() < 1e-3
+
+
+def test_options_check_the_rule_constants():
+    from styleforge.engine.options import StylizeOptions
+    with pytest.raises(ValueError, match="palette_target"):
+        StylizeOptions(palette_target=-1.0)
+    with pytest.raises(ValueError, match="palette_cap"):
+        StylizeOptions(palette_cap=1.5)
