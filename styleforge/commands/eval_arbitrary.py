@@ -72,8 +72,8 @@ def run(args: argparse.Namespace) -> int:
                           photos, paintings, args.metric_vgg, str(engine.device), save_dir)
         print(table(scores))
         label = args.label or (f"{Path(args.weights).name} passes={args.passes} degrid={int(args.degrid)} "
-                               f"palette={args.palette}:{args.palette_strength:g}:{args.palette_target:g}:{args.palette_cap:g} "
-                               f"{engine.dtype}".replace("torch.", ""))
+                               f"palette={args.palette}:{args.palette_strength:g}:{args.palette_target:g}:"
+                               f"{args.palette_cap:g} {engine.dtype}".replace("torch.", ""))
         if args.csv:
             print("rows:", append_rows(args.csv, scores, label, str(engine.device)))
         if args.sheet:
