@@ -55,8 +55,11 @@ def arbitrary_quality_summary(results: Path) -> str:
                          f"palette {max(per.values()):.1f})", _medians(source)))
     out.append(f"| bars (issue 39) | {BARS} |")
     first = held[0]
+    # The two labels are separate runs: when they were scored at different commits, both are named.
+    later = source[0] if source and source[0]["commit"] != first["commit"] else None
+    also = f"; held-out source: commit {later['commit']} · {later['timestamp'][:10]}" if later else ""
     out.append("")
     out.append(f"_Measured: {first['device']} · torch {first['torch']} · commit {first['commit']} · "
-               f"{first['timestamp'][:10]} · `styleforge eval-arbitrary`, defaults (two passes, degrid, "
-               "palette all 0.25), fp32 reference path._")
+               f"{first['timestamp'][:10]}{also} · `styleforge eval-arbitrary`, defaults of each commit (two "
+               "passes, degrid, palette all), fp32 reference path._")
     return "\n".join(out) + "\n"

@@ -87,6 +87,15 @@ def register_engine_arguments(p) -> None:
                    default=_DEFAULTS.palette_strength, metavar="X",
                    help="--style-image with --palette all: how far the colours move after the last pass "
                         f"(default {_DEFAULTS.palette_strength:g}; 1 = the painting's palette exactly)")
+    p.add_argument("--palette-target", type=_checked(_number_in(0, 255), "number in 0..255"),
+                   default=_DEFAULTS.palette_target, metavar="D",
+                   help="--style-image with --palette all: where the photo's colours stay farther than D "
+                        "from the painting's (palette distance, 0-255), move them further, up to "
+                        f"--palette-cap (default {_DEFAULTS.palette_target:g})")
+    p.add_argument("--palette-cap", type=_checked(_number_in(0, 1), "number in 0..1"),
+                   default=_DEFAULTS.palette_cap, metavar="X",
+                   help="--style-image with --palette all: the most that share is raised to "
+                        f"(default {_DEFAULTS.palette_cap:g}; at or below --palette-strength: a fixed share)")
     p.add_argument("--style-size", type=_checked(_number_in(64, 4096, int), "integer in 64..4096"),
                    default=_DEFAULTS.style_size, metavar="PX",
                    help=f"--style-image: the painting's longer side when encoded (default {_DEFAULTS.style_size})")
@@ -125,7 +134,8 @@ def register_engine_arguments(p) -> None:
                            "(default: the temp folder)")
 
 
-_PAINTING_ONLY = ("alpha", "passes", "style_size", "arbitrary_weights", "palette_strength")
+_PAINTING_ONLY = ("alpha", "passes", "style_size", "arbitrary_weights", "palette_strength", "palette_target",
+                  "palette_cap")
 
 
 def options_from_args(args: argparse.Namespace) -> StylizeOptions:

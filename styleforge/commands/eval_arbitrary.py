@@ -31,6 +31,10 @@ def register(subparsers) -> None:
                         f"after the last (all, default; --palette-strength {_DEFAULTS.palette_strength:g})")
     p.add_argument("--palette-strength", type=float, default=_DEFAULTS.palette_strength,
                    help="with --palette all: how far the colours move after the last pass")
+    p.add_argument("--palette-target", type=float, default=_DEFAULTS.palette_target,
+                   help="with --palette all: the palette distance that share is raised to reach")
+    p.add_argument("--palette-cap", type=float, default=_DEFAULTS.palette_cap,
+                   help="with --palette all: the most that share is raised to (≤ strength: fixed)")
     p.add_argument("--save-dir", metavar="DIR", help="also write every output as PNG here")
     p.add_argument("--csv", metavar="FILE",
                    help="append one row per pair (e.g. benchmarks/results/arbitrary_quality.csv)")
@@ -59,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     from ..training.arbitrary_report import append_rows, contact_sheet, table
     engine = ArbitraryStylizer(StylizeOptions(arbitrary_weights=args.weights, alpha=args.alpha, passes=args.passes,
                                               device=args.device, precision=args.precision, degrid=args.degrid,
-                                              palette=args.palette, palette_strength=args.palette_strength))
+                                              palette=args.palette, palette_strength=args.palette_strength,
+                                              palette_target=args.palette_target, palette_cap=args.palette_cap))
     photos, paintings = _files(args.photos), _files(args.paintings)
     with tempfile.TemporaryDirectory() as tmp:
         save_dir = Path(args.save_dir) if args.save_dir else (Path(tmp) if args.sheet else None)
@@ -67,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
                           photos, paintings, args.metric_vgg, str(engine.device), save_dir)
         print(table(scores))
         label = args.label or (f"{Path(args.weights).name} passes={args.passes} degrid={int(args.degrid)} "
-                               f"palette={args.palette}:{args.palette_strength:g} {engine.dtype}".replace("torch.", ""))
+                               f"palette={args.palette}:{args.palette_strength:g}:{args.palette_target:g}:"
+                               f"{args.palette_cap:g} {engine.dtype}".replace("torch.", ""))
         if args.csv:
             print("rows:", append_rows(args.csv, scores, label, str(engine.device)))
         if args.sheet:

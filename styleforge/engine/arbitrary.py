@@ -14,9 +14,10 @@ the last run at `OPENVINO_EARLY_PASS_SCALE` of the size). Not the model
 (`models/`).
 Around the passes, on every backend: `degrid` after each pass (the shipped weights stamp a 4-px
 lattice, docs/arbitrary.md) and, with `palette`, the painting's colours transported onto the
-image between passes (and after the last), from a `PaletteCode` cached with the style code (one
-painting; a mix of several is not transported). On CUDA both are PyTorch ops inside the graph;
-on the CPU their NumPy forms (`degrid_numpy.py`, `palette_numpy.py`).
+image between passes (and after the last, a share raised per frame where the palette distance
+stays above `palette_target`: `palette_share.py`), from a `PaletteCode` cached with the style
+code (one painting; a mix of several is not transported). On CUDA both are PyTorch ops inside
+the graph; on the CPU their NumPy forms (`degrid_numpy.py`, `palette_numpy.py`).
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from ..models.arbitrary import ArbitraryStyleNet, StyleCode, load_arbitrary
-from ..models.arbitrary.palette import PaletteCode, encode_palette, transport
+from ..models.arbitrary.palette import PaletteCode, aimed_transport, encode_palette, transport
 from ..models.arbitrary.palette_numpy import transport_numpy
 from .arbitrary_fused import FusedArbitraryNet
 from .backends import OPENVINO_PRECISIONS, resolve_device, resolve_dtype, wants_openvino
@@ -220,12 +221,19 @@ class ArbitraryStylizer:
                 out = F.interpolate(out, size=small.shape[-2:], mode="bicubic", align_corners=False).clamp(0, 255)
             out = model(prepare(out), styles, alpha).float()
         if palette is not None and opts.palette == "all" and opts.palette_strength > 0:
-            # A quarter of the way: palette distance 11.2 → 8.2 at a better Gram ratio; half-way
-            # paints the painting's colours on the photo's contrast (docs/arbitrary.md). Before
-            # the last degrid: a colour map steepens what lattice is left.
-            out = palette_transport(out, palette, opts.palette_strength)
+            # A quarter of the way, more (to `palette_cap`) only where the palette distance is still
+            # above `palette_target`: a fixed larger share paints the painting's colours on the
+            # photo's contrast (docs/arbitrary.md). Before the last degrid: a colour map steepens
+            # what lattice is left.
+            out = self._final_palette(out, palette)
         out = self._clean(out)
         return upscale_styled(content, small, out) if small is not content else out
+
+    def _final_palette(self, out: torch.Tensor, palette: PaletteCode) -> torch.Tensor:
+        opts = self.options
+        if opts.palette_cap <= opts.palette_strength or palette.measure is None:
+            return palette_transport(out, palette, opts.palette_strength)
+        return aimed_transport(out, palette, opts.palette_strength, opts.palette_target, opts.palette_cap)[0]
 
     def _clean(self, out: torch.Tensor) -> torch.Tensor:
         return remove_grid(out).clamp(0, 255) if self.options.degrid else out
@@ -236,7 +244,8 @@ class ArbitraryStylizer:
         if self._graphs is not None and content.numel() <= GRAPH_MAX_VALUES:
             self._graphs.fn = lambda inp: self._styled(inp, styles, alpha)
             key = (tuple(id(code) for code, _ in styles), tuple(w for _, w in styles), alpha,
-                   self.options.degrid, self.options.palette, self.options.palette_strength)
+                   self.options.degrid, self.options.palette, self.options.palette_strength,
+                   self.options.palette_target, self.options.palette_cap)
             return self._graphs(content, key, styles)
         return self._styled(content, styles, alpha)
 

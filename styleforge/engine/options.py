@@ -177,6 +177,8 @@ class StylizeOptions:
     degrid: bool = True               # arbitrary model: remove a 4-px lattice after each pass
     palette: str = "all"              # arbitrary model: painting-colour transport: none | between | all
     palette_strength: float = 0.25    # arbitrary model: share of the transport after the last pass (all)
+    palette_target: float = 12.0      # arbitrary model: palette distance the last share is raised to reach
+    palette_cap: float = 0.6          # arbitrary model: most that share is raised to (≤ strength: fixed)
 
     def __post_init__(self):
         check_fraction("strength", self.strength)
@@ -206,6 +208,9 @@ class StylizeOptions:
         if self.palette not in PALETTE_MODES:
             raise ValueError(f"palette must be one of {PALETTE_MODES}, got {self.palette!r}")
         check_fraction("palette_strength", self.palette_strength)
+        check_fraction("palette_cap", self.palette_cap)
+        if not self.palette_target >= 0:
+            raise ValueError(f"palette_target must be ≥ 0, got {self.palette_target}")
         if isinstance(self.style_images, str):
             object.__setattr__(self, "style_images", (parse_style_image(self.style_images),))
         elif isinstance(self.style_images, list):

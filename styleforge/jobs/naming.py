@@ -17,6 +17,7 @@ changes the picture and is not at its default, in a fixed order, each after a `-
 | --alpha (1), --passes (2)         | `a<x>`, `p<n>`  | `starry-a0.8-p1`        |
 | --no-degrid, --palette (all)      | `nodegrid`, `pal<mode>` |                 |
 | --palette-strength (0.25; all)   | `ps<x>`         | `starry-ps0.5`          |
+| --palette-target, --palette-cap (all) | `pt<d>`, `pcap<x>` | `starry-pcap0.25` |
 | --style-size (512)                | `ss<px>`        |                         |
 
 So every default run keeps the names it always had, and two runs that would paint different
@@ -91,6 +92,10 @@ def settings_tokens(options: StylizeOptions) -> list[str]:
             f"pal{options.palette}" if options.palette != d.palette else None,
             f"ps{_number(options.palette_strength)}" if options.palette == "all"
             and options.palette_strength != d.palette_strength else None,
+            f"pt{_number(options.palette_target)}" if options.palette == "all"
+            and options.palette_target != d.palette_target else None,
+            f"pcap{_number(options.palette_cap)}" if options.palette == "all"
+            and options.palette_cap != d.palette_cap else None,
             f"ss{options.style_size}" if options.style_size != d.style_size else None,
         ]
     return [token for token in tokens if token]

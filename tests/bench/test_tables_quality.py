@@ -32,7 +32,14 @@ def test_medians_of_the_latest_run_per_label(tmp_path):
     assert "| y | 0.200 | 1.400 | 12.0 | 2.0 |" in table
     assert "| **0.200** | **1.200** | **7.0** | **2.0** |" in table and "median over 3 pairs (2 photos)" in table
     assert "2 paintings × 1 photos (worst painting's palette 14.0) | 0.300 | 1.100 | 11.0 | 3.0 |" in table
-    assert "commit def" in table and "99" not in table
+    assert "commit def" in table and "99" not in table and "held-out source: commit" not in table
+    # the held-out source scored again at a later commit: both commits are named
+    later = "2026-03-01T00:00:00+00:00"
+    with open(tmp_path / "arbitrary_quality.csv", "a", newline="") as f:
+        csv.writer(f).writerow((later, src, "a.jpg", "m1.jpg", 0.2, 1.0, 6, 2, "cpu", "2.13", "ghi"))
+    table = arbitrary_quality_summary(tmp_path)
+    assert "1 paintings × 1 photos (worst painting's palette 6.0)" in table
+    assert "commit def · 2026-02-01; held-out source: commit ghi · 2026-03-01" in table
 
 
 def test_no_rows_gives_a_sentence(tmp_path):

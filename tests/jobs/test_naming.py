@@ -41,8 +41,11 @@ def test_mix_weights_and_painting_settings():
     assert output_label(paintings) == "a+b-w0.7_0.3-a0.8-p1-nodegrid-palnone-ss256"
     stronger = StylizeOptions(style_images=(("a.jpg", 1.0),), palette_strength=0.5)
     assert output_label(stronger) == "a-ps0.5"
+    aimed = dataclasses.replace(stronger, palette_strength=0.25, palette_target=9.0, palette_cap=0.25)
+    assert output_label(aimed) == "a-pt9-pcap0.25"
     # the strength moves nothing when there is no transport after the last pass
     assert output_label(dataclasses.replace(stronger, palette="between")) == "a-palbetween"
+    assert output_label(dataclasses.replace(aimed, palette="between")) == "a-palbetween"
 
 
 def test_settings_that_keep_the_picture_keep_the_name():

@@ -77,6 +77,11 @@ def test_engine_palette_and_degrid_options(tmp_path):
     sw = {name: float(sliced_wasserstein(image, painting)[0])
           for name, image in (("between", between), ("quarter", run(palette="all", degrid=False)), ("all", moved))}
     assert sw["all"] < sw["quarter"] < sw["between"], sw
+    # The aimed share is wired in: aimed at 0 with room to 1, it is the full transport; a cap at
+    # the base share is the fixed quarter.
+    torch.testing.assert_close(run(palette_target=0.0, palette_cap=1.0, degrid=False), moved)
+    fixed = run(palette_cap=0.25, degrid=False)
+    assert float(sliced_wasserstein(fixed, painting)[0]) >= sw["quarter"] - 1e-3
     cleaned = run(palette="none", degrid=True)
     assert not torch.equal(cleaned, plain) and (cleaned - plain).abs().mean() < 0.1 * plain.std()
 

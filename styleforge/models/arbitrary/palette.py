@@ -9,7 +9,8 @@ transport (inference): iterative sliced optimal transport of an image's colours 
     painting's value at the same quantile, a monotone map per axis, so edges and shading order
     are kept while the palette becomes the painting's. The first basis is the painting's own
     principal axes (decorrelated colour: one step already matches most of the distribution);
-    the others are fixed random rotations. `strength` < 1 moves part of the way.
+    the others are fixed random rotations. `strength` < 1 moves part of the way;
+    `aimed_transport` picks that share per image (`palette_share.py`).
 sliced_wasserstein (training loss and measure): the mean absolute gap between the two colour
     distributions' quantiles along random directions, in 0–255 units, differentiable in the
     first image (the quantiles of a sort). `shared/tools/style_metrics.py`'s palette_dist is
@@ -22,6 +23,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .palette_share import adaptive_share, measure_quantiles, palette_distance
+
 QUANTILES = 256          # per axis: enough for a smooth 8-bit map, cheap to interpolate
 BASES = 6                # transport iterations (one basis each); the first is the painting's PCA
 MAX_SAMPLE = 65_536      # pixels a quantile is estimated from (a strided subset of bigger images)
@@ -32,9 +35,11 @@ class PaletteCode:
     """A painting's colour quantiles along each basis' three axes."""
     bases: torch.Tensor      # (B, K, 3, 3): rows are the axes, orthonormal
     quantiles: torch.Tensor  # (B, K, 3, Q) sorted projections of the painting's colours
+    measure: torch.Tensor | None = None  # (B, 32, 101) palette_share.measure_quantiles: the aim
 
     def to(self, device=None) -> PaletteCode:
-        return PaletteCode(self.bases.to(device), self.quantiles.to(device))
+        measure = None if self.measure is None else self.measure.to(device)
+        return PaletteCode(self.bases.to(device), self.quantiles.to(device), measure)
 
 
 def pixels(image: torch.Tensor, max_pixels: int = MAX_SAMPLE) -> torch.Tensor:
@@ -100,7 +105,7 @@ def encode_palette(painting: torch.Tensor, bases: int = BASES, quantiles: int = 
     axes = torch.cat([principal_axes(colours).unsqueeze(1),
                       random_bases(bases - 1, device=colours.device).expand(colours.shape[0], -1, -1, -1)], 1)
     proj = torch.einsum("bkij,bnj->bkin", axes, colours)                      # (B, K, 3, N)
-    return PaletteCode(axes, sorted_quantiles(proj, quantiles))
+    return PaletteCode(axes, sorted_quantiles(proj, quantiles), measure_quantiles(painting))
 
 
 def _monotone_map(x: torch.Tensor, src_q: torch.Tensor, dst_q: torch.Tensor) -> torch.Tensor:
@@ -121,10 +126,9 @@ def _monotone_map(x: torch.Tensor, src_q: torch.Tensor, dst_q: torch.Tensor) -> 
     return torch.lerp(y0, y1, t) + (x - torch.clamp(x, x0, x1))
 
 
-def transport(image: torch.Tensor, code: PaletteCode, strength: float = 1.0) -> torch.Tensor:
-    """image (B, 3, H, W) 0–255 → its colours moved toward the painting's; float32, clamped 0–255.
+def _moved(image: torch.Tensor, code: PaletteCode) -> tuple[torch.Tensor, torch.Tensor]:
+    """image (B, 3, H, W) → (start, moved), both (B, 3, H·W) float32, unclamped: the full transport.
     Each basis: project, map each axis by the image's quantiles → the painting's, rotate back."""
-    b, _, h, w = image.shape
     x = image.float().flatten(2)                                               # (B, 3, N)
     start = x
     stride = max(1, -(-x.shape[-1] // MAX_SAMPLE))
@@ -136,9 +140,33 @@ def transport(image: torch.Tensor, code: PaletteCode, strength: float = 1.0) -> 
         src_q = sorted_quantiles(proj[..., ::stride], count, taps)
         moved = _monotone_map(proj, src_q, code.quantiles[:, k])
         x = x + axes.transpose(1, 2) @ (moved - proj)
+    return start, x
+
+
+def transport(image: torch.Tensor, code: PaletteCode, strength: float = 1.0) -> torch.Tensor:
+    """image (B, 3, H, W) 0–255 → its colours moved `strength` of the way toward the painting's;
+    float32, clamped 0–255."""
+    start, x = _moved(image, code)
     if strength < 1.0:
         x = torch.lerp(start, x, strength)
-    return x.view(b, 3, h, w).clamp(0, 255)
+    return x.view(image.shape).clamp(0, 255)
+
+
+def aimed_transport(image: torch.Tensor, code: PaletteCode, base: float, target: float,
+                    cap: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """`transport` with the share `palette_share.adaptive_share` picks per image: at least `base`,
+    more (up to `cap`) where the palette distance to the painting is above `target`.
+    → (image float32 clamped 0–255, share (B,)). Device ops only (no host synchronisation); on
+    the CPU the full transport is the NumPy form's (`palette_numpy`, the same map)."""
+    if image.device.type == "cpu":
+        from .palette_numpy import moved_numpy  # it imports this module: bound at call time
+        start, x = moved_numpy(image, code)
+    else:
+        start, x = _moved(image, code)
+    full = x.view(image.shape).clamp(0, 255)
+    d0, d1 = palette_distance(image, code.measure), palette_distance(full, code.measure)
+    share = adaptive_share(d0, d1, base, target, cap)
+    return torch.lerp(start, x, share.view(-1, 1, 1)).view(image.shape).clamp(0, 255), share
 
 
 def sliced_wasserstein(a: torch.Tensor, b: torch.Tensor, directions: int = 32, quantiles: int = 128,

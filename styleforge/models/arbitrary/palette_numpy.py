@@ -127,18 +127,18 @@ def sample_maps(x: np.ndarray, code_bases: np.ndarray, code_quantiles: np.ndarra
     return maps
 
 
-def transport_numpy(image: torch.Tensor, code: PaletteCode, strength: float = 1.0,
-                    threads: int | None = None) -> torch.Tensor:
-    """`palette.transport` on the CPU: image (B, 3, H, W) 0–255 → float32 (B, 3, H, W), clamped.
-    `threads`: chunks run at once (default: torch's intra-op thread count)."""
+def moved_numpy(image: torch.Tensor, code: PaletteCode,
+                threads: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """`palette._moved` on the CPU: image (B, 3, H, W) 0–255 → (start, moved), both (B, 3, H·W)
+    float32, unclamped: the full transport. `threads`: chunks run at once (default: torch's
+    intra-op thread count)."""
     if image.device.type != "cpu":
-        raise ValueError(f"transport_numpy runs on the CPU; the image is on {image.device}")
+        raise ValueError(f"the NumPy transport runs on the CPU; the image is on {image.device}")
     threads = max(1, threads or torch.get_num_threads())
-    b, _, h, w = image.shape
     bases = code.bases.detach().float().cpu().numpy()
     quantiles = code.quantiles.detach().float().cpu().numpy()
-    out = []
-    for i in range(b):
+    starts, out = [], []
+    for i in range(image.shape[0]):
         x = np.ascontiguousarray(image[i].detach().float().reshape(3, -1).numpy())
         maps = sample_maps(x, bases[i], quantiles[i])
         bounds = np.linspace(0, x.shape[1], threads + 1).round().astype(int)
@@ -147,7 +147,16 @@ def transport_numpy(image: torch.Tensor, code: PaletteCode, strength: float = 1.
             moved = np.concatenate(list(_pool(len(chunks)).map(lambda c: _apply(c, bases[i], maps), chunks)), 1)
         else:
             moved = _apply(x, bases[i], maps)
-        if strength < 1.0:
-            moved = x + np.float32(strength) * (moved - x)
-        out.append(torch.from_numpy(np.clip(moved, 0, 255, out=moved)).view(3, h, w))
-    return torch.stack(out)
+        starts.append(torch.from_numpy(x))
+        out.append(torch.from_numpy(moved))
+    return torch.stack(starts), torch.stack(out)
+
+
+def transport_numpy(image: torch.Tensor, code: PaletteCode, strength: float = 1.0,
+                    threads: int | None = None) -> torch.Tensor:
+    """`palette.transport` on the CPU: image (B, 3, H, W) 0–255 → float32 (B, 3, H, W), clamped.
+    `threads`: chunks run at once (default: torch's intra-op thread count)."""
+    start, moved = moved_numpy(image, code, threads)
+    if strength < 1.0:
+        moved = torch.lerp(start, moved, strength)
+    return moved.view(image.shape).clamp_(0, 255)
