@@ -75,6 +75,7 @@ def instrument(engine: ArbitraryStylizer) -> None:
         block.statistics = wrapped(block.statistics, f"{level} attention statistics")
     engine_module.remove_grid = wrapped(engine_module.remove_grid, "degrid")
     engine_module.palette_transport = wrapped(engine_module.palette_transport, "palette transport")
+    engine._final_palette = wrapped(engine._final_palette, "last palette share (aimed)")
     engine_module.downscale = wrapped(engine_module.downscale, "resize down")
     engine_module.upscale_styled = wrapped(engine_module.upscale_styled, "resize up + detail")
     transfer_module.attention = wrapped(transfer_module.attention, "attention core (softmax·V)")

@@ -57,7 +57,12 @@ def test_arbitrary_variant_labels_name_the_engine_pass_sizes():
     from styleforge.bench.cpu_arbitrary import SIDE, VARIANTS
     from styleforge.engine.arbitrary import OPENVINO_EARLY_PASS_SCALE, early_size
     first = early_size(torch.zeros(1, 3, SIDE, SIDE), OPENVINO_EARLY_PASS_SCALE)[0]
+    from styleforge.engine.arbitrary_openvino import STYLE_TOKENS
     labels = {v.label: v for v in VARIANTS}
-    assert labels[f"openvino-int8-2pass-{first}-{SIDE}"].first_pass == first < SIDE
+    # ... and how many keys per head the painting's code was merged to (the default: one count).
+    (tokens,) = set(STYLE_TOKENS.values())
+    assert labels[f"openvino-int8-2pass-{first}-{SIDE}-k{tokens}"].first_pass == first < SIDE
+    assert labels[f"openvino-int8-2pass-{first}-{SIDE}-k{tokens}"].style_tokens == STYLE_TOKENS
     assert labels[f"torch-fp32-2pass-{SIDE}"].first_pass == SIDE
+    assert labels[f"torch-fp32-2pass-{SIDE}"].style_tokens == {}
     assert all(v.first_pass == v.internal for v in VARIANTS if v.passes == 1)
