@@ -9,15 +9,12 @@ and has the `Stylizer` call contract: float (N, 3, H, W) in 0–255 in, float32 
 Backends: reference (plain PyTorch, the ops' twins), fused (`arbitrary_fused.py` on the glue,
 attention and FFN kernels, CUDA graphs per input shape), compile (torch.compile of the model),
 openvino (`arbitrary_openvino.py`: encoder and decoder on OpenVINO, INT8 by default, the attention
-fp32; what `auto` picks on a CPU where it is installed, as for the built-in styles; its passes but
-the last run at `OPENVINO_EARLY_PASS_SCALE` of the size). Not the model
-(`models/`).
-Around the passes, on every backend: `degrid` after each pass (the shipped weights stamp a 4-px
-lattice, docs/arbitrary.md) and, with `palette`, the painting's colours transported onto the
-image between passes (and after the last, a share raised per frame where the palette distance
-stays above `palette_target`: `palette_share.py`), from a `PaletteCode` cached with the style
-code (one painting; a mix of several is not transported). On CUDA both are PyTorch ops inside
-the graph; on the CPU their NumPy forms (`degrid_numpy.py`, `palette_numpy.py`).
+fp32; `auto`'s pick on a CPU where installed; passes but the last at `OPENVINO_EARLY_PASS_SCALE`
+of the size). Not the model (`models/`). Around the passes, on every backend: `degrid` after
+each pass (the weights stamp a 4-px lattice, docs/arbitrary.md) and, with `palette`, the
+painting's colours moved onto the image between passes (after the last, a share raised where the
+palette distance stays above `palette_target`: `palette_share.py`), from a `PaletteCode` cached
+with the style code (one painting; not a mix); `cpu_forms.py` picks their forms per device.
 """
 from __future__ import annotations
 
@@ -29,15 +26,13 @@ import torch
 import torch.nn.functional as F
 
 from ..models.arbitrary import ArbitraryStyleNet, StyleCode, load_arbitrary
-from ..models.arbitrary.palette import PaletteCode, aimed_transport, encode_palette, transport
-from ..models.arbitrary.palette_numpy import transport_numpy
+from ..models.arbitrary.palette import PaletteCode, aimed_transport, encode_palette
 from .arbitrary_fused import FusedArbitraryNet
 from .backends import OPENVINO_PRECISIONS, resolve_device, resolve_dtype, wants_openvino
 from .blending import apply_strength, preserve_color
 from .capture import capturing, cuda_work
+from .cpu_forms import palette_transport, remove_grid
 from .cudnn_flags import cudnn_flags
-from .degrid import degrid
-from .degrid_numpy import degrid_numpy
 from .options import (
     StylizeOptions,
     check_fraction,
@@ -59,22 +54,6 @@ OPENVINO_EARLY_PASS_SCALE = 0.625
 def early_size(image: torch.Tensor, scale: float) -> tuple[int, int]:
     """(H, W) of `image` times `scale`, rounded, at least 1."""
     return tuple(max(1, round(side * scale)) for side in image.shape[-2:])
-
-
-def palette_transport(image: torch.Tensor, code: PaletteCode, strength: float = 1.0) -> torch.Tensor:
-    """The palette transport: on the CPU its NumPy form (the same map, a fraction of the CPU time),
-    elsewhere the PyTorch op, which runs inside the engine's CUDA graph."""
-    if image.device.type == "cpu":
-        return transport_numpy(image, code, strength)
-    return transport(image, code, strength)
-
-
-def remove_grid(image: torch.Tensor) -> torch.Tensor:
-    """`degrid`: on the CPU its NumPy form (the same filter, a fraction of the CPU time), elsewhere
-    the PyTorch op, which runs inside the engine's CUDA graph."""
-    if image.device.type == "cpu":
-        return degrid_numpy(image)
-    return degrid(image)
 
 
 class PaintedCode(dict):
