@@ -16,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+from styleforge.engine.autotune import median_ms
 from styleforge.engine.stroke import stroke_factor
 from styleforge.media.band_blur import band_matrix, conv_blur, gemm_blur
 from styleforge.media.temporal_torch import TorchTemporalBlender
@@ -34,22 +35,16 @@ device = torch.device(a.device)
 
 
 def timed(fn) -> float:
-    """Median ms of one call."""
+    """Median ms of one call: CUDA events on the GPU (the engine's autotune timer), else wall time."""
+    if device.type == "cuda":
+        return median_ms(fn, reps=a.repeat, warmup=3)
     for _ in range(3):
         fn()
     times = []
     for _ in range(a.repeat):
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        else:
-            start = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - start) * 1e3)
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
     return statistics.median(times)
 
 
