@@ -34,11 +34,17 @@ MEASURE_LEVELS = 101
 _DIRECTIONS = np.random.default_rng(0).normal(size=(3, 32))
 _DIRECTIONS /= np.linalg.norm(_DIRECTIONS, axis=0)
 _LEVEL_TAPS: dict[tuple, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+_DIRECTION_TENSORS: dict[tuple, torch.Tensor] = {}
 
 
 def directions(device=None, dtype=torch.float32) -> torch.Tensor:
-    """(3, 32) the tool's unit directions."""
-    return torch.from_numpy(_DIRECTIONS).to(device, dtype)
+    """(3, 32) the tool's unit directions; made once per (device, dtype) outside inference mode,
+    so a CUDA graph's capture and torch.compile see a resident tensor, not a host copy."""
+    key = (torch.device(device or "cpu"), dtype)
+    if key not in _DIRECTION_TENSORS:
+        with torch.inference_mode(False):
+            _DIRECTION_TENSORS[key] = torch.tensor(_DIRECTIONS, dtype=dtype, device=key[0])
+    return _DIRECTION_TENSORS[key]
 
 
 def measure_size(h: int, w: int, side: int = MEASURE_SIDE) -> tuple[int, int]:
