@@ -1,9 +1,11 @@
 """The temporal-consistency table from `temporal.jsonl` (`styleforge bench --temporal`).
 
-Shows the newest run of the bench itself on a GPU that timed the video path (rows of
-`dev/eval_warp_styles.py` carry a `tool` key and are left out; so are CPU runs) and the newest
-that measured a stability-trained style, if another, every row of each in the bench's own table
-format (`temporal_report.markdown`), with the run's device, versions and commit under it. Kept
+Shows the newest run of the bench itself on a GPU that timed the video path with the default
+flows (rows of `dev/eval_warp_styles.py` carry a `tool` key and are left out; so are CPU runs),
+below it the newest timed run of the backward flow alone (`--no-temporal-flow-check`) if newer,
+and the newest that measured a stability-trained style, if another, every row of each in the
+bench's own table format (`temporal_report.markdown`), with the run's device, versions and commit
+under it. Kept
 apart from `tables.py` (one formatter per table there, over 400 lines).
 """
 from __future__ import annotations
@@ -39,8 +41,9 @@ def _block(run_id: str, rows: list[dict]) -> str:
 
 
 def temporal_summary(results: Path) -> str:
-    """The newest run with frames/s (the bars' run) and, when a newer or older run is the newest
-    with a measured stability-trained style, that run below it."""
+    """The newest run with frames/s at the default flows (the bars' run); a newer timed run of the
+    backward flow alone below it; and, when another run is the newest with a measured
+    stability-trained style, that run below them."""
     runs = bench_runs(Path(results) / FILE)
     if not runs:
         return (f"_No GPU rows in `benchmarks/results/{FILE}` yet: `styleforge bench --temporal "
@@ -48,5 +51,10 @@ def temporal_summary(results: Path) -> str:
     timed = [r for r, rows in runs.items() if any(x.get("fps_ratio") is not None for x in rows)]
     stable = [r for r, rows in runs.items()
               if any(x["method"] == "stability" and "absent" not in x for x in rows)]
-    shown = list(dict.fromkeys([(timed or list(runs))[-1], *stable[-1:]]))
+    backward = [r for r in timed if runs[r][0].get("config", {}).get("flow_check") is False]
+    default = [r for r in timed if r not in backward]
+    head = (default or timed or list(runs))[-1]
+    order = list(runs)
+    newer_backward = [r for r in backward[-1:] if order.index(r) > order.index(head)]
+    shown = list(dict.fromkeys([head, *newer_backward, *stable[-1:]]))
     return "\n".join(_block(r, runs[r]) for r in shown)
