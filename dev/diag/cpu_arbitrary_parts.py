@@ -4,7 +4,8 @@ Runs the engine exactly as a user's frame runs it (`ArbitraryStylizer.bind(...)(
 painting's code cached, the engine's defaults unless flags say otherwise) with its parts wrapped
 in timers: the VGG encoder, each level's attention block (split into its key features, the
 attention statistics and the rest: normalisation and FFN), the decoder, degrid, palette transport,
-the stroke-scale resizes. `other` is the call's total minus its parts (Python, padding, copies).
+the aimed last share (its full transport and its two images' palette measure apart), the
+stroke-scale resizes. `other` is the call's total minus its parts (Python, padding, copies).
 CPU ms is the process's CPU time (all threads, OpenVINO's included): on a shared machine it grows
 far less with the others' load than the wall time does. The painting's encoding is timed once
 on its own (a new painting's first frame pays it; later frames do not). A dev diagnostic, not a
@@ -26,6 +27,7 @@ from styleforge.bench.cpu_arbitrary import load_photo
 from styleforge.engine import arbitrary as engine_module
 from styleforge.engine.arbitrary import ArbitraryStylizer
 from styleforge.engine.options import StylizeOptions
+from styleforge.models.arbitrary import palette_share_numpy
 from styleforge.models.arbitrary import transfer as transfer_module
 
 SPENT: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])   # name → [cpu s, wall s, calls]
@@ -76,6 +78,10 @@ def instrument(engine: ArbitraryStylizer) -> None:
     engine_module.remove_grid = wrapped(engine_module.remove_grid, "degrid")
     engine_module.palette_transport = wrapped(engine_module.palette_transport, "palette transport")
     engine._final_palette = wrapped(engine._final_palette, "last palette share (aimed)")
+    # Inside it, on the CPU form: the full transport and the two images' palette measure.
+    palette_share_numpy.moved_numpy = wrapped(palette_share_numpy.moved_numpy, "  aimed share: full transport")
+    palette_share_numpy.measure_quantiles_numpy = wrapped(palette_share_numpy.measure_quantiles_numpy,
+                                                          "  aimed share: both palette measures")
     engine_module.downscale = wrapped(engine_module.downscale, "resize down")
     engine_module.upscale_styled = wrapped(engine_module.upscale_styled, "resize up + detail")
     transfer_module.attention = wrapped(transfer_module.attention, "attention core (softmax·V)")

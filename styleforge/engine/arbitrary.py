@@ -26,12 +26,12 @@ import torch
 import torch.nn.functional as F
 
 from ..models.arbitrary import ArbitraryStyleNet, StyleCode, load_arbitrary
-from ..models.arbitrary.palette import PaletteCode, aimed_transport, encode_palette
+from ..models.arbitrary.palette import PaletteCode, encode_palette
 from .arbitrary_fused import FusedArbitraryNet
 from .backends import OPENVINO_PRECISIONS, resolve_device, resolve_dtype, wants_openvino
 from .blending import apply_strength, preserve_color
 from .capture import capturing, cuda_work
-from .cpu_forms import palette_transport, remove_grid
+from .cpu_forms import aimed_palette, palette_transport, remove_grid
 from .cudnn_flags import cudnn_flags
 from .options import (
     StylizeOptions,
@@ -212,7 +212,7 @@ class ArbitraryStylizer:
         opts = self.options
         if opts.palette_cap <= opts.palette_strength or palette.measure is None:
             return palette_transport(out, palette, opts.palette_strength)
-        return aimed_transport(out, palette, opts.palette_strength, opts.palette_target, opts.palette_cap)[0]
+        return aimed_palette(out, palette, opts.palette_strength, opts.palette_target, opts.palette_cap)[0]
 
     def _clean(self, out: torch.Tensor) -> torch.Tensor:
         return remove_grid(out).clamp(0, 255) if self.options.degrid else out

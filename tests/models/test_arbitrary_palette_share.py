@@ -100,14 +100,40 @@ def test_options_check_the_rule_constants():
         StylizeOptions(palette_cap=1.5)
 
 
-def test_cpu_form_equals_the_torch_transport():
-    # On the CPU the full transport comes from the NumPy form; the same map as the torch op.
-    from styleforge.models.arbitrary import palette
-    photo, far = blobs(7, 64, 48), encode_palette(blobs(8, 64, 64, tint=(0.5, 0.55, 0.8)))
-    start, moved = palette._moved(photo, far)
-    full = moved.view(photo.shape).clamp(0, 255)
-    share = adaptive_share(palette_distance(photo, far.measure), palette_distance(full, far.measure), 0.25, 12.0, 0.8)
-    want = torch.lerp(start, moved, share.view(-1, 1, 1)).view(photo.shape).clamp(0, 255)
-    got, got_share = aimed_transport(photo, far, 0.25, 12.0, 0.8)
+@pytest.mark.parametrize("shape", [(1, 3, 64, 48), (1, 3, 512, 384), (2, 3, 37, 53)],
+                         ids=["small-upscaled", "shrunk-to-256", "batch2-odd"])
+def test_numpy_measure_equals_the_torch_measure(shape):
+    # The CPU form's quantiles (NumPy sort) against the PyTorch form's, the shrink included.
+    from styleforge.models.arbitrary.palette_share_numpy import measure_quantiles_numpy
+    image = torch.cat([blobs(10 + i, *shape[-2:]) for i in range(shape[0])])
+    got = measure_quantiles_numpy(image)
+    assert got.dtype == np.float32 and got.shape == (shape[0], 32, 101)
+    torch.testing.assert_close(torch.from_numpy(got), measure_quantiles(image), rtol=0, atol=2e-3)
+
+
+@pytest.mark.parametrize("tint, batch", [((0.5, 0.55, 0.8), 1), ((1.0, 1.0, 1.0), 1), ((0.15, 0.2, 0.45), 2)],
+                         ids=["far-raised", "near-base", "batch2-one-painting"])
+def test_cpu_form_equals_the_torch_aimed_transport(tint, batch):
+    # `aimed_transport_numpy` (the engine's CPU form) against `aimed_transport` (the GPU's): the
+    # same share, the same image within the two transports' float32 rounding.
+    from styleforge.models.arbitrary.palette_share_numpy import aimed_transport_numpy
+    photo = torch.cat([blobs(7 + i, 96, 72) for i in range(batch)])
+    code = encode_palette(torch.cat([blobs(9 + i, 64, 64, tint=tint) for i in range(batch)]))
+    want, share = aimed_transport(photo, code, 0.25, 12.0, 0.8)
+    got, got_share = aimed_transport_numpy(photo, code, 0.25, 12.0, 0.8)
+    assert got.dtype == torch.float32 and got.shape == photo.shape and got_share.shape == (batch,)
     torch.testing.assert_close(got_share, share, atol=1e-3, rtol=0)
+    assert (got_share > 0.25).all() if tint != (1.0, 1.0, 1.0) else (got_share == 0.25).all()
     assert (got - want).abs().max() < 0.05
+
+
+def test_cpu_form_serves_a_batch_with_one_painting():
+    # The engine's frames share one painting's code: each row as if it ran alone.
+    from styleforge.models.arbitrary.palette_share_numpy import aimed_transport_numpy
+    photo = torch.cat([blobs(7, 96, 72), blobs(8, 96, 72)])
+    code = encode_palette(blobs(9, 64, 64, tint=(0.15, 0.2, 0.45)))
+    got, share = aimed_transport_numpy(photo, code, 0.25, 12.0, 0.8)
+    for i in range(2):
+        alone, alone_share = aimed_transport_numpy(photo[i:i + 1], code, 0.25, 12.0, 0.8)
+        torch.testing.assert_close(got[i:i + 1], alone, rtol=0, atol=1e-4)
+        torch.testing.assert_close(share[i:i + 1], alone_share, rtol=0, atol=1e-6)

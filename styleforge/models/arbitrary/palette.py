@@ -157,12 +157,8 @@ def aimed_transport(image: torch.Tensor, code: PaletteCode, base: float, target:
     """`transport` with the share `palette_share.adaptive_share` picks per image: at least `base`,
     more (up to `cap`) where the palette distance to the painting is above `target`.
     → (image float32 clamped 0–255, share (B,)). Device ops only (no host synchronisation); on
-    the CPU the full transport is the NumPy form's (`palette_numpy`, the same map)."""
-    if image.device.type == "cpu":
-        from .palette_numpy import moved_numpy  # it imports this module: bound at call time
-        start, x = moved_numpy(image, code)
-    else:
-        start, x = _moved(image, code)
+    the CPU the engine runs its NumPy form (`palette_share_numpy`, the same result)."""
+    start, x = _moved(image, code)
     full = x.view(image.shape).clamp(0, 255)
     d0, d1 = palette_distance(image, code.measure), palette_distance(full, code.measure)
     share = adaptive_share(d0, d1, base, target, cap)

@@ -135,8 +135,10 @@ def moved_numpy(image: torch.Tensor, code: PaletteCode,
     if image.device.type != "cpu":
         raise ValueError(f"the NumPy transport runs on the CPU; the image is on {image.device}")
     threads = max(1, threads or torch.get_num_threads())
-    bases = code.bases.detach().float().cpu().numpy()
-    quantiles = code.quantiles.detach().float().cpu().numpy()
+    # One painting's code serves a batch of photos (as the PyTorch form broadcasts it).
+    n = image.shape[0]
+    bases = np.broadcast_to(code.bases.detach().float().cpu().numpy(), (n, *code.bases.shape[1:]))
+    quantiles = np.broadcast_to(code.quantiles.detach().float().cpu().numpy(), (n, *code.quantiles.shape[1:]))
     starts, out = [], []
     for i in range(image.shape[0]):
         x = np.ascontiguousarray(image[i].detach().float().reshape(3, -1).numpy())
