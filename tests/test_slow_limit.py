@@ -15,11 +15,11 @@ def spin(cpu_s):
         pass
 
 def test_busy():
-    spin(0.25)
+    spin(0.125)
 
 @pytest.mark.slow
 def test_busy_marked():
-    spin(0.25)
+    spin(0.125)
 
 def test_quick():
     pass
@@ -30,13 +30,13 @@ def test_a_default_tier_test_over_the_limit_fails_and_says_to_mark_it(pytester, 
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")     # the inner sessions need none; saves seconds
     pytester.makeconftest(PLUGIN)
     pytester.makepyfile(test_busy=BUSY)
-    result = pytester.runpytest_inprocess("--slow-limit", "0.1", "-p", "no:cacheprovider")
+    result = pytester.runpytest_inprocess("--slow-limit", "0.05", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["*test_busy.py::test_busy cost 0.* s, over twice the default tier's 0.1 s: "
+    result.stdout.fnmatch_lines(["*test_busy.py::test_busy cost 0.* s, over twice the default tier's 0.05 s: "
                                  "mark it @pytest.mark.slow*"])
     assert "test_busy_marked" not in "\n".join(line for line in result.outlines if "FAILED" in line)
-    result = pytester.runpytest_inprocess("--slow-limit", "0.2", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=3)                               # 0.25 s: under twice 0.2, listed only
-    result.stdout.fnmatch_lines(["*default-tier tests over half the 0.2 s limit*", "*0.* s  test_busy.py::test_busy"])
+    result = pytester.runpytest_inprocess("--slow-limit", "0.1", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)                               # 0.125 s: under twice 0.1, listed only
+    result.stdout.fnmatch_lines(["*default-tier tests over half the 0.1 s limit*", "*0.* s  test_busy.py::test_busy"])
     result = pytester.runpytest_inprocess("--slow-limit", "0", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=3)

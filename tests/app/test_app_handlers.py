@@ -16,8 +16,22 @@ from styleforge.app.files import AppFiles, UploadError, safe_stem
 from styleforge.app.options import ServeOptions, engine_concurrency
 from styleforge.cli import main
 
-gr = pytest.importorskip("gradio")
-from styleforge.app.handlers import INSIDE, TWO_STYLES, WHOLE, Handlers  # noqa: E402
+# Importing gradio costs about 4 s of CPU (it rewrites its components' .pyi stubs on every import),
+# more than the default tier's budget for a test: the tests that need it (the handlers) are `slow`,
+# and the module imports it only inside them, so collecting the default tier does not pay for it.
+needs_gradio = pytest.mark.slow
+
+
+@pytest.fixture
+def gr():
+    return pytest.importorskip("gradio")
+
+
+@pytest.fixture
+def handlers(gr):
+    """styleforge.app.handlers: the request handlers and their mode names (WHOLE, INSIDE, TWO_STYLES)."""
+    from styleforge.app import handlers
+    return handlers
 
 
 @pytest.mark.parametrize("name, stem", [
@@ -60,11 +74,11 @@ def test_options_and_concurrency():
 
 
 @pytest.fixture
-def app(styles_env, tmp_path):
+def app(styles_env, tmp_path, handlers):
     files = AppFiles(tmp_path / "app")
     options = ServeOptions(device="cpu", backend="reference", precision="fp32", max_pixels=64 * 64,
                            max_upload_bytes=100_000)
-    return Handlers(options, files, "cpu")
+    return handlers.Handlers(options, files, "cpu")
 
 
 def upload(app, name: str, data: bytes) -> dict:
@@ -82,10 +96,10 @@ def png(array: np.ndarray) -> bytes:
 
 
 @pytest.mark.slow
-def test_stylize_whole_and_region_keep_the_size(app):
+def test_stylize_whole_and_region_keep_the_size(app, handlers):
     photo = np.random.default_rng(0).integers(0, 255, (30, 41, 3), dtype=np.uint8)
     payload = upload(app, "photo.png", png(photo))
-    (before, after), download, info = app.stylize(payload, "alpha", "beta", 0.5, 1.0, False, WHOLE, None)
+    (before, after), download, info = app.stylize(payload, "alpha", "beta", 0.5, 1.0, False, handlers.WHOLE, None)
     assert Image.open(download).size == (41, 30) and after == download
     assert before == str(payload["path"])
     assert download.endswith("photo_alpha.png") and "ms" in info
@@ -93,13 +107,13 @@ def test_stylize_whole_and_region_keep_the_size(app):
     layer = np.zeros((30, 41, 4), np.uint8)
     layer[5:20, 5:20] = (255, 0, 0, 255)
     editor = {"background": payload, "layers": [upload(app, "layer.png", png(layer))], "composite": None}
-    _, download, _ = app.stylize(payload, "alpha", None, 0, 1.0, False, INSIDE, editor)
+    _, download, _ = app.stylize(payload, "alpha", None, 0, 1.0, False, handlers.INSIDE, editor)
     out = np.asarray(Image.open(download))
     assert np.array_equal(out[25:, 30:], photo[25:, 30:])          # far from the brush: untouched
     assert not np.array_equal(out[10:15, 10:15], photo[10:15, 10:15])
-    _, two, _ = app.stylize(payload, "alpha", "beta", 0, 1.0, False, TWO_STYLES, editor)
+    _, two, _ = app.stylize(payload, "alpha", "beta", 0, 1.0, False, handlers.TWO_STYLES, editor)
     two = np.asarray(Image.open(two), np.int16)
-    whole = {style: np.asarray(Image.open(app.stylize(payload, style, None, 0, 1.0, False, WHOLE, None)[1]),
+    whole = {style: np.asarray(Image.open(app.stylize(payload, style, None, 0, 1.0, False, handlers.WHOLE, None)[1]),
                                np.int16) for style in ("alpha", "beta")}
     inside, outside = np.s_[11:14, 11:14], np.s_[27:, 28:]     # ≥ 6 px (3σ of the feather) from the seam
     assert np.abs(whole["alpha"] - whole["beta"])[inside].max() > 10   # the two styles do differ there
@@ -107,13 +121,15 @@ def test_stylize_whole_and_region_keep_the_size(app):
     assert np.abs(two[outside] - whole["beta"][outside]).max() <= 1    # style B outside it
 
 
+@needs_gradio
 @pytest.mark.parametrize("name, data, style, mode, message", [
-    ("bad.png", b"not an image at all", "alpha", WHOLE, "not an image"),
-    ("big.png", None, "alpha", WHOLE, "over the limit"),
-    ("ok.png", "ok", "../../secret", WHOLE, "unknown style"),
-    ("ok.png", "ok", "alpha", INSIDE, "paint the region"),
+    ("bad.png", b"not an image at all", "alpha", "WHOLE", "not an image"),
+    ("big.png", None, "alpha", "WHOLE", "over the limit"),
+    ("ok.png", "ok", "../../secret", "WHOLE", "unknown style"),
+    ("ok.png", "ok", "alpha", "INSIDE", "paint the region"),
 ])
-def test_bad_requests_raise_one_clear_gr_error(app, name, data, style, mode, message):
+def test_bad_requests_raise_one_clear_gr_error(app, gr, handlers, name, data, style, mode, message):
+    mode = getattr(handlers, mode)
     if data is None:
         data = png(np.zeros((80, 80, 3), np.uint8))
     elif data == "ok":
@@ -148,73 +164,76 @@ def count_arbitrary_builds(monkeypatch) -> list:
 
 
 @pytest.mark.slow
-def test_painting_replaces_the_built_in_style_and_keeps_the_size(app):
+def test_painting_replaces_the_built_in_style_and_keeps_the_size(app, handlers):
     photo = photo_payload(app)
-    _, builtin, _ = app.stylize(photo, "alpha", None, 0, 1.0, False, WHOLE, None)
+    _, builtin, _ = app.stylize(photo, "alpha", None, 0, 1.0, False, handlers.WHOLE, None)
     painting = painting_payload(app)
-    _, painted, info = app.stylize(photo, "alpha", None, 0, 1.0, False, WHOLE, None, painting)
+    _, painted, info = app.stylize(photo, "alpha", None, 0, 1.0, False, handlers.WHOLE, None, painting)
     assert Image.open(painted).size == (64, 48) and painted.endswith("photo_painting.png")
     assert not np.array_equal(np.asarray(Image.open(painted)), np.asarray(Image.open(builtin)))
     assert "painting painting.png: arbitrary style on cpu" in info
 
 
 @pytest.mark.slow
-def test_arbitrary_engine_is_built_once_across_requests(app, monkeypatch):
+def test_arbitrary_engine_is_built_once_across_requests(app, gr, handlers, monkeypatch):
     """A bad painting, then three looks of a good one: one model load, three results."""
     built = count_arbitrary_builds(monkeypatch)
     photo, painting = photo_payload(app), painting_payload(app)
     broken = upload(app, "broken.png", b"junk")
     with pytest.raises(gr.Error, match="broken.png: not an image"):      # fails alone
-        app.stylize(photo, "alpha", None, 0, 1.0, False, WHOLE, None, broken)
+        app.stylize(photo, "alpha", None, 0, 1.0, False, handlers.WHOLE, None, broken)
     outs = []
     for strength, keep in ((1.0, False), (0.5, False), (1.0, True)):
-        _, out, _ = app.stylize(photo, "alpha", None, 0, strength, keep, WHOLE, None, painting)
+        _, out, _ = app.stylize(photo, "alpha", None, 0, strength, keep, handlers.WHOLE, None, painting)
         outs.append(np.asarray(Image.open(out)))
     assert len(built) == 1                            # sliders do not reload the model
     assert not np.array_equal(outs[0], outs[1]) and not np.array_equal(outs[0], outs[2])
 
 
 @pytest.mark.slow
-def test_odd_paintings_are_taken_as_the_library_takes_them(app):
+def test_odd_paintings_are_taken_as_the_library_takes_them(app, handlers):
     """A tiny grey painting with alpha is composited on white and upscaled, not refused."""
     photo = photo_payload(app)
-    _, out, _ = app.stylize(photo, "alpha", None, 0, 1.0, False, WHOLE, None,
+    _, out, _ = app.stylize(photo, "alpha", None, 0, 1.0, False, handlers.WHOLE, None,
                             painting_payload(app, "tiny.png", shape=(3, 5, 2)))
     assert Image.open(out).size == (64, 48)
 
 
+@needs_gradio
 @pytest.mark.parametrize("data, message", [
     (b"not an image at all", "not an image file Pillow can read"),
     (b"\x89PNG\r\n\x1a\n truncated", "truncated or corrupt image"),
     (None, "over the limit"),
 ])
-def test_bad_painting_is_one_clear_error_and_the_next_request_works(app, data, message):
+def test_bad_painting_is_one_clear_error_and_the_next_request_works(app, gr, handlers, data, message):
     if data is None:
         data = png(np.zeros((80, 80, 3), np.uint8))            # over the app's 64×64 pixel limit
     photo = photo_payload(app)
     with pytest.raises(gr.Error, match=message) as err:
-        app.stylize(photo, "alpha", None, 0, 1.0, False, WHOLE, None, upload(app, "bad.png", data))
+        app.stylize(photo, "alpha", None, 0, 1.0, False, handlers.WHOLE, None, upload(app, "bad.png", data))
     assert "bad.png" in str(err.value) and "painting" in str(err.value)
     assert str(app.files.root) not in str(err.value)
-    _, out, _ = app.stylize(photo, "alpha", None, 0, 1.0, False, WHOLE, None)
+    _, out, _ = app.stylize(photo, "alpha", None, 0, 1.0, False, handlers.WHOLE, None)
     assert Image.open(out).size == (64, 48)
 
 
-def test_painting_with_a_region_mode_is_refused(app):
+@needs_gradio
+def test_painting_with_a_region_mode_is_refused(app, gr, handlers):
     with pytest.raises(gr.Error, match="whole image only"):
-        app.stylize(photo_payload(app), "alpha", None, 0, 1.0, False, INSIDE, None,
+        app.stylize(photo_payload(app), "alpha", None, 0, 1.0, False, handlers.INSIDE, None,
                     painting_payload(app))
 
 
 @pytest.mark.slow
-def test_webcam_frame_is_downscaled_and_stylized(app):
-    small = Handlers(ServeOptions(device="cpu", webcam_max_side=32), app.files, "cpu")
+def test_webcam_frame_is_downscaled_and_stylized(app, handlers):
+    small = handlers.Handlers(ServeOptions(device="cpu", webcam_max_side=32), app.files, "cpu")
     frame = np.random.default_rng(1).integers(0, 255, (60, 80, 4), dtype=np.uint8)
     out = small.webcam(frame, "alpha", 1.0, False)
     assert out.shape == (24, 32, 3) and out.dtype == np.uint8
 
 
-def test_training_tab_says_it_needs_a_gpu(app):
+@needs_gradio
+def test_training_tab_says_it_needs_a_gpu(app, gr):
     assert "needs a CUDA GPU" in app.training_ready()
     with pytest.raises(gr.Error, match="CUDA GPU"):
         app.train_start(None, "x", 100)
@@ -233,6 +252,7 @@ def make_video(path, frames=6, size=(32, 24)):
             out.mux(packet)
 
 
+@needs_gradio
 def test_video_tab_returns_a_stylized_video_with_progress(app):
     path = app.files.upload_dir / "v" / "clip.mp4"
     path.parent.mkdir()
@@ -251,11 +271,12 @@ def test_video_tab_returns_a_stylized_video_with_progress(app):
     assert seen and seen[-1][0] == 6 and out.endswith("clip_alpha.mp4")
 
 
-def test_video_over_the_length_limit_is_refused(app, tmp_path):
+@needs_gradio
+def test_video_over_the_length_limit_is_refused(app, gr, handlers, tmp_path):
     path = app.files.upload_dir / "v" / "long.mp4"
     path.parent.mkdir()
     make_video(path, frames=48)
-    short = Handlers(ServeOptions(device="cpu", max_video_seconds=1.0), app.files, "cpu")
+    short = handlers.Handlers(ServeOptions(device="cpu", max_video_seconds=1.0), app.files, "cpu")
     with pytest.raises(gr.Error, match="over this server's limit"):
         short.video({"path": str(path), "orig_name": "long.mp4"}, "alpha", None, 0, 1.0, False)
 

@@ -9,23 +9,31 @@ import time
 
 import pytest
 
-gr = pytest.importorskip("gradio")
-av = pytest.importorskip("av")
+from styleforge.app.files import AppFiles, prune_outputs
+from styleforge.app.inflight import SHUTDOWN_MESSAGE, InFlight
+from styleforge.app.options import ServeOptions
 
-from styleforge.app.files import AppFiles, prune_outputs  # noqa: E402
-from styleforge.app.handlers import Handlers  # noqa: E402
-from styleforge.app.inflight import SHUTDOWN_MESSAGE, InFlight  # noqa: E402
-from styleforge.app.options import ServeOptions  # noqa: E402
+# The handlers need gradio, about 4 s of CPU to import (tests/app/test_app_handlers.py): their tests
+# are `slow` and import it inside, so collecting the default tier does not pay for it.
+needs_gradio = pytest.mark.slow
 
 
 @pytest.fixture
-def app(styles_env, tmp_path):
+def gr():
+    pytest.importorskip("av")
+    return pytest.importorskip("gradio")
+
+
+@pytest.fixture
+def app(styles_env, tmp_path, gr):
+    from styleforge.app.handlers import Handlers
     options = ServeOptions(device="cpu", backend="reference", precision="fp32", max_video_seconds=1.0,
                            max_pixels=64 * 64)
     return Handlers(options, AppFiles(tmp_path / "app"), "cpu")
 
 
-def test_a_video_whose_header_lies_is_refused_at_the_limit(app, capfd):
+@needs_gradio
+def test_a_video_whose_header_lies_is_refused_at_the_limit(app, gr, capfd):
     from video_samples import lying_mkv
     path = app.files.upload_dir / "v" / "liar.mkv"
     path.parent.mkdir(parents=True)
@@ -39,8 +47,11 @@ def test_a_video_whose_header_lies_is_refused_at_the_limit(app, capfd):
     assert not any(p.is_file() for p in (app.files.root / "outputs").rglob("*"))   # nothing half-written
 
 
-def test_videos_over_the_pixel_limit_are_refused(app):
+@needs_gradio
+def test_videos_over_the_pixel_limit_are_refused(app, gr):
     from video_samples import write_video
+
+    from styleforge.app.handlers import Handlers
     path = app.files.upload_dir / "v" / "wide.mp4"
     path.parent.mkdir(parents=True)
     write_video(path)                                    # 32×24 = 768 pixels a frame

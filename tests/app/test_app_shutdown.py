@@ -3,6 +3,7 @@ flight. The server must exit 0 (it once aborted: "terminate called without an ac
 exception", status 134) and each client must get the shutdown message, not a dropped stream."""
 from __future__ import annotations
 
+import importlib.util
 import threading
 import time
 
@@ -11,8 +12,9 @@ import pytest
 from app_serving import Server
 from PIL import Image
 
-pytestmark = pytest.mark.slow
-pytest.importorskip("gradio_client")
+# find_spec, not importorskip: importing gradio_client costs seconds of every collection, slow tier or not
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(importlib.util.find_spec("gradio_client") is None, reason="needs gradio_client")]
 
 SIDE = (4000, 3000)       # ~10+ s a request on a CPU with the tiny styles: still running at SIGTERM
 

@@ -8,6 +8,7 @@ after the server's run: the larger) plus 3 s.
 """
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 import time
@@ -19,8 +20,9 @@ from app_serving import Server
 
 import styleforge
 
-pytestmark = pytest.mark.slow
-pytest.importorskip("gradio")
+# find_spec, not importorskip: importing gradio costs seconds of every collection, slow tier or not
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(importlib.util.find_spec("gradio") is None, reason="needs gradio")]
 
 STYLES = len(styleforge.list_styles())   # the shipped styles: the gallery's thumbnails
 

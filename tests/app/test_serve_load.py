@@ -2,13 +2,16 @@
 the server's memory flat. A real `styleforge serve` subprocess on localhost, tiny styles, CPU."""
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 from app_serving import Server
 from PIL import Image
 
-pytestmark = pytest.mark.slow
-pytest.importorskip("gradio_client")
+# find_spec, not importorskip: importing gradio_client costs seconds of every collection, slow tier or not
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(importlib.util.find_spec("gradio_client") is None, reason="needs gradio_client")]
 
 
 def test_twenty_clients_five_requests_each(tiny_styles, tmp_path):

@@ -12,6 +12,9 @@ from styleforge.cli import main
 from styleforge.models.arbitrary import ArbitraryConfig, ArbitraryStyleNet, save_arbitrary
 
 WIDTHS = (4, 8, 8, 16, 16)
+# The paintings are encoded at the smallest style size (default 512): what these tests check does
+# not depend on it, and the encoder at 512 px made them the slowest of the default tier.
+STYLE_SIZE = 64
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +57,8 @@ def test_arbitrary_cli_stylize_mix_and_odd_paintings(tmp_path, weights):
         out = tmp_path / f"out_{name}.png"
         args = [arg for painting in paintings for arg in ("--style-image", painting)]
         code = main(["stylize", str(photo), *args, "--alpha", "0.8", "--preserve-color",
-                     "--arbitrary-weights", str(weights), "--device", "cpu", "--precision", "fp32", "-o", str(out)])
+                     "--arbitrary-weights", str(weights), "--style-size", str(STYLE_SIZE), "--device", "cpu",
+                     "--precision", "fp32", "-o", str(out)])
         assert code == 0
         with Image.open(out) as im:
             assert im.size == (45, 33) and im.mode == "RGB"
@@ -96,7 +100,8 @@ def test_arbitrary_api_painting_kinds(tmp_path, weights):
 
 
 def test_arbitrary_engine_caches_style_codes(tmp_path, weights):
-    engine = api.get_arbitrary_engine(api.make_options(arbitrary_weights=str(weights), device="cpu"))
+    engine = api.get_arbitrary_engine(api.make_options(arbitrary_weights=str(weights), device="cpu",
+                                                       style_size=STYLE_SIZE))
     painting = picture(tmp_path / "s.png", (50, 50))
     first = engine.style_code(painting)
     assert engine.style_code(painting) is first
@@ -122,7 +127,10 @@ def test_arbitrary_bind_overrides_match_an_engine_built_with_them(tmp_path, weig
 def test_a_bound_painting_is_read_and_hashed_once_not_per_frame(tmp_path, weights, monkeypatch):
     from styleforge.engine import arbitrary
     painting = picture(tmp_path / "s.png", (50, 50))
-    engine = api.get_arbitrary_engine(api.make_options(arbitrary_weights=str(weights), device="cpu"))
+    # palette none: its per-frame measure (at 256 px, whatever the frame's size) is most of a frame's
+    # cost here, and bound frames and engine calls share it (`_styled`); tested in tests/models
+    engine = api.get_arbitrary_engine(api.make_options(arbitrary_weights=str(weights), device="cpu",
+                                                       style_size=STYLE_SIZE, palette="none"))
     calls = []
     real = arbitrary.painting_key
     monkeypatch.setattr(arbitrary, "painting_key", lambda p: calls.append(p) or real(p))
@@ -155,7 +163,8 @@ def test_two_passes_restyle_the_first_pass_output(tmp_path, weights):
 
     def engine(passes):   # palette none: the transports between and after the passes are tested apart
         return api.get_arbitrary_engine(api.make_options(arbitrary_weights=str(weights), device="cpu",
-                                                         precision="fp32", passes=passes, palette="none"))
+                                                         precision="fp32", passes=passes, palette="none",
+                                                         style_size=STYLE_SIZE))
     once, twice = engine(1), engine(2)
     calls = []
     run = twice.model.stylize
