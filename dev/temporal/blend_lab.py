@@ -10,11 +10,12 @@ vr restore_window, vb restore_scale; unset: the shipped defaults; g MAX_GAIN) an
   hi   strength of the band finer than σ (the shipped blend: 0, the current frame's alone)
   bt   with hi: the fine band's weight falls as exp(−|Δ|²/bt²), Δ its difference (levels)
   lz   1: the carried frame is warped with Lanczos-4 instead of bicubic
-  ship 1: the shipped TemporalBlender as it is (a, s, vr, vb, check, pt only)
+  ship 1: the shipped TemporalBlender as it is (a, s, vr, vb, check, pt, ut only)
   torch 1 with ship=1: the shipped TorchTemporalBlender on the CPU instead (its pyramid blurs),
        as the device's bench blends
   check 0: the backward flow alone (TemporalSettings.flow_check off: no forward–backward test)
   pt   the photometric tolerance (levels, 0–255)
+  ut   unchecked_trust: α's share with check=0 (shipped: 8/9; 1: α as given)
   nr   τ in px²: the trust mask scaled by 1 / (1 + δ²/τ), δ² = G_w * |ΔI|² / (G_w * |∇I|² + 0.5) the
        inputs' local misalignment after the warp (ΔI = I_t − warp(I_{t−1}), summed over channels)
   nw   × σ: that window w (1)
@@ -40,7 +41,7 @@ from styleforge.media.temporal_torch import TorchTemporalBlender  # noqa: E402
 
 SHIPPED = TemporalSettings()
 DEFAULTS = dict(a=SHIPPED.strength, s=SHIPPED.detail_sigma, vr=SHIPPED.restore_window, vb=SHIPPED.restore_scale,
-                g=2.0, mid=0, lz=0, ship=0, torch=0, hi=0.0, bt=0.0, check=1, nr=0.0, nw=1.0,
+                g=2.0, mid=0, lz=0, ship=0, torch=0, hi=0.0, bt=0.0, check=1, nr=0.0, nw=1.0, ut=SHIPPED.unchecked_trust,
                 pt=SHIPPED.photometric_tolerance)
 
 
@@ -149,7 +150,7 @@ def main():
         for setting in settings:
             o = parse(setting)
             kw = dict(strength=o["a"], detail_sigma=o["s"], stroke_factor=factor, restore_scale=o["vb"],
-                      restore_window=o["vr"], photometric_tolerance=o["pt"])
+                      restore_window=o["vr"], photometric_tolerance=o["pt"], unchecked_trust=o["ut"])
             if o["ship"]:
                 blender = TorchBlend(**kw) if o["torch"] else TemporalBlender(**kw)
             else:
