@@ -10,7 +10,15 @@ vr restore_window, vb restore_scale; unset: the shipped defaults; g MAX_GAIN) an
   hi   strength of the band finer than σ (the shipped blend: 0, the current frame's alone)
   bt   with hi: the fine band's weight falls as exp(−|Δ|²/bt²), Δ its difference (levels)
   lz   1: the carried frame is warped with Lanczos-4 instead of bicubic
-  ship 1: the shipped TemporalBlender as it is (a, s, vr, vb only)
+  ship 1: the shipped TemporalBlender as it is (a, s, vr, vb, check, pt, ut only)
+  torch 1 with ship=1: the shipped TorchTemporalBlender on the CPU instead (its pyramid blurs),
+       as the device's bench blends
+  check 0: the backward flow alone (TemporalSettings.flow_check off: no forward–backward test)
+  pt   the photometric tolerance (levels, 0–255)
+  ut   unchecked_trust: α's share with check=0 (shipped: 8/9; 1: α as given)
+  nr   τ in px²: the trust mask scaled by 1 / (1 + δ²/τ), δ² = G_w * |ΔI|² / (G_w * |∇I|² + 0.5) the
+       inputs' local misalignment after the warp (ΔI = I_t − warp(I_{t−1}), summed over channels)
+  nw   × σ: that window w (1)
 Prints warping error and style ratio as ratios to per-frame per clip, as `bench --temporal`.
 """
 from __future__ import annotations
@@ -20,6 +28,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from clip_cache import load  # noqa: E402
@@ -28,10 +37,12 @@ from styleforge.bench.temporal import StyleScorer, shot_error  # noqa: E402
 from styleforge.engine.stroke import stroke_factor  # noqa: E402
 from styleforge.media.flow import warp  # noqa: E402
 from styleforge.media.temporal import TemporalBlender, TemporalSettings  # noqa: E402
+from styleforge.media.temporal_torch import TorchTemporalBlender  # noqa: E402
 
 SHIPPED = TemporalSettings()
 DEFAULTS = dict(a=SHIPPED.strength, s=SHIPPED.detail_sigma, vr=SHIPPED.restore_window, vb=SHIPPED.restore_scale,
-                g=2.0, mid=0, lz=0, ship=0, hi=0.0, bt=0.0)
+                g=2.0, mid=0, lz=0, ship=0, torch=0, hi=0.0, bt=0.0, check=1, nr=0.0, nw=1.0, ut=SHIPPED.unchecked_trust,
+                pt=SHIPPED.photometric_tolerance)
 
 
 def parse(setting: str) -> dict:
@@ -40,6 +51,23 @@ def parse(setting: str) -> dict:
         key, value = item.split("=")
         out[key] = float(value)
     return out
+
+
+class TorchBlend:
+    """The shipped torch blender behind TemporalBlender.blend's uint8 (H, W, 3) interface."""
+
+    def __init__(self, **settings):
+        self.blender = TorchTemporalBlender(**settings)
+
+    @property
+    def restarts(self):
+        return self.blender.restarts
+
+    def blend(self, content, stylized, flows):
+        chw = lambda x: torch.from_numpy(x).permute(2, 0, 1).float()   # noqa: E731
+        with torch.no_grad():
+            out = self.blender(chw(content), chw(stylized), None if flows is None else torch.from_numpy(flows))
+        return out.permute(1, 2, 0).to(torch.uint8).numpy()
 
 
 def gauss(x, sigma):
@@ -64,6 +92,13 @@ class Lab(TemporalBlender):
             self.restarts += 1
             return self._keep(content, current)
         o, sigma = self.o, self.detail_px()
+        if o["nr"]:
+            now = content.astype(np.float32)
+            residual = ((now - warp(self._content, backward).astype(np.float32)) ** 2).sum(-1)
+            gradient = sum((cv2.Sobel(now, cv2.CV_32F, *d, ksize=3) / 8) ** 2 for d in ((1, 0), (0, 1))).sum(-1)
+            w = o["nw"] * sigma
+            shift = gauss(residual, w) / (gauss(gradient, w) + 0.5)
+            mask = mask / (1.0 + shift / o["nr"])
         carried = warp(self._output, backward, cv2.INTER_LANCZOS4 if o["lz"] else cv2.INTER_CUBIC)
         full = carried - current
         change = gauss(full, sigma)
@@ -115,9 +150,13 @@ def main():
         for setting in settings:
             o = parse(setting)
             kw = dict(strength=o["a"], detail_sigma=o["s"], stroke_factor=factor, restore_scale=o["vb"],
-                      restore_window=o["vr"])
-            blender = TemporalBlender(**kw) if o["ship"] else Lab(**kw).configure(o)
-            out = [blender.blend(c, s, f) for c, s, f in zip(frames, styled, pair)]
+                      restore_window=o["vr"], photometric_tolerance=o["pt"], unchecked_trust=o["ut"])
+            if o["ship"]:
+                blender = TorchBlend(**kw) if o["torch"] else TemporalBlender(**kw)
+            else:
+                blender = Lab(**kw).configure(o)
+            use = pair if o["check"] else [f if f is None else np.ascontiguousarray(f[-1:]) for f in pair]
+            out = [blender.blend(c, s, f) for c, s, f in zip(frames, styled, use)]
             we = shot_error(out, flows, masks, cuts) / base_w
             sr = scorer.ratio(frames, out, 4) / base_s - 1
             ok = "ok" if we <= 0.6 and abs(sr) <= 0.1 else "--"

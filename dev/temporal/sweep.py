@@ -13,8 +13,9 @@ warping error and style ratio as ratios to per-frame, as `bench --temporal` does
   check  0: the backward flow alone (TemporalSettings.flow_check off; also for ship=1)
   fwd    PRESET@SIDE: the forward flow (the forward–backward test's only use of it) at another
          DIS preset and size than the backward one, resized to its grid (a prototype)
-  ship   1: the shipped TemporalBlender as it is (only a, s, vb, vr, preset apply; vb, vr as
-         restore_scale, restore_window, default 8 and 2)
+  ship   1: the shipped TemporalBlender as it is (only a, s, vb, vr, preset, check, ut apply; vb,
+         vr as restore_scale, restore_window, default 8 and 2)
+  ut     with ship=1: unchecked_trust, α's share with the backward flow alone (default: shipped)
   torch  1 with ship=1: the shipped TorchTemporalBlender on the CPU instead (its pyramid blurs)
 The prototypes here use the shipped blender's trust masks; a winner moves into both blenders.
 With --device cuda the stylization (the engine the video path uses), the torch blends and the
@@ -80,7 +81,7 @@ if a.clips:
 
 def parse(setting: str) -> dict:
     out = dict(a=0.8, s=1.0, px=None, hi=0.0, var=0, vr=2.0, vb=1.0, preset="medium", one=0, ship=0, torch=0,
-               fs=640, flow="dis", check=1, fwd="")
+               fs=640, flow="dis", check=1, fwd="", ut=None)
     for item in filter(None, setting.split(",")):
         key, value = item.split("=")
         out[key] = value if key in ("preset", "flow", "fwd") else float(value)
@@ -191,6 +192,8 @@ for name, cuts, frames, styled, flows, pair in clips:
             use = pair
         if o["ship"]:
             restore = dict(restore_scale=o["vb"] if "vb=" in setting else 8.0, restore_window=o["vr"])
+            if o["ut"] is not None:
+                restore["unchecked_trust"] = o["ut"]
             blender = TemporalBlender(strength=o["a"], detail_sigma=o["s"], stroke_factor=factor, **restore)
             if o["torch"]:
                 blender = TorchBlend(TorchTemporalBlender(strength=o["a"], detail_sigma=o["s"], device=a.device,

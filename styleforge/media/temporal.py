@@ -22,8 +22,8 @@ cannot remove flicker the flow cannot see (e.g. a static camera over changing te
 
 Two steps: the flows of a frame pair (DIS at reduced size, `flow_ahead.pair_flows`, which
 depends on the inputs only and so may run ahead, in parallel; with `flow_check` off the backward
-flow alone, the photometric test standing in for the forward–backward one) and the blend, which
-is sequential.
+flow alone, the photometric test standing in for the forward–backward one and α scaled by
+`unchecked_trust`) and the blend, which is sequential.
 This module is the NumPy/OpenCV blend, for CPU runs: `TemporalBlender(content, stylized)` fits
 the video pipeline's `frame_filter` argument and computes the flows itself, or takes them
 (`blend`). `temporal_torch.TorchTemporalBlender` is the same blend in PyTorch, run on the
@@ -40,6 +40,12 @@ import numpy as np
 from .flow import BLEND_PRESET, PRESETS, FlowEstimator, reliable, resize_flow, warp
 from .options import TEMPORAL_DETAIL_SIGMA, TEMPORAL_STRENGTH
 
+# Without the forward flow the trust mask also passes pixels whose flow the round trip refuses:
+# its bound (√0.5 px at 1080p) is a quarter of a pixel at the 640-px flow size, and on smooth surfaces
+# a flow that far off still matches the inputs within any photometric tolerance. The blend then
+# weighs the carried frame by this share of α (0.8 at the default 0.9), so fewer frames' strokes
+# are averaged where the flow may be off; the scene-cut test is unchanged (docs/temporal.md).
+UNCHECKED_TRUST = 8.0 / 9.0
 FEATHER_SIGMA = 0.0     # cv2's rule for the feather's kernel: σ from its size (binomial ≤ 7 taps)
 MAX_GAIN = 2.0          # the energy restore amplifies the fine band at most this much
 
@@ -52,6 +58,8 @@ class TemporalSettings:
     flow_check: bool = True               # the forward flow too, for the forward–backward test;
     #                                       off: the backward flow alone (half the flow's cost)
     photometric_tolerance: float = 30.0   # max input difference (0–255) after the warp to trust a pixel
+    unchecked_trust: float = UNCHECKED_TRUST   # × α without the forward–backward test (backward
+    #                                       flow alone): its trusted pixels' flows are less sure
     scene_cut: float = 0.6                # restart when more than this share of pixels is untrusted
     feather: int = 2                      # px: the trust mask is blurred by this radius
     detail_sigma: float = TEMPORAL_DETAIL_SIGMA   # px at the network's scale: finer detail stays
@@ -70,8 +78,15 @@ class TemporalSettings:
             raise ValueError(f"scene_cut must be in (0, 1], got {self.scene_cut}")
         if self.feather < 0 or self.photometric_tolerance <= 0 or self.detail_sigma < 0 or self.stroke_factor < 1:
             raise ValueError("feather and detail_sigma must be ≥ 0, photometric_tolerance > 0, stroke_factor ≥ 1")
+        if not 0.0 < self.unchecked_trust <= 1.0:
+            raise ValueError(f"unchecked_trust must be in (0, 1], got {self.unchecked_trust}")
         if self.restore_scale < 0 or self.restore_window <= 0:
             raise ValueError("restore_scale must be ≥ 0 and restore_window > 0")
+
+    def weight(self, flows) -> float:
+        """The blend's α for a pair's flows: `strength`, × `unchecked_trust` when they hold the
+        backward flow alone (one flow: no forward–backward test behind the trust mask)."""
+        return self.strength * (self.unchecked_trust if len(flows) == 1 else 1.0)
 
     def detail_px(self) -> float:
         """The detail blur's σ in output pixels. The network paints at its internal size (`stroke`
@@ -173,7 +188,7 @@ class TemporalBlender(TemporalSettings):
         if self.detail_sigma:
             size = self.detail_size()
             change = cv2.GaussianBlur(change, (size, size), self.detail_px())
-        blended = current + (self.strength * mask)[..., None] * change
+        blended = current + (self.weight(flows) * mask)[..., None] * change
         if self.restores():
             blended = self._restore(current, blended)
         return self._keep(content, np.clip(blended, 0.0, 255.0))

@@ -246,7 +246,7 @@ class TorchTemporalBlender(TemporalSettings):
         change = _sample(self._output, grid, "bicubic") - current
         if self._detail is not None:
             change = self._detail(change)
-        torch.addcmul(current, mask, change, value=self.strength, out=blended)
+        torch.addcmul(current, mask, change, value=self.weight(flows), out=blended)
         out = self._restore(both) if self.restores() else blended
         return self._keep(content, out.clamp_(0.0, 255.0))
 

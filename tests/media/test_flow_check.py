@@ -146,3 +146,38 @@ def test_one_pass_flow_tests_without_the_forward_flow_equal_the_plain_form():
 def test_video_options_carry_the_flow_check():
     assert VideoOptions().temporal_flow_check is True
     assert VideoOptions(temporal=0.9, temporal_flow_check=False).temporal_flow_check is False
+
+
+@pytest.mark.parametrize("trust", [0.0, -0.5, 1.01])
+def test_unchecked_trust_outside_zero_to_one_is_refused(trust):
+    with pytest.raises(ValueError, match="unchecked_trust"):
+        TemporalBlender(unchecked_trust=trust)
+
+
+@pytest.mark.parametrize("device", ["numpy", *DEVICES])
+def test_the_backward_flow_alone_blends_at_unchecked_trust_times_the_strength(device):
+    """One flow: the blend is the same blend at α · unchecked_trust (the trust mask and the scene
+    cut unchanged); both flows: α as given, whatever unchecked_trust is."""
+    frames, _, _ = occluder_clip(6)
+    stylized = flickering_stylization(frames)
+
+    def run(flows, **settings):
+        if device == "numpy":
+            blender = TemporalBlender(**settings)
+            out = [blender.blend(c, s, f) for c, s, f in zip(frames, stylized, flows)]
+        else:
+            blender = TorchTemporalBlender(**settings, device=device)
+            out = [hwc(blender(chw(c, device), chw(s, device), f)) for c, s, f in zip(frames, stylized, flows)]
+        return out, blender.trusted_fraction
+
+    alone, ahead = FlowAhead(check=False), FlowAhead()
+    one = [alone(i, to_gray(f)) for i, f in enumerate(frames)]
+    two = [ahead(i, to_gray(f)) for i, f in enumerate(frames)]
+    scaled, trusted = run(one, strength=0.9, unchecked_trust=0.5)
+    plain, plain_trusted = run(one, strength=0.45, unchecked_trust=1.0)
+    assert all(np.array_equal(a, b) for a, b in zip(scaled, plain))
+    assert trusted == plain_trusted > 0.5
+    full = run(one, strength=0.9, unchecked_trust=1.0)[0]
+    assert any(not np.array_equal(a, b) for a, b in zip(scaled, full))   # the knob acts
+    checked = run(two, strength=0.9, unchecked_trust=0.5)[0]
+    assert all(np.array_equal(a, b) for a, b in zip(checked, run(two, strength=0.9)[0]))
