@@ -6,10 +6,12 @@ float32 on the CPU. The network is converted from the reference PyTorch modules
 (`openvino.convert_model`, one model with dynamic batch, height and width), and for `int8`
 quantized by NNCF's post-training quantization (8-bit weights and activations per layer, ranges
 calibrated on `calibration_images`: the photos the package ships plus flips, crops, rescales and
-colour changes of them, so a user's machine needs no other data). Export and calibration take
+colour changes of them, so a user's machine needs no other data); the style network's INT8 goes
+through `style_int8` (its norm inputs equalized first, checked against fp32, falling back to a
+partly or wholly float form where a style loses too much). Export and calibration take
 seconds to a minute, so the result is saved under `<cache>/openvino/` (`switches.cache_home`),
-keyed by the weights' SHA-256, the precision, the calibration recipe and the OpenVINO and NNCF
-versions; the next process reads the IR back in well under a second.
+keyed by the weights' SHA-256, the precision, the calibration recipe, the style recipe and the
+OpenVINO and NNCF versions; the next process reads the IR back in well under a second.
 
 openvino (and nncf, for INT8) are optional (`pip install "styleforge[openvino]"`) and imported
 only here, only when this backend is used, so they cost the PyTorch path nothing when they are
