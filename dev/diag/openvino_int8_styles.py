@@ -4,7 +4,10 @@ For each style: PyTorch fp32 on the three asset photos at 512 px (the reference)
 variant's OpenVINO INT8 model (exported and quantized here, not read from the cache) on the same
 photos; prints and writes (JSON) per variant the PSNR against fp32 (min over the photos, clamped
 0–255, as `bench.cpu`) and the style ratio (geometric mean over the photos, as `bench.cpu`, the
-shared `style_metrics.py`), with fp32's ratio beside it. A dev diagnostic, not a bench row:
+shared `style_metrics.py`), with fp32's ratio beside it, and the weights' digest: a style whose
+`equalized` variant (the `int8` form of `engine.style_int8`) stays within the margin there joins
+`style_int8.INT8_MEASURED`; `no_mvn_inputs` is the `int8-float-norm-inputs` form. A dev
+diagnostic, not a bench row:
 
     python dev/diag/openvino_int8_styles.py --metrics .data/tools/style_metrics.py \
         --paintings DIR [DIR ...] --styles al_sufi candy --variants default no_mvn_inputs --json OUT
@@ -47,7 +50,7 @@ def variants() -> dict:
         "no_bias_correction": {"fast_bias_correction": False},
         "no_mvn_no_bc": {"ignored_scope": nncf.IgnoredScope(types=["MVN"]),
                          "advanced_parameters": AdvancedQuantizationParameters(disable_bias_correction=True)},
-        "equalized": {},      # the network rescaled by `engine.norm_equalize` first
+        "equalized": {},      # the network rescaled by `engine.norm_equalize` first: style_int8's `int8`
         "equalized_mixed": {"preset": nncf.QuantizationPreset.MIXED},
     }
 
@@ -132,7 +135,7 @@ def main() -> None:
             db = min(psnr(o.clamp(0, 255), r) for o, r in zip(outs, reference))
             detail = min(detail_snr(o.clamp(0, 255), r) for o, r in zip(outs, reference))
             int8_ratio = ratio(outs)
-            row = {"style": style, "variant": name, "psnr_min_db": round(db, 2), "detail_snr_min_db": round(detail, 2),
+            row = {"style": style, "digest": openvino_runner.weights_digest(model)[:16], "variant": name, "psnr_min_db": round(db, 2), "detail_snr_min_db": round(detail, 2),
                    "fp32_ratio": round(fp32_ratio, 4), "int8_ratio": round(int8_ratio, 4),
                    "ratio_change": round(int8_ratio / fp32_ratio - 1, 4), "cpu_ms": round(cpu_ms, 1),
                    "build_s": round(build_s, 1)}

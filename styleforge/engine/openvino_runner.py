@@ -207,10 +207,11 @@ class OpenVINORunner:
         self.precision = precision
         self.threads = threads or torch.get_num_threads()
         if precision == "int8":
+            def build(m, images):
+                return style_int8.build(m, images, export, quantize, weights_digest(m))
             ov_model = load_or_build(model, precision, tag=f"style{style_int8.STYLE_INT8_RECIPE}",
-                                     build_int8=lambda m, images: style_int8.build(m, images, export, quantize))
-            # "int8", or the form the check fell back to (`style_int8.FORMS`)
-            self.form = style_int8.form_of(ov_model)
+                                     build_int8=build)
+            self.form = style_int8.form_of(ov_model)     # which layers stay float (`style_int8.FORMS`)
         else:
             ov_model, self.form = load_or_build(model, precision), "fp32"
         math = "fp32" if self.form == "fp32" else precision

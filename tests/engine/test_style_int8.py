@@ -1,12 +1,10 @@
 """The style network's INT8 recipe: the norm-input equalization (exact in fp32, unit channels),
-the check's score, and the fall-back forms, chosen and read back from the cache.
+the per-style forms, and the check's fall-back, chosen and read back from the cache.
 
 The equalization and the score are plain PyTorch/NumPy (fast); whatever quantizes is `slow` and
 skipped where openvino/nncf are not installed.
 """
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pytest
@@ -14,7 +12,7 @@ import torch
 
 from styleforge.engine.norm_equalize import PAIRS, channel_stats, equalize
 from styleforge.engine.openvino_runner import openvino_available
-from styleforge.engine.style_int8 import check_photos, detail_snr
+from styleforge.engine.style_int8 import INT8_MEASURED, check_photos, first_form, psnr
 from tests.conftest import random_net, rel_error
 
 needs_openvino = pytest.mark.skipif(not openvino_available("int8")[0], reason="openvino/nncf not installed")
@@ -69,18 +67,16 @@ def test_equalize_leaves_a_dead_channel_alone():
         assert rel_error(equal(x), model(x)) < 1e-4
 
 
-def test_detail_snr_sets_the_error_against_the_reference_texture():
-    rng = np.random.default_rng(0)
-    flat = np.full((1, 3, 32, 32), 128.0)
-    busy = flat + rng.normal(0, 40, flat.shape)
-    noise = rng.normal(0, 2, flat.shape)
-    assert detail_snr(busy, busy) == math.inf
-    # The same error counts for less on a textured output than on a smooth one.
-    assert detail_snr(busy + noise, busy) > detail_snr(flat + 0.05 * busy + noise, flat + 0.05 * busy) + 20
-    # 40² of texture (less the part the 5×5 box keeps) over 2² of error: about 26 dB.
-    assert 24 < detail_snr(busy + noise, busy) < 27
-    # Clamped as a user sees it: values out of 0–255 do not count as error.
-    assert detail_snr(np.full((1, 3, 8, 8), 300.0), np.full((1, 3, 8, 8), 255.0)) == math.inf
+def test_the_styles_measured_all_int8_are_the_shipped_weights():
+    """A retrained style changes its digest: its entry then goes stale and must be measured again."""
+    from styleforge.engine.openvino_runner import weights_digest
+    from styleforge.models.checkpoint import build_model
+    from styleforge.models.registry import load_style
+    assert INT8_MEASURED
+    for digest, style in INT8_MEASURED.items():
+        assert weights_digest(build_model(load_style(style)))[:16] == digest, style
+        assert first_form(digest + "0" * 48) == "int8"
+    assert first_form("0" * 64) == "int8-float-norm-inputs"      # any other weights, the user's too
 
 
 def test_check_photos_are_the_unaltered_largest_calibration_images():
@@ -104,9 +100,9 @@ def test_equalized_int8_keeps_lopsided_norm_inputs_that_plain_int8_loses():
     plain = outputs(quantize(export(model), calibration), photos, "int8")
     equal = outputs(quantize(export(equalize(model, [torch.from_numpy(c) for c in calibration])), calibration),
                     photos, "int8")
-    plain_snr = min(detail_snr(o, r) for o, r in zip(plain, fp32))
-    equal_snr = min(detail_snr(o, r) for o, r in zip(equal, fp32))
-    assert equal_snr > plain_snr + 6, (plain_snr, equal_snr)
+    plain_db = min(psnr(o, r) for o, r in zip(plain, fp32))
+    equal_db = min(psnr(o, r) for o, r in zip(equal, fp32))
+    assert equal_db > plain_db + 6, (plain_db, equal_db)
 
 
 @pytest.mark.slow
@@ -127,8 +123,10 @@ def test_the_check_falls_back_form_by_form_and_the_cache_remembers(tmp_path, mon
         return real_quantize(ov_model, images, ignored_scope=ignored_scope)
     monkeypatch.setattr(openvino_runner, "quantize", counting_quantize)
 
-    # An unreachable bar: both INT8 forms are tried, then the style runs in fp32 (equal to PyTorch).
-    monkeypatch.setattr(style_int8, "MIN_DETAIL_SNR_DB", 1e9)
+    # An unreachable bar: the weights' form (listed: all INT8), then the next, then fp32 (equal to PyTorch).
+    digest = openvino_runner.weights_digest(model)[:16]
+    monkeypatch.setitem(style_int8.INT8_MEASURED, digest, "test")
+    monkeypatch.setattr(style_int8, "MIN_PSNR_DB", 1e9)
     strict = openvino_runner.OpenVINORunner(model, "int8", threads=2)
     assert strict.form == "fp32"
     assert len(tried) == 2 and tried[0] is None and list(tried[1].types) == ["MVN"]
@@ -141,11 +139,11 @@ def test_the_check_falls_back_form_by_form_and_the_cache_remembers(tmp_path, mon
     again = openvino_runner.OpenVINORunner(model, "int8", threads=2)
     assert again.form == "fp32" and torch.equal(again(x), strict(x))
 
-    # A bar any output passes: the first form, INT8 throughout (another style's weights).
+    # A bar any output passes; weights not listed: float norm inputs, the only form tried.
     monkeypatch.setattr(openvino_runner, "quantize", counting_quantize)
     monkeypatch.setattr(openvino_runner, "export", real_export)
-    monkeypatch.setattr(style_int8, "MIN_DETAIL_SNR_DB", -1e9)
+    monkeypatch.setattr(style_int8, "MIN_PSNR_DB", -1e9)
     tried.clear()
     loose = openvino_runner.OpenVINORunner(random_net(5), "int8", threads=2)
-    assert loose.form == "int8" and tried == [None]
+    assert loose.form == "int8-float-norm-inputs" and list(tried[0].types) == ["MVN"] and len(tried) == 1
     assert not torch.equal(loose(x), strict(x))
