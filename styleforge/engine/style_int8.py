@@ -13,7 +13,7 @@ Which form a style gets is measured, not guessed at run time: the quantity that 
 style ratio against the painting, needs VGG and the painting, and no pixel measure available at
 run time ranks the styles (docs/cpu.md: a style losing 40 % of its ratio shows 37.8 dB PSNR, one
 losing none 28 dB). `dev/diag/openvino_int8_styles.py` measures each style's forms with the
-shared metrics; weights whose `int8` form stays within 15 % of fp32's style ratio are listed in
+shared metrics; weights whose `int8` form stays within 10 % of fp32's style ratio are listed in
 `INT8_MEASURED` by weights digest (so a retrained style is measured again). Every other weights
 file, the user's own included, gets `int8-float-norm-inputs`.
 
@@ -41,11 +41,13 @@ VARIANTS_PER_PHOTO = 4       # calibration_images: the photo, its mirror, a crop
 RT_FORM = ["styleforge", "int8_form"]
 RT_PSNR = ["styleforge", "int8_psnr_db"]
 
-# weights digest (`openvino_runner.weights_digest`, first 16 hex) → style: all-INT8 measured within
-# 15 % of fp32's style ratio on the asset photos at 512 px (docs/cpu.md, "INT8 against fp32").
+# weights digest (`openvino_runner.weights_digest`, first 16 hex) → style: the `int8` form measured
+# within 10 % of fp32's style ratio on the asset photos at 512 px, leaving a margin to the 15 % bar
+# for other photos and sizes (docs/cpu.md, "INT8 against fp32").
 INT8_MEASURED = {
     "bccb377db5deaec1": "candy",
     "ea586aad37f6bdc2": "primeros_memoriales",
+    "46d071508da881e1": "dendera",
 }
 
 
