@@ -6,10 +6,12 @@ float32 on the CPU. The network is converted from the reference PyTorch modules
 (`openvino.convert_model`, one model with dynamic batch, height and width), and for `int8`
 quantized by NNCF's post-training quantization (8-bit weights and activations per layer, ranges
 calibrated on `calibration_images`: the photos the package ships plus flips, crops, rescales and
-colour changes of them, so a user's machine needs no other data). Export and calibration take
+colour changes of them, so a user's machine needs no other data); the style network's INT8 goes
+through `style_int8` (its norm inputs equalized first, checked against fp32, falling back to a
+partly or wholly float form where a style loses too much). Export and calibration take
 seconds to a minute, so the result is saved under `<cache>/openvino/` (`switches.cache_home`),
-keyed by the weights' SHA-256, the precision, the calibration recipe and the OpenVINO and NNCF
-versions; the next process reads the IR back in well under a second.
+keyed by the weights' SHA-256, the precision, the calibration recipe, the style recipe and the
+OpenVINO and NNCF versions; the next process reads the IR back in well under a second.
 
 openvino (and nncf, for INT8) are optional (`pip install "styleforge[openvino]"`) and imported
 only here, only when this backend is used, so they cost the PyTorch path nothing when they are
@@ -123,20 +125,24 @@ def export(model: torch.nn.Module, example: tuple[torch.Tensor, ...] | None = No
                                 input=[ov.PartialShape([-1, t.shape[1], -1, -1]) for t in example])
 
 
-def quantize(ov_model, images: list[np.ndarray]):
+def quantize(ov_model, images: list[np.ndarray], ignored_scope=None):
     """NNCF post-training INT8 of every convolution (weights per channel, activations per
-    tensor), ranges from `images`, then its fast bias correction."""
+    tensor), ranges from `images`, then its fast bias correction; `ignored_scope` (an
+    `nncf.IgnoredScope`) names the operations whose inputs stay in floating point."""
     import nncf
+    extra = {"ignored_scope": ignored_scope} if ignored_scope is not None else {}
     return nncf.quantize(ov_model, nncf.Dataset(images), subset_size=len(images),
-                         fast_bias_correction=True)
+                         fast_bias_correction=True, **extra)
 
 
-def load_or_build(model: torch.nn.Module, precision: str, export_fn=None, calibration=None, tag: str = ""):
+def load_or_build(model: torch.nn.Module, precision: str, export_fn=None, calibration=None, tag: str = "",
+                  build_int8=None):
     """The IR for this model and precision from the cache, building (and caching) it if absent.
 
     `export_fn(model)` and `calibration()` default to the style network's (`export`,
     `calibration_images`); another network (the arbitrary model's parts) passes its own and a
-    `tag` naming them, which joins the cache key."""
+    `tag` naming them, which joins the cache key. `build_int8(model, images)`, when given,
+    replaces export + `quantize` for INT8 (the style network's checked recipe, `style_int8`)."""
     import openvino as ov
     export_fn = export_fn or export
     calibration = calibration or calibration_images
@@ -150,9 +156,12 @@ def load_or_build(model: torch.nn.Module, precision: str, export_fn=None, calibr
             log.warning("rebuilding the unreadable OpenVINO cache entry %s (%s)", xml, exc)
     start = time.perf_counter()
     log.info("preparing the OpenVINO %s model for these weights (once; cached in %s)", precision, folder)
-    ov_model = export_fn(model)
-    if precision == "int8":
-        ov_model = quantize(ov_model, calibration())
+    if precision == "int8" and build_int8 is not None:
+        ov_model = build_int8(model, calibration())
+    else:
+        ov_model = export_fn(model)
+        if precision == "int8":
+            ov_model = quantize(ov_model, calibration())
     try:
         folder.mkdir(parents=True, exist_ok=True)
         # Written under a name of this process and thread, then renamed (each rename atomic),
@@ -194,10 +203,19 @@ class OpenVINORunner:
         if not ok:
             raise RuntimeError(f"--backend openvino is unavailable: {reason}")
         import openvino as ov
+        from . import style_int8
         self.precision = precision
         self.threads = threads or torch.get_num_threads()
-        ov_model = load_or_build(model, precision)
-        self.compiled = ov.Core().compile_model(ov_model, "CPU", compile_config(precision, self.threads))
+        if precision == "int8":
+            def build(m, images):
+                return style_int8.build(m, images, export, quantize, weights_digest(m))
+            ov_model = load_or_build(model, precision, tag=f"style{style_int8.STYLE_INT8_RECIPE}",
+                                     build_int8=build)
+            self.form = style_int8.form_of(ov_model)     # which layers stay float (`style_int8.FORMS`)
+        else:
+            ov_model, self.form = load_or_build(model, precision), "fp32"
+        math = "fp32" if self.form == "fp32" else precision
+        self.compiled = ov.Core().compile_model(ov_model, "CPU", compile_config(math, self.threads))
         self._request = self.compiled.create_infer_request()
         self._lock = threading.Lock()   # one infer request: the media pipeline may call from threads
 

@@ -96,7 +96,10 @@ class Stylizer:
         return self.checkpoint.metadata.get("style", "custom")
 
     def describe(self) -> str:
-        return f"{self.style_name} on {self.device} ({self.precision}, {self.backend})"
+        # OpenVINO INT8 may have fallen back, per style, to a partly or wholly float form (style_int8)
+        form = getattr(self.runner, "form", self.precision)
+        precision = self.precision if form == self.precision else f"{self.precision} as {form}"
+        return f"{self.style_name} on {self.device} ({precision}, {self.backend})"
 
     def _run(self, padded: torch.Tensor) -> torch.Tensor:
         out = self.runner(padded)
