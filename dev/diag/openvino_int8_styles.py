@@ -135,7 +135,8 @@ def main() -> None:
             db = min(psnr(o.clamp(0, 255), r) for o, r in zip(outs, reference))
             detail = min(detail_snr(o.clamp(0, 255), r) for o, r in zip(outs, reference))
             int8_ratio = ratio(outs)
-            row = {"style": style, "digest": openvino_runner.weights_digest(model)[:16], "variant": name, "psnr_min_db": round(db, 2), "detail_snr_min_db": round(detail, 2),
+            row = {"style": style, "digest": openvino_runner.weights_digest(model)[:16], "variant": name,
+                   "psnr_min_db": round(db, 2), "detail_snr_min_db": round(detail, 2),
                    "fp32_ratio": round(fp32_ratio, 4), "int8_ratio": round(int8_ratio, 4),
                    "ratio_change": round(int8_ratio / fp32_ratio - 1, 4), "cpu_ms": round(cpu_ms, 1),
                    "build_s": round(build_s, 1)}

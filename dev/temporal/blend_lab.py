@@ -41,8 +41,8 @@ from styleforge.media.temporal_torch import TorchTemporalBlender  # noqa: E402
 
 SHIPPED = TemporalSettings()
 DEFAULTS = dict(a=SHIPPED.strength, s=SHIPPED.detail_sigma, vr=SHIPPED.restore_window, vb=SHIPPED.restore_scale,
-                g=2.0, mid=0, lz=0, ship=0, torch=0, hi=0.0, bt=0.0, check=1, nr=0.0, nw=1.0, ut=SHIPPED.unchecked_trust,
-                pt=SHIPPED.photometric_tolerance)
+                g=2.0, mid=0, lz=0, ship=0, torch=0, hi=0.0, bt=0.0, check=1, nr=0.0, nw=1.0,
+                ut=SHIPPED.unchecked_trust, pt=SHIPPED.photometric_tolerance)
 
 
 def parse(setting: str) -> dict:

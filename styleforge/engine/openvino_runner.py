@@ -203,6 +203,7 @@ class OpenVINORunner:
         if not ok:
             raise RuntimeError(f"--backend openvino is unavailable: {reason}")
         import openvino as ov
+
         from . import style_int8
         self.precision = precision
         self.threads = threads or torch.get_num_threads()

@@ -71,6 +71,7 @@ def check_photos(calibration: list[np.ndarray]) -> list[np.ndarray]:
 
 def outputs(ov_model, images: list[np.ndarray], precision: str) -> list[np.ndarray]:
     import openvino as ov
+
     from .openvino_runner import compile_config
     compiled = ov.Core().compile_model(ov_model, "CPU", compile_config(precision, torch.get_num_threads()))
     return [np.array(compiled({0: image})[compiled.output(0)], copy=True) for image in images]

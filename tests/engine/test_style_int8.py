@@ -6,7 +6,6 @@ skipped where openvino/nncf are not installed.
 """
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 
