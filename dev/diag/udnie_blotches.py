@@ -93,7 +93,8 @@ def probe_flat(net, size: int) -> list[dict]:
             row = {"colour": colour, "noise_std": sigma,
                    "in1_input_std": round(stds["in1"], 4),
                    "in1_gain": round(1 / (stds["in1"] ** 2 + eps) ** 0.5, 1),
-                   "res_input_std_median": round(statistics.median(v for k, v in stds.items() if k.startswith("res")), 4),
+                   "res_input_std_median": round(statistics.median(v for k, v in stds.items()
+                                                                   if k.startswith("res")), 4),
                    "out_std": round(float(out.clamp(0, 255).std(dim=(2, 3)).mean()), 2),
                    "out_mean": [round(float(v), 1) for v in out.clamp(0, 255).mean(dim=(2, 3))[0]],
                    "blotch": round(float(blotch_mask(out, x).float().mean()), 3)}
