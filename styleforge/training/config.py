@@ -21,6 +21,8 @@ the reduction; all 1 is the loss above unchanged.
 `jpeg_style` > 0 computes that share of the style term on a differentiable JPEG round trip of the
 output at `jpeg_quality` (`jpeg.py`), so texture that the CLI's JPEG files lose stops paying; 0
 (the default) skips it and leaves the loss bit for bit as before.
+`flat_augment` > 0 gives that share of the crops a blurred flat patch beside their texture
+(`flat.py`, against udnie's blotches); 0 leaves the batches untouched.
 """
 from __future__ import annotations
 
@@ -69,6 +71,7 @@ class TrainConfig:
     style_layer_weights: tuple[float, ...] = DEFAULT_LAYER_WEIGHTS   # × each Gram layer's term, relu1_2…relu4_3
     jpeg_style: float = 0.0                 # share of the style term on a JPEG proxy of the output (jpeg.py); 0 = off
     jpeg_quality: int = 95                  # the proxy's IJG quality (the CLI writes 95, 4:4:4)
+    flat_augment: float = 0.0               # share of crops given a blurred flat patch (flat.py); 0 = off
     tv_weight: float = 0.0                  # total variation of the output in [0, 1]; 0 = off
     grid_weight: float = 0.0                # the output's 4-px lattice beyond the photo's (training/grid.py); 0 = off
     stability_weight: float = 0.0           # f(T(x)+n) ≈ T(f(x)) for small shifts/zooms and noise; 0 = off
@@ -123,6 +126,8 @@ class TrainConfig:
             raise ValueError(f"style_reduction must be one of {STYLE_REDUCTIONS}, got {self.style_reduction!r}")
         if not 0 <= self.jpeg_style <= 1:   # also refuses NaN
             raise ValueError(f"jpeg_style is a share of the style term, 0–1, got {self.jpeg_style}")
+        if not 0 <= self.flat_augment <= 1:   # also refuses NaN
+            raise ValueError(f"flat_augment is a share of each batch's crops, 0–1, got {self.flat_augment}")
         if not 1 <= self.jpeg_quality <= 100:
             raise ValueError(f"jpeg_quality must be 1–100, got {self.jpeg_quality}")
         if self.model not in MODELS:

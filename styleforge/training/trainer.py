@@ -37,6 +37,7 @@ from ..models.vgg import VGG16Features, load_vgg16
 from . import samples
 from .config import DEFAULT_LAYER_WEIGHTS, TrainConfig
 from .data import ContentBatches, load_content, load_style_image, place
+from .flat import flatten_patches
 from .losses import LossTerms, Perturbation, loss_terms, random_perturbation, style_targets
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ _STEP_FILE = re.compile(r"^step_(\d+)\.pt$")
 RESUME_KEYS = ("style_image", "content_dir", "batch_size", "image_size", "lr", "content_weight",
                "style_weight", "tv_weight", "grid_weight", "stability_weight", "stability_shift",
                "stability_zoom", "stability_noise", "style_size", "seed", "max_content", "precision", "model",
-               "teacher", "distill_weight")
+               "teacher", "distill_weight", "flat_augment")
 TERMS = ("content", "style", "tv", "stability", "grid", "distill")
 
 
@@ -195,7 +196,11 @@ class Trainer:
                                    cfg.stability_shift, cfg.stability_zoom, cfg.stability_noise)
 
     def losses(self, content: torch.Tensor) -> LossTerms:
-        x = content.float().contiguous(memory_format=self.memory_format)
+        x = content.float()
+        if self.config.flat_augment > 0:   # own (seed, step) stream, apart from the stability term's
+            seed = (self.config.seed + 1) * 2_000_029 + self.step_count
+            x = flatten_patches(x, self.config.flat_augment, torch.Generator(device=self.device).manual_seed(seed))
+        x = x.contiguous(memory_format=self.memory_format)
         perturbation = self.perturbation(len(x))
         with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp_dtype is not None):
             return self._loss_fn(self.model, self.vgg, x, self.targets, self._weights[2] > 0, perturbation,
