@@ -114,13 +114,15 @@ def test_ctrl_c_says_what_was_done_and_what_was_not_started(tiny_styles, tmp_pat
     import sys
     import time
     from pathlib import Path
+
+    from sigint_default import sigint_default
     for i in range(60):
         write(tmp_path / "in" / f"{i:02d}.png", size=(384, 288), seed=i)
     root = Path(__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=str(root), STYLEFORGE_STYLES_DIR=str(tiny_styles))
     proc = subprocess.Popen([sys.executable, "-m", "styleforge", "stylize", str(tmp_path / "in"), "--style",
                              "alpha", "--device", "cpu", "--workers", "1", "-o", str(tmp_path / "out")],
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=root)
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=root, preexec_fn=sigint_default)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not list((tmp_path / "out").glob("*.png")):
         time.sleep(0.1)

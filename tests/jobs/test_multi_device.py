@@ -139,7 +139,8 @@ def test_ctrl_c_in_the_cli_finishes_what_is_in_flight_and_exits_130(styles_env, 
     command = [sys.executable, "-m", "styleforge", "stylize", str(tmp_path / "in"), "-o", str(out),
                "--keep-names", "--style", "alpha", "--backend", "reference", "--devices", "cpu,cpu",
                "--workers", "1", "--queue-depth", "1"]
-    child = subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    from sigint_default import sigint_default
+    child = subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and child.poll() is None:
         if out.exists() and any(p.suffix in (".jpg", ".png") for p in out.iterdir()):
