@@ -124,6 +124,7 @@ def test_arbitrary_bind_overrides_match_an_engine_built_with_them(tmp_path, weig
         shared.bind([(painting, 1.0)], alpha=1.5)(content)
 
 
+@pytest.mark.slow     # runs the engine on several frames: ~1.3 s, the quick tier's largest
 def test_a_bound_painting_is_read_and_hashed_once_not_per_frame(tmp_path, weights, monkeypatch):
     from styleforge.engine import arbitrary
     painting = picture(tmp_path / "s.png", (50, 50))

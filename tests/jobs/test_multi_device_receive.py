@@ -30,6 +30,7 @@ def _stand_in(conn, record_after: float | None, exit_after: float) -> None:
     time.sleep(exit_after)
 
 
+@pytest.mark.slow     # waits out a worker's 2-s exit on purpose
 @pytest.mark.skipif("fork" not in mp.get_all_start_methods(), reason="the stand-ins are forked")
 def test_a_finished_worker_slow_to_exit_does_not_hold_back_the_others_records():
     ctx = mp.get_context("fork")
