@@ -105,6 +105,11 @@ def probe_flat(net, size: int) -> list[dict]:
     return rows
 
 
+def overlap(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Intersection over union of two boolean masks (0 when both are empty)."""
+    return float((a & b).sum() / (a | b).sum().clamp(min=1))
+
+
 @torch.no_grad()
 def probe_seed(net, photos) -> list[dict]:
     rows = []
@@ -114,8 +119,8 @@ def probe_seed(net, photos) -> list[dict]:
         for seed in (0, 1):
             noise = torch.randn(x.shape, generator=torch.Generator().manual_seed(seed)) * 2
             masks.append(blotch_mask(net((x + noise).clamp(0, 255)), x))
-        iou = [float((m & base).sum() / (m | base).sum().clamp(min=1)) for m in masks]
-        between = float((masks[0] & masks[1]).sum() / (masks[0] | masks[1]).sum().clamp(min=1))
+        iou = [overlap(m, base) for m in masks]
+        between = overlap(masks[0], masks[1])
         rows.append({"photo": name, "blotch": round(float(base.float().mean()), 4),
                      "iou_vs_clean": [round(v, 3) for v in iou], "iou_seed0_seed1": round(between, 3)})
         print(f"seed {name}: blotch {rows[-1]['blotch']:.4f}, IoU noisy vs clean {rows[-1]['iou_vs_clean']}, "
