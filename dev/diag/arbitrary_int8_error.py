@@ -31,6 +31,8 @@ from PIL import Image
 from safetensors import safe_open
 from safetensors.torch import save_file
 
+from styleforge.engine.style_int8 import psnr
+
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "styleforge" / "styles" / "arbitrary" / "arbitrary.safetensors"
 SCALE = ".scale"
@@ -68,11 +70,8 @@ def evaluate(weights: Path, args, save_dir: Path) -> dict[str, list[float]]:
     return {k: [float(r[k]) for r in rows] for k in keys}
 
 
-def psnr(a: Path, b: Path) -> float:
-    x = np.asarray(Image.open(a), dtype=np.float64)
-    y = np.asarray(Image.open(b), dtype=np.float64)
-    mse = ((x - y) ** 2).mean()
-    return float("inf") if mse == 0 else 10 * np.log10(255 ** 2 / mse)
+def file_psnr(a: Path, b: Path) -> float:
+    return psnr(np.asarray(Image.open(a)), np.asarray(Image.open(b)))
 
 
 def main() -> int:
@@ -96,7 +95,7 @@ def main() -> int:
             stand_in(SHIPPED, weights, seed=d)
         scores = evaluate(weights, args, args.out / f"draw{d}")
         pngs = sorted((args.out / "int8" / "png").glob("*.png"))
-        values = [psnr(f, args.out / f"draw{d}" / "png" / f.name) for f in pngs]
+        values = [file_psnr(f, args.out / f"draw{d}" / "png" / f.name) for f in pngs]
         med = {k: statistics.median(v) for k, v in scores.items()}
         print(f"| stand-in {d} (fp32) | {statistics.median(values):.1f} | {min(values):.1f} | "
               f"{med['style_ratio']:.4f} | {med['content_dist']:.4f} | {med['palette_dist']:.2f} | "
