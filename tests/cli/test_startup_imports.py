@@ -87,7 +87,8 @@ def test_a_one_photo_openvino_run_imports_only_what_it_uses(tmp_path, tiny_style
     style = tiny_styles / "alpha.safetensors"
     monkeypatch.setenv("STYLEFORGE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(openvino_runner, "CALIBRATION_SIDES", (64,))   # the cache key does not hold them
-    openvino_runner.load_or_build(build_model(load_checkpoint(style)).eval(), "int8")   # the cached model
+    # The runner the CLI builds, so the cache entry is the one the run reads (same tag and recipe).
+    openvino_runner.OpenVINORunner(build_model(load_checkpoint(style)).eval(), "int8")
     photo, out = tmp_path / "photo.jpg", tmp_path / "out.jpg"
     Image.fromarray(np.random.default_rng(0).integers(0, 256, (40, 56, 3), dtype=np.uint8)).save(photo)
     report = _run(["stylize", str(photo), "-o", str(out), "--device", "cpu", "--checkpoint", str(style),
