@@ -24,6 +24,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+from styleforge.psnr import psnr  # noqa: E402,F401  (the tests' PSNR is the package's)
+
 # slow_limit: the default tier's time rule; pytester: tests/test_slow_limit.py runs it in a session of its own
 pytest_plugins = ("slow_limit", "pytester")
 
@@ -128,11 +130,6 @@ def peak_rss_growth_mb(fn):
         pytest.skip(f"per-call peak memory needs Linux's /proc/self/clear_refs ({exc})")
     result = fn()
     return result, (_proc_status_kib("VmHWM") - start) / 1024
-
-
-def psnr(a: torch.Tensor, b: torch.Tensor, peak: float = 255.0) -> float:
-    mse = float(((a.double() - b.double()) ** 2).mean())
-    return float("inf") if mse == 0 else 10 * torch.log10(torch.tensor(peak * peak / mse)).item()
 
 
 def random_style_state(seed: int) -> dict[str, torch.Tensor]:

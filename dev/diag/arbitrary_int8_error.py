@@ -31,7 +31,7 @@ from PIL import Image
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from styleforge.engine.style_int8 import psnr
+from styleforge.psnr import psnr
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "styleforge" / "styles" / "arbitrary" / "arbitrary.safetensors"

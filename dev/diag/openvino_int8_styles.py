@@ -23,11 +23,11 @@ import numpy as np
 import torch
 
 from styleforge.bench.cpu import load_metrics, photos, to_tensor
-from styleforge.bench.harness import psnr
 from styleforge.engine import openvino_runner
 from styleforge.engine.norm_equalize import equalize
 from styleforge.models.checkpoint import build_model
 from styleforge.models.registry import load_style
+from styleforge.psnr import psnr
 from styleforge.training.catalogue import BY_NAME
 
 STYLES_DIR = Path(openvino_runner.__file__).resolve().parent.parent / "styles"

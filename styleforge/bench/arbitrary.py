@@ -25,7 +25,8 @@ from .. import kernels
 from ..engine.arbitrary import _GraphRunner
 from ..engine.arbitrary_fused import FusedArbitraryNet
 from ..models.arbitrary import ArbitraryConfig, ArbitraryStyleNet, load_arbitrary
-from .harness import LOW_PRECISION_MIN_PSNR, Timer, psnr
+from ..psnr import psnr
+from .harness import LOW_PRECISION_MIN_PSNR, Timer
 from .tiling import photo
 
 SIZES = {"1080p": (1080, 1920), "4k": (2160, 3840)}

@@ -28,8 +28,9 @@ from typing import Callable
 import numpy as np
 import torch
 
+from ..psnr import psnr
 from ..switches import switches
-from .harness import psnr, summarize
+from .harness import summarize
 from .results import Row, append_rows, new_run_id
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"

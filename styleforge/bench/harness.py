@@ -25,6 +25,8 @@ from typing import Callable
 
 import torch
 
+from ..psnr import psnr
+
 FP32_REL_TOL = 1e-5          # same floor as tests/conftest.py: fp32 must be near-exact
 LOW_PRECISION_MIN_PSNR = 40.0  # dB vs the fp32 reference, on the clamped 0–255 image
 CPU_CACHE_BYTES = 32 << 20   # stands in for L2 on CPU: a typical last-level cache
@@ -152,11 +154,6 @@ class Gate:
 def rel_l2(out: torch.Tensor, ref: torch.Tensor) -> float:
     out64, ref64 = out.detach().double(), ref.detach().to(out.device).double()
     return float((out64 - ref64).norm() / ref64.norm().clamp_min(1e-300))
-
-
-def psnr(a: torch.Tensor, b: torch.Tensor, peak: float = 255.0) -> float:
-    mse = float(((a.detach().double() - b.detach().to(a.device).double()) ** 2).mean())
-    return math.inf if mse == 0 else 10.0 * math.log10(peak * peak / mse)
 
 
 def check_image(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype,

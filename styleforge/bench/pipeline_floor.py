@@ -11,13 +11,14 @@ stylized runs, the source for the floor). Not here: the cases and the timing (`p
 """
 from __future__ import annotations
 
-import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
+
+from ..psnr import psnr
 
 JPEG_SUBSAMPLING = 2          # Pillow's 4:2:0, its default for JPEG, which the pipeline writes too
 SAMPLES = 3                   # outputs whose PSNR is checked: first, middle, last
@@ -90,11 +91,6 @@ class Check:
                 "psnr_bar_db": self.min_psnr_db, "sampled": len(self.psnr_db)}
 
 
-def psnr_u8(a: np.ndarray, b: np.ndarray) -> float:
-    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
-    return math.inf if mse == 0 else 10 * math.log10(255.0 ** 2 / mse)
-
-
 def _sample(n: int) -> list[int]:
     return sorted({0, n // 2, n - 1}) if n else []
 
@@ -116,7 +112,7 @@ def check_images(inputs: list[Path], out: Path, expect: Callable[[np.ndarray], n
                 continue
             if i in _sample(len(inputs)):
                 pixels = np.asarray(src.convert("RGB"))
-                check.psnr_db.append(psnr_u8(np.asarray(got.convert("RGB")), expect(pixels)))
+                check.psnr_db.append(psnr(np.asarray(got.convert("RGB")), expect(pixels)))
     return check
 
 
@@ -142,5 +138,5 @@ def check_video(src: Path, out: Path, expect: Callable[[np.ndarray], np.ndarray]
             if (frame.height, frame.width) != size:
                 check.size_errors.append(f"frame {i}: {frame.width}x{frame.height}")
             elif i in sources:
-                check.psnr_db.append(psnr_u8(frame.to_ndarray(format="rgb24"), expect(sources[i])))
+                check.psnr_db.append(psnr(frame.to_ndarray(format="rgb24"), expect(sources[i])))
     return check

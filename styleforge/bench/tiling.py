@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import subprocess
 import time
@@ -28,6 +27,7 @@ from PIL import Image
 
 from ..engine.options import StylizeOptions, parse_bytes
 from ..engine.pipeline import Stylizer
+from ..psnr import psnr
 
 
 def photo(width: int, height: int) -> torch.Tensor:
@@ -38,12 +38,6 @@ def photo(width: int, height: int) -> torch.Tensor:
     box = (0, 0, round(side), round(side * height / width))
     image = image.crop(box).resize((width, height), Image.BICUBIC)
     return torch.from_numpy(np.asarray(image)).permute(2, 0, 1).unsqueeze(0).float()
-
-
-def psnr(a: torch.Tensor, b: torch.Tensor) -> float:
-    mse = sum(float(((x.double() - y.double()) ** 2).sum()) for x, y in
-              zip(a.split(512, dim=2), b.split(512, dim=2))) / a.numel()
-    return math.inf if mse == 0 else 10 * math.log10(255 ** 2 / mse)
 
 
 def measure(stylizer: Stylizer, image: torch.Tensor, reps: int, warmup: bool = True) -> tuple[torch.Tensor, dict]:

@@ -30,6 +30,7 @@ import math
 import numpy as np
 import torch
 
+from ..psnr import psnr
 from .norm_equalize import equalize
 
 log = logging.getLogger(__name__)
@@ -53,13 +54,6 @@ INT8_MEASURED = {
 
 def first_form(digest: str) -> str:
     return "int8" if digest[:16] in INT8_MEASURED else "int8-float-norm-inputs"
-
-
-def psnr(out: np.ndarray, ref: np.ndarray) -> float:
-    """dB over 0–255 of the two outputs clamped as a user sees them."""
-    out, ref = (np.clip(a, 0, 255).astype(np.float64) for a in (out, ref))
-    mse = float(((out - ref) ** 2).mean())
-    return math.inf if mse == 0 else 10 * math.log10(255 ** 2 / mse)
 
 
 def check_photos(calibration: list[np.ndarray]) -> list[np.ndarray]:
@@ -104,7 +98,7 @@ def build(model: torch.nn.Module, calibration: list[np.ndarray], export, quantiz
             candidate = quantize(export(equalize(model, [torch.from_numpy(c) for c in calibration])), calibration)
         else:
             candidate = quantize(fp32.clone(), calibration, ignored_scope=nncf.IgnoredScope(types=["MVN"]))
-        db = min(psnr(out, ref) for out, ref in zip(outputs(candidate, images, "int8"), reference))
+        db = min(psnr(out, ref, clip=True) for out, ref in zip(outputs(candidate, images, "int8"), reference))
         if db >= min_psnr:
             log.info("OpenVINO INT8 as %s: %.1f dB against fp32 on the shipped photos", form, db)
             return mark(candidate, form, db)

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from ..psnr import psnr
 from .options import ExportOptions
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -41,11 +42,6 @@ class CheckResult:
     def describe(self) -> str:
         value = "identical" if math.isinf(self.psnr_db) else f"{self.psnr_db:.1f} dB"
         return f"batch {self.batch}, {self.height}×{self.width}: {value}"
-
-
-def psnr(a: torch.Tensor, b: torch.Tensor, peak: float = 255.0) -> float:
-    mse = float(((a.double() - b.double()) ** 2).mean())
-    return math.inf if mse == 0 else 10.0 * math.log10(peak * peak / mse)
 
 
 def _pil(name: str, height: int, width: int) -> Image.Image:

@@ -141,9 +141,9 @@ def test_exact_low_precision_agrees_with_the_fused_engine(monkeypatch, precision
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")
     from styleforge.bench.tiling import photo
-    from styleforge.bench.tiling import psnr as psnr255
     from styleforge.engine.options import StylizeOptions
     from styleforge.engine.pipeline import Stylizer
+    from styleforge.psnr import psnr as psnr255
     image = photo(1024, 768)
 
     def run(tiling):
