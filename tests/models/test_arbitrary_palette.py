@@ -131,6 +131,20 @@ def test_transport_matches_the_float64_reference(strength, size):
     assert (got.double() - want).abs().mean() < 1e-3
 
 
+def test_one_painting_code_serves_a_batch_of_photos():
+    # As the engine stylizes a batch with one painting: each photo's result equals its own call's.
+    from styleforge.models.arbitrary.palette import aimed_transport
+    photo = torch.cat([blobs(4, 40, 48), (blobs(5, 40, 48) * 1.4 - 40).clamp(0, 255)])
+    code = encode_palette(blobs(6, 64, 56, tint=(1.0, 0.5, 0.3)))
+    batch = transport(photo, code, 0.5)
+    aimed, share = aimed_transport(photo, code, 0.25, 8.0, 0.6)
+    assert share.shape == (2,)
+    for i in range(2):
+        assert torch.allclose(batch[i:i + 1], transport(photo[i:i + 1], code, 0.5), atol=1e-3)
+        alone, alone_share = aimed_transport(photo[i:i + 1], code, 0.25, 8.0, 0.6)
+        assert torch.allclose(aimed[i:i + 1], alone, atol=1e-3) and torch.allclose(share[i], alone_share[0])
+
+
 @pytest.mark.gpu
 @pytest.mark.slow
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

@@ -134,11 +134,14 @@ def _moved(image: torch.Tensor, code: PaletteCode) -> tuple[torch.Tensor, torch.
     stride = max(1, -(-x.shape[-1] // MAX_SAMPLE))
     count = code.quantiles.shape[-1]
     taps = cached_quantile_taps(-(-x.shape[-1] // stride), count, x.device)
-    for k in range(code.bases.shape[1]):
-        axes = code.bases[:, k]                                                # (B, 3, 3)
+    # One painting's code serves a batch of photos: _monotone_map stacks its tables by batch.
+    bases = code.bases.expand(x.shape[0], *code.bases.shape[1:])
+    quantiles = code.quantiles.expand(x.shape[0], *code.quantiles.shape[1:])
+    for k in range(bases.shape[1]):
+        axes = bases[:, k]                                                     # (B, 3, 3)
         proj = axes @ x                                                        # (B, 3, N)
         src_q = sorted_quantiles(proj[..., ::stride], count, taps)
-        moved = _monotone_map(proj, src_q, code.quantiles[:, k])
+        moved = _monotone_map(proj, src_q, quantiles[:, k])
         x = x + axes.transpose(1, 2) @ (moved - proj)
     return start, x
 
