@@ -14,7 +14,8 @@ of the size). Not the model (`models/`). Around the passes, on every backend: `d
 each pass (the weights stamp a 4-px lattice, docs/arbitrary.md) and, with `palette`, the
 painting's colours moved onto the image between passes (after the last, a share raised where the
 palette distance stays above `palette_target`: `palette_share.py`), from a `PaletteCode` cached
-with the style code (one painting; not a mix); `cpu_forms.py` picks their forms per device.
+with the style code (one painting; not a mix); `cpu_forms.py` picks their forms, and the
+code's, per device.
 """
 from __future__ import annotations
 
@@ -26,12 +27,12 @@ import torch
 import torch.nn.functional as F
 
 from ..models.arbitrary import ArbitraryStyleNet, StyleCode, load_arbitrary
-from ..models.arbitrary.palette import PaletteCode, encode_palette
+from ..models.arbitrary.palette import PaletteCode
 from .arbitrary_fused import FusedArbitraryNet
 from .backends import OPENVINO_PRECISIONS, resolve_device, resolve_dtype, wants_openvino
 from .blending import apply_strength, preserve_color
 from .capture import capturing, cuda_work
-from .cpu_forms import aimed_palette, palette_transport, remove_grid
+from .cpu_forms import aimed_palette, palette_code, palette_transport, remove_grid
 from .cudnn_flags import cudnn_flags
 from .options import (
     StylizeOptions,
@@ -166,7 +167,7 @@ class ArbitraryStylizer:
             return self._codes[key]
         image = painting_tensor(painting_image(painting, self.options.max_pixels), self.options.style_size)
         code = PaintedCode((self.openvino or self.model).encode_style(image.to(self.device, self.dtype)))
-        code.palette = encode_palette(image.to(self.device))
+        code.palette = palette_code(image.to(self.device))
         self._codes[key] = code
         while len(self._codes) > STYLE_CACHE_SIZE:
             self._codes.popitem(last=False)

@@ -1,12 +1,13 @@
 """Which form of the arbitrary engine's glue runs where: on the CPU the NumPy forms of the palette
-transport, the aimed last share and degrid (the same maps, a fraction of the CPU time:
-docs/cpu.md), elsewhere the PyTorch ops, which run inside the engine's CUDA graph. Not here: the
-maps themselves."""
+transport, the aimed last share, degrid and a painting's palette code (the same maps, a fraction
+of the CPU time: docs/cpu.md), elsewhere the PyTorch ops, which run inside the engine's CUDA graph
+(the palette code on the device, once per painting). Not here: the maps themselves."""
 from __future__ import annotations
 
 import torch
 
-from ..models.arbitrary.palette import PaletteCode, aimed_transport, transport
+from ..models.arbitrary.palette import PaletteCode, aimed_transport, encode_palette, transport
+from ..models.arbitrary.palette_code_numpy import encode_palette_numpy
 from ..models.arbitrary.palette_numpy import transport_numpy
 from ..models.arbitrary.palette_share_numpy import aimed_transport_numpy
 from .degrid import degrid
@@ -18,6 +19,13 @@ def palette_transport(image: torch.Tensor, code: PaletteCode, strength: float = 
     if image.device.type == "cpu":
         return transport_numpy(image, code, strength)
     return transport(image, code, strength)
+
+
+def palette_code(painting: torch.Tensor) -> PaletteCode:
+    """`encode_palette`: its NumPy form on the CPU, the PyTorch op elsewhere."""
+    if painting.device.type == "cpu":
+        return encode_palette_numpy(painting)
+    return encode_palette(painting)
 
 
 def aimed_palette(image: torch.Tensor, code: PaletteCode, base: float, target: float,

@@ -200,3 +200,23 @@ def test_axis_map_equals_the_monotone_map_at_knots_ends_and_crowded_bins(bins):
     want = _monotone_map(torch.from_numpy(x)[None].double(), torch.from_numpy(src)[None].double(),
                          torch.from_numpy(dst)[None].double())[0].numpy()
     np.testing.assert_allclose(got, want, atol=2e-3, rtol=0)
+
+
+@pytest.mark.parametrize("batch, size", [(1, (37, 53)), (2, (64, 56)), (1, (272, 256))],
+                         ids=["odd", "batch2", "over-max-sample"])
+def test_numpy_palette_code_equals_encode_palette(batch, size):
+    # The engine's CPU form (`palette_code_numpy.py`: NumPy sorts) against `encode_palette`: the
+    # same bases bit for bit, the quantiles and measure within float32 rounding (0–255 units).
+    # The last painting has a flat patch (runs of equal projections); 272×256 is over MAX_SAMPLE
+    # pixels, so the quantiles come from every other pixel.
+    from styleforge.engine.cpu_forms import palette_code
+    from styleforge.models.arbitrary.palette_code_numpy import encode_palette_numpy
+    painting = torch.cat([blobs(20 + i, *size, tint=(1.0, 0.6 + 0.3 * i, 0.4)) for i in range(batch)])
+    painting[-1, :, :size[0] // 3] = 128.0
+    want, got = encode_palette(painting), encode_palette_numpy(painting)
+    assert torch.equal(got.bases, want.bases)
+    assert got.quantiles.dtype == torch.float32 and got.quantiles.shape == want.quantiles.shape
+    torch.testing.assert_close(got.quantiles, want.quantiles, rtol=0, atol=2e-3)
+    assert got.measure.dtype == torch.float32 and got.measure.shape == (batch, 32, 101)
+    torch.testing.assert_close(got.measure, want.measure, rtol=0, atol=2e-3)
+    assert torch.equal(palette_code(painting).quantiles, got.quantiles)     # the engine's pick on the CPU
