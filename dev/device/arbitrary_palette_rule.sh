@@ -9,10 +9,9 @@
 #      | tar -x -C out/ab_base`). Look at ab.txt: here's ms minus base's is the rule's cost per
 #      frame (two 256-px measures and one sort of 32 directions a frame).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/common.sh"
 OUT=${OUT:?set OUT}
-mkdir -p "$OUT"
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+start_in_repo
 python -m styleforge build > "$OUT/build.txt" 2>&1
 timeout 150 python -m pytest -q -m gpu tests/models/test_arbitrary_palette_share.py \
   tests/models/test_arbitrary_palette.py tests/engine/test_arbitrary_fused.py 2>&1 | tail -15 | tee "$OUT/gpu.txt"

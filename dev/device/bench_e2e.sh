@@ -15,6 +15,7 @@
 # PHASES (default "e2e pipeline autotune"), RUN_ID (share one run id across device calls),
 # PIPELINE_CASES (default jpeg-1080p,jpeg-4k,video-1080p,video-4k), PIPELINE_RUNS (default 3).
 set -uo pipefail
+. "$(dirname "$0")/common.sh"
 cd "$(dirname "$0")/../.."
 OUT=${OUT:?set OUT to the folder results go to}
 BUDGET_S=${BUDGET_S:-450}
@@ -27,10 +28,8 @@ WORK=$(mktemp -d)
 LOG="$OUT/bench.log"
 mkdir -p "$OUT" "$WORK/results"
 cp benchmarks/results/*.csv "$WORK/results/"      # rows append to copies: the tree stays as committed
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+pythonpath_add "$PWD"
 
-left() { echo $(( BUDGET_S - ($(date +%s) - START) )); }
-say() { echo "[$(( $(date +%s) - START )) s] $*" | tee -a "$LOG"; }
 has() { [[ " $PHASES " == *" $1 "* ]]; }
 
 say "run $RUN_ID; budget ${BUDGET_S}s; phases: $PHASES"

@@ -16,14 +16,12 @@
 #                      kernels, ms of GPU time, the costliest kernels, ms per blend (20 back to
 #                      back) and |frame − new| (expected max ≤ 1 level, mean ~0)
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/common.sh"
 OUT=${OUT:-out/device-blend-speed}
-mkdir -p "$OUT"
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+start_in_repo
 status=0
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1
-python -c "import torch; print(torch.__version__, torch.cuda.get_device_name())" >> "$OUT/gpu.txt" 2>&1
-git log -1 --format=%H >> "$OUT/gpu.txt" 2>&1 || echo "no git here" >> "$OUT/gpu.txt"
+gpu_header "$OUT/gpu.txt" "import torch; print(torch.__version__, torch.cuda.get_device_name())" \
+  || echo "no git here" >> "$OUT/gpu.txt"
 
 timeout 90 python -m pytest -q -m "gpu and not slow" -rs --durations=5 \
   tests/media/test_band_blur.py tests/media/test_temporal_torch.py > "$OUT/gpu_tests.txt" 2>&1 || status=1

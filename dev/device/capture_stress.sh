@@ -14,15 +14,13 @@
 # What to look for: all "passed"; else the first failing case and, in its file, the VideoError's
 # "The above exception was the direct cause" traceback (the call that raised).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/common.sh"
 OUT=${OUT:-out/device-capture}
-mkdir -p "$OUT"
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+start_in_repo
 export TORCH_SHOW_CPP_STACKTRACES=1
 status=0
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1
-python -c "import torch, av; print(torch.__version__, torch.backends.cudnn.version(), av.__version__, torch.cuda.get_device_name())" \
-  >> "$OUT/gpu.txt" 2>&1
+gpu_versions "$OUT/gpu.txt" \
+  "import torch, av; print(torch.__version__, torch.backends.cudnn.version(), av.__version__, torch.cuda.get_device_name())"
 git rev-parse HEAD >> "$OUT/gpu.txt" 2>/dev/null
 
 timeout 60 python dev/device/capture_rules.py > "$OUT/capture_rules.txt" 2>&1 || status=1

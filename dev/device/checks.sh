@@ -3,14 +3,12 @@
 # and, with the time left, the pipeline bench. Run from the repository root with OUT set; PyAV
 # from a carried .whl/ if the machine lacks it. BUDGET_S bounds the whole (default 540).
 set -uo pipefail
+. "$(dirname "$0")/common.sh"
 cd "$(dirname "$0")/../.."
 OUT=${OUT:?}; BUDGET_S=${BUDGET_S:-540}; START=$(date +%s)
-left() { echo $(( BUDGET_S - ($(date +%s) - START) )); }
 mkdir -p "$OUT"
-if ! python -c "import av" 2>/dev/null && ls .whl/av-*.whl >/dev/null 2>&1; then
-  python -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/av-*.whl && export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+pyav_from_whl
+pythonpath_add "$PWD"
 python -m styleforge build > "$OUT/build.txt" 2>&1
 timeout $(( $(left) > 300 ? 260 : $(left) / 2 )) python -m pytest -q -m gpu -p no:cacheprovider --durations=15 -rfE \
   > "$OUT/gpu_tests.txt" 2>&1
@@ -18,10 +16,7 @@ echo "gpu tests rc=$?" >> "$OUT/gpu_tests.txt"
 timeout $(( $(left) > 150 ? 120 : 60 )) python -m styleforge bench --startup --device cuda --output "$OUT" > "$OUT/startup.txt" 2>&1
 for tool in memcheck racecheck; do
   [ "$(left)" -gt 40 ] || break
-  extra=""; [ "$tool" = racecheck ] && extra="--quick"
-  if [ "$tool" = memcheck ]; then export PYTORCH_NO_CUDA_MEMORY_CACHING=1; else unset PYTORCH_NO_CUDA_MEMORY_CACHING; fi
-  timeout $(( $(left) - 20 )) compute-sanitizer --tool $tool --print-limit 20 python dev/kernels/instance_norm/sanitize.py $extra \
-    > "$OUT/sanitize_instance_norm_$tool.txt" 2>&1
+  sanitize $(( $(left) - 20 )) "$tool" python dev/kernels/instance_norm/sanitize.py > "$OUT/sanitize_instance_norm_$tool.txt" 2>&1
   echo "rc=$?" >> "$OUT/sanitize_instance_norm_$tool.txt"
 done
 unset PYTORCH_NO_CUDA_MEMORY_CACHING
@@ -29,4 +24,4 @@ if [ "$(left)" -gt 70 ]; then
   timeout $(( $(left) - 10 )) python -m styleforge bench --pipeline --device cuda --pipeline-cases jpeg-1080p,video-1080p \
     --pipeline-runs 3 --output "$OUT" > "$OUT/pipeline.txt" 2>&1
 fi
-echo "checks done at $(( $(date +%s) - START )) s"
+echo "checks done at $(elapsed) s"

@@ -6,11 +6,13 @@
 # bench_cpu.sh on the same warm machine so the OpenVINO cache and /tmp/site43 are there (else the
 # first run exports and calibrates: minutes). Writes $OUT/parts_native.log, $OUT/parts_avx2_vnni.log (~3 min).
 set -euo pipefail
+. "$(dirname "$0")/common.sh"
 cd "$(dirname "$0")/../.."
 : "${OUT:=out/cpu_arbitrary_parts}"
 mkdir -p "$OUT"
-[ -d /tmp/site43 ] && export PYTHONPATH="/tmp/site43${PYTHONPATH:+:$PYTHONPATH}"
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" STYLEFORGE_CACHE_DIR="$PWD/out/cache"
+[ -d /tmp/site43 ] && pythonpath_add /tmp/site43
+pythonpath_add "$PWD"
+export STYLEFORGE_CACHE_DIR="$PWD/out/cache"
 CORES="${CORES:-2,3}"
 parts() { taskset -c "$CORES" python dev/diag/cpu_arbitrary_parts.py --threads 2 --reps 3 \
             --photo .data/amber.jpg --painting .data/styles/the_scream.jpg; }

@@ -8,12 +8,13 @@
 # with this run appended: check that its first lines equal benchmarks/results/e2e.csv, then
 # commit it) and $OUT/tables.md (every table from those rows); log: $OUT/bench.log.
 set -uo pipefail
+. "$(dirname "$0")/common.sh"
 cd "$(dirname "$0")/../.."
 OUT=${OUT:?set OUT to the folder results go to}
 WORK=$(mktemp -d)
 mkdir -p "$OUT" "$WORK/results"
 cp benchmarks/results/e2e.csv "$WORK/results/"     # rows append to a copy: the tree stays as committed
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+pythonpath_add "$PWD"
 [ -e .git ] || [ -f .styleforge-tree ] || echo "WARNING: no .styleforge-tree: rows will record commit unknown"
 python -m styleforge build 2>&1 | tail -3 | tee "$OUT/bench.log"
 timeout --signal=INT 420 python -m styleforge bench --e2e --sizes 256 --compile-modes max-autotune \

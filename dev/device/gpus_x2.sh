@@ -27,6 +27,7 @@
 # a late go or a slow first record on one GPU) or after the 90 % mark (the tail: one GPU's last
 # record late, or records waiting for the parent).
 set -uo pipefail
+. "$(dirname "$0")/common.sh"
 cd "$(dirname "$0")/../.."
 OUT=${OUT:?set OUT to the folder results go to}
 IMAGES=${IMAGES:-1200}        # ≥ 600 (issue 41), ≥ 1200 (issue 42); 1200 amortises warm-up at 2 GPUs
@@ -35,11 +36,8 @@ WORK=$(mktemp -d)
 LOG="$OUT/gpus.log"
 mkdir -p "$OUT"
 START=$(date +%s)
-say() { echo "[$(( $(date +%s) - START )) s] $*" | tee -a "$LOG"; }
-if ! python -c "import av" 2>/dev/null && ls .whl/av-*.whl >/dev/null 2>&1; then
-  python -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/av-*.whl && export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+pyav_from_whl
+pythonpath_add "$PWD"
 nvidia-smi --query-gpu=index,name,memory.total --format=csv >>"$LOG" 2>&1
 say "building kernels"
 python -m styleforge build 2>&1 | tail -3 | tee -a "$LOG"
@@ -71,7 +69,7 @@ PY
 cat "$OUT/scaling.txt" | tee -a "$LOG"
 
 # The CLI path end to end: same plan, same names, the bytes of the 1-GPU library run.
-if [ -d "$WORK/out1" ] && [ "$(( $(date +%s) - START ))" -lt 290 ]; then
+if [ -d "$WORK/out1" ] && [ "$(elapsed)" -lt 290 ]; then
   say "CLI: styleforge stylize --gpus all"
   /usr/bin/time -f "cli wall %e s" timeout 60 python -m styleforge stylize "$WORK/in" -o "$WORK/cli/" --keep-names \
       --gpus all >"$OUT/cli.txt" 2>&1

@@ -13,6 +13,7 @@
 # e.g. issue 44's metric per style, with runs/metrics/{tools/style_metrics.py,data/vgg16_relu4_3.fp16.pth}
 # carried: EXTRA_ARGS="--metrics runs/metrics/tools/style_metrics.py --reserve 200" (see train_styles.sh).
 set -uo pipefail
+. "$(dirname "$0")/common.sh"
 cd "$(dirname "$0")/../.."
 DEADLINE=${1:-560}
 OUT=${OUT:?}
@@ -21,18 +22,18 @@ W=$(mktemp -d)
 mkdir -p runs/warm
 [ "${WARM_FROM_PACKAGE:-0}" = 1 ] && cp styleforge/styles/*.safetensors runs/warm/
 ls runs/warm_carry/*.safetensors >/dev/null 2>&1 && cp runs/warm_carry/*.safetensors runs/warm/
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+pythonpath_add "$PWD"
 # --reserve 100: 14 workers exporting at once, then the parent's packing, took ~90 s on an x2
 # host (2026-11-28); the default 45 s let the call's 600-s limit cut the packing off.
 CUDA_VISIBLE_DEVICES=${TRAIN_GPU:-1} OUT=$OUT EXTRA_ARGS="--reserve 100 ${EXTRA_ARGS:-}" bash dev/device/train_styles.sh "$DEADLINE" > "$W/train.log" 2>&1 &
 TRAIN=$!
-left() { echo $(( DEADLINE - 25 - ($(date +%s) - START) )); }
+checks_left() { echo $(( DEADLINE - 25 - $(elapsed) )); }   # the checks end 25 s before the deadline
 export CUDA_VISIBLE_DEVICES=${CHECK_GPU:-0}
 timeout 200 env OUT="$W/startup" bash dev/device/startup.sh > "$W/startup.log" 2>&1
-echo "startup done at $(( $(date +%s) - START )) s" >> "$W/round.log"
-[ "$(left)" -gt 60 ] && OUT="$W" BUDGET_S=$(left) bash dev/device/sanitize_all.sh > "$W/sanitize.log" 2>&1
-echo "sanitize done at $(( $(date +%s) - START )) s" >> "$W/round.log"
+echo "startup done at $(elapsed) s" >> "$W/round.log"
+[ "$(checks_left)" -gt 60 ] && OUT="$W" BUDGET_S=$(checks_left) bash dev/device/sanitize_all.sh > "$W/sanitize.log" 2>&1
+echo "sanitize done at $(elapsed) s" >> "$W/round.log"
 wait $TRAIN
-echo "training rc=$? at $(( $(date +%s) - START )) s" >> "$W/round.log"
+echo "training rc=$? at $(elapsed) s" >> "$W/round.log"
 tar -czf "$OUT/checks.tar.gz" -C "$W" . 2>/dev/null
 ls -la "$OUT"

@@ -15,15 +15,12 @@
 # Not repeated from 4c8c3e9 (no code on those paths changed): the capture stress test and the ten
 # `styleforge video --temporal` runs (dev/device/capture_stress.sh has the stress test).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/common.sh"
 OUT=${OUT:-out/device-temporal}
-mkdir -p "$OUT"
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+start_in_repo
 status=0
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1
-python -c "import torch, cv2, av, os; print(torch.__version__, cv2.__version__, av.__version__, torch.cuda.get_device_name(), os.cpu_count(), 'CPUs')" \
-  >> "$OUT/gpu.txt" 2>&1
-git log -1 --format=%H >> "$OUT/gpu.txt" 2>&1
+gpu_header "$OUT/gpu.txt" \
+  "import torch, cv2, av, os; print(torch.__version__, cv2.__version__, av.__version__, torch.cuda.get_device_name(), os.cpu_count(), 'CPUs')"
 
 # 1. The quick GPU tests of the blend, the engine stage and capture (the stress test is slow: left out).
 timeout 90 python -m pytest -q -m "gpu and not slow" -rs --durations=5 \
@@ -47,8 +44,8 @@ grep -v -e USDT -e Warn -e _warn_once "$OUT/blend_profile.txt"
 #    the rest move σ and α around the new one (the CPU's cut sat 0.01 inside the warping bar,
 #    and the device's warping errors ran 0.02-0.04 above the CPU's: σ 0.7 is the fallback).
 style_ratio=()
-if [ -f .data/temporal/vgg16_relu4_3.fp16.pth ] && [ -f .data/temporal/candy.jpg ]; then
-  style_ratio=(--vgg-weights .data/temporal/vgg16_relu4_3.fp16.pth --painting .data/temporal/candy.jpg)
+if temporal_data; then
+  style_ratio=(--vgg-weights "$TEMPORAL_VGG" --painting "$TEMPORAL_PAINTING")
 fi
 if [ ${#style_ratio[@]} -gt 0 ]; then
   B=ship=1,torch=1,preset=fast
@@ -64,7 +61,6 @@ fi
 
 # 5. bench --temporal: five generated 1080p clips, rows per clip (issue 40's bars); 4K was
 #    timed at 4c8c3e9 (0.89x) and is left out for time.
-timeout 240 python -m styleforge bench --temporal --style candy --device cuda \
-  "${style_ratio[@]}" --output "$OUT" > "$OUT/bench_temporal.md" 2> "$OUT/bench_temporal.log" || status=1
+bench_temporal 240 bench_temporal --style candy --device cuda "${style_ratio[@]}" || status=1
 cat "$OUT/bench_temporal.md"; tail -20 "$OUT/bench_temporal.log"
 exit $status

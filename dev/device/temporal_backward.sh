@@ -20,27 +20,21 @@
 #       frames, CUDA stylization), warping error x per-frame / style change per clip. If the
 #       bench misses a bar, pick the value that keeps every clip inside both from this table.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/common.sh"
 OUT=${OUT:?set OUT}
-mkdir -p "$OUT"
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+start_in_repo
 status=0
-VGG=.data/temporal/vgg16_relu4_3.fp16.pth
-PAINTING=.data/temporal/candy.jpg
-python -c "import av" 2> "$OUT/pyav.txt" || { echo "PyAV is not importable: join it first" | tee -a "$OUT/pyav.txt"; exit 2; }
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-  python -c "import torch, cv2, os; print(torch.__version__, cv2.__version__, os.cpu_count(), 'CPUs')"
-  git log -1 --format=%H; } > "$OUT/gpu.txt" 2>&1
+need_pyav
+gpu_header "$OUT/gpu.txt" "import torch, cv2, os; print(torch.__version__, cv2.__version__, os.cpu_count(), 'CPUs')"
 
 # 1. The bench's rows with the backward flow alone (and the shipped unchecked_trust).
-timeout 240 python -m styleforge bench --temporal --no-temporal-flow-check --style candy --device cuda \
-  --vgg-weights $VGG --painting $PAINTING --output "$OUT" \
-  > "$OUT/bench_backward.md" 2> "$OUT/bench_backward.log" || status=1
+bench_temporal 240 bench_backward --no-temporal-flow-check --style candy --device cuda \
+  --vgg-weights "$TEMPORAL_VGG" --painting "$TEMPORAL_PAINTING" || status=1
 cat "$OUT/bench_backward.md"; tail -3 "$OUT/bench_backward.log"
 
 # 2. unchecked_trust swept on the device's own stylization and blender (fast flows at 640 px).
 timeout 200 python dev/temporal/sweep.py --size 1920 --frames 16 --device cuda --cache "" \
-  --vgg-weights $VGG --painting $PAINTING \
+  --vgg-weights "$TEMPORAL_VGG" --painting "$TEMPORAL_PAINTING" \
   ship=1,torch=1,check=0,preset=fast,a=0.9,s=0.7,vr=0.5,ut=1 \
   ship=1,torch=1,check=0,preset=fast,a=0.9,s=0.7,vr=0.5,ut=0.94 \
   ship=1,torch=1,check=0,preset=fast,a=0.9,s=0.7,vr=0.5,ut=0.8889 \

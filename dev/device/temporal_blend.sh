@@ -15,20 +15,18 @@
 #                   rejected (mid: restore only the averaged band), as a check that the CPU's
 #                   relative findings carry over
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/common.sh"
 OUT=${OUT:-out/device-blend}
-mkdir -p "$OUT"
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+start_in_repo
 status=0
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1
-git log -1 --format=%H >> "$OUT/gpu.txt" 2>&1
+gpu_header "$OUT/gpu.txt"
 CACHE=/tmp/styleforge-blend-cache
-if [ -f .data/temporal/vgg16_relu4_3.fp16.pth ] && [ -f .data/temporal/candy.jpg ]; then
+if temporal_data; then
   timeout 120 python dev/temporal/clip_cache.py "$CACHE" --size 1920 --frames 24 --device cuda \
     --scenes pan,zoom,rotation,cut --workers 16 > "$OUT/cache.log" 2>&1 || status=1
   tail -5 "$OUT/cache.log"
   timeout 210 python dev/temporal/blend_lab.py "$CACHE" --device cuda \
-    --vgg-weights .data/temporal/vgg16_relu4_3.fp16.pth --painting .data/temporal/candy.jpg \
+    --vgg-weights "$TEMPORAL_VGG" --painting "$TEMPORAL_PAINTING" \
     ship=1 a=0.95,s=0.85,vr=1,ship=1 a=0.9,s=0.8,vr=0.5,ship=1 a=0.9,s=0.7,vr=0.5,ship=1 \
     a=0.85,s=0.7,vr=0.5,ship=1 a=0.9,s=0.65,vr=0.5,ship=1 mid=1 \
     > "$OUT/blend_lab.txt" 2> "$OUT/blend_lab.log" || status=1

@@ -10,14 +10,12 @@
 #   3 attribute.md    frames/s through stylize_video for plain, shipped and each flow option
 #   4 sweep_flow.txt  warping error x per-frame / style change per clip for each flow option at 1080p
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/common.sh"
 OUT=${OUT:-out/device-temporal-flow}
-mkdir -p "$OUT"
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+start_in_repo
 status=0
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-  python -c "import torch, cv2, os; print(torch.__version__, cv2.__version__, torch.cuda.get_device_name(), os.cpu_count(), 'CPUs')"
-  git log -1 --format=%H; } > "$OUT/gpu.txt" 2>&1
+gpu_header "$OUT/gpu.txt" \
+  "import torch, cv2, os; print(torch.__version__, cv2.__version__, torch.cuda.get_device_name(), os.cpu_count(), 'CPUs')"
 
 # 1. The GPU flow's CUDA test (and the CPU ones beside it: they take seconds).
 timeout 60 python -m pytest -q -rs tests/media/test_flow_torch.py > "$OUT/gpu_tests.txt" 2>&1 || status=1
@@ -38,10 +36,10 @@ cat "$OUT/attribute.md"
 
 # 4. Quality of each flow option at 1080p with the shipped blend (16 frames, four clips: the
 #    moving subject is where flow errors show, the cut checks the restart). First row: shipped.
-if [ -f .data/temporal/vgg16_relu4_3.fp16.pth ] && [ -f .data/temporal/candy.jpg ]; then
+if temporal_data; then
   B=ship=1,torch=1,a=0.9,s=0.75,vr=0.5   # the shipped blend (media/options.py)
   timeout 200 python dev/temporal/sweep.py --device cuda --size 1920 --frames 16 --cache "" \
-    --vgg-weights .data/temporal/vgg16_relu4_3.fp16.pth --painting .data/temporal/candy.jpg \
+    --vgg-weights "$TEMPORAL_VGG" --painting "$TEMPORAL_PAINTING" \
     --clips pan,subject,rotation,cut \
     "$B,preset=fast" "$B,preset=fast,fs=480" "$B,preset=ultrafast" "$B,preset=ultrafast,fs=480" \
     "$B,flow=torch" "$B,flow=torch,fs=480" \

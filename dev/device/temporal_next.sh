@@ -15,16 +15,12 @@
 #                  It becomes the default only if every clip keeps warp <= 0.6x, style within 10 %
 #                  and reaches speed >= 0.7x; then commit the rows and flip TEMPORAL_FLOW_CHECK.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/common.sh"
 OUT=${OUT:?set OUT}
-mkdir -p "$OUT"
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+start_in_repo
 status=0
-VGG=.data/temporal/vgg16_relu4_3.fp16.pth
-python -c "import av" 2> "$OUT/pyav.txt" || { echo "PyAV is not importable: join it first" | tee -a "$OUT/pyav.txt"; exit 2; }
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-  python -c "import torch, cv2, os; print(torch.__version__, cv2.__version__, os.cpu_count(), 'CPUs')"
-  git log -1 --format=%H; } > "$OUT/gpu.txt" 2>&1
+need_pyav
+gpu_header "$OUT/gpu.txt" "import torch, cv2, os; print(torch.__version__, cv2.__version__, os.cpu_count(), 'CPUs')"
 
 # 1. Where the time goes, shipped flows against the backward flow alone (1080p pan, 90 frames, best of 2).
 timeout 90 python dev/temporal/attribute_speed.py --size 1920 --frames 90 --repeats 2 \
@@ -32,8 +28,7 @@ timeout 90 python dev/temporal/attribute_speed.py --size 1920 --frames 90 --repe
 cat "$OUT/attribute.md"
 
 # 2. The bench's rows with the backward flow alone: quality and speed per clip, in temporal.jsonl.
-timeout 190 python -m styleforge bench --temporal --no-temporal-flow-check --style candy --device cuda \
-  --vgg-weights $VGG --painting .data/temporal/candy.jpg --output "$OUT" \
-  > "$OUT/bench_backward.md" 2> "$OUT/bench_backward.log" || status=1
+bench_temporal 190 bench_backward --no-temporal-flow-check --style candy --device cuda \
+  --vgg-weights "$TEMPORAL_VGG" --painting "$TEMPORAL_PAINTING" || status=1
 cat "$OUT/bench_backward.md"; tail -3 "$OUT/bench_backward.log"
 exit $status

@@ -12,6 +12,7 @@
 # it back as runs/arbitrary/NAME/init.safetensors to go on after the machine went cold).
 # CPU check with tiny sizes: DEVICE=cpu TINY=1 OUT=/tmp/o bash dev/device/train_arbitrary.sh sweep 60
 set -uo pipefail
+. "$(dirname "$0")/common.sh"
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out/device-arbitrary}
 DATA=runs/arbitrary-data
@@ -20,7 +21,7 @@ DEVICE=${DEVICE:-cuda}
 SHIPPED=styleforge/styles/arbitrary/arbitrary.safetensors
 EVAL_RESERVE=${EVAL_RESERVE:-180}      # seconds kept for scoring and packing after training
 mkdir -p "$OUT" "$RUNS"
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+pythonpath_add "$PWD"
 
 # name → flags on top of COMMON. Fine-tunes of the shipped model (style 20, local 6), whose
 # outputs carry a 4-px lattice (grid score ~300) and a washed palette (SW distance ~17).
@@ -147,13 +148,13 @@ summary() {
 }
 
 cmd=${1:-}; shift || true
-start=$(date +%s)
+START=$(date +%s)
 case $cmd in
   stage) stage ;;
   sweep)
     limit=${1:?sweep LIMIT_S}; need_data
     n=$(gpus); (( n > ${#ORDER[@]} )) && n=${#ORDER[@]}
-    secs=$(( limit - EVAL_RESERVE - ($(date +%s) - start) ))
+    secs=$(( limit - EVAL_RESERVE - $(elapsed) ))
     pids=()
     for i in $(seq 0 $((n - 1))); do
       CUDA_VISIBLE_DEVICES=$i train_one "${ORDER[$i]}" "$secs" & pids+=($!)
@@ -166,7 +167,7 @@ case $cmd in
     summary ;;
   train)
     name=${1:?train NAME LIMIT_S}; limit=${2:?train NAME LIMIT_S}; need_data
-    secs=$(( limit - EVAL_RESERVE - ($(date +%s) - start) ))
+    secs=$(( limit - EVAL_RESERVE - $(elapsed) ))
     train_one "$name" "$secs" "$(gpus)"
     evaluate "$name" "${CUDA_VISIBLE_DEVICES:-0}"; pack "$name"; summary ;;
   eval)
@@ -175,4 +176,4 @@ case $cmd in
     wait; summary ;;
   *) echo "usage: $0 stage | sweep LIMIT_S | train NAME LIMIT_S | eval NAME..."; exit 2 ;;
 esac
-echo "done in $(( $(date +%s) - start )) s"
+echo "done in $(elapsed) s"

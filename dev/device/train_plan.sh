@@ -16,6 +16,7 @@
 # them), logs.tar.gz (train_log.json, logs, samples), curves.png, sheet.jpg, build.txt; after
 # dev/device/pack_out.sh: out.tgz.part-* (cat them | tar xz).
 set -uo pipefail
+. "$(dirname "$0")/common.sh"
 cd "$(dirname "$0")/../.."
 PLAN=${1:?usage: train_plan.sh PLAN.json [DEADLINE_S] [RESERVE_S]}
 DEADLINE=${2:-480}
@@ -28,7 +29,7 @@ mkdir -p .data/data && ln -sfn ../vgg16_relu4_3.fp16.pth .data/data/vgg16_relu4_
 ( time python -m styleforge build ) > "$OUT/build.txt" 2>&1 &
 BUILD=$!
 COUNT=$(python -c "import json, sys; print(len(json.load(open(sys.argv[1]))['variants']))" "$PLAN")
-nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader || true
+gpu_memory
 python dev/train_builtin.py --plan "$PLAN" --concurrent "$COUNT" --deadline "$DEADLINE" --reserve "$RESERVE" \
     --out-dir "runs/$NAME" --pack-dir "$OUT" --metrics .data/tools/style_metrics.py --photo .data/amber.jpg \
     ${EXTRA_ARGS:-}

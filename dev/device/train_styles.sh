@@ -25,6 +25,7 @@
 #   EXTRA_ARGS="--style-reduction frobenius --style-weight-scale 0.2 --out-dir runs/frobenius"
 # Several recipes per style in one call: dev/device/train_plan.sh with a plan (dev/device/plans/).
 set -euo pipefail
+. "$(dirname "$0")/common.sh"
 cd "$(dirname "$0")/../.."
 DEADLINE=${1:-480}
 OUT=${OUT:-out/device}
@@ -32,7 +33,7 @@ mkdir -p "$OUT" runs/builtin
 STYLES=${2:-$(python -c "from styleforge.training.catalogue import BUILTIN_STYLES as S; print(','.join(s.name for s in S))")}
 WARM=$([ -d runs/warm ] && echo 1 || true)
 COUNT=$(echo "$STYLES" | tr ',' '\n' | wc -l)
-nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader || true
+gpu_memory
 python dev/train_builtin.py --styles "$STYLES" --concurrent "$COUNT" --deadline "$DEADLINE" \
     --out-dir runs/builtin --pack-dir "$OUT" ${WARM:+--warm-dir runs/warm} ${EXTRA_ARGS:-}
 ls -la "$OUT"

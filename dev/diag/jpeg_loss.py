@@ -22,7 +22,6 @@ A CPU measurement for docs/training.md ("Round 7: the JPEG gap"); not imported b
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -34,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from eval_styles import load_metrics, write_outputs  # noqa: E402
+from json_out import write_json  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from styleforge.training.jpeg import TO_YCBCR, block_dct, jpeg_proxy, quant_tables  # noqa: E402
@@ -126,9 +126,7 @@ def main(argv=None) -> int:
             print(f"  lost AC energy in low/mid/high {s['where_low']:.3f} {s['where_mid']:.3f} "
                   f"{s['where_high']:.3f}  |dY| <=1 {s['abs_y'][0]:.3f} <=2 {s['abs_y'][1]:.3f} "
                   f">4 {s['abs_y'][2]:.4f}", flush=True)
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(report, indent=2))
+    write_json(args.json, report)
     return 0
 
 

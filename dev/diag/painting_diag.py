@@ -24,7 +24,6 @@ them. A CPU measurement for docs/training.md; not imported by the package.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -34,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from json_out import write_json  # noqa: E402
 
 from styleforge.training.catalogue import BY_NAME  # noqa: E402
 from styleforge.training.samples import default_photos  # noqa: E402
@@ -128,9 +128,7 @@ def main(argv=None) -> int:
                      + "     " + " ".join(f"{v:.2f}" for v in row["layer_share_of_output_loss"].values()))
         print(line, flush=True)
     print(f"{len(photos)} photos; ratios are medians over them (the metric's sum over Gram entries)")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(rows, indent=2))
+    write_json(args.json, rows)
     return 0
 
 

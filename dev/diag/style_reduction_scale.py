@@ -17,13 +17,13 @@ not imported by the package.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
+from json_out import write_json  # noqa: E402
 
 from styleforge.models.vgg import load_vgg16  # noqa: E402
 from styleforge.training.catalogue import BUILTIN_STYLES  # noqa: E402
@@ -91,9 +91,7 @@ def main(argv=None) -> int:
         print(f"{style.name:16s}{size:5d}{row['R']:8.2f}{spread['min']:9.2f}–{spread['max']:<10.2f}"
               f"{config.style_weight:14.3g}{row['style_weight_frobenius']:10.3g}   {shares} | {fshares}")
     print(f"{len(photos)} training photos at {args.image_size}²")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(rows, indent=2))
+    write_json(args.json, rows)
     return 0
 
 

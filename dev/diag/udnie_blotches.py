@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -35,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from json_out import write_json  # noqa: E402
 from torch import nn  # noqa: E402
 
 from styleforge.models.checkpoint import load_checkpoint  # noqa: E402
@@ -238,9 +238,7 @@ def main() -> int:
         metrics = load_metrics(args.metrics)
         painting = metrics.load(args.painting, 512) if metrics else None
         result["fixes"] = probe_fixes(net, photos, metrics, painting)
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=1))
+    write_json(args.json, result, indent=1)
     return 0
 
 

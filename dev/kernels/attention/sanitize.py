@@ -7,7 +7,7 @@
 of q, k, v, the mask or out). Covers D = 32/64/128, bf16 and fp16, tails in Nq and Nk (1, 7, 65,
 130 …), several key tiles (the cp.async double buffer), several q blocks, masks with a fully
 masked batch, Nk = 0. Each call is also checked against the float64 twin; the exit code is
-non-zero on any mismatch. Not a pytest module (run_device.sh runs it).
+non-zero on any mismatch. Not a pytest module (dev/device/sanitize_all.sh runs it).
 """
 from __future__ import annotations
 
@@ -17,7 +17,11 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))   # run from a checkout, not installed
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # sanitize_harness
+from sanitize_harness import kernels_unavailable, report
+
 from styleforge import kernels
+from styleforge.engine.autotune import relative_error
 from styleforge.kernels.reference import attention as reference_attention
 
 kernels.register_ops()   # ops are defined on first use (kernels/library.py); this calls them directly
@@ -35,16 +39,14 @@ def check(b, h, nq, nk, d, dtype, masked, failures):
         mask[-1] = True                                  # the last batch entry: every key masked
     out = OP(q, k, v, mask, d ** -0.5)
     want = reference_attention.attention(q.double(), k.double(), v.double(), mask, d ** -0.5)
-    err = float((out.double() - want).norm() / want.norm().clamp_min(1e-30))
+    err = relative_error(out, want)
     label = f"B={b} H={h} Nq={nq} Nk={nk} D={d} {dtype} masked={masked}"
     if not err <= 2e-2 or torch.isnan(out).any():
         failures.append(f"{label}: rel err {err:.3g}")
 
 
 def main(quick: bool) -> int:
-    ok, reason = kernels.cuda_kernels_available()
-    if not ok:
-        sys.stderr.write(f"CUDA kernels unavailable: {reason}\n")
+    if kernels_unavailable():
         return 2
     shapes = [(1, 1, 1, 1), (2, 2, 65, 130), (1, 1, 130, 7)] if quick else \
         [(1, 1, 1, 1), (2, 2, 65, 130), (1, 1, 130, 7), (2, 3, 7, 200), (1, 2, 257, 64), (1, 1, 33, 0)]
@@ -57,11 +59,7 @@ def main(quick: bool) -> int:
                 for masked in (False, True):
                     check(b, h, nq, nk, d, dtype, masked, failures)
                     calls += 1
-    torch.cuda.synchronize()
-    print(f"{calls} calls, {len(failures)} failures")
-    for line in failures:
-        print("FAIL", line)
-    return 1 if failures else 0
+    return report(calls, failures)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ blocks (persistent loop); the head with its norm on load (scale/shift, and from 
 sums: conv9x9_from_sums, whose state must be left zero); and conv9x9_norm (conv1 with IN1's
 statistics: the statistics epilogue's shared scratch and the hand-off's atomics), whose y must
 equal conv9x9's and whose state must be left zero. Each call is also checked against the fp32 twin; the exit code is
-non-zero on any mismatch. Not a pytest module (run_device.sh runs it).
+non-zero on any mismatch. Not a pytest module (dev/device/sanitize_all.sh runs it).
 """
 from __future__ import annotations
 
@@ -20,7 +20,11 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))   # run from a checkout, not installed
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # sanitize_harness
+from sanitize_harness import kernels_unavailable, report
+
 from styleforge import kernels
+from styleforge.engine.autotune import relative_error
 from styleforge.kernels.reference import conv3x3 as reference_conv3x3
 from styleforge.kernels.reference import conv9x9 as reference_conv
 from styleforge.kernels.reference import norm_sums as reference_norm_sums
@@ -41,7 +45,7 @@ def check(layer, n, h, w, dtype, bias, out_float32, failures):
     b = torch.randn(cout, generator=g, device="cuda") if bias else None
     out = OP(x, weight, b, out_float32)
     want = reference_conv.conv9x9(x, weight, b, out_float32)
-    err = float((out.double() - want.double()).norm() / want.double().norm().clamp_min(1e-30))
+    err = relative_error(out, want)
     limit = 1e-5 if out_float32 else 4e-3
     label = f"{layer} N={n} {h}x{w} {dtype} bias={bias} fp32_out={out_float32}"
     if not err <= limit or torch.isnan(out).any():
@@ -99,9 +103,7 @@ def check_head_norm(n, h, w, dtype, failures):
 
 
 def main(quick: bool) -> int:
-    ok, reason = kernels.cuda_kernels_available()
-    if not ok:
-        sys.stderr.write(f"CUDA kernels unavailable: {reason}\n")
+    if kernels_unavailable():
         return 2
     shapes = [(1, 1, 1), (2, 17, 33), (1, 9, 70)] if quick else \
         [(1, 1, 1), (2, 17, 33), (1, 9, 70), (3, 7, 5), (1, 40, 129), (1, 100, 3)]
@@ -127,11 +129,7 @@ def main(quick: bool) -> int:
     norm_shapes = [(1, 5, 5), (2, 17, 70)] + ([] if quick else [(3, 9, 130), (1, 8 * 3, 64 * sms)])
     for n, h, w in norm_shapes:
         check_norm(n, h, w, torch.bfloat16, failures)
-    torch.cuda.synchronize()
-    print(f"{calls + 2 + 2 * len(head_shapes) + len(norm_shapes)} calls, {len(failures)} failures")
-    for line in failures:
-        print("FAIL", line)
-    return 1 if failures else 0
+    return report(calls + 2 + 2 * len(head_shapes) + len(norm_shapes), failures)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,11 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))   # run from a checkout, not installed
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # sanitize_harness
+from sanitize_harness import kernels_unavailable
+
 from styleforge import kernels
+from styleforge.engine.autotune import relative_error
 from styleforge.kernels.reference import instance_norm as reference
 
 kernels.register_ops()   # ops are defined on first use (kernels/library.py); this calls them directly
@@ -49,16 +53,14 @@ def residual_for(kind, x):
 def check(label, x, weight, bias, residual, relu, pad, upsample, failures):
     out = OP(x, weight, bias, residual, 1e-5, relu, pad, upsample)
     want = reference.instance_norm(x, weight, bias, residual, 1e-5, relu, pad, upsample)
-    err = float((out.double() - want.double()).norm() / want.double().norm().clamp_min(1e-30))
+    err = relative_error(out, want)
     limit = 1e-6 if x.dtype == torch.float32 else 4e-3
     if not err <= limit or torch.isnan(out).any():
         failures.append(f"{label}: rel err {err:.3g}")
 
 
 def main(quick: bool) -> int:
-    ok, reason = kernels.cuda_kernels_available()
-    if not ok:
-        sys.stderr.write(f"CUDA kernels unavailable: {reason}\n")
+    if kernels_unavailable():
         return 2
     failures: list[str] = []
     # NCHW takes the three launches, channels_last the single launch (batch 1 and 2).
