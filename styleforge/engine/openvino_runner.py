@@ -210,7 +210,9 @@ class OpenVINORunner:
         if precision == "int8":
             def build(m, images):
                 return style_int8.build(m, images, export, quantize, weights_digest(m))
-            ov_model = load_or_build(model, precision, tag=f"style{style_int8.STYLE_INT8_RECIPE}",
+            # The first form joins the key: weights newly measured (`INT8_MEASURED`) build again.
+            first = style_int8.first_form(weights_digest(model))
+            ov_model = load_or_build(model, precision, tag=f"style{style_int8.STYLE_INT8_RECIPE}-{first}",
                                      build_int8=build)
             self.form = style_int8.form_of(ov_model)     # which layers stay float (`style_int8.FORMS`)
         else:

@@ -49,6 +49,14 @@ INT8_MEASURED = {
     "bccb377db5deaec1": "candy",
     "ea586aad37f6bdc2": "primeros_memoriales",
     "46d071508da881e1": "dendera",
+    "366e878fee93919c": "composition_vii",
+    "6968dfbb78235fb2": "great_wave",
+    "fa30b1acf0884749": "mosaic",
+    "317e1d49c4d32010": "rain_princess",
+    "900eb8b4b27d130d": "shipwreck",
+    "9d566814b27146cb": "starry_night",
+    "1f8f83c34de77080": "the_scream",
+    "96c89f9a1d62ad03": "udnie",
 }
 
 

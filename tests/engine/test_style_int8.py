@@ -147,3 +147,9 @@ def test_the_check_falls_back_form_by_form_and_the_cache_remembers(tmp_path, mon
     loose = openvino_runner.OpenVINORunner(random_net(5), "int8", threads=2)
     assert loose.form == "int8-float-norm-inputs" and list(tried[0].types) == ["MVN"] and len(tried) == 1
     assert not torch.equal(loose(x), strict(x))
+
+    # The same weights measured later (listed): their cached float-norm-inputs entry is not read back.
+    monkeypatch.setitem(style_int8.INT8_MEASURED, openvino_runner.weights_digest(random_net(5))[:16], "test")
+    tried.clear()
+    listed = openvino_runner.OpenVINORunner(random_net(5), "int8", threads=2)
+    assert listed.form == "int8" and tried == [None]
