@@ -14,8 +14,7 @@ of the size). Not the model (`models/`). Around the passes, on every backend: `d
 each pass (the weights stamp a 4-px lattice, docs/arbitrary.md) and, with `palette`, the
 painting's colours moved onto the image between passes (after the last, a share raised where the
 palette distance stays above `palette_target`: `palette_share.py`), from a `PaletteCode` cached
-with the style code (one painting; not a mix); `cpu_forms.py` picks their forms, and the
-code's, per device.
+with the style code (one painting; not a mix); `cpu_forms.py` picks their forms (the code's too).
 """
 from __future__ import annotations
 
