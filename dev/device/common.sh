@@ -46,6 +46,15 @@ gpu_header() {
   git log -1 --format=%H >> "$1" 2>&1
 }
 
+# video_start: the temporal scripts' start: $OUT must be set (else the script exits), start_in_repo,
+# need_pyav, then gpu_header into $OUT/gpu.txt with torch's and OpenCV's versions and the CPU count.
+video_start() {
+  OUT=${OUT:?set OUT}
+  start_in_repo
+  need_pyav
+  gpu_header "$OUT/gpu.txt" "import torch, cv2, os; print(torch.__version__, cv2.__version__, os.cpu_count(), 'CPUs')"
+}
+
 # gpu_memory: each GPU's name, memory used and total on stdout; never fails.
 gpu_memory() { nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader || true; }
 

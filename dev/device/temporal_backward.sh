@@ -21,11 +21,8 @@
 #       bench misses a bar, pick the value that keeps every clip inside both from this table.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
-OUT=${OUT:?set OUT}
-start_in_repo
+video_start
 status=0
-need_pyav
-gpu_header "$OUT/gpu.txt" "import torch, cv2, os; print(torch.__version__, cv2.__version__, os.cpu_count(), 'CPUs')"
 
 # 1. The bench's rows with the backward flow alone (and the shipped unchecked_trust).
 bench_temporal 240 bench_backward --no-temporal-flow-check --style candy --device cuda \

@@ -16,11 +16,8 @@
 #                  and reaches speed >= 0.7x; then commit the rows and flip TEMPORAL_FLOW_CHECK.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
-OUT=${OUT:?set OUT}
-start_in_repo
+video_start
 status=0
-need_pyav
-gpu_header "$OUT/gpu.txt" "import torch, cv2, os; print(torch.__version__, cv2.__version__, os.cpu_count(), 'CPUs')"
 
 # 1. Where the time goes, shipped flows against the backward flow alone (1080p pan, 90 frames, best of 2).
 timeout 90 python dev/temporal/attribute_speed.py --size 1920 --frames 90 --repeats 2 \
