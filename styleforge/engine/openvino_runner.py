@@ -208,10 +208,12 @@ class OpenVINORunner:
         self.precision = precision
         self.threads = threads or torch.get_num_threads()
         if precision == "int8":
+            digest = weights_digest(model)
+
             def build(m, images):
-                return style_int8.build(m, images, export, quantize, weights_digest(m))
+                return style_int8.build(m, images, export, quantize, digest)
             # The first form joins the key: weights newly measured (`INT8_MEASURED`) build again.
-            first = style_int8.first_form(weights_digest(model))
+            first = style_int8.first_form(digest)
             ov_model = load_or_build(model, precision, tag=f"style{style_int8.STYLE_INT8_RECIPE}-{first}",
                                      build_int8=build)
             self.form = style_int8.form_of(ov_model)     # which layers stay float (`style_int8.FORMS`)

@@ -18,16 +18,6 @@ import torch
 from .palette import BASES, QUANTILES, PaletteCode, cached_quantile_taps, pixels, principal_axes, random_bases
 from .palette_share_numpy import measure_quantiles_numpy
 
-_BASES: dict[int, torch.Tensor] = {}
-
-
-def _random_bases(count: int) -> torch.Tensor:
-    """`palette.random_bases(count)` on the CPU, made once (a seeded QR: the same every call)."""
-    if count not in _BASES:
-        with torch.inference_mode(False):
-            _BASES[count] = random_bases(count)
-    return _BASES[count]
-
 
 def encode_palette_numpy(painting: torch.Tensor, bases: int = BASES, quantiles: int = QUANTILES) -> PaletteCode:
     """`palette.encode_palette` on the CPU: painting (B, 3, H, W) 0–255 → its PaletteCode."""
@@ -36,7 +26,7 @@ def encode_palette_numpy(painting: torch.Tensor, bases: int = BASES, quantiles: 
     painting = painting.detach()
     colours = pixels(painting)                                                 # (B, N, 3), a strided view
     axes = torch.cat([principal_axes(colours).unsqueeze(1),
-                      _random_bases(bases - 1).expand(colours.shape[0], -1, -1, -1)], 1)   # (B, K, 3, 3)
+                      random_bases(bases - 1).expand(colours.shape[0], -1, -1, -1)], 1)   # (B, K, 3, 3)
     lo, hi, frac = (t.numpy() for t in cached_quantile_taps(colours.shape[1], quantiles, "cpu"))
     # Copied to (B, 3, N) first: einsum over the strided (B, N, 3) view is ~10× slower. einsum,
     # not `@`: NumPy hands a 3×3 by 3×N product to BLAS, which is slower at it.

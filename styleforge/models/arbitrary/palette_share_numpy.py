@@ -19,19 +19,9 @@ import torch.nn.functional as F
 
 from .palette import PaletteCode
 from .palette_numpy import moved_numpy
-from .palette_share import _DIRECTIONS, MEASURE_LEVELS, adaptive_share, measure_size
+from .palette_share import _DIRECTIONS, _level_taps, adaptive_share, measure_size
 
 _DIRECTIONS_T = np.ascontiguousarray(_DIRECTIONS.T, dtype=np.float32)     # (32, 3)
-_TAPS: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-
-
-def _level_taps(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`palette_share._level_taps` for n sorted values: NumPy's linear positions q·(n − 1)."""
-    if n not in _TAPS:
-        pos = np.linspace(0, 1, MEASURE_LEVELS) * (n - 1)
-        lo = np.clip(np.floor(pos).astype(np.intp), 0, n - 1)
-        _TAPS[n] = (lo, np.minimum(lo + 1, n - 1), (pos - lo).astype(np.float32))
-    return _TAPS[n]
 
 
 def measure_quantiles_numpy(image: torch.Tensor) -> np.ndarray:
@@ -44,7 +34,7 @@ def measure_quantiles_numpy(image: torch.Tensor) -> np.ndarray:
     pix = small.flatten(2).numpy()                                             # (B, 3, N)
     # einsum, not `@`: NumPy hands a 32×3 by 3×N product to BLAS, which is slower at it.
     ordered = np.sort(np.einsum("dc,bcn->bdn", _DIRECTIONS_T, pix), axis=-1)    # (B, 32, N)
-    lo, hi, frac = _level_taps(ordered.shape[-1])
+    lo, hi, frac = (t.numpy() for t in _level_taps(ordered.shape[-1], "cpu"))   # the PyTorch form's taps
     below = ordered[..., lo]
     return below + frac * (ordered[..., hi] - below)
 
