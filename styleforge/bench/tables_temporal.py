@@ -1,12 +1,10 @@
 """The temporal-consistency table from `temporal.jsonl` (`styleforge bench --temporal`).
 
-Shows the newest run of the bench itself on a GPU that timed the video path with the default
-flows (rows of `dev/eval_warp_styles.py` carry a `tool` key and are left out; so are CPU runs),
-below it the newest timed run of the backward flow alone (`--no-temporal-flow-check`) if newer,
-and the newest that measured a stability-trained style, if another, every row of each in the
-bench's own table format (`temporal_report.markdown`), with the run's device, versions and commit
-under it. Kept
-apart from `tables.py` (one formatter per table there, over 400 lines).
+Shows the newest run of the bench itself on a GPU that timed the video path (rows of
+`dev/eval_warp_styles.py` carry a `tool` key and are left out; so are CPU runs) and the newest
+that measured a stability-trained style, if another, every row of each in the bench's own table
+format (`temporal_report.markdown`), with the run's device, versions, commit and blend settings
+under it. Kept apart from `tables.py` (one formatter per table there, over 400 lines).
 """
 from __future__ import annotations
 
@@ -36,14 +34,21 @@ def _block(run_id: str, rows: list[dict]) -> str:
              f"({state}) · run `{run_id}` · style `{config.get('style', '?')}`"
              + (f" against `{config['stability_checkpoint']}`" if config.get("stability_checkpoint") else "")
              + f", strength {config.get('strength', '?')}, detail σ {config.get('detail_sigma', '?')}"
-             + (", backward flow only" if config.get("flow_check") is False else "") + "._")
+             + _flows(config) + "._")
     return markdown(rows) + "\n\n" + where + "\n"
 
 
+def _flows(config: dict) -> str:
+    """The blend's flows as the run had them; rows before `unchecked_trust` was recorded lack it."""
+    if config.get("flow_check") is not False:
+        return ""
+    trust = config.get("unchecked_trust")
+    return ", backward flow only" + (f" (α × {trust:g})" if trust is not None else "")
+
+
 def temporal_summary(results: Path) -> str:
-    """The newest run with frames/s at the default flows (the bars' run); a newer timed run of the
-    backward flow alone below it; and, when another run is the newest with a measured
-    stability-trained style, that run below them."""
+    """The newest run with frames/s (the bars' run) and, when another run is the newest with a
+    measured stability-trained style, that run below it."""
     runs = bench_runs(Path(results) / FILE)
     if not runs:
         return (f"_No GPU rows in `benchmarks/results/{FILE}` yet: `styleforge bench --temporal "
@@ -51,10 +56,6 @@ def temporal_summary(results: Path) -> str:
     timed = [r for r, rows in runs.items() if any(x.get("fps_ratio") is not None for x in rows)]
     stable = [r for r, rows in runs.items()
               if any(x["method"] == "stability" and "absent" not in x for x in rows)]
-    backward = [r for r in timed if runs[r][0].get("config", {}).get("flow_check") is False]
-    default = [r for r in timed if r not in backward]
-    head = (default or timed or list(runs))[-1]
-    order = list(runs)
-    newer_backward = [r for r in backward[-1:] if order.index(r) > order.index(head)]
-    shown = list(dict.fromkeys([head, *newer_backward, *stable[-1:]]))
+    head = (timed or list(runs))[-1]
+    shown = list(dict.fromkeys([head, *stable[-1:]]))
     return "\n".join(_block(r, runs[r]) for r in shown)

@@ -9,7 +9,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..media.options import TEMPORAL_DETAIL_SIGMA, TEMPORAL_FLOW_CHECK, TEMPORAL_STRENGTH
+from ..media.options import TEMPORAL_DETAIL_SIGMA, TEMPORAL_FLOW_CHECK, TEMPORAL_STRENGTH, TEMPORAL_UNCHECKED_TRUST
 
 SCENE_NAMES = ("pan", "zoom", "subject", "rotation", "cut")   # bench/temporal_clips.py's SCENES
 
@@ -32,6 +32,8 @@ class TemporalBenchConfig:
     strength: float = TEMPORAL_STRENGTH
     detail_sigma: float = TEMPORAL_DETAIL_SIGMA   # TemporalSettings.detail_sigma (px at the network scale)
     flow_check: bool = TEMPORAL_FLOW_CHECK    # VideoOptions.temporal_flow_check: False, the backward flow alone
+    unchecked_trust: float = TEMPORAL_UNCHECKED_TRUST   # recorded, not a knob: the blend's share of α
+    #                                                     with the backward flow alone, in the rows' config
     device: str = "cpu"
     output: str | None = "benchmarks/results"
 

@@ -61,7 +61,8 @@ def register(subparsers) -> None:
                    help="OpenCV threads per DIS call; the decode workers run pairs in parallel (default %(default)s)")
     p.add_argument("--temporal-flow-check", action=argparse.BooleanOptionalAction, default=TEMPORAL_FLOW_CHECK,
                    help="compute --temporal's forward flow too, for the forward-backward occlusion test; "
-                        "--no-temporal-flow-check: the backward flow alone, half the flow's cost (default: on)")
+                        "--no-temporal-flow-check: the backward flow alone, half the flow's cost "
+                        "(default: %s)" % ("on" if TEMPORAL_FLOW_CHECK else "off"))
     add_pipeline_arguments(p, image_codec=False)
 
 

@@ -41,10 +41,15 @@ TEMPORAL_FLOW_SIZE = 640
 # 1080p: 0.60× plain frames/s with OpenCV's own count, 0.76× with one; docs/temporal.md).
 TEMPORAL_FLOW_THREADS = 1
 # Whether the blend computes the forward flow too, for the forward–backward occlusion test.
-# Without it (the backward flow alone, half the DIS time) the motion-boundary, inside-the-frame
-# and photometric tests decide trust; it kept both bars on every clip on the CPU sweep
-# (docs/temporal.md), so it is an option until a device run measures its rate and bars.
-TEMPORAL_FLOW_CHECK = True
+# Off by default: the backward flow alone is half the DIS time, and the H200 (1080p, five clips,
+# candy) kept 0.72–0.83× plain frames/s where both flows left the moving subject at 0.68×; the
+# motion-boundary, inside-the-frame and photometric tests then decide trust, and the carried
+# frame weighs TEMPORAL_UNCHECKED_TRUST × α (docs/temporal.md).
+TEMPORAL_FLOW_CHECK = False
+# × α for a blend whose trust rests on the backward flow alone. On the H200's 1080p sweep (16
+# frames per clip) 0.94 kept every clip inside both quality bars (warping error 0.435–0.592×,
+# style change −1.4 to +8.8 %); 1 put the cut at +10.2 %, 8/9 the zoom at 0.620×.
+TEMPORAL_UNCHECKED_TRUST = 0.94
 PRESETS = {"h264": X264_PRESETS, "h265": X264_PRESETS, "av1": SVTAV1_PRESETS, "vp9": ()}
 # The preset when none is given. x264's own default (medium) encodes 1080p far below the
 # engine's rate; superfast keeps CABAC and deblocking (unlike ultrafast), and through the whole

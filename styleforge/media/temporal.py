@@ -38,14 +38,14 @@ import cv2
 import numpy as np
 
 from .flow import BLEND_PRESET, PRESETS, FlowEstimator, reliable, resize_flow, warp
-from .options import TEMPORAL_DETAIL_SIGMA, TEMPORAL_STRENGTH
+from .options import TEMPORAL_DETAIL_SIGMA, TEMPORAL_FLOW_CHECK, TEMPORAL_STRENGTH, TEMPORAL_UNCHECKED_TRUST
 
 # Without the forward flow the trust mask also passes pixels whose flow the round trip refuses:
 # its bound (√0.5 px at 1080p) is a quarter of a pixel at the 640-px flow size, and on smooth surfaces
 # a flow that far off still matches the inputs within any photometric tolerance. The blend then
-# weighs the carried frame by this share of α (0.8 at the default 0.9), so fewer frames' strokes
+# weighs the carried frame by this share of α (0.846 at the default 0.9), so fewer frames' strokes
 # are averaged where the flow may be off; the scene-cut test is unchanged (docs/temporal.md).
-UNCHECKED_TRUST = 8.0 / 9.0
+UNCHECKED_TRUST = TEMPORAL_UNCHECKED_TRUST
 FEATHER_SIGMA = 0.0     # cv2's rule for the feather's kernel: σ from its size (binomial ≤ 7 taps)
 MAX_GAIN = 2.0          # the energy restore amplifies the fine band at most this much
 
@@ -55,7 +55,7 @@ class TemporalSettings:
     strength: float = TEMPORAL_STRENGTH    # α: weight of the warped previous output where trusted
     preset: str = BLEND_PRESET            # DIS preset of the blend's flows: ultrafast, fast, medium
     flow_max_side: int | None = 640       # flow on a copy downscaled to this (None: full size)
-    flow_check: bool = True               # the forward flow too, for the forward–backward test;
+    flow_check: bool = TEMPORAL_FLOW_CHECK    # the forward flow too, for the forward–backward test;
     #                                       off: the backward flow alone (half the flow's cost)
     photometric_tolerance: float = 30.0   # max input difference (0–255) after the warp to trust a pixel
     unchecked_trust: float = UNCHECKED_TRUST   # × α without the forward–backward test (backward

@@ -47,11 +47,18 @@ def test_footer_names_the_backward_only_flows(tmp_path):
     assert "detail σ 0.7, backward flow only._" in temporal_summary(tmp_path)
 
 
-def test_backward_only_run_shown_below_the_default_run(tmp_path):
+def test_footer_names_the_share_of_alpha_when_recorded(tmp_path):
+    rows = [_row("a", "per-frame"), _row("a", "temporal")]
+    for row in rows:
+        row["config"].update(flow_check=False, unchecked_trust=0.94)
+    (tmp_path / "temporal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert "backward flow only (α × 0.94)._" in temporal_summary(tmp_path)
+
+
+def test_the_newest_timed_run_is_the_headline_whatever_its_flows(tmp_path):
     rows = [_row("both", "per-frame"), _row("both", "temporal"), _row("back", "per-frame"), _row("back", "temporal")]
     for row in rows[2:]:
         row["config"]["flow_check"] = False
     (tmp_path / "temporal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     text = temporal_summary(tmp_path)
-    assert text.index("run `both`") < text.index("run `back`")     # the default's run stays the headline
-    assert text.count("backward flow only") == 1
+    assert "run `back`" in text and "run `both`" not in text
