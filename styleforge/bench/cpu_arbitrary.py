@@ -15,6 +15,7 @@ the painting's keys merged to `arbitrary_openvino.STYLE_TOKENS` per head (`-k256
 CPU the palette transport and degrid run in their NumPy forms.
 The full path (PyTorch fp32, two passes, 512-px internal) is the quality reference. One row per
 variant, kind `cpu`, op `stylize-arbitrary`, with the load average, since the CPU may be shared.
+Each row is appended to cpu.csv as soon as its variant is measured (a device run may be killed).
 The photos and paintings are the caller's (held-out data, never committed). Not the built-in styles (`bench.cpu`).
 """
 from __future__ import annotations
@@ -169,13 +170,18 @@ def main(argv: list[str] | None = None) -> int:
     metrics = load_metrics(args.style_metrics)
     if metrics is None:
         parser.error("style_metrics.py not found: pass --style-metrics PATH")
+    unknown = sorted(set(args.variants or ()) - {v.label for v in VARIANTS})
+    if unknown:
+        parser.error(f"--variants: unknown {', '.join(unknown)}; choose from {', '.join(v.label for v in VARIANTS)}")
     torch.set_num_threads(args.threads)
     chosen = [v for v in VARIANTS if args.variants is None or v.label in args.variants]
-    rows = [measure(v, args.photos, args.paintings, metrics, args.reps, args.weights) for v in chosen]
-    run_id = new_run_id()
-    for row in rows:
-        row.stamp(run_id, "cpu")
-    for path in append_rows(rows, args.output):
+    run_id, files = new_run_id(), set()
+    for variant in chosen:      # each row appended when measured: a run killed later keeps it
+        print(f"{variant.label} …", flush=True)
+        row = measure(variant, args.photos, args.paintings, metrics, args.reps, args.weights,
+                      log=lambda line: print(line, flush=True))
+        files.update(append_rows([row.stamp(run_id, "cpu")], args.output))
+    for path in sorted(files):
         print(f"wrote {path}")
     return 0
 

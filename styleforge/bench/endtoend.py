@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import gc
 import re
-import time
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from .harness import (
     synchronize,
     time_then_gate,
 )
+from .progress import Deadline
 from .providers import PROVIDERS, autotuned_cudnn, build_provider, select, unavailable_reason
 from .results import Row
 
@@ -140,19 +140,6 @@ def release(device: torch.device, compiled: bool) -> None:
     gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()
-
-
-@dataclass
-class Deadline:
-    """Providers not started by `at` (time.monotonic) are skipped: a device run has a time limit."""
-    at: float = float("inf")
-
-    @classmethod
-    def after(cls, seconds: float | None) -> "Deadline":
-        return cls(time.monotonic() + seconds if seconds else float("inf"))
-
-    def passed(self) -> bool:
-        return time.monotonic() >= self.at
 
 
 def run_size(size: Size, checkpoint: Checkpoint, device: torch.device, providers: list[str],

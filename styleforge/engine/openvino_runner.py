@@ -11,7 +11,8 @@ through `style_int8` (its norm inputs equalized first, checked against fp32, fal
 partly or wholly float form where a style loses too much). Export and calibration take
 seconds to a minute, so the result is saved under `<cache>/openvino/` (`switches.cache_home`),
 keyed by the weights' SHA-256, the precision, the calibration recipe, the style recipe and the
-OpenVINO and NNCF versions; the next process reads the IR back in well under a second.
+OpenVINO and NNCF versions; the next process reads the IR back in well under a second. It runs
+on the threads PyTorch has (or those asked for), capped at the process's CPUs (`thread_config`).
 
 openvino (and nncf, for INT8) are optional (`pip install "styleforge[openvino]"`) and imported
 only here, only when this backend is used, so they cost the PyTorch path nothing when they are
@@ -176,10 +177,39 @@ def load_or_build(model: torch.nn.Module, precision: str, export_fn=None, calibr
     return ov_model
 
 
+def core_of(cpu: int) -> str:
+    """The logical CPUs of `cpu`'s physical core, as Linux lists them ("2-3"); the CPU alone where
+    the kernel does not say."""
+    topology = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology")
+    for name in ("core_cpus_list", "thread_siblings_list"):
+        try:
+            return (topology / name).read_text().strip()
+        except OSError:
+            continue
+    return str(cpu)
+
+
+def thread_config(threads: int, cpus=None, core=core_of) -> dict:
+    """The threads OpenVINO is asked for: at most the CPUs this process may run on (`cpus`, default
+    its affinity mask), and all of them run even where two are one core's logical CPUs. OpenVINO
+    caps the count at the mask itself, but under the LATENCY hint it also leaves out a core's
+    second logical CPU unless hyper-threading is asked for: pinned to two sibling CPUs it would run
+    one thread while PyTorch beside it runs the two asked for."""
+    if cpus is None:
+        cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+    cpus = set(cpus)
+    threads = max(1, min(threads, len(cpus)))
+    config = {"INFERENCE_NUM_THREADS": threads}
+    if threads > len({core(cpu) for cpu in cpus}):
+        config["ENABLE_HYPER_THREADING"] = True
+    return config
+
+
 def compile_config(precision: str, threads: int) -> dict:
     """fp32 asks for f32 math (OpenVINO would run bf16 on AMX/AVX512-BF16 CPUs by default);
-    INT8 leaves the layers NNCF did not quantize to OpenVINO's choice for the CPU."""
-    config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads}
+    INT8 leaves the layers NNCF did not quantize to OpenVINO's choice for the CPU. Threads:
+    `thread_config`."""
+    config = {"PERFORMANCE_HINT": "LATENCY", **thread_config(threads)}
     if precision == "fp32":
         config["INFERENCE_PRECISION_HINT"] = "f32"
     return config
@@ -223,6 +253,19 @@ class OpenVINORunner:
         self.compiled = ov.Core().compile_model(ov_model, "CPU", compile_config(math, self.threads))
         self._request = self.compiled.create_infer_request()
         self._lock = threading.Lock()   # one infer request: the media pipeline may call from threads
+
+    def threading(self) -> dict:
+        """What OpenVINO made of the thread request, as compiled: threads, streams, pinning and
+        hyper-threading. It caps the threads at the process's CPUs, and under the LATENCY hint
+        leaves a core's second logical CPU out, so on two sibling CPUs it may run one thread."""
+        out = {}
+        for key in ("INFERENCE_NUM_THREADS", "NUM_STREAMS", "ENABLE_CPU_PINNING", "ENABLE_HYPER_THREADING"):
+            try:
+                value = self.compiled.get_property(key)
+            except RuntimeError:    # a property this OpenVINO does not report
+                continue
+            out[key.lower()] = value if isinstance(value, (bool, int)) else str(value)
+        return out
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         array = np.ascontiguousarray(x.detach().to("cpu", torch.float32).numpy())

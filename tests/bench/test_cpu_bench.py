@@ -1,6 +1,10 @@
-"""`styleforge bench --cpu` helpers: the ISA oneDNN reports, the photos, the timing loop, and the
-shared metrics module loaded from a path (or its absence reported as None)."""
+"""`styleforge bench --cpu`: the ISA oneDNN reports, the photos, the timing loop (its deadline and
+progress calls), the shared metrics module loaded from a path (or its absence reported as None),
+the provider filter, and, on a tiny style at 32 px, rows in cpu.csv as soon as each is measured
+(a run dying later keeps them) and skipped rows for what the time budget left unstarted."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
@@ -66,3 +70,151 @@ def test_arbitrary_variant_labels_name_the_engine_pass_sizes():
     assert labels[f"torch-fp32-2pass-{SIDE}"].first_pass == SIDE
     assert labels[f"torch-fp32-2pass-{SIDE}"].style_tokens == {}
     assert all(v.first_pass == v.internal for v in VARIANTS if v.passes == 1)
+
+
+def test_time_calls_stops_its_rounds_at_the_deadline_and_reports_each_call():
+    from styleforge.bench.progress import Deadline
+    ticks = []
+    outputs, samples = time_calls(lambda x: x * 2, [1, 2], reps=3, deadline=Deadline(0.0),
+                                  progress=lambda: ticks.append(1))
+    assert outputs == [2, 4] and len(samples) == 2      # the warm-up and one round, not three
+    assert len(ticks) == 4
+
+
+def test_cpu_list_is_written_as_taskset_writes_it():
+    from styleforge.bench.cpu import cpu_list
+    assert cpu_list({7, 2, 3, 4}) == "2-4,7" and cpu_list({5}) == "5" and cpu_list(set()) == ""
+
+
+def test_providers_are_filtered_by_name_and_run_in_their_order():
+    from styleforge.bench.cpu import PEER, PROVIDERS, CpuBenchConfig, parse_providers
+    assert parse_providers(f"{PEER}, ours-openvino-int8") == ("ours-openvino-int8", PEER)
+    assert parse_providers(None) == parse_providers("") == PROVIDERS
+    with pytest.raises(ValueError, match="unknown ours-fast"):
+        parse_providers("ours-fp32,ours-fast")
+    with pytest.raises(ValueError, match="unknown CPU providers"):
+        CpuBenchConfig(providers=("ours-fast",))
+    with pytest.raises(ValueError, match="--time-budget"):
+        CpuBenchConfig(time_budget=0)
+
+
+def test_the_bench_help_names_every_provider(capsys, monkeypatch):
+    from styleforge.bench.cpu import PROVIDERS
+    from styleforge.cli import main
+    monkeypatch.setenv("COLUMNS", "10000")     # argparse wraps at hyphens otherwise
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    listed = text.split("--cpu: comma list of ", 1)[1].split(" (default", 1)[0]
+    assert tuple(name.strip() for name in listed.split(",")) == PROVIDERS
+
+
+@pytest.fixture
+def quick_bench(styles_env, monkeypatch, tmp_path):
+    """A CpuBench config on a tiny random style at 32 px, one round, no style metrics; the oneDNN
+    probe (a child process importing torch) answered without running."""
+    from styleforge.bench import cpu
+    monkeypatch.setattr(cpu, "onednn_isa", lambda: "test ISA")
+
+    def config(**fields):
+        return cpu.CpuBenchConfig(style="alpha", sizes=(32,), reps=1, style_metrics=str(tmp_path / "absent.py"),
+                                  output=str(tmp_path / "results"), heartbeat=0, **fields)
+    return config
+
+
+def test_each_row_is_in_the_csv_before_the_next_provider_starts(quick_bench, monkeypatch, tmp_path):
+    # A run that dies in the peer (a kill, a crash) keeps ours-fp32's row, stamped with the run id.
+    from styleforge.bench import cpu
+    from styleforge.bench.results import read_rows
+    seen = []
+
+    def dies(self):
+        seen.extend(read_rows(tmp_path / "results", "cpu"))
+        raise RuntimeError("killed")
+    monkeypatch.setattr(cpu.CpuBench, "peer", dies)
+    bench = cpu.CpuBench(quick_bench(providers=("ours-fp32", cpu.PEER)), log=lambda line: None)
+    with pytest.raises(RuntimeError, match="killed"):
+        bench.run()
+    stored = read_rows(tmp_path / "results", "cpu")
+    assert stored == seen and [r["provider"] for r in stored] == ["ours-fp32"]
+    (row,) = bench.rows
+    assert stored[0]["run_id"] == bench.run_id != "" and stored[0]["status"] == "ok"
+    assert float(stored[0]["median_ms"]) == pytest.approx(row.median_ms, rel=1e-3)
+    assert row.notes["torch_threads"] == 2 and row.notes["affinity"]
+
+
+def test_a_run_keeps_only_the_asked_providers_and_says_why_one_is_skipped(quick_bench, monkeypatch, tmp_path):
+    import sys
+
+    from styleforge.bench import cpu
+    monkeypatch.delitem(sys.modules, "onnxruntime", raising=False)
+    lines = []
+    rows, files = cpu.run_cpu_bench(quick_bench(providers=("ours-fp32", "ours-fp32-onnxruntime-loaded")),
+                                    log=lines.append)
+    assert [(r.provider, r.status) for r in rows] == [("ours-fp32", "ok"),
+                                                      ("ours-fp32-onnxruntime-loaded", "skipped")]
+    assert "onnxruntime is not loaded" in rows[1].error
+    assert files == [tmp_path / "results" / "cpu.csv"]
+    assert any(line.endswith("ours-fp32 32 px …") for line in lines)    # where a killed run's log ends
+
+
+def test_what_the_time_budget_leaves_unstarted_is_a_skipped_row(quick_bench):
+    from styleforge.bench import cpu
+    rows, _ = cpu.run_cpu_bench(quick_bench(providers=("ours-fp32", cpu.PEER), time_budget=1e-9),
+                                log=lambda line: None)
+    assert [(r.provider, r.status) for r in rows] == [("ours-fp32", "skipped"), (cpu.PEER, "skipped")]
+    assert all("--time-budget" in r.error for r in rows)
+
+
+def test_the_cli_runs_the_asked_providers_only(quick_bench, tmp_path):
+    from styleforge.bench.results import read_rows
+    from styleforge.cli import main
+    args = ["bench", "--cpu", "--cpu-providers", "ours-fp32", "--sizes", "32", "--reps", "1", "--style", "alpha",
+            "--style-metrics", str(tmp_path / "absent.py"), "--output", str(tmp_path / "results"),
+            "--run-id", "test-run", "--time-budget", "600"]
+    assert main(args) == 0
+    assert [(r["provider"], r["run_id"]) for r in read_rows(tmp_path / "results", "cpu")] == [("ours-fp32", "test-run")]
+    assert main(args[:3] + ["ours-fast"] + args[4:]) == 2
+
+
+def test_arbitrary_rows_are_appended_as_each_variant_is_measured(monkeypatch, tmp_path):
+    from styleforge.bench import cpu_arbitrary
+    from styleforge.bench.results import Row, read_rows
+    metrics = tmp_path / "style_metrics.py"
+    metrics.write_text("DATA = 'somewhere'\n")
+    done = []
+
+    def measure(variant, *args, **kwargs):
+        if done:
+            raise RuntimeError("killed")
+        done.append(variant.label)
+        return Row(kind="cpu", provider=f"ours-arbitrary-{variant.label}", op="stylize-arbitrary", median_ms=1234.5)
+    monkeypatch.setattr(cpu_arbitrary, "measure", measure)
+    labels = [v.label for v in cpu_arbitrary.VARIANTS[:2]]
+    argv = ["--photos", "p.jpg", "--paintings", "q.jpg", "--style-metrics", str(metrics),
+            "--output", str(tmp_path / "results"), "--variants", *labels]
+    with pytest.raises(RuntimeError, match="killed"):
+        cpu_arbitrary.main(argv)
+    (row,) = read_rows(tmp_path / "results", "cpu")
+    assert row["provider"] == f"ours-arbitrary-{labels[0]}" and row["median_ms"] == "1234" and row["run_id"]
+    with pytest.raises(SystemExit):
+        cpu_arbitrary.main(argv[:-2] + ["torch-fp32-9pass-512"])
+
+
+def test_equal_outputs_reuse_the_fp32_style_ratios(quick_bench, monkeypatch, tmp_path):
+    # PyTorch fp32 again beside another runtime gives fp32's outputs: its ratios are not scored again.
+    import sys
+    import types
+
+    from styleforge.bench import cpu
+    metrics = tmp_path / "fake_metrics.py"
+    metrics.write_text("DATA = 'nowhere'\ncalls = []\ndef load(path, side):\n    return 'painting'\n"
+                       "def metrics(photo, out, style):\n    calls.append(1)\n    return 0.5, 0.1\n")
+    monkeypatch.setitem(sys.modules, "onnxruntime", types.ModuleType("onnxruntime"))
+    config = replace(quick_bench(providers=("ours-fp32", "ours-fp32-onnxruntime-loaded")),
+                     style_metrics=str(metrics), painting="candy.jpg")
+    bench = cpu.CpuBench(config, log=lambda line: None)
+    first, again = bench.run()
+    assert len(bench.metrics.calls) == 3                 # the three photos, once
+    assert first.notes["style_ratio"] == again.notes["style_ratio"] == 0.5
+    assert again.notes["style_ratio_of"] == "ours-fp32: equal outputs" and again.psnr_db == float("inf")

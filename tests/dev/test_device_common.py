@@ -135,3 +135,16 @@ def test_temporal_data_needs_both_files(sh, tmp_path):
     assert sh("temporal_data").returncode == 1
     (tmp_path / ".data" / "temporal" / "candy.jpg").write_text("")
     assert sh("temporal_data").returncode == 0
+
+
+def test_boxed_keeps_the_log_of_a_step_killed_at_its_limit_with_its_stacks(sh, tmp_path):
+    (tmp_path / "o").mkdir()
+    code = "import time; print('started', flush=True); time.sleep(30)"
+    done = sh(f'OUT=o; boxed slow 1 python -X faulthandler -c "{code}"; '
+              'boxed quick 5 python -c "print(1)"; echo went on')
+    assert done.stdout.startswith("slow: rc 124 after 0 s (box 1 s)\n") and done.stdout.endswith(
+        "quick: rc 0 after 0 s (box 5 s)\n1\nwent on\n")
+    log = (tmp_path / "o" / "slow.log").read_text()
+    assert log.startswith("started\n") and "Fatal Python error: Aborted" in log and "line 1 in <module>" in log
+    assert (tmp_path / "o" / "steps.txt").read_text() == ("slow: rc 124 after 0 s (box 1 s)\n"
+                                                          "quick: rc 0 after 0 s (box 5 s)\n")

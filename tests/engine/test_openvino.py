@@ -1,5 +1,6 @@
-"""The OpenVINO CPU backend: choice rules, calibration data, fp32 equal to the reference, INT8
-close to it and cached on disk, and the tiling and stroke-scale paths on it.
+"""The OpenVINO CPU backend: choice rules, calibration data, the threads it is asked for and
+reports, fp32 equal to the reference, INT8 close to it and cached on disk, and the tiling and
+stroke-scale paths on it.
 
 Export and INT8 calibration cost seconds to a minute on a 2-core machine, so those tests are
 `slow`; they are skipped where openvino/nncf are not installed (the CI installs `.[test]` only).
@@ -53,6 +54,32 @@ def test_calibration_set_is_the_shipped_photos_varied_deterministically():
     again = calibration_images()
     assert all((a == b).all() for a, b in zip(images, again))
     assert not (images[0] == images[3]).all()                    # the jitter changed the photo
+
+
+def test_threads_are_capped_at_the_cpus_and_siblings_all_run():
+    from styleforge.engine.openvino_runner import thread_config
+    one_core = {2: "2-3", 3: "2-3"}.get                 # two logical CPUs of one physical core
+    assert thread_config(2, {2, 3}, one_core) == {"INFERENCE_NUM_THREADS": 2, "ENABLE_HYPER_THREADING": True}
+    assert thread_config(2, {2, 3}, str) == {"INFERENCE_NUM_THREADS": 2}     # two cores: OpenVINO's default
+    assert thread_config(8, {0, 1}, str) == {"INFERENCE_NUM_THREADS": 2}     # never more than the mask
+    assert thread_config(1, {2, 3}, one_core) == {"INFERENCE_NUM_THREADS": 1}
+
+
+@needs_openvino
+def test_threading_reports_what_openvino_compiled():
+    import os
+
+    import openvino as ov
+    import openvino.opset13 as ops
+
+    from styleforge.engine.openvino_runner import OpenVINORunner, compile_config
+    x = ops.parameter([1, 3, 8, 8], np.float32)
+    runner = OpenVINORunner.__new__(OpenVINORunner)     # the report only reads the compiled model
+    runner.compiled = ov.Core().compile_model(ov.Model([ops.relu(x)], [x]), "CPU", compile_config("fp32", 64))
+    report = runner.threading()
+    assert report["inference_num_threads"] == len(os.sched_getaffinity(0))
+    assert report["num_streams"] == 1 and isinstance(report["enable_cpu_pinning"], bool)
+    assert set(report) == {"inference_num_threads", "num_streams", "enable_cpu_pinning", "enable_hyper_threading"}
 
 
 @pytest.mark.slow
