@@ -418,12 +418,25 @@ def _num(value, digits: int = 0) -> str:
     return "–" if value in (None, "") else f"{float(value):.{digits}f}"
 
 
+def _cpu_setting(row: dict) -> tuple[str, str]:
+    """The machine and the oneDNN cap a CPU row ran under: one table per setting."""
+    return row.get("device_name", ""), _notes(row).get("max_cpu_isa", "")
+
+
 def cpu_summary(results: Path) -> str:
-    """The latest `styleforge bench --cpu` run: per path and size, wall ms (median, min), the
-    process's CPU ms per call, PSNR against PyTorch fp32 and the style ratio."""
-    rows = _cpu_run(results, "stylize")
-    if not rows:
+    """The latest `styleforge bench --cpu` run of each setting (machine and ONEDNN_MAX_CPU_ISA), in
+    the order they were last run: per path and size, wall ms (median, min), the process's CPU ms
+    per call, PSNR against PyTorch fp32 and the style ratio."""
+    everything = [r for r in read_rows(results, "cpu") if r.get("op") == "stylize"]
+    if not everything:
         return _no_rows("benchmarks/results/cpu.csv", "styleforge bench --cpu")
+    settings = dict.fromkeys(_cpu_setting(r) for r in reversed(everything))   # newest first
+    blocks = [_cpu_block(latest_run([r for r in everything if _cpu_setting(r) == setting]))
+              for setting in reversed(settings)]
+    return "\n".join(blocks)
+
+
+def _cpu_block(rows: list[dict]) -> str:
     lines = ["| path | px | wall ms (median) | wall ms (min) | CPU ms per call | PSNR vs fp32 dB | "
              "style ratio |", "|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:

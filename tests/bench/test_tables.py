@@ -212,3 +212,22 @@ def test_cpu_tables_show_the_latest_run_with_its_isa_and_load(tmp_path):
     arbitrary = tables.cpu_arbitrary_summary(results)
     assert "| openvino-int8-1pass-384 | 1 | 384 | 900 | 1500 | 0.3 | 0.8 | 20.5 | 3.1 |" in arbitrary
     assert "4 photo × painting pairs" in arbitrary
+
+
+def test_cpu_table_keeps_each_machine_and_isa_cap(tmp_path):
+    """A capped run on another machine adds its own table; it does not replace the host's."""
+    results = tmp_path / "results"
+
+    def row(run, ms, machine, cap):
+        r = Row("cpu", "ours-openvino-int8", op="stylize", size="512", dtype="int8", median_ms=ms,
+                notes={"threads": 2, "onednn": "ISA", "max_cpu_isa": cap, "min_ms": ms})
+        r.stamp(run, "cpu")
+        r.device_name = machine
+        return r
+    append_rows([row("a1", 300.0, "Laptop", ""), row("b1", 70.0, "Xeon", ""),
+                 row("b2", 60.0, "Xeon", ""), row("b3", 140.0, "Xeon", "AVX2_VNNI")], results)
+    table = tables.cpu_summary(results)
+    assert table.count("| path |") == 3                      # Laptop, Xeon native, Xeon capped
+    assert "| 300 |" in table and "| 60 |" in table and "| 140 |" in table and "| 70 |" not in table
+    assert table.index("run `a1`") < table.index("run `b2`") < table.index("run `b3`")
+    assert "ONEDNN_MAX_CPU_ISA=AVX2_VNNI" in table
