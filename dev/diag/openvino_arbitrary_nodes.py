@@ -1,18 +1,28 @@
-"""Where the OpenVINO parts of an arbitrary-style call spend their time, node kind by node kind.
+"""Where the OpenVINO parts of an arbitrary-style call spend their time, and in which precision and kernel.
 
-Compiles the engine's cached OpenVINO models (encoder, attention blocks, decoder) again with
-OpenVINO's per-node performance counters on, runs each on one photo's real inputs (the painting's
-code as the engine makes it: merged keys by default) and prints, per part, the summed node time
-by node kind (SDPA shows as `Subgraph`, the projections and FFN as `FullyConnected`) with its
-share. A dev diagnostic, not a bench row:
+Builds the engine as a user's call does (its cached OpenVINO models: encoder, attention blocks,
+decoder) and runs each part on one photo's real inputs (the painting's code as the engine makes it:
+merged keys by default). Per part it prints
+- what the CPU plugin executes: its Convolution / FullyConnected / SDPA (`Subgraph`) nodes counted
+  by runtime precision (`openvino_runner.executed_precisions`: u8/i8 where NNCF's INT8 took,
+  f32 or bf16 where a layer stayed float) and kernel (`jit_avx2_I8`, `brgconv_avx2_I8`, …);
+- the summed node time by node kind (OpenVINO's per-node counters) with its share, and the
+  process CPU ms per inference;
+- with `--per-node`, every compute node's kernel, precision and time.
+`--conv-impl NAME` asks the plugin for one convolution kernel (`cpu:NAME`, e.g. `jit_avx2`, in the
+nodes' `PrimitivesPriority`) in the encoder and decoder; a kernel that cannot take a node (its
+zero points, its shape) is passed over for the plugin's own choice. A dev diagnostic, not a bench row:
 
-    python dev/diag/openvino_arbitrary_nodes.py --photo P --painting Q [--side 512]
+    python dev/diag/openvino_arbitrary_nodes.py --photo P --painting Q [--side 512] [--per-node]
+        [--conv-impl jit_avx2]
 """
 from __future__ import annotations
 
 import argparse
 import collections
 import os
+import tempfile
+import time
 
 import numpy as np
 import torch
@@ -27,19 +37,40 @@ from styleforge.engine.arbitrary_openvino import (
     TransferPart,
     code_inputs,
 )
-from styleforge.engine.openvino_runner import compile_config, load_or_build
+from styleforge.engine.openvino_runner import compile_config, cpu_report, executed_precisions, load_or_build
 from styleforge.engine.options import StylizeOptions
 from styleforge.models.arbitrary.model import pad_to_multiple
 
+COMPUTE = ("Convolution", "FullyConnected", "MatMul", "Subgraph")
 
-def node_times(request, inputs: dict, reps: int) -> collections.Counter:
+
+def with_conv_impl(model, impl: str, folder: str):
+    """`model` with every Convolution asking for `cpu:impl`; the IR round trip makes the plugin read
+    the hint as its typed attribute (a string set from Python is not)."""
+    import openvino as ov
+    model = model.clone()
+    for op in model.get_ordered_ops():
+        if op.get_type_name() == "Convolution":
+            op.get_rt_info()["PrimitivesPriority"] = f"cpu:{impl}"
+    path = os.path.join(folder, "part.xml")
+    ov.save_model(model, path, compress_to_fp16=False)
+    return ov.Core().read_model(path)
+
+
+def node_times(request, inputs: dict, reps: int) -> tuple[dict, dict, float]:
+    """(node name → ms per inference, node name → (kind, kernel), process CPU ms per inference)."""
     request.infer(inputs)
     spent: collections.Counter = collections.Counter()
+    kinds = {}
+    cpu = 0.0
     for _ in range(reps):
+        c0 = time.process_time()
         request.infer(inputs)
+        cpu += time.process_time() - c0
         for node in request.profiling_info:
-            spent[node.node_type] += node.real_time.total_seconds() * 1e3 / reps
-    return spent
+            spent[node.node_name] += node.real_time.total_seconds() * 1e3 / reps
+            kinds[node.node_name] = (node.node_type, node.exec_type)
+    return spent, kinds, cpu * 1e3 / reps
 
 
 @torch.inference_mode()
@@ -50,6 +81,8 @@ def main() -> None:
     parser.add_argument("--side", type=int, default=512)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--per-node", action="store_true", help="list every compute node")
+    parser.add_argument("--conv-impl", help="ask for this convolution kernel (e.g. jit_avx2) in encoder and decoder")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     engine = ArbitraryStylizer(StylizeOptions(device="cpu", backend="openvino", precision="int8"))
@@ -65,7 +98,9 @@ def main() -> None:
         "decoder": {i: np.ascontiguousarray(t.numpy()) for i, t in enumerate(net.transfer_one(feats, code))},
     }
     print(f"{engine.describe()}; photo {tuple(x.shape[-2:])}; keys per head "
-          f"{ {level: code[level].k.shape[2] for level in levels} }; load {os.getloadavg()[0]:.2f}")
+          f"{ {level: code[level].k.shape[2] for level in levels} }; load {os.getloadavg()[0]:.2f}; "
+          f"ONEDNN_MAX_CPU_ISA={os.environ.get('ONEDNN_MAX_CPU_ISA', '-')}; conv kernel asked: {args.conv_impl or '-'}")
+    print(cpu_report())
     import openvino as ov
     core = ov.Core()
     tag = f"arb{ARBITRARY_RECIPE}"
@@ -74,14 +109,32 @@ def main() -> None:
               "attention blocks": load_or_build(TransferPart(net.model), "fp32",
                                                 tag=f"{tag}-transfer{TRANSFER_GRAPH}"),
               "decoder": load_or_build(DecoderPart(net.model), net.precision, tag=f"{tag}-decoder")}
-    for name, inputs in parts.items():
-        precision = "fp32" if name == "attention blocks" else net.precision
-        config = {**compile_config(precision, args.threads), "PERF_COUNT": True}
-        spent = node_times(core.compile_model(models[name], "CPU", config).create_infer_request(), inputs, args.reps)
-        total = sum(spent.values())
-        print(f"\n{name}: {total:.0f} ms of node time per call (summed over nodes)")
-        for kind, ms in spent.most_common(8):
-            print(f"  {kind:22} {ms:8.1f} ms  {ms / total:6.1%}")
+    with tempfile.TemporaryDirectory() as folder:
+        for name, inputs in parts.items():
+            precision = "fp32" if name == "attention blocks" else net.precision
+            model = models[name]
+            if args.conv_impl and name != "attention blocks":
+                model = with_conv_impl(model, args.conv_impl, folder)
+            config = {**compile_config(precision, args.threads), "PERF_COUNT": True}
+            compiled = core.compile_model(model, "CPU", config)
+            spent, kinds, cpu_ms = node_times(compiled.create_infer_request(), inputs, args.reps)
+            total = sum(spent.values())
+            # After the runs: a dynamic-shape node's kernel is chosen at its first inference.
+            executed = collections.Counter((layer, precision, kernel)
+                                           for _, layer, precision, kernel in executed_precisions(compiled, COMPUTE))
+            print(f"\n{name}: {total:.0f} ms of node time, {cpu_ms:.0f} ms of process CPU per inference")
+            print("  executes: " + ", ".join(f"{layer} {precision} {kernel} ×{n}"
+                                             for (layer, precision, kernel), n in sorted(executed.items())))
+            by_kind: collections.Counter = collections.Counter()
+            for node, ms in spent.items():
+                by_kind[kinds[node][0]] += ms
+            for kind, ms in by_kind.most_common(8):
+                print(f"  {kind:22} {ms:8.1f} ms  {ms / total:6.1%}")
+            if args.per_node:
+                for node, ms in sorted(spent.items(), key=lambda kv: -kv[1]):
+                    if kinds[node][0] in COMPUTE:
+                        short = node.replace("__module.", "")[:60]
+                        print(f"    {short:60} {kinds[node][0]:14} {kinds[node][1]:22} {ms:8.1f} ms")
 
 
 if __name__ == "__main__":

@@ -202,6 +202,11 @@ class OpenVINOArbitraryNet:
         self._transfer = core.compile_model(transfer_ir, "CPU", compile_config("fp32", threads)).create_infer_request()
         self._lock = threading.Lock()   # one request per part: the pipeline may call from threads
 
+    def compiled(self) -> dict:
+        """Part name → its `openvino.CompiledModel` (what `openvino_runner.executed_precisions` reads)."""
+        return {"encoder": self._encoder.get_compiled_model(), "attention": self._transfer.get_compiled_model(),
+                "decoder": self._decoder.get_compiled_model()}
+
     def encode(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         array = np.ascontiguousarray(x.detach().float().numpy())
         with self._lock:

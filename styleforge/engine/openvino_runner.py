@@ -215,6 +215,22 @@ def compile_config(precision: str, threads: int) -> dict:
     return config
 
 
+def executed_precisions(compiled, layer_types: tuple[str, ...] = ("Convolution", "FullyConnected", "MatMul")
+                        ) -> list[tuple[str, str, str, str]]:
+    """(name, layer type, runtime precision, kernel) of each node of `layer_types` in a compiled
+    model's execution graph (`get_runtime_model()`): what the CPU plugin runs after its own
+    low-precision passes, e.g. ("…/Convolution", "Convolution", "u8", "jit_avx2_I8"). A
+    convolution NNCF quantized runs u8 or i8; one left in floating point shows f32 (or bf16)."""
+    out = []
+    for op in compiled.get_runtime_model().get_ordered_ops():
+        info = op.get_rt_info()
+        layer = info["layerType"].astype(str)
+        if layer in layer_types:
+            out.append((op.get_friendly_name(), layer, info["runtimePrecision"].astype(str),
+                        info["primitiveType"].astype(str)))
+    return out
+
+
 def cpu_report() -> str:
     """OpenVINO's own account of the CPU: its name and the precisions it runs natively."""
     import openvino as ov

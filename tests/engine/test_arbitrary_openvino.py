@@ -99,11 +99,22 @@ def test_merged_painting_code_runs_on_openvino_as_in_the_model(cache):
                 assert rel_error(got[level], want[level]) < 1e-4
 
 
-def test_int8_is_close_and_read_back_from_the_cache(cache, monkeypatch):
+def test_int8_runs_integer_convolutions_is_close_and_read_back_from_the_cache(cache, monkeypatch):
     from styleforge.engine import openvino_runner
     from styleforge.engine.arbitrary_openvino import OpenVINOArbitraryNet
     model = tiny_model()
     net = OpenVINOArbitraryNet(model, "int8", threads=2)
+    # What the CPU plugin executes, not only what the IR holds: every convolution of the encoder
+    # (conv1_1…conv4_1) and the decoder (the merge 1×1, six 3×3) in 8 bits, none left in float
+    # (a float conv would be fast on AMX, which runs float layers in bf16, and slow on AVX2-VNNI);
+    # the attention part's projections and FFN stay f32 (its fp32 hint).
+    parts = {name: openvino_runner.executed_precisions(compiled) for name, compiled in net.compiled().items()}
+    for name, count in (("encoder", 8), ("decoder", 7)):
+        convs = [node for node in parts[name] if node[1] == "Convolution"]
+        assert len(convs) == count, convs
+        assert all(node[2] in ("u8", "i8") for node in convs), convs
+    projections = [node for node in parts["attention"] if node[1] == "FullyConnected"]
+    assert len(projections) == 6 and all(node[2] == "f32" for node in projections), projections
     # A shipped photo, like the calibration set (uniform noise is far outside its ranges).
     photo = torch.from_numpy(openvino_runner.calibration_images()[0][..., :64, :80].copy())
     with torch.no_grad():
