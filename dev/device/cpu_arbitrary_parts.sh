@@ -26,4 +26,4 @@ nodes() { taskset -c "$CORES" python dev/diag/openvino_arbitrary_nodes.py --thre
 nodes 2>&1 | grep -v "Warn" > "$OUT/nodes_native.log"
 ONEDNN_MAX_CPU_ISA=AVX2_VNNI nodes 2>&1 | grep -v "Warn" > "$OUT/nodes_avx2_vnni.log"
 ONEDNN_MAX_CPU_ISA=AVX2_VNNI nodes --conv-impl jit_avx2 2>&1 | grep -v "Warn" > "$OUT/nodes_avx2_vnni_jit.log"
-grep -h -E "conv kernel asked|node time|executes:" "$OUT"/nodes_*.log
+grep -h -E "conv kernel asked|node time|executes:|all nodes|INT8, BIN" "$OUT"/nodes_*.log

@@ -5,7 +5,9 @@ decoder) and runs each part on one photo's real inputs (the painting's code as t
 merged keys by default). Per part it prints
 - what the CPU plugin executes: its Convolution / FullyConnected / SDPA (`Subgraph`) nodes counted
   by runtime precision (`openvino_runner.executed_precisions`: u8/i8 where NNCF's INT8 took,
-  f32 or bf16 where a layer stayed float) and kernel (`jit_avx2_I8`, `brgconv_avx2_I8`, …);
+  f32 or bf16 where a layer stayed float) and kernel (`jit_avx2_I8`, `brgconv_avx2_I8`, …), every
+  node counted by runtime precision, and the precision the plugin gives float layers (the INT8
+  parts are compiled without a hint: bf16 where the CPU has it);
 - the summed node time by node kind (OpenVINO's per-node counters) with its share, and the
   process CPU ms per inference;
 - with `--per-node`, every compute node's kernel, precision and time.
@@ -122,9 +124,13 @@ def main() -> None:
             # After the runs: a dynamic-shape node's kernel is chosen at its first inference.
             executed = collections.Counter((layer, precision, kernel)
                                            for _, layer, precision, kernel in executed_precisions(compiled, COMPUTE))
-            print(f"\n{name}: {total:.0f} ms of node time, {cpu_ms:.0f} ms of process CPU per inference")
+            every = collections.Counter(op.get_rt_info()["runtimePrecision"].astype(str)
+                                        for op in compiled.get_runtime_model().get_ordered_ops())
+            print(f"\n{name}: {total:.0f} ms of node time, {cpu_ms:.0f} ms of process CPU per inference; "
+                  f"inference precision {compiled.get_property('INFERENCE_PRECISION_HINT').to_string()}")
             print("  executes: " + ", ".join(f"{layer} {precision} {kernel} ×{n}"
                                              for (layer, precision, kernel), n in sorted(executed.items())))
+            print("  all nodes by runtime precision: " + ", ".join(f"{p} ×{n}" for p, n in every.most_common()))
             by_kind: collections.Counter = collections.Counter()
             for node, ms in spent.items():
                 by_kind[kinds[node][0]] += ms
