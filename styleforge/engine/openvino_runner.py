@@ -207,10 +207,12 @@ def thread_config(threads: int, cpus=None, core=core_of) -> dict:
 
 def compile_config(precision: str, threads: int) -> dict:
     """fp32 asks for f32 math (OpenVINO would run bf16 on AMX/AVX512-BF16 CPUs by default);
-    INT8 leaves the layers NNCF did not quantize to OpenVINO's choice for the CPU. Threads:
-    `thread_config`."""
+    INT8 leaves the layers NNCF did not quantize to OpenVINO's choice for the CPU, unless
+    ONEDNN_MAX_CPU_ISA caps oneDNN below bf16: OpenVINO reads bf16 from the CPU's flags, not
+    from the cap, and its oneDNN would then emulate it. Threads: `thread_config`."""
+    from .backends import onednn_allows_bf16
     config = {"PERFORMANCE_HINT": "LATENCY", **thread_config(threads)}
-    if precision == "fp32":
+    if precision == "fp32" or not onednn_allows_bf16(switches().onednn_max_cpu_isa):
         config["INFERENCE_PRECISION_HINT"] = "f32"
     return config
 

@@ -65,6 +65,18 @@ def test_threads_are_capped_at_the_cpus_and_siblings_all_run():
     assert thread_config(1, {2, 3}, one_core) == {"INFERENCE_NUM_THREADS": 1}
 
 
+@pytest.mark.parametrize("cap, f32", [("", False), ("AVX512_CORE_AMX", False), ("AVX2_VNNI", True),
+                                      ("AVX512_CORE_VNNI", True)])
+def test_int8_float_layers_stay_f32_below_a_bf16_cap(monkeypatch, cap, f32):
+    """OpenVINO picks bf16 for INT8's float layers from the CPU's flags; under a oneDNN cap below
+    bf16 (a laptop's ISA on an AMX machine) that would be emulated, so f32 is asked for."""
+    from styleforge.engine.openvino_runner import compile_config
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", cap) if cap else monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    assert ("INFERENCE_PRECISION_HINT" in compile_config("int8", 2)) == f32
+    assert compile_config("fp32", 2)["INFERENCE_PRECISION_HINT"] == "f32"
+
+
 @needs_openvino
 def test_threading_reports_what_openvino_compiled():
     import os
