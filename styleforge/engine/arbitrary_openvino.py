@@ -4,8 +4,10 @@
 alpha)` and `encode_style(painting)`. Three OpenVINO models, each exported once from the PyTorch
 modules (dynamic batch, height and width) through `openvino_runner.load_or_build` (the same cache
 and INT8 recipe as the built-in styles: NNCF post-training quantization): the encoder (VGG16
-conv1_1…conv4_1), the attention blocks (`TransferPart`: the encoder's features and ONE painting's
-cached keys, values and statistics as inputs, so one model serves every painting) and the decoder.
+conv1_1…conv4_1; relu2_1 leaves it already 2× average-pooled, the only form the attention's keys
+read, so a quarter of that tensor crosses to the next part: `encoder_levels`), the attention
+blocks (`TransferPart`: the encoder's features and ONE painting's cached keys, values and
+statistics as inputs, so one model serves every painting) and the decoder.
 The attention part is always fp32 (its softmax and statistics are not quantized): exported with
 the attention as one SDPA op on the keys' real width (the CUDA kernel's zero columns dropped),
 which OpenVINO's CPU plugin runs fused, in a fraction of PyTorch's matmul–exp–matmul time
@@ -33,7 +35,7 @@ from ..models.arbitrary import ArbitraryStyleNet, StyleCode
 from ..models.arbitrary import transfer as transfer_module
 from ..models.arbitrary.encoder import LEVELS, level_index
 from ..models.arbitrary.merge import merge_style_code
-from ..models.arbitrary.model import pad_to_multiple, style_shares
+from ..models.arbitrary.model import pad_to_multiple, pooled, style_shares
 from ..models.arbitrary.transfer import StyleLevel
 from .openvino_runner import (
     PRECISIONS,
@@ -42,10 +44,11 @@ from .openvino_runner import (
     export,
     load_or_build,
     openvino_available,
+    quantize,
 )
 
-ARBITRARY_RECIPE = 1   # bump when the calibration below changes: cached INT8 parts are rebuilt
-TRANSFER_GRAPH = 2     # bump when `TransferPart`'s inputs or export change: its cached IR is rebuilt
+ARBITRARY_RECIPE = 2   # bump when the calibration below changes: cached INT8 parts are rebuilt
+TRANSFER_GRAPH = 3     # bump when `TransferPart`'s inputs or export change: its cached IR is rebuilt
 CODE_FIELDS = 5        # per level: k, v, mean, std, bias
 # A painting's keys per head on this path, merged from the model's (up to max_style_tokens) by
 # `merge.py`: the attention's cost is linear in them. The quality held is in docs/cpu.md.
@@ -53,20 +56,24 @@ STYLE_TOKENS = {"relu3_1": 256, "relu4_1": 256}
 
 
 def encoder_levels(model: ArbitraryStyleNet) -> tuple[str, ...]:
-    """The VGG levels the transfer blocks read: each transfer level and the one above it."""
+    """The encoder part's outputs, the keys of the features the transfer blocks read: each
+    transfer level, and the one above the first pooled 2× (`pooled`: only its pool is read, the
+    keys' `avgpool(F_above)`, so a quarter of it leaves the encoder)."""
     first = level_index(model.config.levels[0]) - 1
-    return LEVELS[first:level_index(model.config.levels[-1]) + 1]
+    return (pooled(LEVELS[first]), *LEVELS[first + 1:level_index(model.config.levels[-1]) + 1])
 
 
 class EncoderPart(nn.Module):
-    """(N, 3, H, W) 0–255, H, W multiples of the model's stride → the features of `levels`."""
+    """(N, 3, H, W) 0–255 → the features of `levels` (`encoder_levels`), the first pooled."""
 
     def __init__(self, model: ArbitraryStyleNet):
         super().__init__()
         self.encoder, self.levels = model.encoder, encoder_levels(model)
+        self.above = LEVELS[level_index(model.config.levels[0]) - 1]
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         feats = self.encoder(x, last=self.levels[-1])
+        feats[pooled(self.above)] = F.avg_pool2d(feats[self.above], 2)
         return tuple(feats[level] for level in self.levels)
 
 
@@ -143,6 +150,14 @@ def code_inputs(code: StyleCode, levels: tuple[str, ...]) -> list[torch.Tensor]:
                                             bias(code[level]))]
 
 
+def encoder_int8(encoder: EncoderPart, example: torch.Tensor, images: list):
+    """The encoder part exported and quantized, its relu2_1 pool left reading the float relu2_1 (as
+    the attention part did when the full tensor left the encoder), so only the convs' inputs are
+    8 bits, as before the pool moved in."""
+    import nncf
+    return quantize(export(encoder, (example,)), images, nncf.IgnoredScope(types=["AvgPool"]))
+
+
 def _calibration(model: ArbitraryStyleNet) -> tuple[list, list]:
     """(encoder inputs, decoder inputs) from the shipped photos; each photo at 256 px is styled by
     the next photo's code, so the decoder's ranges come from real transfer outputs."""
@@ -181,15 +196,15 @@ class OpenVINOArbitraryNet:
         calibration = functools.cache(lambda: _calibration(self.model))   # shared; none when cached
         tiny = torch.rand(1, 3, 4 * model.config.multiple, 4 * model.config.multiple) * 255
         with torch.no_grad():   # not inference_mode: the export traces these tensors
-            tiny_feats = self.model.encode(tiny)
+            tiny_feats = dict(zip(self.levels, encoder(tiny)))
             tiny_code = self.model.encode_style(tiny)
             dec_example = tuple(self.model.transfer_features(tiny_feats, [(tiny_code, 1.0)])[level]
                                 for level in model.config.levels)
             transfer_example = (*(tiny_feats[level] for level in self.levels),
                                 *code_inputs(tiny_code, model.config.levels))
         tag = f"arb{ARBITRARY_RECIPE}"
-        enc_ir = load_or_build(encoder, precision, lambda m: export(m, (tiny,)),
-                               lambda: calibration()[0], tag=f"{tag}-encoder")
+        enc_ir = load_or_build(encoder, precision, lambda m: export(m, (tiny,)), lambda: calibration()[0],
+                               tag=f"{tag}-encoder", build_int8=lambda m, images: encoder_int8(m, tiny, images))
         dec_ir = load_or_build(decoder, precision, lambda m: export(m, dec_example),
                                lambda: calibration()[1], tag=f"{tag}-decoder")
         transfer_ir = load_or_build(TransferPart(self.model), "fp32",

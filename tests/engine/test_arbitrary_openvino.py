@@ -6,10 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from PIL import Image
 
 from styleforge.engine.openvino_runner import openvino_available
 from styleforge.models.arbitrary import ArbitraryConfig, ArbitraryStyleNet, save_arbitrary
+from styleforge.models.arbitrary.model import pooled
 from tests.conftest import psnr, rel_error
 
 needs_openvino = pytest.mark.skipif(not openvino_available("int8")[0], reason="openvino/nncf not installed")
@@ -23,6 +25,12 @@ def tiny_model() -> ArbitraryStyleNet:
         for p in model.parameters():
             torch.nn.init.kaiming_normal_(p) if p.dim() == 4 else torch.nn.init.uniform_(p, 0.0, 0.1)
     return model.eval()
+
+
+def model_features(model: ArbitraryStyleNet, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The model's own encoder features, with relu2_1's 2× pool as the OpenVINO encoder hands it."""
+    feats = model.encode(x)
+    return {**feats, pooled("relu2_1"): F.avg_pool2d(feats["relu2_1"], 2)}
 
 
 @pytest.fixture
@@ -47,7 +55,10 @@ def test_fp32_equals_the_model_at_odd_sizes(cache):
             x = torch.rand(shape) * 255
             assert rel_error(net.stylize(x, [(code, 1.0)], 0.7), model.stylize(x, [(code, 1.0)], 0.7)) < 1e-4
         batch = torch.rand(2, 3, 32, 48) * 255                   # one model for any batch
-        feats, ov_feats = model.encode(batch), net.encode(batch)
+        feats, ov_feats = model_features(model, batch), net.encode(batch)
+        # relu2_1 leaves the encoder pooled (only its pool is read): a quarter of the tensor
+        assert list(ov_feats) == [pooled("relu2_1"), "relu3_1", "relu4_1"]
+        assert ov_feats[pooled("relu2_1")].shape == (2, 8, 8, 12)
         for level, got in ov_feats.items():
             assert rel_error(got, feats[level]) < 1e-4
     assert len(list(cache.glob("*-fp32-*-arb*-encoder.xml"))) == 1
@@ -64,7 +75,7 @@ def test_attention_part_mixes_paintings_over_a_batch_as_the_model(cache):
     with torch.no_grad():
         codes = [model.encode_style(torch.rand(2, 3, 48, 64) * 255), model.encode_style(torch.rand(2, 3, 80, 32) * 255)]
         assert codes[0][model.config.levels[0]].k.shape != codes[1][model.config.levels[0]].k.shape
-        feats = model.encode(torch.rand(2, 3, 48, 80) * 255)
+        feats = model_features(model, torch.rand(2, 3, 48, 80) * 255)
         styles = [(codes[0], 2.0), (codes[1], 1.0)]
         want = model.transfer_features(feats, styles, 0.6)
         got = net.transfer_features(feats, styles, 0.6)
@@ -91,7 +102,7 @@ def test_merged_painting_code_runs_on_openvino_as_in_the_model(cache):
             assert merged[level].k.shape[2] == tokens and merged[level].bias is not None
             assert rel_error(merged[level].k, want_code[level].k) < 1e-4
         plain = model.encode_style(torch.rand(2, 3, 48, 64) * 255)
-        feats = model.encode(torch.rand(2, 3, 48, 80) * 255)
+        feats = model_features(model, torch.rand(2, 3, 48, 80) * 255)
         for styles in ([(merged, 1.0)], [(merged, 1.0), (plain, 2.0)]):
             want = model.transfer_features(feats, styles, 0.8)
             got = net.transfer_features(feats, styles, 0.8)
@@ -122,7 +133,7 @@ def test_int8_runs_integer_convolutions_is_close_and_read_back_from_the_cache(ca
         # The encoder is a VGG stack, which random He-initialised weights keep image-like; the
         # random decoder is not (its outputs reach −500), so its INT8 error says nothing about the
         # shipped weights' (docs/cpu.md has theirs): here it is only read back from the cache.
-        feats, ov_feats = model.encode(photo), net.encode(photo)
+        feats, ov_feats = model_features(model, photo), net.encode(photo)
         got = net.decode(model.transfer_features(ov_feats, code))
     for level, value in ov_feats.items():
         assert 1e-4 < rel_error(value, feats[level]) < 0.1   # quantized, not fp32 by mistake; still close

@@ -40,6 +40,12 @@ def pad_to_multiple(x: torch.Tensor, multiple: int) -> torch.Tensor:
     return F.pad(x, (0, pw, 0, ph), mode=mode)
 
 
+def pooled(level: str) -> str:
+    """The features' key for avgpool(F_level, 2), when an encoder hands it in pooled (the
+    OpenVINO one: a quarter of the tensor leaves it) instead of F_level itself."""
+    return f"{level}/pool2"
+
+
 def style_shares(weights: list[float]) -> list[float]:
     """Relative weights → shares summing to 1. Divided by the largest first, so weights near the
     float maximum (1e308 + 1e308 = inf) still mix as they should; a weight that is negative or
@@ -90,9 +96,12 @@ class ArbitraryStyleNet(nn.Module):
         return self.encoder(image, last=self.config.levels[-1])
 
     def key_features(self, feats: dict[str, torch.Tensor], level: str) -> torch.Tensor:
-        """[norm(F_l), norm(avgpool(F_above))]: what queries and keys are projected from."""
-        here = feats[level]
-        above = F.avg_pool2d(feats[self._above(level)], 2)[..., :here.shape[-2], :here.shape[-1]]
+        """[norm(F_l), norm(avgpool(F_above))]: what queries and keys are projected from
+        (avgpool(F_above) from `feats[pooled(above)]` when the encoder pooled it)."""
+        here, above = feats[level], feats.get(pooled(self._above(level)))
+        if above is None:
+            above = F.avg_pool2d(feats[self._above(level)], 2)
+        above = above[..., :here.shape[-2], :here.shape[-1]]
         return torch.cat([normalized(here), normalized(above)], dim=1)
 
     def encode_style_features(self, feats: dict[str, torch.Tensor]) -> StyleCode:
