@@ -124,6 +124,9 @@ def test_int8_runs_integer_convolutions_is_close_and_read_back_from_the_cache(ca
         convs = [node for node in parts[name] if node[1] == "Convolution"]
         assert len(convs) == count, convs
         assert all(node[2] in ("u8", "i8") for node in convs), convs
+    # relu2_1's pool (inside the encoder part) reads the float relu2_1, not conv2_2's 8-bit input.
+    pools = openvino_runner.executed_precisions(net.compiled()["encoder"], ("Pooling",))
+    assert [node[2] for node in pools if "avg_pool" in node[0]] == ["f32"], pools
     projections = [node for node in parts["attention"] if node[1] == "FullyConnected"]
     assert len(projections) == 6 and all(node[2] == "f32" for node in projections), projections
     # A shipped photo, like the calibration set (uniform noise is far outside its ranges).
