@@ -43,9 +43,9 @@ from .options import TEMPORAL_DETAIL_SIGMA, TEMPORAL_FLOW_CHECK, TEMPORAL_STRENG
 # Without the forward flow the trust mask also passes pixels whose flow the round trip refuses:
 # its bound (√0.5 px at 1080p) is a quarter of a pixel at the 640-px flow size, and on smooth surfaces
 # a flow that far off still matches the inputs within any photometric tolerance. The blend then
-# weighs the carried frame by this share of α (0.846 at the default 0.9), so fewer frames' strokes
-# are averaged where the flow may be off; the scene-cut test is unchanged (docs/temporal.md).
-UNCHECKED_TRUST = TEMPORAL_UNCHECKED_TRUST
+# weighs the carried frame by a share of α (`unchecked_trust`, TEMPORAL_UNCHECKED_TRUST: 0.846 at
+# the default 0.9), so fewer frames' strokes are averaged where the flow may be off; the
+# scene-cut test is unchanged (docs/temporal.md).
 FEATHER_SIGMA = 0.0     # cv2's rule for the feather's kernel: σ from its size (binomial ≤ 7 taps)
 MAX_GAIN = 2.0          # the energy restore amplifies the fine band at most this much
 
@@ -58,7 +58,7 @@ class TemporalSettings:
     flow_check: bool = TEMPORAL_FLOW_CHECK    # the forward flow too, for the forward–backward test;
     #                                       off: the backward flow alone (half the flow's cost)
     photometric_tolerance: float = 30.0   # max input difference (0–255) after the warp to trust a pixel
-    unchecked_trust: float = UNCHECKED_TRUST   # × α without the forward–backward test (backward
+    unchecked_trust: float = TEMPORAL_UNCHECKED_TRUST   # × α without the forward–backward test (backward
     #                                       flow alone): its trusted pixels' flows are less sure
     scene_cut: float = 0.6                # restart when more than this share of pixels is untrusted
     feather: int = 2                      # px: the trust mask is blurred by this radius
