@@ -23,8 +23,6 @@ Not the GPU tables (`bench.endtoend`), not the arbitrary model on the CPU (`benc
 from __future__ import annotations
 
 import importlib.util
-import os
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -36,6 +34,7 @@ import torch
 
 from ..psnr import psnr
 from ..switches import switches
+from .cpu_host import affinity, load_average, onednn_isa
 from .harness import summarize
 from .progress import Deadline, Stages
 from .results import Row, append_rows, new_run_id
@@ -65,23 +64,6 @@ def parse_providers(text: str | None) -> tuple[str, ...]:
     return tuple(name for name in PROVIDERS if name in asked)
 
 
-def cpu_list(cpus) -> str:
-    """{2, 3, 4, 7} → "2-4,7": the CPUs a thread may run on, as taskset writes them."""
-    cpus, spans = sorted(cpus), []
-    for cpu in cpus:
-        if spans and cpu == spans[-1][1] + 1:
-            spans[-1][1] = cpu
-        else:
-            spans.append([cpu, cpu])
-    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans)
-
-
-def affinity() -> str:
-    """The calling thread's CPUs ("" where the OS does not say): a runtime that pins threads must
-    not leave the caller's mask narrowed."""
-    return cpu_list(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else ""
-
-
 @dataclass
 class CpuBenchConfig:
     style: str = "candy"
@@ -106,33 +88,6 @@ class CpuBenchConfig:
             raise ValueError(f"--reps must be ≥ 1, got {self.reps}")
         if self.time_budget is not None and self.time_budget <= 0:
             raise ValueError(f"--time-budget must be > 0 seconds, got {self.time_budget}")
-
-
-def onednn_isa() -> str:
-    """The ISA oneDNN dispatches to here, from its verbose line in a child process (same env)."""
-    # A child process with our environment, so that the ISA cap applies; large enough that
-    # PyTorch hands the convolution to oneDNN (tiny ones take its own kernel).
-    code = ("import torch; from torch.backends import mkldnn\n"
-            "with mkldnn.verbose(mkldnn.VERBOSE_ON):\n"
-            "    torch.nn.functional.conv2d(torch.rand(1, 32, 64, 64), torch.rand(32, 32, 3, 3))")
-    try:
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             timeout=120).stdout
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"unknown ({exc})"
-    for line in out.splitlines():
-        if ",isa:" in line:
-            return line.split(",isa:", 1)[1].strip()
-    return "unknown (no oneDNN verbose line)"
-
-
-def load_average() -> str:
-    """The 1-minute load average when the row was taken: the CPU may be shared, so a row says how
-    busy it was (the minimum over reps is the figure least disturbed by the other processes)."""
-    try:
-        return f"{os.getloadavg()[0]:.2f}"
-    except OSError:
-        return ""
 
 
 def load_metrics(path: str | None):

@@ -32,7 +32,8 @@ import numpy as np
 import torch
 from PIL import Image
 
-from .cpu import load_average, load_metrics
+from .cpu import load_metrics
+from .cpu_host import load_average
 from .results import DEFAULT_OUTPUT, Row, append_rows, new_run_id
 
 SIDE = 512

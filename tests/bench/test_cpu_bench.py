@@ -82,7 +82,7 @@ def test_time_calls_stops_its_rounds_at_the_deadline_and_reports_each_call():
 
 
 def test_cpu_list_is_written_as_taskset_writes_it():
-    from styleforge.bench.cpu import cpu_list
+    from styleforge.bench.cpu_host import cpu_list
     assert cpu_list({7, 2, 3, 4}) == "2-4,7" and cpu_list({5}) == "5" and cpu_list(set()) == ""
 
 
