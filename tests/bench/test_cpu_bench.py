@@ -1,7 +1,8 @@
 """`styleforge bench --cpu`: the ISA oneDNN reports, the photos, the timing loop (its deadline and
 progress calls), the shared metrics module loaded from a path (or its absence reported as None),
-the provider filter, and, on a tiny style at 32 px, rows in cpu.csv as soon as each is measured
-(a run dying later keeps them) and skipped rows for what the time budget left unstarted."""
+the provider filter and its order, and, on a tiny style at 32 px, rows in cpu.csv as soon as each
+is measured (a run dying later keeps them), skipped rows for what the time budget left unstarted,
+and the PSNR of a row run before ours-fp32 (against PyTorch fp32 computed untimed)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -9,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from styleforge.bench.cpu import load_metrics, onednn_isa, photos, time_calls
+from styleforge.engine.openvino_runner import openvino_available
 
 
 def test_photos_have_the_asked_longer_side():
@@ -86,10 +88,12 @@ def test_cpu_list_is_written_as_taskset_writes_it():
     assert cpu_list({7, 2, 3, 4}) == "2-4,7" and cpu_list({5}) == "5" and cpu_list(set()) == ""
 
 
-def test_providers_are_filtered_by_name_and_run_in_their_order():
+def test_providers_are_filtered_by_name_and_kept_in_the_listed_order():
     from styleforge.bench.cpu import PEER, PROVIDERS, CpuBenchConfig, parse_providers
-    assert parse_providers(f"{PEER}, ours-openvino-int8") == ("ours-openvino-int8", PEER)
+    assert parse_providers(f"{PEER}, ours-openvino-int8,{PEER}") == (PEER, "ours-openvino-int8")
     assert parse_providers(None) == parse_providers("") == PROVIDERS
+    with pytest.raises(ValueError, match="more than once"):
+        CpuBenchConfig(providers=("ours-fp32", "ours-fp32"))
     with pytest.raises(ValueError, match="unknown ours-fast"):
         parse_providers("ours-fp32,ours-fast")
     with pytest.raises(ValueError, match="unknown CPU providers"):
@@ -218,3 +222,56 @@ def test_equal_outputs_reuse_the_fp32_style_ratios(quick_bench, monkeypatch, tmp
     assert len(bench.metrics.calls) == 3                 # the three photos, once
     assert first.notes["style_ratio"] == again.notes["style_ratio"] == 0.5
     assert again.notes["style_ratio_of"] == "ours-fp32: equal outputs" and again.psnr_db == float("inf")
+
+
+def test_a_row_run_before_ours_fp32_gets_the_same_psnr_from_an_untimed_reference(quick_bench, monkeypatch):
+    # bf16 (emulated here: fine at 32 px) is a row that needs PyTorch fp32 for its PSNR.
+    from styleforge.bench import cpu
+    from styleforge.engine import backends
+    monkeypatch.setattr(backends, "cpu_has_native_bf16", lambda: True)
+    first, _ = cpu.run_cpu_bench(quick_bench(providers=("ours-fp32", "ours-bf16")), log=lambda line: None)
+    lines = []
+    bench = cpu.CpuBench(quick_bench(providers=("ours-bf16", "ours-fp32")), log=lines.append)
+    bf16, fp32 = bench.run()
+    assert (bf16.provider, fp32.provider) == ("ours-bf16", "ours-fp32")
+    assert 20 < first[1].psnr_db < float("inf") and bf16.psnr_db == first[1].psnr_db
+    assert "untimed" in bf16.notes["psnr_reference"]
+    assert sum("PSNR reference, PyTorch fp32 (untimed" in line for line in lines) == 1
+    # The timed fp32 row equals the untimed reference, which it leaves as it was.
+    assert fp32.psnr_db == float("inf") and "psnr_reference" in fp32.notes
+    assert bf16.notes["runtimes_loaded"] == "none"
+
+
+def test_the_untimed_reference_is_not_started_once_the_budget_is_spent(quick_bench, monkeypatch):
+    from styleforge.bench import cpu
+    from styleforge.bench.progress import Deadline
+    from styleforge.engine import backends
+    monkeypatch.setattr(backends, "cpu_has_native_bf16", lambda: True)
+    lines = []
+    bench = cpu.CpuBench(quick_bench(providers=("ours-bf16", "ours-fp32"), time_budget=600), log=lines.append)
+    timed = cpu.time_calls
+
+    def spends_the_budget(*args, **kwargs):
+        out = timed(*args, **kwargs)
+        bench.deadline = Deadline(0.0)        # the budget runs out during the timed rounds
+        return out
+    monkeypatch.setattr(cpu, "time_calls", spends_the_budget)
+    bf16, fp32 = bench.run()
+    assert bf16.status == "ok" and bf16.psnr_db == "" and "--time-budget" in bf16.notes["psnr"]
+    assert fp32.status == "skipped" and not bench.reference
+    assert not any("PSNR reference" in line for line in lines)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not openvino_available("int8")[0], reason="openvino/nncf not installed")
+def test_openvino_int8_before_ours_fp32_gets_the_psnr_it_gets_after_it(quick_bench, monkeypatch, tmp_path):
+    from styleforge.bench import cpu
+    from styleforge.engine import openvino_runner
+    monkeypatch.setenv("STYLEFORGE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(openvino_runner, "CALIBRATION_SIDES", (64,))   # fewer, smaller: faster
+    after, _ = cpu.run_cpu_bench(quick_bench(providers=("ours-fp32", "ours-openvino-int8")), log=lambda line: None)
+    before, _ = cpu.run_cpu_bench(quick_bench(providers=("ours-openvino-int8", "ours-fp32")), log=lambda line: None)
+    assert [r.provider for r in before] == ["ours-openvino-int8", "ours-fp32"]
+    assert before[0].status == after[1].status == "ok"
+    assert 0 < before[0].psnr_db == after[1].psnr_db < float("inf")
+    assert before[0].notes["runtimes_loaded"].startswith("openvino")
