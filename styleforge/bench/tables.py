@@ -439,15 +439,17 @@ def cpu_summary(results: Path) -> str:
 def _cpu_block(rows: list[dict]) -> str:
     lines = ["| path | px | wall ms (median) | wall ms (min) | CPU ms per call | PSNR vs fp32 dB | "
              "style ratio |", "|---|---:|---:|---:|---:|---:|---:|"]
+    missing: dict[str, list[str]] = {}     # why → providers: one line, not a row each
     for r in rows:
         n = _notes(r)
         if r.get("status") != "ok":
-            lines.append(f"| {r['provider']} | – | {r.get('status')}: {r.get('error', '')[:70].replace('|', '/')} "
-                         "| – | – | – | – |")
+            why = f"{r.get('status')}: {r.get('error', '')[:70].replace('|', '/')}"
+            missing.setdefault(why, []).extend([r["provider"]] * (r["provider"] not in missing.get(why, [])))
             continue
         lines.append(f"| {r['provider']} | {r['size']} | {_num(r['median_ms'])} | {_num(n.get('min_ms'))} | "
                      f"{_num(n.get('cpu_ms_median'))} | {r['psnr_db'] or '–'} | {n.get('style_ratio', '–')} |")
-    return "\n".join(lines) + "\n\n" + _cpu_provenance(rows)
+    gaps = "".join(f"\nNot in this run ({why}): {', '.join(names)}.\n" for why, names in missing.items())
+    return "\n".join(lines) + "\n" + gaps + "\n" + _cpu_provenance(rows)
 
 
 def cpu_arbitrary_summary(results: Path) -> str:

