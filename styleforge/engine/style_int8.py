@@ -55,7 +55,7 @@ INT8_MEASURED = {
     "317e1d49c4d32010": "rain_princess",
     "900eb8b4b27d130d": "shipwreck",
     "9d566814b27146cb": "starry_night",
-    "1f8f83c34de77080": "the_scream",
+    "5af599d891e0dcfa": "the_scream",
     "96c89f9a1d62ad03": "udnie",
 }
 
