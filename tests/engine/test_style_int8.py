@@ -79,6 +79,15 @@ def test_the_styles_measured_all_int8_are_the_shipped_weights():
     assert first_form("0" * 64) == "int8-float-norm-inputs"      # any other weights, the user's too
 
 
+def test_primeros_memoriales_keeps_the_float_norm_inputs_form():
+    """Its `int8` form kept the style ratio but lifted the CLI's PNG grid over issue 44's 10."""
+    from styleforge.engine.openvino_runner import weights_digest
+    from styleforge.models.checkpoint import build_model
+    from styleforge.models.registry import load_style
+    digest = weights_digest(build_model(load_style("primeros_memoriales")))
+    assert first_form(digest) == "int8-float-norm-inputs"
+
+
 def test_check_photos_are_the_unaltered_largest_calibration_images():
     from styleforge.engine.openvino_runner import CALIBRATION_SIDES, calibration_images
     calibration = calibration_images()
