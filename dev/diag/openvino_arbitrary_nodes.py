@@ -24,10 +24,10 @@ import argparse
 import collections
 import os
 import tempfile
-import time
 
 import numpy as np
 import torch
+from ov_node_times import node_times  # this folder: on sys.path when run as a script
 
 from styleforge.bench.cpu_arbitrary import load_photo
 from styleforge.engine.arbitrary import ArbitraryStylizer
@@ -57,22 +57,6 @@ def with_conv_impl(model, impl: str, folder: str):
     path = os.path.join(folder, "part.xml")
     ov.save_model(model, path, compress_to_fp16=False)
     return ov.Core().read_model(path)
-
-
-def node_times(request, inputs: dict, reps: int) -> tuple[dict, dict, float]:
-    """(node name → ms per inference, node name → (kind, kernel), process CPU ms per inference)."""
-    request.infer(inputs)
-    spent: collections.Counter = collections.Counter()
-    kinds = {}
-    cpu = 0.0
-    for _ in range(reps):
-        c0 = time.process_time()
-        request.infer(inputs)
-        cpu += time.process_time() - c0
-        for node in request.profiling_info:
-            spent[node.node_name] += node.real_time.total_seconds() * 1e3 / reps
-            kinds[node.node_name] = (node.node_type, node.exec_type)
-    return spent, kinds, cpu * 1e3 / reps
 
 
 @torch.inference_mode()
@@ -119,7 +103,8 @@ def main() -> None:
                 model = with_conv_impl(model, args.conv_impl, folder)
             config = {**compile_config(precision, args.threads), "PERF_COUNT": True}
             compiled = core.compile_model(model, "CPU", config)
-            spent, kinds, cpu_ms = node_times(compiled.create_infer_request(), inputs, args.reps)
+            spent, kinds, cpu = node_times(compiled.create_infer_request(), inputs, args.reps)
+            cpu_ms = sum(cpu) / len(cpu)
             total = sum(spent.values())
             # After the runs: a dynamic-shape node's kernel is chosen at its first inference.
             executed = collections.Counter((layer, precision, kernel)

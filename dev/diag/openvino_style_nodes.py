@@ -37,6 +37,7 @@ import time
 import numpy as np
 import torch
 import torch.nn.functional as F
+from ov_node_times import node_times  # this folder: on sys.path when run as a script
 from torch import nn
 
 from styleforge.bench.cpu import load_metrics, photos, to_tensor
@@ -174,17 +175,7 @@ def compile_model(ov_model, threads: int, profile: bool = False):
 def nodes(name: str, ov_model, x: np.ndarray, threads: int, reps: int, per_node: bool) -> None:
     """Node time by kind (each node's fastest of `reps`), process CPU ms per inference."""
     request = compile_model(ov_model, threads, profile=True).create_infer_request()
-    request.infer({0: x})
-    spent: dict[str, float] = {}
-    kinds, cpu = {}, []
-    for _ in range(reps):
-        start = time.process_time()
-        request.infer({0: x})
-        cpu.append((time.process_time() - start) * 1e3)
-        for node in request.profiling_info:
-            ms = node.real_time.total_seconds() * 1e3
-            spent[node.node_name] = min(spent.get(node.node_name, ms), ms)
-            kinds[node.node_name] = (node.node_type, node.exec_type)
+    spent, kinds, cpu = node_times(request, {0: x}, reps, fastest=True)
     total = sum(spent.values())
     print(f"\n{name}: {total:.0f} ms of node time (fastest of {reps} per node), process CPU ms per "
           f"inference median {np.median(cpu):.0f}, load {os.getloadavg()[0]:.2f}")
