@@ -444,7 +444,9 @@ def _cpu_block(rows: list[dict]) -> str:
         n = _notes(r)
         if r.get("status") != "ok":
             why = f"{r.get('status')}: {r.get('error', '')[:70].replace('|', '/')}"
-            missing.setdefault(why, []).extend([r["provider"]] * (r["provider"] not in missing.get(why, [])))
+            names = missing.setdefault(why, [])
+            if r["provider"] not in names:
+                names.append(r["provider"])
             continue
         lines.append(f"| {r['provider']} | {r['size']} | {_num(r['median_ms'])} | {_num(n.get('min_ms'))} | "
                      f"{_num(n.get('cpu_ms_median'))} | {r['psnr_db'] or '–'} | {n.get('style_ratio', '–')} |")
