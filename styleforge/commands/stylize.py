@@ -65,9 +65,8 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     # Nothing before `_start_cuda` imports torch (planning does: the default style's name).
-    from ..jobs import STDIO, done_records, plan_jobs, refused_records, run_jobs
+    from ..jobs import STDIO, done_records, plan_jobs, refused_records
     from ..jobs.devices import devices_from_args
-    from ..media.records import Record
     from .report import Report
     json_to = None
     if args.json:
@@ -97,37 +96,52 @@ def run(args: argparse.Namespace) -> int:
         report.progress.update(report.task, total=len(todo))
         return run_on_ray(todo, options, args.ray, args.ray_actors, report)
     if todo:
-        report.progress.update(report.task, total=len(todo))
-        from ..api import get_stylizer
-        from ..models.checkpoint import CheckpointError
-        try:
-            stylizer = get_stylizer(options)
-        except (CheckpointError, RuntimeError, ValueError) as exc:  # unusable style or device
-            report.say(f"error: {exc}", "bold red")
-            for job in todo:   # --json: one record per input, each saying why nothing was written
-                report.emit(Record(-1, str(job.source), error=str(exc)))
-            report.failed += len(todo)
-            report.say(report.summary())
-            return 2
-        report.say(f"style {stylizer.describe()}", "dim")
-        started, reported = time.time(), set()
-        try:
-            with report.progress:
-                for record in run_jobs(todo, stylizer, options, pipeline, stdin=sys.stdin.buffer,
-                                       stdout=sys.stdout.buffer):
-                    reported.add(record.output)
-                    report.item(record)
-        except RuntimeError as exc:  # e.g. --codec gpu where nvJPEG is unusable
-            report.say(f"error: {exc}", "bold red")
-            return 2
-        except KeyboardInterrupt:
-            for job in written_unreported(todo, reported, started):
-                report.settled(Record(-1, str(job.source), str(job.target),
-                                      notes=["written as the run was interrupted"]))
-            report.say(f"interrupted: {report.summary(planned=len(plan.jobs))}", "bold red")
-            return 130
+        from .notices import engine_notices
+        with engine_notices(lambda message: report.say(message, "dim")):
+            code = _stylize_here(todo, options, pipeline, report, len(plan.jobs))
+        if code is not None:
+            return code
     report.say(report.summary())
     return 1 if report.failed else 0
+
+
+def _stylize_here(todo: list, options: StylizeOptions, pipeline, report, planned: int) -> int | None:
+    """The jobs in this process, with its cached `Stylizer`; an exit code, or None when every job
+    ran (the caller prints the summary)."""
+    import sys
+
+    from ..api import get_stylizer
+    from ..jobs import run_jobs
+    from ..media.records import Record
+    from ..models.checkpoint import CheckpointError
+    report.progress.update(report.task, total=len(todo))
+    try:
+        stylizer = get_stylizer(options)
+    except (CheckpointError, RuntimeError, ValueError) as exc:  # unusable style or device
+        report.say(f"error: {exc}", "bold red")
+        for job in todo:   # --json: one record per input, each saying why nothing was written
+            report.emit(Record(-1, str(job.source), error=str(exc)))
+        report.failed += len(todo)
+        report.say(report.summary())
+        return 2
+    report.say(f"style {stylizer.describe()}", "dim")
+    started, reported = time.time(), set()
+    try:
+        with report.progress:
+            for record in run_jobs(todo, stylizer, options, pipeline, stdin=sys.stdin.buffer,
+                                   stdout=sys.stdout.buffer):
+                reported.add(record.output)
+                report.item(record)
+    except RuntimeError as exc:  # e.g. --codec gpu where nvJPEG is unusable
+        report.say(f"error: {exc}", "bold red")
+        return 2
+    except KeyboardInterrupt:
+        for job in written_unreported(todo, reported, started):
+            report.settled(Record(-1, str(job.source), str(job.target),
+                                  notes=["written as the run was interrupted"]))
+        report.say(f"interrupted: {report.summary(planned=planned)}", "bold red")
+        return 130
+    return None
 
 
 def written_unreported(todo: list, reported: set, since: float) -> list:

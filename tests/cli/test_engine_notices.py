@@ -1,0 +1,50 @@
+"""A style's first use on OpenVINO (export + INT8 calibration, tens of seconds) is said on the
+command's output: the engine logs it at INFO, which Python's default logging hides."""
+import logging
+
+from styleforge.cli import main
+from styleforge.commands.notices import NOTICE_LOGGERS, engine_notices
+
+RUNNER = logging.getLogger("styleforge.engine.openvino_runner")
+
+
+def test_forwards_info_and_warnings_then_restores_the_logger():
+    assert RUNNER.name in NOTICE_LOGGERS
+    before = (RUNNER.level, RUNNER.propagate, list(RUNNER.handlers))
+    said = []
+    with engine_notices(said.append):
+        RUNNER.info("preparing the OpenVINO %s model", "int8")
+        RUNNER.debug("not for users")
+        RUNNER.warning("could not cache it")
+    RUNNER.info("after the block")
+    assert said == ["preparing the OpenVINO int8 model", "warning: could not cache it"]
+    assert (RUNNER.level, RUNNER.propagate, list(RUNNER.handlers)) == before
+
+
+def test_a_failing_say_does_not_break_the_engine(capsys):
+    def broken(message):
+        raise OSError("stderr closed")
+    with engine_notices(broken):
+        RUNNER.info("preparing")     # reported by logging's handleError; nothing raises here
+    err = capsys.readouterr().err
+    assert "Logging error" in err and "stderr closed" in err
+
+
+def test_stylize_says_the_preparation(styles_env, tmp_path, capsys, monkeypatch):
+    """The CLI forwards what the engine logs while it builds the stylizer (here a stand-in for
+    the OpenVINO export, so the test needs neither openvino nor its minutes)."""
+    import styleforge.api as api
+    from PIL import Image
+    real = api.get_stylizer
+
+    def logging_build(options):
+        RUNNER.info("preparing the OpenVINO int8 model for these weights (once; cached in %s)", tmp_path)
+        return real(options)
+
+    monkeypatch.setattr(api, "get_stylizer", logging_build)
+    Image.new("RGB", (20, 16), (90, 120, 200)).save(tmp_path / "a.png")
+    code = main(["stylize", str(tmp_path / "a.png"), "--device", "cpu"])
+    err = capsys.readouterr().err
+    assert code == 0
+    assert f"preparing the OpenVINO int8 model for these weights (once; cached in {tmp_path})" in err
+    assert err.index("preparing the OpenVINO") < err.index("1 done")
