@@ -204,12 +204,15 @@ class OpenVINOArbitraryNet:
                                 *code_inputs(tiny_code, model.config.levels))
         tag = f"arb{ARBITRARY_RECIPE}"
         enc_ir = load_or_build(encoder, precision, lambda m: export(m, (tiny,)), lambda: calibration()[0],
-                               tag=f"{tag}-encoder", build_int8=lambda m, images: encoder_int8(m, tiny, images))
+                               tag=f"{tag}-encoder", build_int8=lambda m, images: encoder_int8(m, tiny, images),
+                               what="the any-painting model's encoder")
         dec_ir = load_or_build(decoder, precision, lambda m: export(m, dec_example),
-                               lambda: calibration()[1], tag=f"{tag}-decoder")
+                               lambda: calibration()[1], tag=f"{tag}-decoder",
+                               what="the any-painting model's decoder")
         transfer_ir = load_or_build(TransferPart(self.model), "fp32",
                                     lambda m: export_transfer(m, transfer_example),
-                                    tag=f"{tag}-transfer{TRANSFER_GRAPH}")
+                                    tag=f"{tag}-transfer{TRANSFER_GRAPH}",
+                                    what="the any-painting model's attention blocks")
         core = ov.Core()
         config = compile_config(precision, threads)
         self._encoder = core.compile_model(enc_ir, "CPU", config).create_infer_request()

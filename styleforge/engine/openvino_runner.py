@@ -132,18 +132,26 @@ def quantize(ov_model, images: list[np.ndarray], ignored_scope=None):
     `nncf.IgnoredScope`) names the operations whose inputs stay in floating point."""
     import nncf
     extra = {"ignored_scope": ignored_scope} if ignored_scope is not None else {}
-    return nncf.quantize(ov_model, nncf.Dataset(images), subset_size=len(images),
-                         fast_bias_correction=True, **extra)
+    # NNCF prints its INFO notes ("1 ignored nodes were found…") on its own handler: not for users.
+    nncf_log = logging.getLogger("nncf")
+    level = nncf_log.level
+    nncf_log.setLevel(max(level, logging.WARNING))
+    try:
+        return nncf.quantize(ov_model, nncf.Dataset(images), subset_size=len(images),
+                             fast_bias_correction=True, **extra)
+    finally:
+        nncf_log.setLevel(level)
 
 
 def load_or_build(model: torch.nn.Module, precision: str, export_fn=None, calibration=None, tag: str = "",
-                  build_int8=None):
+                  build_int8=None, what: str = "these weights"):
     """The IR for this model and precision from the cache, building (and caching) it if absent.
 
     `export_fn(model)` and `calibration()` default to the style network's (`export`,
     `calibration_images`); another network (the arbitrary model's parts) passes its own and a
     `tag` naming them, which joins the cache key. `build_int8(model, images)`, when given,
-    replaces export + `quantize` for INT8 (the style network's checked recipe, `style_int8`)."""
+    replaces export + `quantize` for INT8 (the style network's checked recipe, `style_int8`).
+    `what` names the network in the two INFO lines a build logs (the CLI shows them)."""
     import openvino as ov
     export_fn = export_fn or export
     calibration = calibration or calibration_images
@@ -156,7 +164,7 @@ def load_or_build(model: torch.nn.Module, precision: str, export_fn=None, calibr
         except RuntimeError as exc:   # a truncated or foreign file: rebuild it
             log.warning("rebuilding the unreadable OpenVINO cache entry %s (%s)", xml, exc)
     start = time.perf_counter()
-    log.info("preparing the OpenVINO %s model for these weights (once; cached in %s)", precision, folder)
+    log.info("preparing the OpenVINO %s model for %s (once; cached in %s)", precision, what, folder)
     if precision == "int8" and build_int8 is not None:
         ov_model = build_int8(model, calibration())
     else:
@@ -173,7 +181,7 @@ def load_or_build(model: torch.nn.Module, precision: str, export_fn=None, calibr
         os.replace(tmp, xml)
     except OSError as exc:   # a read-only cache only costs the export again next time
         log.warning("could not cache the OpenVINO model in %s: %s", folder, exc)
-    log.info("OpenVINO %s model ready in %.1f s", precision, time.perf_counter() - start)
+    log.info("OpenVINO %s model for %s ready in %.1f s", precision, what, time.perf_counter() - start)
     return ov_model
 
 
@@ -263,10 +271,10 @@ class OpenVINORunner:
             # The first form joins the key: weights newly measured (`INT8_MEASURED`) build again.
             first = style_int8.first_form(digest)
             ov_model = load_or_build(model, precision, tag=f"style{style_int8.STYLE_INT8_RECIPE}-{first}",
-                                     build_int8=build)
+                                     build_int8=build, what="this style")
             self.form = style_int8.form_of(ov_model)     # which layers stay float (`style_int8.FORMS`)
         else:
-            ov_model, self.form = load_or_build(model, precision), "fp32"
+            ov_model, self.form = load_or_build(model, precision, what="this style"), "fp32"
         math = "fp32" if self.form == "fp32" else precision
         self.compiled = ov.Core().compile_model(ov_model, "CPU", compile_config(math, self.threads))
         self._request = self.compiled.create_infer_request()

@@ -2,6 +2,8 @@
 command's output: the engine logs it at INFO, which Python's default logging hides."""
 import logging
 
+import pytest
+
 from styleforge.cli import main
 from styleforge.commands.notices import NOTICE_LOGGERS, engine_notices
 
@@ -33,12 +35,13 @@ def test_a_failing_say_does_not_break_the_engine(capsys):
 def test_stylize_says_the_preparation(styles_env, tmp_path, capsys, monkeypatch):
     """The CLI forwards what the engine logs while it builds the stylizer (here a stand-in for
     the OpenVINO export, so the test needs neither openvino nor its minutes)."""
-    import styleforge.api as api
     from PIL import Image
+
+    import styleforge.api as api
     real = api.get_stylizer
 
     def logging_build(options):
-        RUNNER.info("preparing the OpenVINO int8 model for these weights (once; cached in %s)", tmp_path)
+        RUNNER.info("preparing the OpenVINO int8 model for this style (once; cached in %s)", tmp_path)
         return real(options)
 
     monkeypatch.setattr(api, "get_stylizer", logging_build)
@@ -46,5 +49,24 @@ def test_stylize_says_the_preparation(styles_env, tmp_path, capsys, monkeypatch)
     code = main(["stylize", str(tmp_path / "a.png"), "--device", "cpu"])
     err = capsys.readouterr().err
     assert code == 0
-    assert f"preparing the OpenVINO int8 model for these weights (once; cached in {tmp_path})" in err
+    assert f"preparing the OpenVINO int8 model for this style (once; cached in {tmp_path})" in err
     assert err.index("preparing the OpenVINO") < err.index("1 done")
+
+
+def test_the_real_export_is_said_once_then_cached(styles_env, tmp_path, capsys, monkeypatch):
+    """With OpenVINO installed: the runner's own lines on the first run, none on the second."""
+    pytest.importorskip("openvino")
+    from PIL import Image
+
+    import styleforge.api as api
+    monkeypatch.setenv("STYLEFORGE_CACHE_DIR", str(tmp_path / "cache"))
+    Image.new("RGB", (24, 20), (200, 120, 40)).save(tmp_path / "a.png")
+    argv = ["stylize", str(tmp_path / "a.png"), "--device", "cpu", "--backend", "openvino",
+            "--precision", "fp32", "--overwrite"]
+    assert main(argv) == 0
+    first = capsys.readouterr().err
+    assert "preparing the OpenVINO fp32 model for this style (once; cached in " in first
+    assert "OpenVINO fp32 model for this style ready in" in first
+    api.clear_cache()                       # a new process, as far as the stylizer goes
+    assert main(argv) == 0
+    assert "preparing the OpenVINO" not in capsys.readouterr().err
