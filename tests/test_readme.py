@@ -25,3 +25,15 @@ def test_ci_runs_the_readme_test_command():
     lines = (ROOT / ".ci" / "run").read_text().splitlines()
     assert quick_start_commands()[1] in lines
     assert "set -euo pipefail" in lines
+
+
+def test_the_style_count_and_table_match_the_shipped_styles():
+    """The opening line's count and the Built-in styles table name exactly what ships."""
+    from styleforge.models.registry import list_styles
+    names = sorted(info.name for info in list_styles())
+    words = {9: "nine", 10: "ten", 11: "eleven", 12: "twelve", 13: "thirteen", 14: "fourteen",
+             15: "fifteen", 16: "sixteen", 17: "seventeen", 18: "eighteen"}
+    readme = (ROOT / "README.md").read_text()
+    assert f"{words[len(names)]} built-in styles" in readme.split("\n## ", 1)[0]
+    section = readme.split("## Built-in styles", 1)[1].split("\n## ", 1)[0]
+    assert sorted(re.findall(r"^\| `(\w+)`", section, re.M)) == names
