@@ -57,7 +57,7 @@ INT8_MEASURED = {
     "900eb8b4b27d130d": "shipwreck",
     "9d566814b27146cb": "starry_night",
     "5af599d891e0dcfa": "the_scream",
-    "96c89f9a1d62ad03": "udnie",
+    "dbc5e09e2fb342a8": "udnie",
 }
 
 
