@@ -184,26 +184,21 @@ def test_two_variants_of_one_style_train_into_their_own_files(tools, tmp_path, m
     assert warm_file.metadata["style"] == "udnie"
 
 
-def test_round14_part_plan_is_the_full_plan_less_the_warm_file_left_out(tools, tmp_path, monkeypatch):
-    """The first call's plan trains into the same runs/round14/ (same basename) and holds the full
-    plan's variants as they are, but aratea, whose warm file joins in the next call."""
+def test_round14_plan_sets_what_it_says(tools, tmp_path, monkeypatch):
+    """udnie and mosaic start from the shipped files, aratea from the one carried warm file."""
     train_builtin, train_plan = tools
-    full_path = ROOT / "dev" / "device" / "plans" / "round14.json"
-    part_path = ROOT / "dev" / "device" / "plans" / "part" / "round14.json"
+    path = ROOT / "dev" / "device" / "plans" / "round14.json"
     monkeypatch.chdir(tmp_path)
-    tables = json.loads(full_path.read_text())["variants"]
-    for table in tables:
-        if table["warm"] not in ("shipped", "none"):
-            (tmp_path / table["warm"]).parent.mkdir(parents=True, exist_ok=True)
-            (tmp_path / table["warm"]).touch()
-    full = {v.name: v for v in train_plan.load_plan(full_path)}
-    part = {v.name: v for v in train_plan.load_plan(part_path)}
-    assert part_path.name == full_path.name
-    assert set(full) - set(part) == {"aratea_frob03_content14"}
-    assert all(part[n].describe() == full[n].describe() for n in part)
-    assert all(v.why for v in full.values())
-    args = train_builtin.parse_args(["--plan", str(full_path)])
+    with pytest.raises(FileNotFoundError, match="runs/warm13"):
+        train_plan.load_plan(path)
+    (tmp_path / "runs" / "warm13").mkdir(parents=True)
+    (tmp_path / "runs" / "warm13" / "aratea_frob03_content2.safetensors").touch()
+    variants = {v.name: v for v in train_plan.load_plan(path)}
+    assert all(v.why for v in variants.values())
+    assert {n for n, v in variants.items() if v.warm != "shipped"} == {"aratea_frob03_content14"}
+    args = train_builtin.parse_args(["--plan", str(path)])
     jobs = {job.name: job for job in train_builtin.jobs(args)}
+    assert train_builtin.warm_file(args, jobs["udnie_x15_stab8_jpeg10"]).name == "udnie.safetensors"
     udnie = get("udnie").config("p", **train_builtin.job_settings(args, jobs["udnie_x15_stab8_jpeg10"]))
     assert (udnie.stability_weight, udnie.jpeg_style, udnie.flat_augment) == (8e8, 1.0, 0.5)
     mosaic = get("mosaic").config("p", **train_builtin.job_settings(args, jobs["mosaic_frob10_l23x15"]))
