@@ -21,6 +21,7 @@ from PIL import Image
 
 from ..io.image import ImageError, load_image, save_image
 from ..models.registry import list_styles
+from ..notices import engine_notices
 from ..regions import Look, stylize_regions
 from ..training import TrainConfig
 from .files import AppFiles, UploadError, safe_stem
@@ -142,10 +143,12 @@ class Handlers:
         if painting and mode != WHOLE:
             raise refuse("a painting as the style works on the whole image only: choose "
                            "'Whole image', or clear the painting to use the built-in styles")
-        if painting:
-            result, suffix = self._painted(photo, painting, strength, preserve)
-        else:
-            result, suffix = self._regions(photo, style, style_b, blend, strength, preserve, mode, editor)
+        # A style's first CPU use prepares its OpenVINO network (about a minute): say so in the page.
+        with engine_notices(gr.Info, this_thread_only=True):
+            if painting:
+                result, suffix = self._painted(photo, painting, strength, preserve)
+            else:
+                result, suffix = self._regions(photo, style, style_b, blend, strength, preserve, mode, editor)
         out = save_image(result.image, self.files.new_output(f"{safe_stem(display)}_{suffix}", ".png"))
         # Files, not PIL images: Gradio caches PIL outputs by content hash without an atomic
         # rename, so identical concurrent results could be served half-written.

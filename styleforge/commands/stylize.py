@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         report.progress.update(report.task, total=len(todo))
         return run_on_ray(todo, options, args.ray, args.ray_actors, report)
     if todo:
-        from .notices import engine_notices
+        from ..notices import engine_notices
         with engine_notices(lambda message: report.say(message, "dim")):
             code = _stylize_here(todo, options, pipeline, report, len(plan.jobs))
         if code is not None:

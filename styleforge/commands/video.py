@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         progress.update(task, completed=done, total=total,
                         rate=f"{done / (time.perf_counter() - start):.1f} frames/s")
 
-    from .notices import engine_notices
+    from ..notices import engine_notices
     try:
         with progress, engine_notices(lambda message: console.print(escape(message), style="dim")):
             result = stylize_video(args.input, args.output, options=options, progress=report,

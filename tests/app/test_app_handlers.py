@@ -175,6 +175,27 @@ def test_painting_replaces_the_built_in_style_and_keeps_the_size(app, handlers):
 
 
 @pytest.mark.slow
+def test_a_style_being_prepared_is_said_in_the_page(app, gr, handlers, monkeypatch):
+    """What the engine logs while it builds (here a stand-in for OpenVINO's first-use export)
+    reaches the page as a Gradio notice; a later request that builds nothing says nothing."""
+    import logging
+
+    import styleforge.regions as regions
+    shown, real = [], regions.stylize_regions
+
+    def building(*args, **kwargs):
+        if not shown:
+            logging.getLogger("styleforge.engine.openvino_runner").info("preparing the OpenVINO int8 model")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(handlers, "stylize_regions", building)
+    monkeypatch.setattr(gr, "Info", shown.append)
+    photo = photo_payload(app)
+    app.stylize(photo, "alpha", None, 0, 1.0, False, handlers.WHOLE, None)
+    app.stylize(photo, "alpha", None, 0, 1.0, False, handlers.WHOLE, None)
+    assert shown == ["preparing the OpenVINO int8 model"]
+
+
+@pytest.mark.slow
 def test_arbitrary_engine_is_built_once_across_requests(app, gr, handlers, monkeypatch):
     """A bad painting, then three looks of a good one: one model load, three results."""
     built = count_arbitrary_builds(monkeypatch)

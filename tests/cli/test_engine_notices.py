@@ -5,7 +5,7 @@ import logging
 import pytest
 
 from styleforge.cli import main
-from styleforge.commands.notices import NOTICE_LOGGERS, engine_notices
+from styleforge.notices import NOTICE_LOGGERS, engine_notices
 
 RUNNER = logging.getLogger("styleforge.engine.openvino_runner")
 
@@ -20,6 +20,27 @@ def test_forwards_info_and_warnings_then_restores_the_logger():
         RUNNER.warning("could not cache it")
     RUNNER.info("after the block")
     assert said == ["preparing the OpenVINO int8 model", "warning: could not cache it"]
+    assert (RUNNER.level, RUNNER.propagate, list(RUNNER.handlers)) == before
+
+
+def test_overlapping_blocks_from_threads_restore_the_logger_once_all_end():
+    """Web requests overlap: each sees its own thread's lines, and the logger comes back as it was
+    whichever block ends first."""
+    import threading
+    before = (RUNNER.level, RUNNER.propagate, list(RUNNER.handlers))
+    mine, everything = [], []
+    outer = engine_notices(everything.append)
+    outer.__enter__()
+    with engine_notices(mine.append, this_thread_only=True):
+        worker = threading.Thread(target=RUNNER.info, args=("another request's build",))
+        worker.start()
+        worker.join()
+        RUNNER.info("this request's build")
+        outer.__exit__(None, None, None)            # the first block ends inside the second
+        assert RUNNER.propagate is False            # still forwarding for the open one
+        RUNNER.info("still mine")
+    assert mine == ["this request's build", "still mine"]
+    assert everything == ["another request's build", "this request's build"]
     assert (RUNNER.level, RUNNER.propagate, list(RUNNER.handlers)) == before
 
 
@@ -53,6 +74,7 @@ def test_stylize_says_the_preparation(styles_env, tmp_path, capsys, monkeypatch)
     assert err.index("preparing the OpenVINO") < err.index("1 done")
 
 
+@pytest.mark.slow
 def test_the_real_export_is_said_once_then_cached(styles_env, tmp_path, capsys, monkeypatch):
     """With OpenVINO installed: the runner's own lines on the first run, none on the second."""
     pytest.importorskip("openvino")
