@@ -1,8 +1,9 @@
-"""Engine messages a user should see while a command or the web app waits on them.
+"""What a user sees of the libraries' logging while a command or the web app runs.
 
 A style's first use on OpenVINO exports the network and calibrates its INT8 form: tens of seconds
 on a laptop, once per style, before the first image. The engine logs it at INFO, which Python's
-default logging hides, so a command (or a web request) forwards those loggers while it runs.
+default logging hides, so a command (or a web request) forwards those loggers while it runs
+(`engine_notices`); other libraries' notes that tell a user nothing are held back (`quieted`).
 """
 from __future__ import annotations
 
@@ -64,3 +65,15 @@ def engine_notices(say: Callable[[str], None], this_thread_only: bool = False) -
                 for logger, level, propagate in _saved:
                     logger.setLevel(level)
                     logger.propagate = propagate
+
+
+@contextlib.contextmanager
+def quieted(name: str, level: int = logging.WARNING) -> Iterator[None]:
+    """Logger `name` drops records under `level` within the block (its own level restored after)."""
+    logger = logging.getLogger(name)
+    before = logger.level
+    logger.setLevel(max(before, level))
+    try:
+        yield
+    finally:
+        logger.setLevel(before)

@@ -59,15 +59,10 @@ def _options(args):
 def _tracer_notices_quiet():
     """PyTorch's own deprecation notices while tracing, and the ONNX exporter's note that
     torchvision's ops are not registered, tell a user nothing about their file."""
-    registration = logging.getLogger("torch.onnx._internal.exporter._registration")
-    level = registration.level
-    registration.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
-            yield
-    finally:
-        registration.setLevel(level)
+    from ..notices import quieted
+    with quieted("torch.onnx._internal.exporter._registration", logging.ERROR), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        yield
 
 
 def run(args) -> int:

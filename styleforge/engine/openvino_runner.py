@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..notices import quieted
 from ..switches import switches
 
 log = logging.getLogger(__name__)
@@ -132,15 +133,9 @@ def quantize(ov_model, images: list[np.ndarray], ignored_scope=None):
     `nncf.IgnoredScope`) names the operations whose inputs stay in floating point."""
     import nncf
     extra = {"ignored_scope": ignored_scope} if ignored_scope is not None else {}
-    # NNCF prints its INFO notes ("1 ignored nodes were found…") on its own handler: not for users.
-    nncf_log = logging.getLogger("nncf")
-    level = nncf_log.level
-    nncf_log.setLevel(max(level, logging.WARNING))
-    try:
+    with quieted("nncf"):       # its INFO notes ("1 ignored nodes were found…") are not for users
         return nncf.quantize(ov_model, nncf.Dataset(images), subset_size=len(images),
                              fast_bias_correction=True, **extra)
-    finally:
-        nncf_log.setLevel(level)
 
 
 def load_or_build(model: torch.nn.Module, precision: str, export_fn=None, calibration=None, tag: str = "",

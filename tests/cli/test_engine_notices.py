@@ -92,3 +92,16 @@ def test_the_real_export_is_said_once_then_cached(styles_env, tmp_path, capsys, 
     api.clear_cache()                       # a new process, as far as the stylizer goes
     assert main(argv) == 0
     assert "preparing the OpenVINO" not in capsys.readouterr().err
+
+
+def test_quieted_holds_back_lower_records_then_restores_the_level(caplog):
+    from styleforge.notices import quieted
+    chatty = logging.getLogger("styleforge.test.chatty")
+    chatty.setLevel(logging.DEBUG)
+    with caplog.at_level(logging.DEBUG, logger="styleforge.test.chatty"):
+        with quieted("styleforge.test.chatty"):
+            chatty.info("a note for nobody")
+            chatty.warning("worth seeing")
+        chatty.info("after")
+    assert [r.getMessage() for r in caplog.records] == ["worth seeing", "after"]
+    assert chatty.level == logging.DEBUG
