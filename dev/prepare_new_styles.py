@@ -1,4 +1,4 @@
-"""Extract, crop and downscale the five v2 style paintings from Debian's stellarium-data.
+"""Extract, crop and downscale the v2 style paintings from Debian's stellarium-data.
 
     python dev/prepare_new_styles.py --out .data/styles [--deb /tmp/stellarium-data_0.22.2-1_all.deb]
 
@@ -10,7 +10,9 @@ photos near-black (v2 at 1,800 steps). Figures on black are therefore cropped to
 box (pixels brighter than 24) and laid on a parchment tone with a soft luminance matte; the
 Primeros Memoriales page, white lines on black for the sky, is inverted back to ink on paper.
 The Dendera photo is cut to the relief: its lower-left corner is a museum wall and frame, not
-artwork. Each image is written as JPEG q92 4:4:4 with its longer side exactly 640 px (~100 KB):
+artwork. aratea_draco.jpg is the Leiden Aratea's Draco miniature (fol. 3v, framed, blue ground),
+cut from the package's photo of the open book: a candidate for aratea, whose Eridanus figure sits
+on flat parchment. Each image is written as JPEG q92 4:4:4 with its longer side exactly 640 px (~100 KB):
 training resizes a painting to style_size (512) up or down, but issue 44's yardstick
 (style_metrics.py) only shrinks one to 512, so a smaller file (the 399-px codex page) was scored
 against another scale of the painting than the one trained on (docs/training.md "Round 7b
@@ -36,6 +38,8 @@ FILES = {
     "aratea.jpg": ("greek_leidenAratea/Eri_Aratea_bg.jpg", "figure", None),
     "al_sufi.jpg": ("arabic_al-sufi/Arg.png", "figure", None),
     "primeros_memoriales.jpg": ("aztec/Primeros_Memoriales.png", "ink", None),
+    # the whole Draco miniature (red frame, blue ground) rather than one figure on parchment
+    "aratea_draco.jpg": ("greek_leidenAratea/descr_pics/Aratea fol. 3v und 4r.jpg", "as_is", (80, 45, 628, 655)),
 }
 SIDE = 640
 PARCHMENT = np.array([232.0, 219.0, 188.0])

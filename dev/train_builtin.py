@@ -251,7 +251,8 @@ def train_styles(args: argparse.Namespace, todo: list[Job], out_dir: Path, on_do
     rows_path = log_path(out_dir, args.worker)
     rows = json.loads(rows_path.read_text()) if rows_path.is_file() else []
     for job in todo:
-        name, style = job.name, get(job.style)
+        name = job.name
+        style = job.variant.catalogue_style() if job.variant is not None else get(job.style)
         run_dir = out_dir / "runs" / name
         earlier = step_checkpoints(run_dir)
         seconds = budget(args)

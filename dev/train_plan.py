@@ -7,6 +7,8 @@ than TOML because tomllib needs Python 3.11 and the project supports 3.10). Each
     name                unique, [a-z0-9_]: the run folder, the exported file's name, its log row
     style               a catalogue name: painting, metadata, the recipe and its tweaks
     warm                "shipped" (styleforge/styles/<style>.safetensors), "none" (default), or a path
+    painting            another painting file for the style (in the paintings folder), e.g. a new
+                        crop tried before the catalogue takes it; trained and scored against it
     style_weight_scale  × the style's own style_weight (its tweak, else the recipe's), or × the
                         variant's style_weight where it sets one
     why                 the hypothesis it tests, kept in the weights' metadata
@@ -22,17 +24,17 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from styleforge.training.catalogue import get
+from styleforge.training.catalogue import BuiltinStyle, get
 
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "styleforge" / "styles"
 # The TrainConfig fields a variant may set: what shapes the weights, not where files go.
 SETTINGS = ("steps", "batch_size", "image_size", "lr", "content_weight", "style_weight", "style_reduction",
             "style_layer_weights", "tv_weight", "grid_weight", "stability_weight", "stability_shift",
             "stability_zoom", "stability_noise", "style_size", "jpeg_style", "jpeg_quality", "flat_augment")
-KEYS = ("name", "style", "warm", "style_weight_scale", "why")
+KEYS = ("name", "style", "warm", "painting", "style_weight_scale", "why")
 NAME = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 
 
@@ -44,6 +46,12 @@ class Variant:
     style_weight_scale: float | None = None
     why: str = ""
     settings: dict = field(default_factory=dict)
+    painting: str = ""
+
+    def catalogue_style(self) -> BuiltinStyle:
+        """The catalogue's style, with this variant's painting file where it names one."""
+        style = get(self.style)
+        return replace(style, painting_file=self.painting) if self.painting else style
 
     def warm_file(self) -> Path | None:
         """The weights this run starts from, or None (PyTorch's init)."""
@@ -54,6 +62,8 @@ class Variant:
     def describe(self) -> dict:
         """This variant as its plan states it (the weights' `variant_plan` metadata)."""
         plan = {"name": self.name, "style": self.style, "warm": self.warm, **self.settings}
+        if self.painting:
+            plan["painting"] = self.painting
         if self.style_weight_scale is not None:
             plan["style_weight_scale"] = self.style_weight_scale
         return {**plan, "why": self.why} if self.why else plan
@@ -71,9 +81,12 @@ def parse_variant(table: dict) -> Variant:
     scale = table.get("style_weight_scale")
     if scale is not None and not (isinstance(scale, (int, float)) and scale > 0):
         raise ValueError(f"variant {name!r}: style_weight_scale must be a number > 0, got {scale!r}")
+    painting = table.get("painting", "")
+    if not isinstance(painting, str) or "/" in painting or "\\" in painting:
+        raise ValueError(f"variant {name!r}: painting must be a file name in the paintings folder, got {painting!r}")
     variant = Variant(name, table["style"], str(table.get("warm", "none")), scale, table.get("why", ""),
-                      {k: table[k] for k in SETTINGS if k in table})
-    get(variant.style).config("paintings", **variant.settings)     # TrainConfig's checks on the values
+                      {k: table[k] for k in SETTINGS if k in table}, painting)
+    variant.catalogue_style().config("paintings", **variant.settings)     # TrainConfig's checks on the values
     warm = variant.warm_file()
     if warm is not None and not warm.is_file():
         raise FileNotFoundError(f"variant {name!r}: warm start {warm} does not exist")

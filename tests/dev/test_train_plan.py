@@ -4,6 +4,7 @@ into its own files, whose metadata say which variant they are."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -128,6 +129,7 @@ def test_variant_settings_win_over_the_flags(tools, tmp_path):
     ([{"name": "a", "style": "udnie", "style_layer_weights": [1, 1]}], "style_layer_weights"),
     ([{"name": "a", "style": "udnie", "style_weight_scale": 0}], "style_weight_scale"),
     ([{"name": "a", "style": "udnie", "warm": "nowhere/udnie.safetensors"}], "does not exist"),
+    ([{"name": "a", "style": "udnie", "painting": "../udnie.jpg"}], "file name in the paintings folder"),
     ([], "no \"variants\""),
 ])
 def test_a_bad_plan_fails_when_it_loads(tools, tmp_path, variants, error):
@@ -157,10 +159,11 @@ def test_two_variants_of_one_style_train_into_their_own_files(tools, tmp_path, m
     monkeypatch.setattr(train_builtin, "default_photos", lambda: list(heldout))
     monkeypatch.setattr(samples, "default_photos", lambda: list(heldout))
     tiny_training_data(tmp_path, rng)
+    shutil.copyfile(tmp_path / "styles" / "udnie.jpg", tmp_path / "styles" / "udnie_crop.jpg")
     warm = tmp_path / "warm.safetensors"
     save_checkpoint(warm, random_style_state(3), {"style": "udnie", "steps": "4"}, dtype=torch.float32)
     plan = write_plan(tmp_path / "plan.json",
-                      {"name": "udnie_cold", "style": "udnie", "steps": 1},
+                      {"name": "udnie_cold", "style": "udnie", "steps": 1, "painting": "udnie_crop.jpg"},
                       {"name": "udnie_warm", "style": "udnie", "warm": str(warm), "steps": 5,
                        "style_reduction": "frobenius", "style_layer_weights": [1, 1, 0.5, 0], "why": "a test"})
     out = tmp_path / "runs"
@@ -182,6 +185,9 @@ def test_two_variants_of_one_style_train_into_their_own_files(tools, tmp_path, m
     assert (settings["style_reduction"], settings["style_layer_weights"]) == ("frobenius", [1, 1, 0.5, 0])
     assert cold.training_settings()["style_layer_weights"] == [1, 1, 1, 1]
     assert warm_file.metadata["style"] == "udnie"
+    assert (cold.metadata["painting_file"], warm_file.metadata["painting_file"]) == ("udnie_crop.jpg", "udnie.jpg")
+    assert (rows["udnie_cold"]["painting"], Path(cold.training_settings()["style_image"]).name) == \
+        ("udnie_crop.jpg", "udnie_crop.jpg")
 
 
 def test_round14_plan_sets_what_it_says(tools, tmp_path, monkeypatch):
@@ -195,7 +201,8 @@ def test_round14_plan_sets_what_it_says(tools, tmp_path, monkeypatch):
     (tmp_path / "runs" / "warm13" / "aratea_frob03_content2.safetensors").touch()
     variants = {v.name: v for v in train_plan.load_plan(path)}
     assert all(v.why for v in variants.values())
-    assert {n for n, v in variants.items() if v.warm != "shipped"} == {"aratea_frob03_content14"}
+    assert {n for n, v in variants.items() if v.warm not in ("shipped", "none")} == {"aratea_frob03_content14"}
+    assert {n for n, v in variants.items() if v.painting} == {"aratea_draco_frob075", "aratea_draco_frob12"}
     args = train_builtin.parse_args(["--plan", str(path)])
     jobs = {job.name: job for job in train_builtin.jobs(args)}
     assert train_builtin.warm_file(args, jobs["udnie_x15_stab8_jpeg10"]).name == "udnie.safetensors"
@@ -205,3 +212,7 @@ def test_round14_plan_sets_what_it_says(tools, tmp_path, monkeypatch):
     assert (mosaic.style_reduction, mosaic.style_layer_weights) == ("frobenius", (1, 1.5, 1.5, 0.25))
     aratea = get("aratea").config("p", **train_builtin.job_settings(args, jobs["aratea_frob03_content14"]))
     assert aratea.content_weight == pytest.approx(1.4e5)
+    draco = variants["aratea_draco_frob075"].catalogue_style().config(
+        "p", **train_builtin.job_settings(args, jobs["aratea_draco_frob075"]))
+    assert (Path(draco.style_image).name, draco.style_weight) == ("aratea_draco.jpg", pytest.approx(0.75e10))
+    assert draco.metadata["painting_file"] == "aratea_draco.jpg"
