@@ -293,7 +293,7 @@ def train_styles(args: argparse.Namespace, todo: list[Job], out_dir: Path, on_do
                "stopped_early": result.stopped_early, "bytes": int8.stat().st_size,
                "int8_psnr_db": psnr, "sha256": sha256(int8), "device": str(torch.cuda.get_device_name(device)
                                                            if device.type == "cuda" else "cpu"),
-               "history": result.history}
+               "history": result.history, "finished_at": round(time.time(), 1)}
         if eval_vgg is not None:
             scores = evaluate_style(name, result.out, Path(args.paintings_dir) / style.painting_file,
                                     default_photos(), eval_vgg, device=device.type)
@@ -329,11 +329,19 @@ def row_name(row: dict) -> str:
     return row.get("name", row["style"])        # rows from before plans have no name: the style's
 
 
+def row_age(row: dict) -> tuple[float, int]:
+    """Newer rows win: a resumed call's workers take variants in another order, so the worker files
+    of an earlier call hold stale rows under the same names. Rows from before `finished_at` go by steps."""
+    return row.get("finished_at", 0.0), row.get("steps", 0)
+
+
 def merged_rows(out_dir: Path) -> list[dict]:
-    rows = {}
-    for path in sorted(out_dir.glob("train_log*.json")):     # train_log.json first, workers after
+    rows: dict[str, dict] = {}
+    for path in sorted(out_dir.glob("train_log*.json")):
         for row in json.loads(path.read_text()):
-            rows[row_name(row)] = row
+            name = row_name(row)
+            if name not in rows or row_age(row) >= row_age(rows[name]):
+                rows[name] = row
     return list(rows.values())
 
 

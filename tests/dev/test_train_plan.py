@@ -191,28 +191,39 @@ def test_two_variants_of_one_style_train_into_their_own_files(tools, tmp_path, m
 
 
 def test_round14_plan_sets_what_it_says(tools, tmp_path, monkeypatch):
-    """udnie and mosaic start from the shipped files, aratea from the one carried warm file."""
+    """udnie goes on past the recipe's 20,000 steps from the shipped file; aratea tries the Draco page."""
     train_builtin, train_plan = tools
     path = ROOT / "dev" / "device" / "plans" / "round14.json"
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(FileNotFoundError, match="runs/warm13"):
-        train_plan.load_plan(path)
-    (tmp_path / "runs" / "warm13").mkdir(parents=True)
-    (tmp_path / "runs" / "warm13" / "aratea_frob03_content2.safetensors").touch()
     variants = {v.name: v for v in train_plan.load_plan(path)}
     assert all(v.why for v in variants.values())
-    assert {n for n, v in variants.items() if v.warm not in ("shipped", "none")} == {"aratea_frob03_content14"}
+    assert {n for n, v in variants.items() if v.warm == "none"} == {"aratea_draco_frob075", "aratea_draco_frob12"}
     assert {n for n, v in variants.items() if v.painting} == {"aratea_draco_frob075", "aratea_draco_frob12"}
     args = train_builtin.parse_args(["--plan", str(path)])
     jobs = {job.name: job for job in train_builtin.jobs(args)}
     assert train_builtin.warm_file(args, jobs["udnie_x15_stab8_jpeg10"]).name == "udnie.safetensors"
-    udnie = get("udnie").config("p", **train_builtin.job_settings(args, jobs["udnie_x15_stab8_jpeg10"]))
-    assert (udnie.stability_weight, udnie.jpeg_style, udnie.flat_augment) == (8e8, 1.0, 0.5)
+    udnie = get("udnie").config("p", **train_builtin.job_settings(args, jobs["udnie_x17_stab8_jpeg10"]))
+    assert (udnie.stability_weight, udnie.jpeg_style, udnie.flat_augment, udnie.steps) == (8e8, 1.0, 0.5, 30000)
+    assert udnie.style_weight == pytest.approx(1.7 * 5e10)
     mosaic = get("mosaic").config("p", **train_builtin.job_settings(args, jobs["mosaic_frob10_l23x15"]))
     assert (mosaic.style_reduction, mosaic.style_layer_weights) == ("frobenius", (1, 1.5, 1.5, 0.25))
-    aratea = get("aratea").config("p", **train_builtin.job_settings(args, jobs["aratea_frob03_content14"]))
-    assert aratea.content_weight == pytest.approx(1.4e5)
     draco = variants["aratea_draco_frob075"].catalogue_style().config(
         "p", **train_builtin.job_settings(args, jobs["aratea_draco_frob075"]))
     assert (Path(draco.style_image).name, draco.style_weight) == ("aratea_draco.jpg", pytest.approx(0.75e10))
     assert draco.metadata["painting_file"] == "aratea_draco.jpg"
+
+
+def test_a_resumed_call_logs_each_variant_newest_row(tools, tmp_path):
+    """A second call's workers take the variants in another order: an earlier call's worker file
+    (a higher worker number, left on the machine) must not bring back an older row."""
+    train_builtin, _ = tools
+    rows = {"train_log.json": [{"name": "a", "style": "s", "steps": 10, "finished_at": 1.0}],
+            "train_log.worker0.json": [{"name": "b", "style": "s", "steps": 7, "finished_at": 1.0},
+                                       {"name": "a", "style": "s", "steps": 30, "finished_at": 2.0}],
+            "train_log.worker1.json": [{"name": "a", "style": "s", "steps": 10, "finished_at": 1.0},
+                                       {"name": "b", "style": "s", "steps": 9, "finished_at": 2.0}],
+            "train_log.worker6.json": [{"name": "b", "style": "s", "steps": 7, "finished_at": 1.0}],
+            "train_log.worker7.json": [{"style": "c", "steps": 5}, {"style": "c", "steps": 4}]}
+    for name, content in rows.items():
+        (tmp_path / name).write_text(json.dumps(content))
+    merged = {train_builtin.row_name(r): r["steps"] for r in train_builtin.merged_rows(tmp_path)}
+    assert merged == {"a": 30, "b": 9, "c": 5}
