@@ -11,12 +11,13 @@ box (pixels brighter than 24) and laid on a parchment tone with a soft luminance
 Primeros Memoriales page, white lines on black for the sky, is inverted back to ink on paper.
 The Dendera photo is cut to the relief: its lower-left corner is a museum wall and frame, not
 artwork. aratea_draco.jpg is the Leiden Aratea's Draco miniature (fol. 3v, framed, blue ground),
-cut from the package's photo of the open book: a candidate for aratea, whose Eridanus figure sits
-on flat parchment. Each image is written as JPEG q92 4:4:4 with its longer side exactly 640 px (~100 KB):
-training resizes a painting to style_size (512) up or down, but issue 44's yardstick
-(style_metrics.py) only shrinks one to 512, so a smaller file (the 399-px codex page) was scored
-against another scale of the painting than the one trained on (docs/training.md "Round 7b
-plan"). The images are training data: they go into an ignored folder and are never committed.
+cut from the package's photo of the open book: aratea's painting since round 14 (its Eridanus
+figure on flat parchment, aratea.jpg, stays for the earlier rounds' plans). Each image is
+written as JPEG q92 4:4:4 with its longer side exactly 640 px (~100 KB): training resizes a
+painting to style_size (512) up or down, but issue 44's yardstick (style_metrics.py) only shrinks
+one to 512, so a smaller file (the 399-px codex page) was scored against another scale of the
+painting than the one trained on (docs/training.md "Round 7b plan"). The images are training
+data: they go into an ignored folder and are never committed.
 """
 from __future__ import annotations
 

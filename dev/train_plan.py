@@ -49,9 +49,13 @@ class Variant:
     painting: str = ""
 
     def catalogue_style(self) -> BuiltinStyle:
-        """The catalogue's style, with this variant's painting file where it names one."""
+        """The catalogue's style, with this variant's painting file where it names one (its title
+        then says so, and the catalogue's source, which is another file's, is left out)."""
         style = get(self.style)
-        return replace(style, painting_file=self.painting) if self.painting else style
+        if not self.painting:
+            return style
+        return replace(style, painting_file=self.painting, title=f"{self.painting} (a variant's painting for "
+                       f"{self.style})", source="", source_licence="")
 
     def warm_file(self) -> Path | None:
         """The weights this run starts from, or None (PyTorch's init)."""

@@ -11,7 +11,11 @@ safetensors metadata.
 The five added in v2 come from Debian's `stellarium-data` 0.22.2-1 (sky-culture artwork;
 `dev/prepare_new_styles.py` extracts, crops and downscales them into `data/styles/`): the
 artworks are public domain by age; the package as a whole is GPL-2+ (its debian/copyright,
-`Files: *`), which is what `source_licence` records. Only trained weights ship, never the images.
+`Files: *`), which is what `source_licence` records (each sky culture's info.ini names a licence
+for that sky culture as a whole: CC BY-ND 4.0 for the Dendera, Aratea and al-Sufi folders). Only
+trained weights ship, never the images. aratea was first the Eridanus figure on parchment
+(`aratea.jpg`); its flat half made every recipe either wipe the photo or leave it, so it is now
+the book's Draco miniature (docs/training.md, round 14).
 
 `RECIPE` (v2) is what every style shares: the grid penalty (training/grid.py; docs/training.md
 "The 4-px grid"), the stability term for video, and a real budget (Johnson et al. trained 40k
@@ -99,9 +103,10 @@ BUILTIN_STYLES: tuple[BuiltinStyle, ...] = (
                  "c. 50 BC", PUBLIC_DOMAIN,
                  source=STELLARIUM + "egyptian_dendera/Dendera_zodiac_Louvre.jpg (photo: Public Domain/CC0; cropped)",
                  source_licence=GPL2),
-    BuiltinStyle("aratea", "aratea.jpg", "Leiden Aratea: Eridanus (illuminated manuscript)",
+    BuiltinStyle("aratea", "aratea_draco.jpg", "Leiden Aratea: Draco and the Bears (illuminated manuscript, fol. 3v)",
                  "unknown Carolingian illuminator", "c. 816", PUBLIC_DOMAIN,
-                 source=STELLARIUM + "greek_leidenAratea/Eri_Aratea_bg.jpg (cropped)", source_licence=GPL2),
+                 source=STELLARIUM + "greek_leidenAratea/descr_pics/Aratea fol. 3v und 4r.jpg (the miniature, cropped)",
+                 source_licence=GPL2),
     BuiltinStyle("al_sufi", "al_sufi.jpg", "Book of Fixed Stars: Argo (ink and wash)",
                  "after al-Sufi, Ulugh Beg manuscript", "c. 1430", PUBLIC_DOMAIN,
                  source=STELLARIUM + "arabic_al-sufi/Arg.png (cropped)", source_licence=GPL2),
