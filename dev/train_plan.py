@@ -33,7 +33,8 @@ SHIPPED_DIR = Path(__file__).resolve().parent.parent / "styleforge" / "styles"
 # The TrainConfig fields a variant may set: what shapes the weights, not where files go.
 SETTINGS = ("steps", "batch_size", "image_size", "lr", "content_weight", "style_weight", "style_reduction",
             "style_layer_weights", "tv_weight", "grid_weight", "stability_weight", "stability_shift",
-            "stability_zoom", "stability_noise", "style_size", "jpeg_style", "jpeg_quality", "flat_augment")
+            "stability_zoom", "stability_rotate", "stability_noise", "style_size", "jpeg_style", "jpeg_quality",
+            "flat_augment")
 KEYS = ("name", "style", "warm", "painting", "style_weight_scale", "why")
 NAME = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 

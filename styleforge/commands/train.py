@@ -64,6 +64,8 @@ def register(subparsers) -> None:
                    help=f"largest shift of the stability perturbation (default {_D.stability_shift:g})")
     p.add_argument("--stability-zoom", type=float, default=_D.stability_zoom,
                    help=f"largest ± zoom of the stability perturbation (default {_D.stability_zoom:g})")
+    p.add_argument("--stability-rotate", type=float, default=_D.stability_rotate, metavar="DEG",
+                   help=f"largest ± rotation of the stability perturbation (default {_D.stability_rotate:g})")
     p.add_argument("--stability-noise", type=float, default=_D.stability_noise, metavar="STD",
                    help=f"noise std (0–255) of the stability perturbation (default {_D.stability_noise:g})")
     p.add_argument("--model", choices=("full", "slim"), default=_D.model,
@@ -118,6 +120,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         grid_weight=args.grid_weight,
         stability_weight=args.stability_weight,
         stability_shift=args.stability_shift, stability_zoom=args.stability_zoom,
+        stability_rotate=args.stability_rotate,
         stability_noise=args.stability_noise, model=args.model, teacher=args.teacher,
         distill_weight=args.distill_weight, slim_init=args.slim_init, style_size=args.style_size,
         seed=args.seed, checkpoint_every=args.checkpoint_every, checkpoint_dir=args.checkpoint_dir,

@@ -77,6 +77,7 @@ class TrainConfig:
     stability_weight: float = 0.0           # f(T(x)+n) ≈ T(f(x)) for small shifts/zooms and noise; 0 = off
     stability_shift: float = 2.0            # px: largest random shift of the stability perturbation
     stability_zoom: float = 0.02            # largest random zoom (±) of the stability perturbation
+    stability_rotate: float = 0.0           # degrees: largest random rotation (±) of it; 0 = none
     stability_noise: float = 4.0            # std of its Gaussian noise, 0–255 units
     model: str = "full"                     # full | slim (half width: models.transformer_net)
     teacher: str | None = None              # a full network (style name or weights file) to distil
@@ -144,7 +145,8 @@ class TrainConfig:
             raise ValueError("slim_init 'teacher' starts a slim network from its teacher's channels: "
                              "it needs --model slim and --teacher STYLE_OR_FILE")
         for name in ("content_weight", "style_weight", "tv_weight", "grid_weight", "stability_weight",
-                     "stability_shift", "stability_zoom", "stability_noise", "checkpoint_every", "sample_every",
+                     "stability_shift", "stability_zoom", "stability_rotate", "stability_noise", "checkpoint_every",
+                     "sample_every",
                      "distill_weight"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be ≥ 0, got {getattr(self, name)}")

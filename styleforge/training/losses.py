@@ -117,9 +117,12 @@ def total_variation(image: torch.Tensor) -> torch.Tensor:
 
 
 def random_perturbation(batch: int, height: int, width: int, generator: torch.Generator,
-                        max_shift: float = 2.0, max_zoom: float = 0.02, noise_std: float = 4.0) -> Perturbation:
-    """Per image: a shift of up to `max_shift` px per axis, a zoom of up to ±`max_zoom`, and
-    Gaussian noise of `noise_std` (0–255 units); drawn from `generator` on its device."""
+                        max_shift: float = 2.0, max_zoom: float = 0.02, noise_std: float = 4.0,
+                        max_rotate: float = 0.0) -> Perturbation:
+    """Per image: a shift of up to `max_shift` px per axis, a zoom of up to ±`max_zoom`, a rotation
+    of up to ±`max_rotate` degrees about the centre, and Gaussian noise of `noise_std` (0–255
+    units); drawn from `generator` on its device. The angle is drawn last and only when asked
+    for, so runs without rotation draw what they always drew."""
     device = generator.device
     uniform = torch.rand(batch, 3, generator=generator, device=device) * 2 - 1
     scale = 1 + max_zoom * uniform[:, 0]
@@ -130,6 +133,14 @@ def random_perturbation(batch: int, height: int, width: int, generator: torch.Ge
     theta[:, 0, 2] = max_shift * uniform[:, 1] * 2 / width
     theta[:, 1, 2] = max_shift * uniform[:, 2] * 2 / height
     noise = torch.randn(batch, 3, height, width, generator=generator, device=device) * noise_std
+    if max_rotate > 0:
+        # In pixels, not affine_grid's [-1, 1] units (they stretch a turn on a non-square crop).
+        angle = torch.deg2rad((torch.rand(batch, generator=generator, device=device) * 2 - 1) * max_rotate)
+        cos, sin = torch.cos(angle), torch.sin(angle)
+        theta[:, 0, 0] = scale * cos
+        theta[:, 0, 1] = -scale * sin * height / width
+        theta[:, 1, 0] = scale * sin * width / height
+        theta[:, 1, 1] = scale * cos
     return Perturbation(theta, noise)
 
 

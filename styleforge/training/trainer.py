@@ -48,8 +48,10 @@ ESTIMATE_AFTER = 3      # steps timed before the whole run's duration is estimat
 _STEP_FILE = re.compile(r"^step_(\d+)\.pt$")
 RESUME_KEYS = ("style_image", "content_dir", "batch_size", "image_size", "lr", "content_weight",
                "style_weight", "tv_weight", "grid_weight", "stability_weight", "stability_shift",
-               "stability_zoom", "stability_noise", "style_size", "seed", "max_content", "precision", "model",
-               "teacher", "distill_weight", "flat_augment")
+               "stability_zoom", "stability_rotate", "stability_noise", "style_size", "seed", "max_content",
+               "precision", "model", "teacher", "distill_weight", "flat_augment")
+# What a checkpoint from before a setting existed trained with.
+RESUME_DEFAULTS = {"stability_rotate": 0.0}
 TERMS = ("content", "style", "tv", "stability", "grid", "distill")
 
 
@@ -186,14 +188,15 @@ class Trainer:
 
     # -- one step -----------------------------------------------------------------------------
     def perturbation(self, batch: int) -> Perturbation | None:
-        """The stability term's random shift/zoom/noise for this step (None when it is off).
+        """The stability term's random shift/zoom/rotation/noise for this step (None when it is off).
         Drawn from its own generator seeded by (seed, step), so a resumed run draws the same."""
         cfg = self.config
         if cfg.stability_weight <= 0:
             return None
         generator = torch.Generator(device=self.device).manual_seed(cfg.seed * 1_000_003 + self.step_count)
         return random_perturbation(batch, cfg.image_size, cfg.image_size, generator,
-                                   cfg.stability_shift, cfg.stability_zoom, cfg.stability_noise)
+                                   cfg.stability_shift, cfg.stability_zoom, cfg.stability_noise,
+                                   cfg.stability_rotate)
 
     def losses(self, content: torch.Tensor) -> LossTerms:
         x = content.float()
@@ -294,7 +297,7 @@ class Trainer:
 
     def _restore(self, state: dict, path: str | Path) -> None:
         saved, now = state.get("config", {}), self.config.settings()
-        changed = [k for k in RESUME_KEYS if saved.get(k) != now.get(k)]
+        changed = [k for k in RESUME_KEYS if saved.get(k, RESUME_DEFAULTS.get(k)) != now.get(k)]
         if changed:
             log.warning("resuming %s with changed settings (%s): the run will not match an "
                         "uninterrupted one", path, ", ".join(f"{k}: {saved.get(k)!r} → {now.get(k)!r}"

@@ -227,3 +227,16 @@ def test_a_resumed_call_logs_each_variant_newest_row(tools, tmp_path):
         (tmp_path / name).write_text(json.dumps(content))
     merged = {train_builtin.row_name(r): r["steps"] for r in train_builtin.merged_rows(tmp_path)}
     assert merged == {"a": 30, "b": 9, "c": 5}
+
+
+def test_round15_plan_loads_from_shipped_files_only(tools):
+    train_builtin, train_plan = tools
+    path = ROOT / "dev" / "device" / "plans" / "round15.json"
+    variants = {v.name: v for v in train_plan.load_plan(path)}
+    assert all(v.why for v in variants.values()) and {v.warm for v in variants.values()} == {"shipped"}
+    args = train_builtin.parse_args(["--plan", str(path)])
+    jobs = {job.name: job for job in train_builtin.jobs(args)}
+    udnie = get("udnie").config("p", **train_builtin.job_settings(args, jobs["udnie_x17_stab8_rot1"]))
+    assert (udnie.stability_rotate, udnie.steps, udnie.stability_weight) == (1.0, 40000, 8e8)
+    mosaic = get("mosaic").config("p", **train_builtin.job_settings(args, jobs["mosaic_frob10_size448_jpeg10"]))
+    assert (mosaic.style_size, mosaic.image_size, mosaic.jpeg_style) == (448, 256, 1.0)

@@ -49,6 +49,31 @@ def test_random_perturbation_is_bounded_and_seeded():
     assert (a.theta[:, :, 2].abs() * 32 / 2).max() <= 2.0 + 1e-5
 
 
+def test_rotation_is_a_turn_in_pixels_and_leaves_other_runs_unchanged():
+    plain = random_perturbation(8, 16, 32, torch.Generator().manual_seed(3))
+    zero = random_perturbation(8, 16, 32, torch.Generator().manual_seed(3), max_rotate=0.0)
+    assert torch.equal(plain.theta, zero.theta) and torch.equal(plain.noise, zero.noise)
+    turned = random_perturbation(256, 16, 32, torch.Generator().manual_seed(3), max_shift=0.0, max_zoom=0.0,
+                                 max_rotate=10.0)
+    # affine_grid's units are half the width and half the height: back in pixels it is a rotation
+    half = torch.diag(torch.tensor([32 / 2, 16 / 2]))
+    pixels = half @ turned.theta[:, :, :2] @ torch.linalg.inv(half)
+    eye = torch.eye(2).expand_as(pixels)
+    assert torch.allclose(pixels @ pixels.transpose(1, 2), eye, atol=1e-5)
+    assert torch.allclose(torch.linalg.det(pixels), torch.ones(256), atol=1e-5)
+    angles = torch.rad2deg(torch.atan2(pixels[:, 1, 0], pixels[:, 0, 0]))
+    assert angles.abs().max() <= 10.0 + 1e-4 and angles.abs().max() > 8.0 and (angles < 0).any()
+
+
+def test_a_turned_square_image_turns_about_its_centre():
+    image = torch.zeros(1, 1, 33, 33)
+    image[..., 16, 16:] = 1.0           # a ray from the centre to the right edge
+    theta = torch.tensor([[[0.0, -1.0, 0.0], [1.0, 0.0, 0.0]]])     # 90°, as random_perturbation writes it
+    out, mask = transform(image, theta)     # each output pixel samples the source turned by theta
+    assert out[0, 0, 16, 16] > 0.9 and out[0, 0, :16, 16].sum() > 10 and out[0, 0, 16, 20:].sum() < 0.1
+    assert mask.float().mean() > 0.8
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("stab")
@@ -101,8 +126,18 @@ def test_resume_with_stability_is_bit_exact(tiny, tmp_path):
 
 def test_cli_flags_reach_the_config():
     args = build_parser().parse_args(["train", "--style-image", "p.jpg", "--content-dir", "d", "--out", "o.safetensors",
-                                      "--stability-weight", "2e4", "--stability-shift", "3", "--stability-noise", "0"])
+                                      "--stability-weight", "2e4", "--stability-shift", "3", "--stability-noise", "0",
+                                      "--stability-rotate", "4"])
     cfg = config_from_args(args)
     assert (cfg.stability_weight, cfg.stability_shift, cfg.stability_noise, cfg.stability_zoom) == (2e4, 3.0, 0.0, 0.02)
+    assert cfg.stability_rotate == 4.0 and cfg.settings()["stability_rotate"] == 4.0
     with pytest.raises(ValueError, match="stability_weight"):
         TrainConfig(stability_weight=-1.0)
+    with pytest.raises(ValueError, match="stability_rotate"):
+        TrainConfig(stability_rotate=-1.0)
+
+
+def test_the_trainer_turns_its_perturbation_when_asked(tiny, tmp_path):
+    still = Trainer(tiny_config(tiny, tmp_path / "s.safetensors")).perturbation(4)
+    turned = Trainer(tiny_config(tiny, tmp_path / "t.safetensors", stability_rotate=5.0)).perturbation(4)
+    assert torch.equal(still.theta[:, 0, 1], torch.zeros(4)) and turned.theta[:, 0, 1].abs().min() > 0
