@@ -53,7 +53,7 @@ class Variant:
         """The catalogue's style, with this variant's painting file where it names one (its title
         then says so, and the catalogue's source, which is another file's, is left out)."""
         style = get(self.style)
-        if not self.painting:
+        if self.painting in ("", style.painting_file):
             return style
         return replace(style, painting_file=self.painting, title=f"{self.painting} (a variant's painting for "
                        f"{self.style})", source="", source_licence="")

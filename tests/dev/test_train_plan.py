@@ -209,7 +209,8 @@ def test_round14_plan_sets_what_it_says(tools, tmp_path, monkeypatch):
     draco = variants["aratea_draco_frob075"].catalogue_style().config(
         "p", **train_builtin.job_settings(args, jobs["aratea_draco_frob075"]))
     assert (Path(draco.style_image).name, draco.style_weight) == ("aratea_draco.jpg", pytest.approx(0.75e10))
-    assert draco.metadata["painting_file"] == "aratea_draco.jpg" and "source" not in draco.metadata
+    assert draco.metadata["painting_file"] == "aratea_draco.jpg"     # the catalogue's painting since
+    assert draco.metadata["painting"] == get("aratea").title
 
 
 def test_a_resumed_call_logs_each_variant_newest_row(tools, tmp_path):
