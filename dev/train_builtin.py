@@ -189,6 +189,24 @@ def warm_file(args: argparse.Namespace, job: Job) -> Path | None:
     return Path(args.warm_dir) / f"{job.name}.safetensors" if args.warm_dir else None
 
 
+def finished_warm_starts(args: argparse.Namespace, todo: list[Job], out_dir: Path) -> list[str]:
+    """Jobs that would only re-export: a warm file already at or past the run's last step, and no
+    checkpoint of their own to resume (round 14's udnie pair spent a call so)."""
+    from safetensors import safe_open
+    found = []
+    for job in todo:
+        warm = warm_file(args, job)
+        if warm is None or not warm.is_file() or step_checkpoints(out_dir / "runs" / job.name):
+            continue
+        with safe_open(str(warm), "pt") as f:
+            reached = int((f.metadata() or {}).get("steps", 0))
+        style = job.variant.catalogue_style() if job.variant is not None else get(job.style)
+        last = style.config("paintings", **job_settings(args, job)).steps
+        if reached >= last:
+            found.append(f"{job.name}: {warm} is at step {reached} and the run ends at {last}")
+    return found
+
+
 def overrides(args: argparse.Namespace) -> dict:
     """The recipe fields given on the command line (None: the catalogue's RECIPE and tweaks)."""
     given = {"steps": args.steps, "batch_size": args.batch_size, "image_size": args.image_size,
@@ -481,6 +499,9 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", handlers=handlers)
     if args.stop_at is None and args.deadline is not None:
         args.stop_at = time.time() + args.deadline
+    finished = finished_warm_starts(args, todo, out_dir) if args.worker is None else []
+    if finished:      # before any GPU time: a plan's `steps` (or --steps) must go past the warm file
+        raise ValueError("nothing to train: " + "; ".join(finished) + " (set steps past it)")
     if args.concurrent > 1 and args.worker is None:
         return run_workers(args, names, out_dir, pack_dir)
     # Packing after each style, so a call cut off at its time limit still returns what finished.

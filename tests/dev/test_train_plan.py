@@ -241,3 +241,15 @@ def test_round15_plan_loads_from_shipped_files_only(tools):
     assert (udnie.stability_rotate, udnie.steps, udnie.stability_weight) == (1.0, 40000, 8e8)
     mosaic = get("mosaic").config("p", **train_builtin.job_settings(args, jobs["mosaic_frob10_size448_jpeg10"]))
     assert (mosaic.style_size, mosaic.image_size, mosaic.jpeg_style) == (448, 256, 1.0)
+
+
+def test_a_warm_start_past_the_last_step_fails_before_training(tools, tmp_path):
+    train_builtin, _ = tools
+    warm = tmp_path / "warm.safetensors"
+    save_checkpoint(warm, random_style_state(3), {"style": "udnie", "steps": "4"}, dtype=torch.float32)
+    plan = write_plan(tmp_path / "plan.json", {"name": "done", "style": "udnie", "warm": str(warm), "steps": 4},
+                      {"name": "more", "style": "udnie", "warm": str(warm), "steps": 5})
+    with pytest.raises(ValueError, match=r"done: .* at step 4 and the run ends at 4"):
+        train_builtin.main(["--plan", str(plan), "--out-dir", str(tmp_path / "runs"), "--device", "cpu"])
+    args = train_builtin.parse_args(["--plan", str(plan), "--styles", "more"])
+    assert train_builtin.finished_warm_starts(args, train_builtin.jobs(args), tmp_path / "runs") == []
