@@ -239,8 +239,8 @@ def test_round15_plan_loads_from_shipped_files_only(tools):
     jobs = {job.name: job for job in train_builtin.jobs(args)}
     udnie = get("udnie").config("p", **train_builtin.job_settings(args, jobs["udnie_x17_stab8_rot1"]))
     assert (udnie.stability_rotate, udnie.steps, udnie.stability_weight) == (1.0, 40000, 8e8)
-    mosaic = get("mosaic").config("p", **train_builtin.job_settings(args, jobs["mosaic_frob10_size448_jpeg10"]))
-    assert (mosaic.style_size, mosaic.image_size, mosaic.jpeg_style) == (448, 256, 1.0)
+    mosaic = get("mosaic").config("p", **train_builtin.job_settings(args, jobs["mosaic_frob10_own_jpeg10"]))
+    assert (mosaic.style_size, mosaic.style_reduction, mosaic.jpeg_style) == (None, "frobenius", 1.0)
 
 
 def test_a_warm_start_past_the_last_step_fails_before_training(tools, tmp_path):
