@@ -183,6 +183,11 @@ def job_settings(args: argparse.Namespace, job: Job) -> dict:
     return settings
 
 
+def job_style(job: Job):
+    """The catalogue entry a job trains: its variant's (which may name another painting), else the style's."""
+    return job.variant.catalogue_style() if job.variant is not None else get(job.style)
+
+
 def warm_file(args: argparse.Namespace, job: Job) -> Path | None:
     if job.variant is not None:
         return job.variant.warm_file()
@@ -200,8 +205,7 @@ def finished_warm_starts(args: argparse.Namespace, todo: list[Job], out_dir: Pat
             continue
         with safe_open(str(warm), "pt") as f:
             reached = int((f.metadata() or {}).get("steps", 0))
-        style = job.variant.catalogue_style() if job.variant is not None else get(job.style)
-        last = style.config("paintings", **job_settings(args, job)).steps
+        last = job_style(job).config("paintings", **job_settings(args, job)).steps
         if reached >= last:
             found.append(f"{job.name}: {warm} is at step {reached} and the run ends at {last}")
     return found
@@ -269,8 +273,7 @@ def train_styles(args: argparse.Namespace, todo: list[Job], out_dir: Path, on_do
     rows_path = log_path(out_dir, args.worker)
     rows = json.loads(rows_path.read_text()) if rows_path.is_file() else []
     for job in todo:
-        name = job.name
-        style = job.variant.catalogue_style() if job.variant is not None else get(job.style)
+        name, style = job.name, job_style(job)
         run_dir = out_dir / "runs" / name
         earlier = step_checkpoints(run_dir)
         seconds = budget(args)

@@ -16,7 +16,6 @@ A CPU measurement for docs/training.md; not imported by the package.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
 import sys
 import tempfile
@@ -32,14 +31,10 @@ from PIL import Image, ImageFilter  # noqa: E402
 from styleforge.training.data import load_style_image  # noqa: E402
 from styleforge.training.samples import default_photos  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from eval_styles import load_metrics  # noqa: E402
+
 SIDE = 512      # the yardstick's longest side
-
-
-def yardstick(path: Path):
-    spec = importlib.util.spec_from_file_location("style_metrics", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def versions(painting: Path, style_size: int | None) -> dict[str, Image.Image]:
@@ -63,7 +58,7 @@ def main(argv=None) -> int:
     p.add_argument("--photo", action="append", default=[], help="more photos, as given to eval_styles")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
-    sm = yardstick(Path(args.metrics))
+    sm = load_metrics(Path(args.metrics))
     pairs = []
     for photo in [*default_photos(), *map(Path, args.photo)]:
         out = args.outputs / f"{Path(photo).stem}_{args.style}_png.png"

@@ -34,6 +34,8 @@ def tool():
         yield painting_target
     finally:
         sys.path.remove(str(ROOT / "dev" / "diag"))
+        if str(ROOT / "dev") in sys.path:       # the tool's own insert, for eval_styles
+            sys.path.remove(str(ROOT / "dev"))
 
 
 def test_training_sees_an_enlarged_copy_of_a_small_painting(tool, tmp_path):
@@ -52,13 +54,16 @@ def test_it_scores_the_eval_outputs_per_version(tool, tmp_path, monkeypatch):
     Image.fromarray(rng.integers(150, 255, (30, 40, 3), dtype=np.uint8)).save(painting)
     (tmp_path / "files").mkdir()
     Image.fromarray(rng.integers(100, 200, (20, 24, 3), dtype=np.uint8)).save(tmp_path / "files" / "cat_s_png.png")
-    (tmp_path / "sm.py").write_text(YARDSTICK)
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "sm.py").write_text(YARDSTICK)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "vgg16_relu4_3.fp16.pth").touch()      # load_metrics checks it is there
     monkeypatch.setattr(tool, "default_photos", lambda: [photo])
     out = tmp_path / "t.json"
-    assert tool.main(["--metrics", str(tmp_path / "sm.py"), "--painting", str(painting), "--outputs",
+    assert tool.main(["--metrics", str(tmp_path / "tools" / "sm.py"), "--painting", str(painting), "--outputs",
                       str(tmp_path / "files"), "--style", "s", "--style-size", "64", "--json", str(out)]) == 0
     rows = json.loads(out.read_text())["rows"]
     assert len(rows) == 5 and all(set(r["style_ratio"]) == {"cat"} for r in rows)
     assert all(0 < r["median"] < 1 for r in rows)       # the output sits between photo and painting
-    assert tool.main(["--metrics", str(tmp_path / "sm.py"), "--painting", str(painting), "--outputs",
+    assert tool.main(["--metrics", str(tmp_path / "tools" / "sm.py"), "--painting", str(painting), "--outputs",
                       str(tmp_path), "--style", "s"]) == 1      # no outputs there
