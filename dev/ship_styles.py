@@ -37,8 +37,10 @@ def segments(logs: list[Path], name: str, steps: int, variant: str = "") -> list
             named = row.get("name")
             own = not (variant and named) or named == variant
             # a plan's log writes its numbers as strings
-            if row["style"] == name and own and int(row["steps"]) <= steps:
-                out.append((int(row["steps"]), float(row["seconds"])))
+            reached = int(row["steps"])
+            # a call resumed past the variant's last step logs it again, untrained: count it once
+            if row["style"] == name and own and reached <= steps and reached not in {n for n, _ in out}:
+                out.append((reached, float(row["seconds"])))
     return out
 
 

@@ -43,6 +43,13 @@ def test_segments_from_every_log_up_to_the_files_steps(tool, tmp_path):
     assert metadata(tmp_path / "out.safetensors")["train_segments"] == meta["train_segments"]
 
 
+def test_a_later_call_that_logs_the_last_step_again_adds_no_segment(tool, tmp_path):
+    src = weights(tmp_path / "src.safetensors", steps="300")
+    logs = [log(tmp_path / "a.json", (300, 60.0)), log(tmp_path / "b.json", (300, 0.0))]
+    meta = tool.ship(src, tmp_path / "out.safetensors", logs, "")
+    assert (meta["train_segments"], meta["train_seconds_total"]) == ("60 s to step 300", "60")
+
+
 def test_append_keeps_the_replaced_files_history_and_notes_the_new_call(tool, tmp_path):
     dest = weights(tmp_path / "s.safetensors", steps="200", train_segments="50 s to step 100 + 70 s to step 200",
                    train_seconds_total="120")
