@@ -16,8 +16,8 @@ losing none 28 dB). `dev/diag/openvino_int8_styles.py` measures each style's for
 shared metrics; weights whose `int8` form stays within 10 % of fp32's style ratio are listed in
 `INT8_MEASURED` by weights digest (so a retrained style is measured again), unless the form
 costs the CLI's files a bar of their own (primeros_memoriales: −2.9 % style ratio but a PNG grid
-of 10.2 in `int8` against 9.2 in the other form, issue 44's bar 10; aratea: +0.6 %, PNG grid
-10.9 against 9.7). Every other weights file,
+of 10.2 in `int8` against 9.2 in the other form, issue 44's bar 10; aratea's round-14 file:
++0.6 %, PNG grid 10.9 against 9.7). Every other weights file,
 the user's own included, gets `int8-float-norm-inputs`.
 
 Then a check catches a broken model, not a style's drift: the chosen form and the fp32 model
@@ -51,14 +51,15 @@ RT_PSNR = ["styleforge", "int8_psnr_db"]
 INT8_MEASURED = {
     "bccb377db5deaec1": "candy",
     "46d071508da881e1": "dendera",
+    "c82b7e6ce58fb23a": "aratea",
     "366e878fee93919c": "composition_vii",
     "6968dfbb78235fb2": "great_wave",
-    "fa30b1acf0884749": "mosaic",
+    "6c4cb653ffbbefa8": "mosaic",
     "317e1d49c4d32010": "rain_princess",
     "900eb8b4b27d130d": "shipwreck",
     "9d566814b27146cb": "starry_night",
     "5af599d891e0dcfa": "the_scream",
-    "7cb00a8c493ceffb": "udnie",
+    "f1881428cd037f30": "udnie",
 }
 
 
