@@ -243,6 +243,18 @@ def test_round15_plan_loads_from_shipped_files_only(tools):
     assert (mosaic.style_size, mosaic.style_reduction, mosaic.jpeg_style) == (None, "frobenius", 1.0)
 
 
+def test_round16_plan_trains_candy_at_the_yardsticks_painting_size(tools):
+    train_builtin, train_plan = tools
+    path = ROOT / "dev" / "device" / "plans" / "round16.json"
+    assert {v.warm for v in train_plan.load_plan(path)} == {"shipped"}
+    args = train_builtin.parse_args(["--plan", str(path)])
+    jobs = {job.name: job for job in train_builtin.jobs(args)}
+    candy = get("candy").config("p", **train_builtin.job_settings(args, jobs["candy_v1_frob_size512"]))
+    assert (candy.style_size, candy.style_reduction) == (512, "frobenius")  # the catalogue says 384
+    mosaic = get("mosaic").config("p", **train_builtin.job_settings(args, jobs["mosaic_own_stab8"]))
+    assert (mosaic.style_size, mosaic.stability_weight, mosaic.steps) == (None, 8e8, 32000)
+
+
 def test_a_warm_start_past_the_last_step_fails_before_training(tools, tmp_path):
     train_builtin, _ = tools
     warm = tmp_path / "warm.safetensors"
