@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from ..engine.options import DEFAULT_STYLE
 from .gallery import Thumbnails, sample_photos
 from .handlers import REGION_MODES, WHOLE, Handlers
 
@@ -19,7 +20,7 @@ ENGINE = "engine"
 
 def build_blocks(handlers: Handlers, thumbnails: Thumbnails, concurrency: int) -> gr.Blocks:
     names = handlers.style_names
-    default = "candy" if "candy" in names else names[0]
+    default = DEFAULT_STYLE if DEFAULT_STYLE in names else names[0]
     second = next((n for n in names if n != default), default)
     with gr.Blocks(title="StyleForge", analytics_enabled=False) as demo:
         gr.Markdown("# StyleForge\nFast neural style transfer. Pick a style, drop in a photo, "

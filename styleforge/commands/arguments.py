@@ -11,6 +11,7 @@ import re
 
 from ..engine.options import (
     BACKENDS,
+    DEFAULT_STYLE,
     DEVICES,
     MODELS,
     PALETTE_MODES,
@@ -66,7 +67,7 @@ def add_pipeline_arguments(p, image_codec: bool = True) -> None:
 def register_engine_arguments(p) -> None:
     """The flags that choose and run the style (shared by `stylize` and `video`)."""
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--style", help="built-in style name or checkpoint path (default: candy)")
+    which.add_argument("--style", help=f"built-in style name or checkpoint path (default: {DEFAULT_STYLE})")
     which.add_argument("--checkpoint", metavar="PATH", help="a .safetensors or pytorch/examples .pth file")
     which.add_argument("--blend", type=_checked(parse_blend, "blend spec"), default=_DEFAULTS.blend,
                        metavar="SPEC", help="weight-space mix, e.g. candy:0.6,mosaic:0.4")

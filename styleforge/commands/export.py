@@ -12,6 +12,7 @@ import warnings
 
 
 def register(subparsers) -> None:
+    from ..engine.options import DEFAULT_STYLE
     from ..export.options import (
         ARBITRARY_PAINTING_SIZE,
         DEFAULT_OPSET,
@@ -27,7 +28,7 @@ def register(subparsers) -> None:
                     "Dynamic batch, height and width; the file is checked against styleforge's "
                     "own output after it is written. See docs/export.md.")
     p.add_argument("style", nargs="?", default=None, metavar="STYLE",
-                   help="built-in style name or checkpoint path (default: candy)")
+                   help=f"built-in style name or checkpoint path (default: {DEFAULT_STYLE})")
     p.add_argument("--format", choices=FORMATS, default="onnx", help="onnx (default) or aoti")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="where to write (default: STYLE.onnx or STYLE.pt2 here)")

@@ -13,6 +13,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..engine.options import DEFAULT_STYLE
 from ..switches import switches
 from .checkpoint import (
     IMAGE_SUFFIXES,
@@ -23,7 +24,6 @@ from .checkpoint import (
 )
 
 STYLES_DIR = Path(__file__).resolve().parent.parent / "styles"
-DEFAULT_STYLE = "candy"
 STYLES_DIR_ENV = "STYLEFORGE_STYLES_DIR"
 MODELS = ("full", "slim")
 
