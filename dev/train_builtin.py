@@ -9,8 +9,9 @@ Every style gets the catalogue's v2 RECIPE (steps, grid penalty, stability term)
 flags given here win. Runs resume: each style checkpoints into runs/<name>/ under --out-dir
 (keep it in an ignored folder, e.g. runs/builtin, so it survives between device calls) and the
 next call continues from the newest step_*.pt; a style already at its step count is only
-re-exported. `--deadline S` stops every worker S seconds after the parent started, leaving
---reserve seconds to write the weights, the int8 file and the samples. After each style its
+re-exported, or left as it is where an earlier call exported it and logged its row. `--deadline
+S` stops every worker S seconds after the parent started, leaving --reserve seconds to write the
+weights, the int8 file and the samples. After each style its
 int8 file (dev/quantize_styles.py, PSNR against the fp16 weights in the metadata) goes to
 <out-dir>/int8/.
 
@@ -299,6 +300,11 @@ def train_styles(args: argparse.Namespace, todo: list[Job], out_dir: Path, on_do
             trainer.step_count = int(checkpoint.metadata.get("steps", 0))
             log.info("%s: warm start from %s at step %d", name, warm, trainer.step_count)
         if trainer.step_count >= trainer.total_steps:
+            if exported(out_dir, name, trainer.step_count):
+                # a re-export would log 0 s over the real row and rewrite the file (round 15's fourth call)
+                log.info("%s: finished at step %d in an earlier call; its file and row kept", name,
+                         trainer.step_count)
+                continue
             log.info("%s: already at step %d; re-exporting", name, trainer.step_count)
         result = trainer.run()
         int8 = out_dir / "int8" / f"{name}.safetensors"
@@ -354,6 +360,12 @@ def row_age(row: dict) -> tuple[float, int]:
     """Newer rows win: a resumed call's workers take variants in another order, so the worker files
     of an earlier call hold stale rows under the same names. Rows from before `finished_at` go by steps."""
     return row.get("finished_at", 0.0), row.get("steps", 0)
+
+
+def exported(out_dir: Path, name: str, steps: int) -> bool:
+    """Whether an earlier call already wrote `name`'s int8 file and logged its row at `steps`."""
+    return (out_dir / "int8" / f"{name}.safetensors").is_file() and any(
+        row_name(r) == name and int(r["steps"]) >= steps for r in merged_rows(out_dir))
 
 
 def merged_rows(out_dir: Path) -> list[dict]:

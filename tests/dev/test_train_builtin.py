@@ -152,11 +152,11 @@ def test_one_style_trains_and_logs_its_metric(tools, fake_metrics, tmp_path, cap
     tiny_training_data(tmp_path, rng)
     out = tmp_path / "runs"
     caplog.set_level("INFO", logger="train_builtin")
-    code = train_builtin.main(["--styles", "udnie", "--steps", "1", "--batch-size", "2", "--image-size", "16",
-                               "--device", "cpu", "--no-eval", "--vgg-weights", str(tmp_path / "vgg.pth"),
-                               "--content-dir", str(tmp_path / "content"), "--paintings-dir", str(tmp_path / "styles"),
-                               "--out-dir", str(out), "--style-reduction", "frobenius",
-                               "--metrics", str(fake_metrics)])
+    argv = ["--styles", "udnie", "--steps", "1", "--batch-size", "2", "--image-size", "16",
+            "--device", "cpu", "--no-eval", "--vgg-weights", str(tmp_path / "vgg.pth"),
+            "--content-dir", str(tmp_path / "content"), "--paintings-dir", str(tmp_path / "styles"),
+            "--out-dir", str(out), "--style-reduction", "frobenius", "--metrics", str(fake_metrics)]
+    code = train_builtin.main(argv)
     assert code == 0
     (row,) = json.loads((out / "train_log.json").read_text())
     assert row["settings"]["style_reduction"] == "frobenius" and row["steps"] == 1
@@ -164,3 +164,9 @@ def test_one_style_trains_and_logs_its_metric(tools, fake_metrics, tmp_path, cap
     assert row["metric"] == {"png": {**cli, "palette_dist": 0.0}, "jpg": {**cli, "palette_dist": 1.0}}
     assert row["metric_fp32_512"] == {**cli, "palette_dist": 0.0}
     assert "png metric style_ratio 40.000" in caplog.text and "jpg metric style_ratio 40.000" in caplog.text
+    # a later call finds it finished: the file and its row stay as the call that trained it left them
+    weights = (out / "int8" / "udnie.safetensors").read_bytes()
+    assert train_builtin.main(argv) == 0
+    assert json.loads((out / "train_log.json").read_text()) == [row]
+    assert (out / "int8" / "udnie.safetensors").read_bytes() == weights
+    assert "udnie: finished at step 1 in an earlier call" in caplog.text
