@@ -7,7 +7,7 @@
 # per style, spread round-robin over the GPUs (several per GPU: the network is small). Checkpoints
 # (with Adam state, 20 MB a style) stay in runs/builtin/ (git-ignored), which the device keeps
 # between calls while the machine is warm: the next call continues each style from its newest
-# step_*.pt, exactly; a style at its step count is only re-exported. On a fresh machine, unpack the
+# step_*.pt, exactly; a style at its step count is not trained again. On a fresh machine, unpack the
 # returned styles_*.tar into runs/warm/ and carry=[".data", "runs/warm"]: each style then warm-starts
 # from those int8 weights at their step count (fresh Adam).
 # Every worker stops DEADLINE_S seconds after the start, less 45 s to export. Results in $OUT:
