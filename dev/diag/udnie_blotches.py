@@ -1,4 +1,4 @@
-"""Where udnie's green blotches come from: four CPU probes on a style network (docs/training.md
+"""Where udnie's green blotches come from: CPU probes on a style network (docs/training.md
 "The blotches").
 
     python dev/diag/udnie_blotches.py                      # shipped udnie, the asset photos + amber
@@ -15,6 +15,8 @@ Probes:
   seed     the photos with noise of std 2 under two seeds: do the blotch masks move (IoU)?
   context  the 128² window of each photo with the most blotch pixels, stylized alone: does the
            blotch need the rest of the photo (instance norm's whole-image statistics)?
+  layers   the whole photo with one InstanceNorm (or all) normalising by the blotchiest window's own
+           statistics: which norm makes the window's blotch depend on the rest of the photo?
   size     the same photos stylized at several longer sides (training sees 256² crops of photos
            whose shorter side is 256): does the blotch share grow with the size?
   fixes    inference-side changes (InstanceNorm eps, a blur of the input): blotch share and the
@@ -128,15 +130,20 @@ def probe_seed(net, photos) -> list[dict]:
     return rows
 
 
+def blotchiest_window(full: torch.Tensor, x: torch.Tensor) -> tuple[int, int]:
+    """(y0, x0) of the WINDOW² square with the most blotch pixels in `full`, the output for `x`."""
+    mask = blotch_mask(full, x).float()
+    share = F.avg_pool2d(mask[None, None], WINDOW, stride=WINDOW // 4)[0, 0]
+    iy, ix = divmod(int(share.argmax()), share.shape[1])
+    return iy * WINDOW // 4, ix * WINDOW // 4
+
+
 @torch.no_grad()
 def probe_context(net, photos) -> list[dict]:
     rows = []
     for name, x in photos.items():
         full = net(x)
-        mask = blotch_mask(full, x).float()
-        share = F.avg_pool2d(mask[None, None], WINDOW, stride=WINDOW // 4)[0, 0]
-        iy, ix = divmod(int(share.argmax()), share.shape[1])
-        y0, x0 = iy * WINDOW // 4, ix * WINDOW // 4
+        y0, x0 = blotchiest_window(full, x)
         crop = x[:, :, y0:y0 + WINDOW, x0:x0 + WINDOW]
         alone = net(crop)
         in_context = full[:, :, y0:y0 + WINDOW, x0:x0 + WINDOW]
@@ -149,6 +156,69 @@ def probe_context(net, photos) -> list[dict]:
         print(f"context {name}: window y{y0} x{x0}: blotch in context {row['blotch_in_context']:.3f}, alone "
               f"{row['blotch_alone']:.3f}; photo std there {row['photo_std_window']} vs whole "
               f"{row['photo_std_whole']}", flush=True)
+    return rows
+
+
+@torch.no_grad()
+def norm_statistics(net, x: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """Per InstanceNorm: the (mean, var) per channel of its input when the network stylizes `x`."""
+    stats, hooks = {}, []
+    for name, m in norms(net).items():
+        def hook(module, args, name=name):
+            stats[name] = (args[0].mean(dim=(2, 3), keepdim=True), args[0].var(dim=(2, 3), keepdim=True,
+                                                                               unbiased=False))
+        hooks.append(m.register_forward_pre_hook(hook))
+    try:
+        net(x)
+    finally:
+        for h in hooks:
+            h.remove()
+    return stats
+
+
+@torch.no_grad()
+def with_statistics(net, x: torch.Tensor, swapped: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    """The network on `x`, the norms named in `swapped` normalising with those (mean, var) instead
+    of their input's own."""
+    hooks = []
+    for name, m in norms(net).items():
+        if name not in swapped:
+            continue
+        def hook(module, args, output, name=name):
+            mean, var = swapped[name]
+            y = (args[0] - mean) / torch.sqrt(var + module.eps)
+            return y * module.weight.view(1, -1, 1, 1) + module.bias.view(1, -1, 1, 1)
+        hooks.append(m.register_forward_hook(hook))
+    try:
+        return net(x)
+    finally:
+        for h in hooks:
+            h.remove()
+
+
+@torch.no_grad()
+def probe_layers(net, photos) -> list[dict]:
+    """Which norm carries the context: the whole photo stylized with one norm (or all) normalising
+    by the blotchiest window's own statistics, as when that window is stylized alone."""
+    rows = []
+    names = list(norms(net))
+    for photo, x in photos.items():
+        full = net(x)
+        y0, x0 = blotchiest_window(full, x)
+        crop = x[:, :, y0:y0 + WINDOW, x0:x0 + WINDOW]
+        alone = norm_statistics(net, crop)
+
+        def share(out):
+            return round(float(blotch_mask(out[:, :, y0:y0 + WINDOW, x0:x0 + WINDOW], crop).float().mean()), 3)
+        row = {"photo": photo, "window": [y0, x0, WINDOW], "in_context": share(full),
+               "alone": round(float(blotch_mask(net(crop), crop).float().mean()), 3),
+               "swap_one": {n: share(with_statistics(net, x, {n: alone[n]})) for n in names},
+               "swap_all": share(with_statistics(net, x, alone))}
+        rows.append(row)
+        print(f"layers {photo}: window blotch in context {row['in_context']:.3f}, alone {row['alone']:.3f}, "
+              f"whole photo with the window's statistics in " + ", ".join(
+                  f"{n} {v:.3f}" for n, v in row["swap_one"].items()) + f", in all {row['swap_all']:.3f}",
+              flush=True)
     return rows
 
 
@@ -214,7 +284,7 @@ def main() -> int:
     p.add_argument("--photos", nargs="*", default=None, help="default: the asset photos and ../main/.data/amber.jpg")
     p.add_argument("--size", type=int, default=512, help="the photos' longer side")
     p.add_argument("--flat-size", type=int, default=128)
-    p.add_argument("--probes", default="flat,seed,context,size,fixes")
+    p.add_argument("--probes", default="flat,seed,context,layers,size,fixes")
     p.add_argument("--metrics", default="/work/main/.data/tools/style_metrics.py",
                    help="the shared yardstick (style ratio in the fixes probe); skipped if absent")
     p.add_argument("--painting", default="/work/main/.data/styles_unused/udnie.jpg")
@@ -232,6 +302,8 @@ def main() -> int:
         result["seed"] = probe_seed(net, photos)
     if "context" in probes:
         result["context"] = probe_context(net, photos)
+    if "layers" in probes:
+        result["layers"] = probe_layers(net, photos)
     if "size" in probes:
         result["size"] = probe_size(net, [path for path in paths if path.is_file()])
     if "fixes" in probes:
