@@ -39,6 +39,7 @@ import torch.nn.functional as F  # noqa: E402
 from json_out import write_json  # noqa: E402
 from torch import nn  # noqa: E402
 
+from styleforge.engine.thumbnail import norm_statistics, with_frozen_norms  # noqa: E402
 from styleforge.models.checkpoint import load_checkpoint  # noqa: E402
 from styleforge.models.transformer_net import TransformerNet, width_of  # noqa: E402
 from styleforge.training.samples import default_photos, network_photo  # noqa: E402
@@ -160,43 +161,6 @@ def probe_context(net, photos) -> list[dict]:
 
 
 @torch.no_grad()
-def norm_statistics(net, x: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """Per InstanceNorm: the (mean, var) per channel of its input when the network stylizes `x`."""
-    stats, hooks = {}, []
-    for name, m in norms(net).items():
-        def hook(module, args, name=name):
-            stats[name] = (args[0].mean(dim=(2, 3), keepdim=True), args[0].var(dim=(2, 3), keepdim=True,
-                                                                               unbiased=False))
-        hooks.append(m.register_forward_pre_hook(hook))
-    try:
-        net(x)
-    finally:
-        for h in hooks:
-            h.remove()
-    return stats
-
-
-@torch.no_grad()
-def with_statistics(net, x: torch.Tensor, swapped: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
-    """The network on `x`, the norms named in `swapped` normalising with those (mean, var) instead
-    of their input's own."""
-    hooks = []
-    for name, m in norms(net).items():
-        if name not in swapped:
-            continue
-        def hook(module, args, output, name=name):
-            mean, var = swapped[name]
-            y = (args[0] - mean) / torch.sqrt(var + module.eps)
-            return y * module.weight.view(1, -1, 1, 1) + module.bias.view(1, -1, 1, 1)
-        hooks.append(m.register_forward_hook(hook))
-    try:
-        return net(x)
-    finally:
-        for h in hooks:
-            h.remove()
-
-
-@torch.no_grad()
 def probe_layers(net, photos) -> list[dict]:
     """Which norm carries the context: the whole photo stylized with one norm (or all) normalising
     by the blotchiest window's own statistics, as when that window is stylized alone."""
@@ -212,8 +176,8 @@ def probe_layers(net, photos) -> list[dict]:
             return round(float(blotch_mask(out[:, :, y0:y0 + WINDOW, x0:x0 + WINDOW], crop).float().mean()), 3)
         row = {"photo": photo, "window": [y0, x0, WINDOW], "in_context": share(full),
                "alone": round(float(blotch_mask(net(crop), crop).float().mean()), 3),
-               "swap_one": {n: share(with_statistics(net, x, {n: alone[n]})) for n in names},
-               "swap_all": share(with_statistics(net, x, alone))}
+               "swap_one": {n: share(with_frozen_norms(net, {n: alone[n]})(x)) for n in names},
+               "swap_all": share(with_frozen_norms(net, alone)(x))}
         rows.append(row)
         print(f"layers {photo}: window blotch in context {row['in_context']:.3f}, alone {row['alone']:.3f}, "
               f"whole photo with the window's statistics in " + ", ".join(
