@@ -45,12 +45,16 @@ def segments(logs: list[Path], name: str, steps: int, variant: str = "") -> list
 
 
 def shipped_history(dest: Path) -> tuple[int, str, float]:
-    """(steps, train_segments, train_seconds_total) of the file about to be replaced."""
+    """(steps, train_segments, train_seconds_total) of the file about to be replaced; a file trained
+    in one call (v1: `train_seconds` and `steps`, no segments) is its own first segment."""
     with safe_open(str(dest), "pt") as f:
         meta = f.metadata() or {}
-    if "train_segments" not in meta:
-        raise ValueError(f"{dest} has no train_segments to append to")
-    return int(meta["steps"]), meta["train_segments"], float(meta["train_seconds_total"])
+    if "train_segments" in meta:
+        return int(meta["steps"]), meta["train_segments"], float(meta["train_seconds_total"])
+    if "train_seconds" in meta and "steps" in meta:
+        seconds = float(meta["train_seconds"])
+        return int(meta["steps"]), f"{seconds:.0f} s to step {meta['steps']}", seconds
+    raise ValueError(f"{dest} has no train_segments or train_seconds to append to")
 
 
 def ship(src: Path, dest: Path, logs: list[Path], note: str, append: bool = False,

@@ -66,8 +66,17 @@ def test_append_keeps_the_replaced_files_history_and_notes_the_new_call(tool, tm
 def test_append_refuses_a_file_without_history(tool, tmp_path):
     dest = weights(tmp_path / "s.safetensors", steps="200")
     src = weights(tmp_path / "new.safetensors", steps="500")
-    with pytest.raises(ValueError, match="no train_segments"):
+    with pytest.raises(ValueError, match="no train_segments or train_seconds"):
         tool.ship(src, dest, [log(tmp_path / "c.json", (500, 374.0))], "", append=True)
+
+
+def test_append_to_a_one_call_file_starts_from_its_own_seconds(tool, tmp_path):
+    dest = weights(tmp_path / "s.safetensors", steps="200", train_seconds="128.0")
+    src = weights(tmp_path / "new.safetensors", steps="500")
+    logs = [log(tmp_path / "c.json", (150, 9.0), (500, 374.0))]
+    meta = tool.ship(src, dest, logs, "", append=True, segment_note="512 px")
+    assert meta["train_segments"] == "128 s to step 200 + 374 s to step 500 (512 px)"
+    assert meta["train_seconds_total"] == "502"
 
 
 def test_a_variant_takes_its_own_rows_of_a_plans_log_and_the_styles_older_rows(tool, tmp_path):
