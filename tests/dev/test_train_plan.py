@@ -255,6 +255,22 @@ def test_round16_plan_trains_candy_at_the_yardsticks_painting_size(tools):
     assert (mosaic.style_size, mosaic.stability_weight, mosaic.steps) == (None, 8e8, 32000)
 
 
+def test_round17_plan_raises_candys_style_weight_from_the_shipped_file(tools):
+    train_builtin, train_plan = tools
+    path = ROOT / "dev" / "device" / "plans" / "round17.json"
+    assert {v.warm for v in train_plan.load_plan(path)} == {"shipped"}
+    args = train_builtin.parse_args(["--plan", str(path)])
+    jobs = {job.name: job for job in train_builtin.jobs(args)}
+    base = get("candy").config("p", **train_builtin.job_settings(args, jobs["candy_g3e9_512_x13"]))
+    jpeg = get("candy").config("p", **train_builtin.job_settings(args, jobs["candy_g3e9_512_x13_jpeg"]))
+    strong = get("candy").config("p", **train_builtin.job_settings(args, jobs["candy_g3e9_512_x16"]))
+    assert (base.style_size, base.style_reduction, base.grid_weight) == (512, "mean", 3e9)
+    assert strong.style_weight == pytest.approx(base.style_weight * 1.6 / 1.3)
+    assert (jpeg.jpeg_style, jpeg.style_weight) == (1.0, base.style_weight)
+    mosaic = get("mosaic").config("p", **train_builtin.job_settings(args, jobs["mosaic_stab6"]))
+    assert (mosaic.style_size, mosaic.stability_weight, mosaic.steps) == (None, 6e8, 44000)
+
+
 def test_a_warm_start_past_the_last_step_fails_before_training(tools, tmp_path):
     train_builtin, _ = tools
     warm = tmp_path / "warm.safetensors"
