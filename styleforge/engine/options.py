@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 
 # The built-in style used when none is named: one that meets every quality bar (docs/training.md,
-# "What ships"); candy, the old default, is still v1 with its grid and "eye" blobs.
+# "What ships"); candy, the old default, still misses the style-ratio bar.
 DEFAULT_STYLE = "starry_night"
 DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("auto", "fp32", "fp16", "bf16", "int8")
