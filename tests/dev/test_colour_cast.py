@@ -1,28 +1,20 @@
 """`dev/diag/colour_cast.py`: its CIELAB means and green share, and a style's row against its painting."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
 from conftest import random_style_state
+from diag_import import diag_module
 from PIL import Image
 
 from styleforge.models.checkpoint import save_checkpoint
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(scope="module")
 def tool():
-    sys.path.insert(0, str(ROOT / "dev" / "diag"))
-    try:
-        import colour_cast
-        yield colour_cast
-    finally:
-        sys.path.remove(str(ROOT / "dev" / "diag"))
+    with diag_module("colour_cast") as module:
+        yield module
 
 
 def test_grey_has_no_tint_and_green_is_counted(tool):

@@ -3,14 +3,11 @@ the eval folder's outputs with the yardstick it is given."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from diag_import import diag_module
 from PIL import Image
-
-ROOT = Path(__file__).resolve().parents[2]
 
 # A stand-in for shared/tools/style_metrics.py: the same two functions, the ratio a pixel distance.
 YARDSTICK = '''
@@ -28,14 +25,8 @@ def metrics(photo, out, style):
 
 @pytest.fixture(scope="module")
 def tool():
-    sys.path.insert(0, str(ROOT / "dev" / "diag"))
-    try:
-        import painting_target
-        yield painting_target
-    finally:
-        sys.path.remove(str(ROOT / "dev" / "diag"))
-        if str(ROOT / "dev") in sys.path:       # the tool's own insert, for eval_styles
-            sys.path.remove(str(ROOT / "dev"))
+    with diag_module("painting_target") as module:
+        yield module
 
 
 def test_training_sees_an_enlarged_copy_of_a_small_painting(tool, tmp_path):

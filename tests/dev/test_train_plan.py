@@ -230,44 +230,38 @@ def test_a_resumed_call_logs_each_variant_newest_row(tools, tmp_path):
     assert merged == {"a": 30, "b": 9, "c": 5}
 
 
-def test_round15_plan_loads_from_shipped_files_only(tools):
+def shipped_plan_configs(tools, plan: str) -> dict:
+    """{variant: its TrainConfig} for a round's plan whose variants all start from shipped files."""
     train_builtin, train_plan = tools
-    path = ROOT / "dev" / "device" / "plans" / "round15.json"
-    variants = {v.name: v for v in train_plan.load_plan(path)}
-    assert all(v.why for v in variants.values()) and {v.warm for v in variants.values()} == {"shipped"}
+    path = ROOT / "dev" / "device" / "plans" / plan
+    variants = train_plan.load_plan(path)
+    assert all(v.why for v in variants) and {v.warm for v in variants} == {"shipped"}
     args = train_builtin.parse_args(["--plan", str(path)])
-    jobs = {job.name: job for job in train_builtin.jobs(args)}
-    udnie = get("udnie").config("p", **train_builtin.job_settings(args, jobs["udnie_x17_stab8_rot1"]))
+    return {job.name: job.variant.catalogue_style().config("p", **train_builtin.job_settings(args, job))
+            for job in train_builtin.jobs(args)}
+
+
+def test_round15_plan_loads_from_shipped_files_only(tools):
+    configs = shipped_plan_configs(tools, "round15.json")
+    udnie, mosaic = configs["udnie_x17_stab8_rot1"], configs["mosaic_frob10_own_jpeg10"]
     assert (udnie.stability_rotate, udnie.steps, udnie.stability_weight) == (1.0, 40000, 8e8)
-    mosaic = get("mosaic").config("p", **train_builtin.job_settings(args, jobs["mosaic_frob10_own_jpeg10"]))
     assert (mosaic.style_size, mosaic.style_reduction, mosaic.jpeg_style) == (None, "frobenius", 1.0)
 
 
 def test_round16_plan_trains_candy_at_the_yardsticks_painting_size(tools):
-    train_builtin, train_plan = tools
-    path = ROOT / "dev" / "device" / "plans" / "round16.json"
-    assert {v.warm for v in train_plan.load_plan(path)} == {"shipped"}
-    args = train_builtin.parse_args(["--plan", str(path)])
-    jobs = {job.name: job for job in train_builtin.jobs(args)}
-    candy = get("candy").config("p", **train_builtin.job_settings(args, jobs["candy_v1_frob_size512"]))
+    configs = shipped_plan_configs(tools, "round16.json")
+    candy, mosaic = configs["candy_v1_frob_size512"], configs["mosaic_own_stab8"]
     assert (candy.style_size, candy.style_reduction) == (512, "frobenius")  # the catalogue says 384
-    mosaic = get("mosaic").config("p", **train_builtin.job_settings(args, jobs["mosaic_own_stab8"]))
     assert (mosaic.style_size, mosaic.stability_weight, mosaic.steps) == (None, 8e8, 32000)
 
 
 def test_round17_plan_raises_candys_style_weight_from_the_shipped_file(tools):
-    train_builtin, train_plan = tools
-    path = ROOT / "dev" / "device" / "plans" / "round17.json"
-    assert {v.warm for v in train_plan.load_plan(path)} == {"shipped"}
-    args = train_builtin.parse_args(["--plan", str(path)])
-    jobs = {job.name: job for job in train_builtin.jobs(args)}
-    base = get("candy").config("p", **train_builtin.job_settings(args, jobs["candy_g3e9_512_x13"]))
-    jpeg = get("candy").config("p", **train_builtin.job_settings(args, jobs["candy_g3e9_512_x13_jpeg"]))
-    strong = get("candy").config("p", **train_builtin.job_settings(args, jobs["candy_g3e9_512_x16"]))
+    configs = shipped_plan_configs(tools, "round17.json")
+    base, strong = configs["candy_g3e9_512_x13"], configs["candy_g3e9_512_x16"]
+    jpeg, mosaic = configs["candy_g3e9_512_x13_jpeg"], configs["mosaic_stab6"]
     assert (base.style_size, base.style_reduction, base.grid_weight) == (512, "mean", 3e9)
     assert strong.style_weight == pytest.approx(base.style_weight * 1.6 / 1.3)
     assert (jpeg.jpeg_style, jpeg.style_weight) == (1.0, base.style_weight)
-    mosaic = get("mosaic").config("p", **train_builtin.job_settings(args, jobs["mosaic_stab6"]))
     assert (mosaic.style_size, mosaic.stability_weight, mosaic.steps) == (None, 6e8, 44000)
 
 
