@@ -1,7 +1,9 @@
 """The slim network's warm start (training/slim_init.py): the slim layout exactly, a teacher whose
 dropped channels carry nothing comes back unchanged, the refit brings a real teacher's output
-closer than slicing, and the option reaches the config, the CLI and the weights' metadata."""
+closer than slicing (every shipped style), and the option reaches the config, the CLI and the weights' metadata."""
 from __future__ import annotations
+
+import statistics
 
 import pytest
 import torch
@@ -76,22 +78,23 @@ def test_refit_keeps_an_exact_teacher_exact_up_to_the_ridge():
         assert rel_err(slim_from_full(full, x, ridge=1e-9)(x), full(x)) < 1e-3
 
 
-@pytest.fixture(scope="module")
-def candy() -> TransformerNet:
+@pytest.mark.slow   # ~25 s on 2 cores: every shipped style, so retraining one cannot move the claim
+def test_refit_brings_every_shipped_teacher_closer_than_slicing():
     from styleforge.models.checkpoint import build_model
-    from styleforge.models.registry import load_style
-    return build_model(load_style("candy")).float().eval()
-
-
-@pytest.mark.slow   # ~2.5 s on 2 cores: the default tier stays within a minute
-def test_refit_brings_a_real_teacher_closer_than_slicing(candy):
+    from styleforge.models.registry import list_styles, load_style
     x, held_out = photos(4, 96, 96), photos(1, 64, 80, seed=3)
-    with torch.no_grad():
-        want = candy(held_out)
-        sliced = rel_err(slim_from_full(candy, x, refit_convs=False)(held_out), want)
-        refit = rel_err(slim_from_full(candy, x)(held_out), want)
-        random = rel_err(TransformerNet(SLIM_WIDTH)(held_out), want)
-    assert refit < 0.8 * sliced < 0.8 * random, (refit, sliced, random)
+    ratios = {}
+    for style in list_styles():
+        teacher = build_model(load_style(style.name)).float().eval()
+        with torch.no_grad():
+            want = teacher(held_out)
+            sliced = rel_err(slim_from_full(teacher, x, refit_convs=False)(held_out), want)
+            refit = rel_err(slim_from_full(teacher, x)(held_out), want)
+            random = rel_err(TransformerNet(SLIM_WIDTH)(held_out), want)
+        assert refit < sliced < 0.8 * random, (style.name, refit, sliced, random)
+        ratios[style.name] = refit / sliced
+    # measured at 6e79f26+: 0.21-0.91 of slicing's error, median 0.50 over fourteen styles
+    assert statistics.median(ratios.values()) < 0.7, ratios
 
 
 def test_full_is_left_unchanged_and_width_is_checked():
