@@ -2,8 +2,8 @@
 
     python dev/diag/colour_cast.py --paintings .data/styles [--styles shipwreck udnie] [--json out/c.json]
 
-Each built-in style (styleforge/styles) stylizes the asset photos and ../main/.data/amber.jpg,
-when present, at 512 px on the CPU (fp32, the library's `Stylizer`). Per output, in CIELAB
+Each built-in style (styleforge/styles) stylizes the asset photos and the checkout's
+.data/amber.jpg, when present, at 512 px on the CPU (fp32, the library's `Stylizer`). Per output, in CIELAB
 (OpenCV, D65): the mean a*b* and the share of clearly green pixels (a* < −8, chroma > 10);
 the same for the photo and for the style's painting (as the yardstick reads it, ≤ 512 px).
 Reported per style, medians over the photos: the output's mean a*b* distance to its painting's
@@ -18,7 +18,8 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
 
 import cv2  # noqa: E402
 import numpy as np  # noqa: E402
@@ -34,8 +35,8 @@ from styleforge.training.samples import default_photos  # noqa: E402
 SIDE = 512
 GREEN_A = -8.0      # a* below this, with chroma above CHROMA, counts as clearly green
 CHROMA = 10.0
-STYLES_DIR = Path(__file__).resolve().parents[2] / "styleforge" / "styles"
-AMBER = Path(__file__).resolve().parents[2] / ".data" / "amber.jpg"
+STYLES_DIR = ROOT / "styleforge" / "styles"
+AMBER = ROOT / ".data" / "amber.jpg"
 
 
 def lab_stats(rgb: np.ndarray) -> dict[str, float]:
