@@ -275,3 +275,17 @@ def test_a_warm_start_past_the_last_step_fails_before_training(tools, tmp_path):
         train_builtin.main(["--plan", str(plan), "--out-dir", str(tmp_path / "runs"), "--device", "cpu"])
     args = train_builtin.parse_args(["--plan", str(plan), "--styles", "more"])
     assert train_builtin.finished_warm_starts(args, train_builtin.jobs(args), tmp_path / "runs") == []
+
+
+def test_round18_plan_continues_the_short_budgets_at_the_recipe(tools):
+    configs = shipped_plan_configs(tools, "round18.json")
+    assert set(configs) == {"composition_vii_long", "great_wave_long", "rain_princess_long", "starry_night_long"}
+    for name, config in configs.items():
+        style = get(name.removesuffix("_long"))
+        shipped = load_checkpoint(ROOT / "styleforge" / "styles" / f"{style.name}.safetensors")
+        settings = json.loads(shipped.metadata["training"])
+        assert config.steps == 16000 > int(shipped.metadata["steps"])
+        # the recipe the shipped file was trained with, unchanged but for the budget
+        for key in ("style_weight", "grid_weight", "stability_weight", "style_size", "content_weight", "lr"):
+            assert getattr(config, key) == settings[key], (name, key)
+        assert (config.style_reduction, config.jpeg_style) == ("mean", 0.0)
