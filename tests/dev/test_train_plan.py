@@ -283,7 +283,7 @@ def test_round18_plan_continues_the_short_budgets_at_the_recipe(tools):
     for name, config in configs.items():
         style = get(name.removesuffix("_long"))
         shipped = load_checkpoint(ROOT / "styleforge" / "styles" / f"{style.name}.safetensors")
-        settings = json.loads(shipped.metadata["training"])
+        settings = shipped.training_settings()
         assert config.steps == 16000 > int(shipped.metadata["steps"])
         # the recipe the shipped file was trained with, unchanged but for the budget
         for key in ("style_weight", "grid_weight", "stability_weight", "style_size", "content_weight", "lr"):
