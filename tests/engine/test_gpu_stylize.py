@@ -23,6 +23,10 @@ TRAINED = sorted(STYLES_DIR.glob("*.safetensors"))
 
 @pytest.fixture(scope="module")
 def photos(tmp_path_factory):
+    # Build (or load) the CUDA kernels here, in setup: on a cold machine the first CLI call
+    # would otherwise carry the ~15 s nvcc build in its own time.
+    from styleforge import kernels
+    kernels.cuda_kernels_available()
     folder = tmp_path_factory.mktemp("photos")
     for jpg in sorted(ASSETS_DIR.glob("*.jpg")):
         Image.open(jpg).convert("RGB").save(folder / f"{jpg.stem}.png")
