@@ -21,12 +21,16 @@ pytestmark = pytest.mark.gpu
 TRAINED = sorted(STYLES_DIR.glob("*.safetensors"))
 
 
-@pytest.fixture(scope="module")
-def photos(tmp_path_factory):
-    # Build (or load) the CUDA kernels here, in setup: on a cold machine the first CLI call
-    # would otherwise carry the ~15 s nvcc build in its own time.
+@pytest.fixture(scope="module", autouse=True)
+def kernels_built():
+    """Build (or load) the CUDA kernels in setup: on a cold machine the first CLI call would
+    otherwise carry the nvcc build in its own time. No assert: the CLI falls back without them."""
     from styleforge import kernels
     kernels.cuda_kernels_available()
+
+
+@pytest.fixture(scope="module")
+def photos(tmp_path_factory):
     folder = tmp_path_factory.mktemp("photos")
     for jpg in sorted(ASSETS_DIR.glob("*.jpg")):
         Image.open(jpg).convert("RGB").save(folder / f"{jpg.stem}.png")
